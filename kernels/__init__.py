@@ -1,0 +1,1 @@
+"""Attention kernels over pykv's paged KV cache, each beside the torch reference it must match."""

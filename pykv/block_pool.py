@@ -1,0 +1,120 @@
+"""The physical KV blocks of one pool: reference counts, the free queue and the prefix-hash map."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+BlockHash = int
+
+
+@dataclass
+class Block:
+    """One physical block of ``block_size`` token slots.
+
+    ``ref_cnt`` counts the requests whose block tables hold it. ``block_hash`` is set while the
+    block holds a full, hashed prefix block; it survives the block being freed (ref 0) so a later
+    request can hit it, until the block is handed out again (evicted).
+    """
+
+    block_id: int
+    ref_cnt: int = 0  # changed by BlockPool only
+    block_hash: Optional[BlockHash] = None  # changed by BlockPool only
+    num_tokens_filled: int = 0  # set by KVCacheManager for display: how many slots hold KV
+
+    @property
+    def is_free(self) -> bool:
+        return self.ref_cnt == 0
+
+
+class BlockPool:
+    """All physical blocks of a pool.
+
+    Free queue rule (vLLM V1's ``FreeKVCacheBlockQueue``): blocks with ref 0 wait in LRU order;
+    ``allocate`` takes from the front, freeing appends at the back. A cached free block (hash
+    kept) stays in the queue and can be revived by a prefix hit, which removes it from the queue.
+    Taking a cached block off the front evicts it: its hash leaves the prefix map. Callers free a
+    request's blocks tail-first, so the tail of a prefix is evicted before its head.
+    """
+
+    def __init__(self, num_blocks: int) -> None:
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        # block_id -> None, in eviction order (front = next to hand out)
+        self.free_queue: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
+        self.cached: dict[BlockHash, int] = {}  # prefix hash -> block id holding it
+        self.num_evictions = 0
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def num_free_blocks(self) -> int:
+        return len(self.free_queue)
+
+    def usage(self) -> float:
+        return 1.0 - self.num_free_blocks() / self.num_blocks
+
+    def allocate(self, n: int) -> list[int]:
+        """Hand out ``n`` blocks from the front of the free queue, evicting any cached hash."""
+        if n > len(self.free_queue):
+            raise RuntimeError(f"asked for {n} blocks with {len(self.free_queue)} free")
+        ids = []
+        for _ in range(n):
+            block_id, _ = self.free_queue.popitem(last=False)
+            block = self.blocks[block_id]
+            if block.block_hash is not None:
+                if self.cached.get(block.block_hash) == block_id:
+                    del self.cached[block.block_hash]
+                block.block_hash = None
+                self.num_evictions += 1
+            block.ref_cnt = 1
+            block.num_tokens_filled = 0
+            ids.append(block_id)
+        return ids
+
+    def lookup(self, block_hash: BlockHash) -> Optional[int]:
+        return self.cached.get(block_hash)
+
+    def touch(self, block_ids: Iterable[int]) -> None:
+        """Take a reference on cached blocks found by a prefix hit (reviving free ones)."""
+        for block_id in block_ids:
+            block = self.blocks[block_id]
+            if block.ref_cnt == 0:
+                del self.free_queue[block_id]
+            block.ref_cnt += 1
+
+    def free(self, block_ids: Iterable[int]) -> None:
+        """Drop one reference on each block, in the order given; ref-0 blocks join the queue's back."""
+        for block_id in block_ids:
+            block = self.blocks[block_id]
+            assert block.ref_cnt > 0, f"double free of block {block_id}"
+            block.ref_cnt -= 1
+            if block.ref_cnt == 0:
+                self.free_queue[block_id] = None
+
+    def cache_block(self, block_id: int, block_hash: BlockHash) -> None:
+        """Register a full block under its prefix hash (first holder of a hash wins)."""
+        block = self.blocks[block_id]
+        if block.block_hash is not None:
+            return
+        if block_hash in self.cached:
+            return  # another block already holds this prefix; this one stays private
+        block.block_hash = block_hash
+        self.cached[block_hash] = block_id
+
+    def reset_prefix_cache(self) -> None:
+        for block in self.blocks:
+            block.block_hash = None
+        self.cached.clear()
+
+    def check_invariants(self) -> None:
+        for block in self.blocks:
+            assert block.ref_cnt >= 0, f"block {block.block_id} has negative ref count"
+            assert (block.ref_cnt == 0) == (block.block_id in self.free_queue), (
+                f"block {block.block_id}: ref {block.ref_cnt} but in free queue = {block.block_id in self.free_queue}"
+            )
+            if block.block_hash is not None:
+                assert self.cached.get(block.block_hash) == block.block_id, f"block {block.block_id} hash not in map"
+        for block_hash, block_id in self.cached.items():
+            assert self.blocks[block_id].block_hash == block_hash, f"prefix map points {block_hash} at wrong block"

@@ -1,0 +1,135 @@
+"""Per-request block tables over one BlockPool: allocate, append, free, and prefix-cache hits."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from pykv.block_pool import BlockHash, BlockPool
+from pykv.request import Request
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> BlockHash:
+    """Chained block hash: a block's hash covers every token before it too, so equal hashes mean
+    equal prefixes (up to 64-bit collisions, as with vLLM's default builtin hash)."""
+    return hash((parent, tuple(token_ids)))
+
+
+class KVCacheManager:
+    """Maps each request's logical blocks to physical blocks of the pool.
+
+    Token position -> slot::
+
+        position p  ->  logical block p // block_size, offset p % block_size
+        logical block i  ->  physical block_table[i]
+        slot = block_table[p // block_size] * block_size + p % block_size
+
+    With prefix caching, every full block is registered under its chained hash once its tokens
+    are scheduled; a new (or re-admitted) request reuses the longest run of cached blocks, except
+    that the last token is always recomputed (the model must produce logits for it).
+    """
+
+    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool) -> None:
+        self.pool = pool
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.block_tables: dict[str, list[int]] = {}  # request id -> physical block ids
+        self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
+        self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
+        self.prefix_queries = 0  # tokens looked up at admission (vLLM: prefix_cache_queries)
+        self.prefix_hits = 0  # of which found cached (vLLM: prefix_cache_hits)
+
+    def block_hashes(self, request: Request) -> list[BlockHash]:
+        """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
+        hashes = self._hashes.setdefault(request.request_id, [])
+        tokens = request.all_token_ids
+        bs = self.block_size
+        while (len(hashes) + 1) * bs <= len(tokens):
+            i = len(hashes)
+            hashes.append(hash_block_tokens(hashes[-1] if hashes else None, tokens[i * bs : (i + 1) * bs]))
+        return hashes
+
+    def get_computed_blocks(self, request: Request) -> list[int]:
+        """Longest cached prefix of the request, in whole blocks, leaving the last token to compute."""
+        if not self.enable_prefix_caching:
+            return []
+        max_blocks = (request.num_tokens - 1) // self.block_size
+        hits = []
+        for block_hash in self.block_hashes(request)[:max_blocks]:
+            block_id = self.pool.lookup(block_hash)
+            if block_id is None:
+                break
+            hits.append(block_id)
+        return hits
+
+    def can_fit(self, num_tokens: int) -> bool:
+        return cdiv(num_tokens, self.block_size) <= self.pool.num_blocks
+
+    def allocate_slots(
+        self, request: Request, num_new_tokens: int, new_computed_blocks: Sequence[int] = ()
+    ) -> Optional[list[int]]:
+        """Make room for ``num_new_tokens`` more tokens of ``request``.
+
+        ``new_computed_blocks`` are prefix-cache hits for a request being admitted; they cover the
+        first tokens. Returns the newly allocated block ids, or None (changing nothing) if the
+        pool lacks free blocks.
+        """
+        table = self.block_tables.setdefault(request.request_id, [])
+        num_computed = request.num_computed_tokens + len(new_computed_blocks) * self.block_size
+        total = num_computed + num_new_tokens
+        num_required = cdiv(total, self.block_size) - len(table) - len(new_computed_blocks)
+        num_revived = sum(1 for b in new_computed_blocks if self.pool.blocks[b].ref_cnt == 0)
+        if max(num_required, 0) + num_revived > self.pool.num_free_blocks():
+            if not table:
+                del self.block_tables[request.request_id]
+            return None
+        self.pool.touch(new_computed_blocks)
+        table.extend(new_computed_blocks)
+        new_blocks = self.pool.allocate(max(num_required, 0))
+        table.extend(new_blocks)
+        for i, block_id in enumerate(table):
+            self.pool.blocks[block_id].num_tokens_filled = max(0, min(self.block_size, total - i * self.block_size))
+        if self.enable_prefix_caching:
+            self._register_full_blocks(request, table, total)
+        return new_blocks
+
+    def _register_full_blocks(self, request: Request, table: list[int], num_tokens: int) -> None:
+        hashes = self.block_hashes(request)
+        start = self._num_registered.get(request.request_id, 0)
+        num_full = min(num_tokens // self.block_size, len(hashes))
+        for i in range(start, num_full):
+            self.pool.cache_block(table[i], hashes[i])
+        self._num_registered[request.request_id] = max(start, num_full)
+
+    def record_admission(self, request: Request, num_hit_tokens: int) -> None:
+        if self.enable_prefix_caching:
+            self.prefix_queries += request.num_tokens
+            self.prefix_hits += num_hit_tokens
+
+    def free(self, request: Request) -> None:
+        """Release the request's blocks tail-first, so its prefix stays cached longest."""
+        table = self.block_tables.pop(request.request_id, [])
+        self.pool.free(reversed(table))
+        self._num_registered.pop(request.request_id, None)
+
+    def forget(self, request: Request) -> None:
+        """Drop per-request bookkeeping once a request is finished."""
+        self._hashes.pop(request.request_id, None)
+
+    def num_blocks_of(self, request: Request) -> int:
+        return len(self.block_tables.get(request.request_id, ()))
+
+    def check_invariants(self) -> None:
+        self.pool.check_invariants()
+        refs = [0] * self.pool.num_blocks
+        for request_id, table in self.block_tables.items():
+            assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
+            for block_id in table:
+                refs[block_id] += 1
+        for block in self.pool.blocks:
+            assert block.ref_cnt == refs[block.block_id], (
+                f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables"
+            )

@@ -1,0 +1,77 @@
+"""The central invariant: greedy tokens never depend on pool size, preemption, prefix caching,
+chunking or batch composition."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from rules import assert_drained, step_checked
+
+from pykv import SamplingParams
+
+_solo_cache: dict[tuple, list[int]] = {}
+
+
+def solo_tokens(make_engine, prompt: list[int], max_tokens: int) -> list[int]:
+    """The tokens a request produces alone in an ample pool (cached: the model never changes)."""
+    key = (tuple(prompt), max_tokens)
+    if key not in _solo_cache:
+        engine = make_engine(num_gpu_blocks=512, block_size=16, max_num_batched_tokens=512)
+        _solo_cache[key] = engine.generate([prompt], SamplingParams(max_tokens=max_tokens))[0].output_token_ids
+    return _solo_cache[key]
+
+
+shared_prefix = st.lists(st.integers(1, 319), min_size=0, max_size=48)
+request = st.tuples(
+    st.lists(st.integers(1, 319), min_size=1, max_size=200),  # own tokens
+    st.integers(1, 64),  # max_tokens
+    st.integers(0, 12),  # arrival step
+    st.booleans(),  # starts with the shared prefix
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    prefix=shared_prefix,
+    requests=st.lists(request, min_size=1, max_size=5),
+    block_size=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    pool_slack=st.sampled_from([0.0, 0.0, 0.05, 0.2, 0.5, 1.0]),  # lean towards pools that preempt
+    enable_prefix_caching=st.booleans(),
+    enable_chunked_prefill=st.booleans(),
+    budget=st.sampled_from([1, 7, 32, 2048]),
+    max_num_seqs=st.integers(1, 6),
+)
+def test_tokens_identical_under_preemption(
+    make_engine, prefix, requests, block_size, pool_slack, enable_prefix_caching, enable_chunked_prefill, budget, max_num_seqs
+):
+    workload = [((prefix if shared else []) + own, max_tokens, arrival) for own, max_tokens, arrival, shared in requests]
+    workload = [(p[:200], m, a) for p, m, a in workload]
+    largest = max(len(p) + m - 1 for p, m, _ in workload)
+    smallest_pool = math.ceil(largest / block_size)
+    ample = math.ceil(sum(len(p) + m for p, m, _ in workload) / block_size)
+    num_blocks = smallest_pool + round(pool_slack * max(0, ample - smallest_pool))
+    if not enable_chunked_prefill:
+        budget = max(budget, largest)  # a whole request must fit one step (the engine says so otherwise)
+    engine = make_engine(
+        block_size=block_size, num_gpu_blocks=num_blocks, max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
+        enable_prefix_caching=enable_prefix_caching, enable_chunked_prefill=enable_chunked_prefill,
+    )
+    ids = {}
+    pending = sorted(enumerate(workload), key=lambda x: x[1][2])
+    while pending or engine.has_unfinished_requests():
+        while pending and pending[0][1][2] <= engine.step_count:
+            i, (prompt, max_tokens, _) = pending.pop(0)
+            ids[i] = engine.add_request(prompt, SamplingParams(max_tokens=max_tokens))
+        report = step_checked(engine)
+        for preemption in report.preempted:
+            event(f"preempted by {preemption.mode}")
+        if any(c.num_cached_tokens for c in report.chunks):
+            event("prefix-cache hit")
+        assert engine.step_count < 5000, "no progress"
+    assert_drained(engine)
+    for i, (prompt, max_tokens, _) in enumerate(workload):
+        out = engine.outputs[ids[i]]
+        assert out.finish_reason in ("stop", "length")
+        assert out.output_token_ids == solo_tokens(make_engine, prompt, max_tokens), f"request {i} diverged"
