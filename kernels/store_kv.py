@@ -1,0 +1,115 @@
+"""KV store (vLLM's ``reshape_and_cache``): write this step's new K and V rows into their cache slots.
+
+Each new token ``t`` has a flat slot ``slot_mapping[t]`` in the paged cache::
+
+    slot  = block * block_size + offset
+            |                    |
+            |                    +-- row inside the block:  slot % block_size
+            +-- physical block id:   slot // block_size
+
+    key[t, h, :]  ->  k_cache[slot // block_size, slot % block_size, h, :]
+    value[t, h, :] -> v_cache[slot // block_size, slot % block_size, h, :]
+
+Pseudocode, one program per (tile of BLOCK_T tokens, KV head)::
+
+    slots = slot_mapping[t0 : t0 + BLOCK_T]                  # (BLOCK_T,)
+    rows  = key[t0 : t0 + BLOCK_T, h, :]                     # (BLOCK_T, head_dim)
+    k_cache[slots // block_size, slots % block_size, h, :] = rows    (same for V)
+
+Pure data movement: no arithmetic on the values, only a cast to the cache dtype, so bf16 is safe
+even under Triton's interpreter. Run ``python -m kernels.store_kv`` for the check and benchmark.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.launch_utils import check_cache, check_float_dtype, next_pow2
+
+
+@triton.jit
+def store_kv_kernel(
+    key_ptr, value_ptr,  # (num_tokens, num_kv_heads, head_dim)
+    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    slot_mapping_ptr,  # (num_tokens,) int64
+    num_tokens,
+    stride_kt, stride_kh, stride_kd,  # key
+    stride_vt, stride_vh, stride_vd,  # value
+    stride_cb, stride_co, stride_ch, stride_cd,  # k_cache and v_cache (asserted equal by the launcher)
+    HEAD_DIM: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
+    BLOCK_T: tl.constexpr,  # tokens per program
+    BLOCK_D: tl.constexpr,  # head_dim padded to a power of two
+):
+    pid_t = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)  # (BLOCK_T,)
+    offs_d = tl.arange(0, BLOCK_D)  # (BLOCK_D,)
+    mask_t = offs_t < num_tokens
+    mask = mask_t[:, None] & (offs_d < HEAD_DIM)[None, :]  # (BLOCK_T, BLOCK_D)
+
+    slots = tl.load(slot_mapping_ptr + offs_t, mask=mask_t, other=0).to(tl.int64)  # (BLOCK_T,)
+    dst = (slots // BLOCK_SIZE) * stride_cb + (slots % BLOCK_SIZE) * stride_co + head * stride_ch
+    dst = dst[:, None] + offs_d[None, :] * stride_cd  # (BLOCK_T, BLOCK_D)
+
+    rows = offs_t.to(tl.int64)[:, None]
+    k = tl.load(key_ptr + rows * stride_kt + head * stride_kh + offs_d[None, :] * stride_kd, mask=mask)
+    v = tl.load(value_ptr + rows * stride_vt + head * stride_vh + offs_d[None, :] * stride_vd, mask=mask)
+    tl.store(k_cache_ptr + dst, k.to(k_cache_ptr.dtype.element_ty), mask=mask)
+    tl.store(v_cache_ptr + dst, v.to(v_cache_ptr.dtype.element_ty), mask=mask)
+
+
+def store_kv(
+    key: torch.Tensor,  # (num_tokens, num_kv_heads, head_dim)
+    value: torch.Tensor,  # (num_tokens, num_kv_heads, head_dim)
+    k_cache: torch.Tensor,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,  # (num_tokens,) int, flat slot of each token
+) -> None:
+    """Write each token's K and V rows into its cache slot; same contract as ``reference.store_kv``."""
+    check_cache(k_cache, v_cache)
+    _, block_size, num_kv_heads, head_dim = k_cache.shape
+    num_tokens = key.shape[0]
+    assert key.shape == value.shape == (num_tokens, num_kv_heads, head_dim), (
+        f"key/value must be (num_tokens, {num_kv_heads}, {head_dim}); got {tuple(key.shape)}, {tuple(value.shape)}"
+    )
+    check_float_dtype(key, "key")
+    check_float_dtype(value, "value")
+    assert slot_mapping.shape == (num_tokens,), f"slot_mapping must be ({num_tokens},); got {tuple(slot_mapping.shape)}"
+    assert not slot_mapping.dtype.is_floating_point, f"slot_mapping must be integer; got {slot_mapping.dtype}"
+    assert key.device == value.device == k_cache.device == slot_mapping.device, "all tensors must share a device"
+    if num_tokens == 0:
+        return
+    block_t = 16
+    grid = (triton.cdiv(num_tokens, block_t), num_kv_heads)
+    store_kv_kernel[grid](
+        key, value, k_cache, v_cache, slot_mapping, num_tokens,
+        *key.stride(), *value.stride(), *k_cache.stride(),
+        HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_T=block_t, BLOCK_D=next_pow2(head_dim),
+    )
+
+
+if __name__ == "__main__":
+    from kernels import reference
+    from kernels.launch_utils import bench_ms, default_device
+
+    device = default_device()
+    big = device == "cuda"
+    num_blocks, block_size, kv_heads, head_dim = (4096, 16, 8, 128) if big else (16, 5, 2, 32)
+    num_tokens = 8192 if big else 19
+    dtype = torch.bfloat16 if big else torch.float32
+    cache = torch.full((2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=dtype, device=device)
+    ref_cache = cache.clone()
+    key = torch.randn(num_tokens, kv_heads, head_dim, dtype=dtype, device=device)
+    value = torch.randn_like(key)
+    slots = torch.randperm(num_blocks * block_size, device=device)[:num_tokens]
+    store_kv(key, value, cache[0], cache[1], slots)
+    reference.store_kv(key, value, ref_cache[0], ref_cache[1], slots)
+    assert torch.equal(cache.nan_to_num(7.0), ref_cache.nan_to_num(7.0)), "store_kv does not match the reference"
+    print(f"store_kv matches the reference on {device} ({dtype}, {num_tokens} tokens, block_size {block_size})")
+    moved = 2 * 2 * key.numel() * key.element_size()  # read K and V, write K and V
+    for name, fn in (("triton", store_kv), ("torch", reference.store_kv)):
+        ms = bench_ms(lambda fn=fn: fn(key, value, cache[0], cache[1], slots), device)
+        print(f"{name:>7}: {ms * 1e3:9.1f} us  {moved / ms / 1e6:8.2f} GB/s")

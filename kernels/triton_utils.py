@@ -1,0 +1,40 @@
+"""Small ``@triton.jit`` helpers shared by the kernels, and how the kernels run in this process.
+
+Import this only through the ``kernels`` package (whose ``__init__`` decides interpreter or not).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.jit import JITFunction
+
+
+@triton.jit
+def dot_operand(x, NATIVE_DOT: tl.constexpr):
+    """A freshly loaded tile, as it should enter ``tl.dot``.
+
+    On a GPU, 16-bit K/V/Q go to the tensor cores as they are (``tl.dot`` accumulates in fp32).
+    Everywhere else, and always under the interpreter (which stores bf16 as raw uint16 and so
+    computes bf16 arithmetic wrong), the tile is widened to fp32 right after its load.
+    """
+    if NATIVE_DOT:
+        return x
+    else:
+        return x.to(tl.float32)
+
+
+def interpreted() -> bool:
+    """True when this process runs the kernels through Triton's CPU interpreter."""
+    return not isinstance(dot_operand, JITFunction)
+
+
+def native_dot(query: torch.Tensor, cache: torch.Tensor) -> bool:
+    """Whether the kernels may feed ``tl.dot`` 16-bit operands (compiled on a GPU, same dtype)."""
+    return (
+        not interpreted()
+        and query.device.type == "cuda"
+        and query.dtype == cache.dtype
+        and query.dtype in (torch.float16, torch.bfloat16)
+    )
