@@ -87,3 +87,10 @@ def make_paged_case(
         scale=head_dim**-0.5,
         pool=pool,
     )
+
+
+def kernel_test_device() -> str:
+    """Where kernel tests run: CUDA when this process compiles the kernels for it, else CPU (interpreter)."""
+    from kernels.triton_utils import interpreted
+
+    return "cuda" if torch.cuda.is_available() and not interpreted() else "cpu"

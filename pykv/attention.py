@@ -28,13 +28,50 @@ TORCH_BACKEND = AttentionBackend(
 
 
 def resolve_backend(name: str, device: str) -> AttentionBackend:
-    """``"auto"`` is Triton on CUDA and the torch reference on CPU."""
-    if name in ("torch", "auto"):
+    """``"torch"``: the references. ``"triton"``: our kernels, compiled on CUDA, interpreted on CPU.
+    ``"auto"``: Triton on CUDA (falling back to torch where Triton is not installed), torch on CPU,
+    since the interpreter is ~1000x slower than eager torch.
+
+    The interpreter is switched on by ``kernels/__init__.py`` (run when this module imports
+    ``kernels.reference``, before anything imports triton) on machines without CUDA.
+    """
+    if name == "torch":
         return TORCH_BACKEND
-    raise ValueError(
-        f"attention_backend={name!r} is not available yet: the Triton kernels are not built. "
-        "Use attention_backend='torch' or 'auto'."
-    )
+    if name == "auto":
+        if device.startswith("cuda") and _triton_installed():
+            from kernels import triton_backend as tb
+
+            if not tb.interpreted():  # a GPU box started with TRITON_INTERPRET=1 stays on fast torch
+                return _triton_backend(device)
+        return TORCH_BACKEND
+    if name == "triton":
+        return _triton_backend(device)
+    raise ValueError(f"Unknown attention_backend {name!r}; use 'auto', 'torch' or 'triton'.")
+
+
+def _triton_installed() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _triton_backend(device: str) -> AttentionBackend:
+    if not _triton_installed():
+        raise ValueError(
+            "attention_backend='triton' needs the `triton` package, which is not installed here (Triton publishes "
+            "wheels for Linux only). Install it with `pip install triton` on Linux, or use attention_backend='torch'."
+        )
+    from kernels import triton_backend as tb
+
+    if not device.startswith("cuda") and not tb.interpreted():
+        raise ValueError(
+            f"attention_backend='triton' on device={device!r} needs Triton's interpreter, but the kernels were compiled "
+            "for CUDA (TRITON_INTERPRET was not 1 when they were first imported). Start the process with "
+            "TRITON_INTERPRET=1, use device='cuda', or use attention_backend='torch'."
+        )
+    return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention)
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ pytest.importorskip("triton")
 
 from kernels import reference  # noqa: E402
 from kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
-from kernels.testing import make_paged_case  # noqa: E402
+from kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
+
+DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
+TILE = 16 if DEVICE == "cpu" else 64  # launch_decode's default KV tile (block_n)
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
-TILE = 16  # the interpreter's KV tile (launch_decode's default block_n off the GPU)
 
 
 def context_lengths(block_size: int, seed: int) -> list[int]:
@@ -60,7 +62,7 @@ def test_decode_matches_reference(group, head_dim, block_size, dtype, num_splits
     case = make_paged_case(
         group * num_kv_heads, num_kv_heads, head_dim, block_size,
         seq_lens=context_lengths(block_size, seed=group * head_dim + block_size), decode=True, dtype=dtype,
-        seed=block_size,
+        seed=block_size, device=DEVICE,
     )
     args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.scale)
     check(launch_decode(*args, num_splits=num_splits), reference.paged_decode_attention(*args))
@@ -68,8 +70,8 @@ def test_decode_matches_reference(group, head_dim, block_size, dtype, num_splits
 
 def test_decode_public_launcher_has_the_reference_signature_and_strided_query():
     """The backend entry point (auto splits) on a non-contiguous query, e.g. a slice of a fused QKV."""
-    case = make_paged_case(4, 2, 32, 6, seq_lens=[3, 20, 41], decode=True, seed=3)
-    qkv = torch.randn(3, 8, 32)
+    case = make_paged_case(4, 2, 32, 6, seq_lens=[3, 20, 41], decode=True, seed=3, device=DEVICE)
+    qkv = torch.randn(3, 8, 32, device=DEVICE)
     query = qkv[:, 2:6]  # (3, 4, 32) with a token stride of 8 * 32
     query.copy_(case.query)
     args = (query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.scale)
@@ -78,7 +80,7 @@ def test_decode_public_launcher_has_the_reference_signature_and_strided_query():
 
 def test_decode_small_tiles_and_splits_agree_with_one_pass():
     """Many tiles and many splits on one long-ish request equal the one-pass answer."""
-    case = make_paged_case(8, 2, 32, 16, seq_lens=[97], decode=True, seed=5)
+    case = make_paged_case(8, 2, 32, 16, seq_lens=[97], decode=True, seed=5, device=DEVICE)
     args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.scale)
     want = reference.paged_decode_attention(*args)
     check(launch_decode(*args, num_splits=1, block_n=32), want)

@@ -16,10 +16,12 @@ pytest.importorskip("triton")
 
 from kernels import reference  # noqa: E402
 from kernels.paged_prefill import launch_prefill, paged_prefill_attention  # noqa: E402
-from kernels.testing import make_paged_case  # noqa: E402
+from kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
+
+DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
+TILE = 16 if DEVICE == "cpu" else 64  # launch_prefill's default KV tile (block_n)
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
-TILE = 16  # the interpreter's KV tile and query rows per program (launch_prefill's defaults off the GPU)
 
 
 def batch(block_size: int, seed: int) -> tuple[list[int], list[int]]:
@@ -59,7 +61,7 @@ def test_prefill_matches_reference(group, head_dim, block_size, dtype):
     num_kv_heads = 2
     seq_lens, query_lens = batch(block_size, seed=group + head_dim + block_size)
     case = make_paged_case(group * num_kv_heads, num_kv_heads, head_dim, block_size, seq_lens=seq_lens,
-                           query_lens=query_lens, dtype=dtype, seed=block_size)
+                           query_lens=query_lens, dtype=dtype, seed=block_size, device=DEVICE)
     args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc,
             case.scale)
     check(paged_prefill_attention(*args), reference.paged_prefill_attention(*args))
@@ -69,15 +71,15 @@ def test_prefill_matches_reference(group, head_dim, block_size, dtype):
 def test_prefill_other_tile_shapes(block_m, block_n):
     """Tile shapes change where the unmasked/causal loops split and how requests map to programs."""
     seq_lens, query_lens = [45, 7, 33, 2], [30, 7, 1, 2]
-    case = make_paged_case(8, 2, 32, 6, seq_lens=seq_lens, query_lens=query_lens, seed=11)
+    case = make_paged_case(8, 2, 32, 6, seq_lens=seq_lens, query_lens=query_lens, seed=11, device=DEVICE)
     args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc,
             case.scale)
     check(launch_prefill(*args, block_m=block_m, block_n=block_n), reference.paged_prefill_attention(*args))
 
 
 def test_prefill_strided_query_and_int64_metadata():
-    case = make_paged_case(4, 2, 32, 4, seq_lens=[9, 20], query_lens=[9, 3], seed=2)
-    wide = torch.randn(case.query.shape[0], 8, 32)
+    case = make_paged_case(4, 2, 32, 4, seq_lens=[9, 20], query_lens=[9, 3], seed=2, device=DEVICE)
+    wide = torch.randn(case.query.shape[0], 8, 32, device=DEVICE)
     query = wide[:, 4:]  # a non-contiguous view, like a slice of a fused QKV projection
     query.copy_(case.query)
     args = (query, case.k_cache, case.v_cache, case.block_tables.long(), case.seq_lens.long(),

@@ -10,6 +10,9 @@ pytest.importorskip("triton")
 
 from kernels import reference  # noqa: E402
 from kernels.store_kv import store_kv  # noqa: E402
+from kernels.testing import kernel_test_device  # noqa: E402
+
+DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
 
 
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -30,11 +33,11 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 def test_store_matches_reference(num_tokens, block_size, head_dim, src_dtype, cache_dtype):
     num_blocks, kv_heads = -(-num_tokens // block_size) + 3, 2
     gen = torch.Generator().manual_seed(num_tokens)
-    pool = torch.full((2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=cache_dtype)
+    pool = torch.full((2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=cache_dtype, device=DEVICE)
     want = pool.clone()
-    key = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(src_dtype)
-    value = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(src_dtype)
-    slots = torch.randperm(num_blocks * block_size, generator=gen)[:num_tokens]  # scattered, any order
+    key = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(DEVICE, src_dtype)
+    value = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(DEVICE, src_dtype)
+    slots = torch.randperm(num_blocks * block_size, generator=gen)[:num_tokens].to(DEVICE)  # scattered, any order
     store_kv(key, value, pool[1, 0], pool[1, 1], slots)
     reference.store_kv(key, value, want[1, 0], want[1, 1], slots)
     assert same(pool, want)
@@ -43,11 +46,11 @@ def test_store_matches_reference(num_tokens, block_size, head_dim, src_dtype, ca
 def test_store_strided_rows_and_empty_batch():
     """K and V as slices of one fused projection output (token stride != row size); zero tokens is a no-op."""
     kv_heads, head_dim, block_size = 2, 32, 4
-    fused = torch.randn(6, 3 * kv_heads, head_dim)
+    fused = torch.randn(6, 3 * kv_heads, head_dim, device=DEVICE)
     key, value = fused[:, kv_heads : 2 * kv_heads], fused[:, 2 * kv_heads :]
-    cache = torch.full((2, 5, block_size, kv_heads, head_dim), float("nan"))
+    cache = torch.full((2, 5, block_size, kv_heads, head_dim), float("nan"), device=DEVICE)
     want = cache.clone()
-    slots = torch.tensor([19, 0, 7, 8, 3, 12])
+    slots = torch.tensor([19, 0, 7, 8, 3, 12], device=DEVICE)
     store_kv(key, value, cache[0], cache[1], slots)
     reference.store_kv(key, value, want[0], want[1], slots)
     assert same(cache, want)
