@@ -22,6 +22,7 @@ class Block:
     ref_cnt: int = 0  # changed by BlockPool only
     block_hash: Optional[BlockHash] = None  # changed by BlockPool only
     num_tokens_filled: int = 0  # set by KVCacheManager for display: how many slots hold KV
+    computed_by: Optional[str] = None  # set by KVCacheManager: the request whose KV fills it
 
     @property
     def is_free(self) -> bool:
@@ -70,6 +71,7 @@ class BlockPool:
                 self.num_evictions += 1
             block.ref_cnt = 1
             block.num_tokens_filled = 0
+            block.computed_by = None
             ids.append(block_id)
         return ids
 

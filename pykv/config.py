@@ -11,6 +11,8 @@ PreemptionMode = Literal["recompute", "swap", "auto"]
 PREEMPTION_MODES = ("recompute", "swap", "auto")
 ATTENTION_BACKENDS = ("auto", "torch", "triton")
 DTYPES = ("float32", "float16", "bfloat16")
+SWAP_FALLBACKS = ("recompute", "abort")
+SWAP_COPIES = ("batched", "per_block")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,17 @@ class EngineConfig:
     enable_prefix_caching: bool = False
     enable_chunked_prefill: bool = True
     seed: int = 0
+    # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
+    swap_fallback: str = "recompute"
+    swap_copy: str = "batched"
+    swap_watermark: float = 0.01
+    # Modelled PCIe cost of a swap, shown beside the measured one (PCIe Gen5 x16, pinned memory).
+    pcie_bandwidth_gbps: float = 50.0
+    pcie_copy_overhead_us: float = 10.0
+    # Observability and safety.
+    max_preemptions_without_progress: int = 50
+    log_stats_interval: int = 10  # steps between vLLM-style stats log lines
+    history_size: int = 64  # snapshots kept for stepping back
 
     def __post_init__(self) -> None:
         for name in ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens"):
@@ -52,11 +65,24 @@ class EngineConfig:
             raise ValueError(f"max_model_len must be positive or None, got {self.max_model_len}.")
         if self.preemption_mode not in PREEMPTION_MODES:
             raise ValueError(f"preemption_mode must be one of {PREEMPTION_MODES}, got {self.preemption_mode!r}.")
-        if self.preemption_mode != "recompute":
+        if self.swap_fallback not in SWAP_FALLBACKS:
+            raise ValueError(f"swap_fallback must be one of {SWAP_FALLBACKS}, got {self.swap_fallback!r}.")
+        if self.swap_copy not in SWAP_COPIES:
+            raise ValueError(f"swap_copy must be one of {SWAP_COPIES}, got {self.swap_copy!r}.")
+        if self.preemption_mode == "swap" and self.swap_space == 0 and self.num_cpu_blocks is None:
             raise ValueError(
-                f"preemption_mode={self.preemption_mode!r} is not available yet: this engine preempts by "
-                "recompute only (vLLM V1's only mode). Use preemption_mode='recompute'."
+                "preemption_mode='swap' needs a CPU swap pool: set swap_space (GiB, as vLLM's --swap-space) or "
+                "num_cpu_blocks. (num_cpu_blocks=0 is allowed on purpose: every swap then falls back.)"
             )
+        if not 0 <= self.swap_watermark < 1:
+            raise ValueError(f"swap_watermark is a fraction of the device pool in [0, 1), got {self.swap_watermark}.")
+        if self.pcie_bandwidth_gbps <= 0 or self.pcie_copy_overhead_us < 0:
+            raise ValueError("pcie_bandwidth_gbps must be positive and pcie_copy_overhead_us non-negative.")
+        for name in ("max_preemptions_without_progress", "log_stats_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
+        if self.history_size < 0:
+            raise ValueError(f"history_size must be >= 0 (0 keeps no history), got {self.history_size}.")
         if self.attention_backend not in ATTENTION_BACKENDS:
             raise ValueError(f"attention_backend must be one of {ATTENTION_BACKENDS}, got {self.attention_backend!r}.")
         if self.dtype not in DTYPES:

@@ -1,8 +1,10 @@
-"""LLMEngine: add requests, step (schedule -> run -> postprocess), generate, snapshot."""
+"""LLMEngine: add requests, step (schedule -> copy -> run -> postprocess), generate, snapshot."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections import deque
 from typing import Optional, Sequence, Union
 
 import torch
@@ -11,19 +13,22 @@ from pykv.attention import resolve_backend
 from pykv.block_pool import BlockPool
 from pykv.cache_engine import CacheEngine
 from pykv.config import EngineConfig
+from pykv.costs import CostLedger, PreemptionCost
 from pykv.kv_cache_manager import KVCacheManager
 from pykv.loader import LoadedModel, load_model
+from pykv.metrics import EngineMetrics, logger
 from pykv.model_runner import ModelRunner
+from pykv.observer import StepObserver
 from pykv.request import Request, RequestOutput, SamplingParams
-from pykv.scheduler import Scheduler
-from pykv.snapshot import StepReport, Snapshot
+from pykv.scheduler import Scheduler, SchedulerOutput
+from pykv.snapshot import Snapshot, StepReport
 from pykv.snapshot_builder import build_snapshot
 
 Prompt = Union[str, Sequence[int]]
 
 
 class LLMEngine:
-    """A vLLM-style engine over one paged KV pool.
+    """A vLLM-style engine over one paged device KV pool and one CPU swap pool.
 
     ``loaded`` lets several engines share one read-only model (the app does, across sessions).
     """
@@ -35,13 +40,23 @@ class LLMEngine:
         self.loaded = loaded or load_model(config.model, config.device, config.dtype)
         model_cfg = self.loaded.config
         self.max_model_len = min(config.max_model_len or model_cfg.max_position_embeddings, model_cfg.max_position_embeddings)
-        self.kv = KVCacheManager(BlockPool(config.num_gpu_blocks), config.block_size, config.enable_prefix_caching)
+        self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)
+        num_cpu_blocks = config.num_cpu_blocks
+        if num_cpu_blocks is None:
+            num_cpu_blocks = int(config.swap_space * 2**30) // self.bytes_per_block
+        self.kv = KVCacheManager(BlockPool(config.num_gpu_blocks), config.block_size, config.enable_prefix_caching,
+                                 cpu_pool=BlockPool(num_cpu_blocks))
         self.scheduler = Scheduler(config, self.kv, self.max_model_len)
-        self.cache = CacheEngine(model_cfg, config.num_gpu_blocks, config.block_size, config.dtype, config.device)
+        self.cache = CacheEngine(model_cfg, config.num_gpu_blocks, num_cpu_blocks, config.block_size, config.dtype,
+                                 config.device, config.swap_copy)
         self.backend = resolve_backend(config.attention_backend, config.device)
         self.runner = ModelRunner(self.loaded, self.cache, self.kv, self.backend, config.device)
+        self.ledger = CostLedger(self.bytes_per_block, config.device, config.pcie_bandwidth_gbps, config.pcie_copy_overhead_us)
+        self.metrics = EngineMetrics()
+        self.observer = StepObserver(self)
         self.step_count = 0  # steps taken so far; changed by step() only
         self.outputs: dict[str, RequestOutput] = {}  # finished requests, in finishing order
+        self.history: deque[Snapshot] = deque(maxlen=config.history_size)  # snapshot after each step
         self._num_added = 0
 
     # ---- requests -------------------------------------------------------------------------
@@ -55,9 +70,7 @@ class LLMEngine:
         if any(not 0 <= t < vocab for t in token_ids):
             raise ValueError(f"Prompt token ids must lie in [0, {vocab}); got {min(token_ids)}..{max(token_ids)}.")
         if len(token_ids) >= self.max_model_len:
-            raise ValueError(
-                f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}; shorten it."
-            )
+            raise ValueError(f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}; shorten it.")
         need = min(len(token_ids) + params.max_tokens - 1, self.max_model_len)
         if not self.config.enable_chunked_prefill and need > self.config.max_num_batched_tokens:
             raise ValueError(
@@ -73,10 +86,8 @@ class LLMEngine:
         if params.temperature > 0:
             seed = params.seed if params.seed is not None else self.config.seed * 1_000_003 + index
             generator = torch.Generator().manual_seed(seed)
-        return Request(
-            request_id, token_ids, params, arrival_step=self.step_count,
-            eos_token_ids=self.loaded.eos_token_ids, generator=generator,
-        )
+        return Request(request_id, token_ids, params, arrival_step=self.step_count, eos_token_ids=self.loaded.eos_token_ids,
+                       generator=generator, arrival_time=time.perf_counter())
 
     def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None, request_id: Optional[str] = None) -> str:
         """Queue a prompt (text or token ids); returns its request id."""
@@ -88,7 +99,7 @@ class LLMEngine:
     def abort_request(self, request_id: str) -> bool:
         request = self.scheduler.abort(str(request_id))
         if request is not None:
-            self.outputs[request.request_id] = self._output(request)
+            self._record_finished(request)
         return request is not None
 
     def has_unfinished_requests(self) -> bool:
@@ -97,36 +108,56 @@ class LLMEngine:
     # ---- one step -------------------------------------------------------------------------
 
     def step(self) -> StepReport:
-        """Schedule -> run the model -> append tokens, finish requests."""
+        """Schedule -> copy swapped blocks -> run the model -> append tokens, finish, account."""
         t0 = time.perf_counter()
         self.step_count += 1
         out = self.scheduler.schedule(self.step_count)
+        preempted, swapped_in = self._copy_blocks(out)  # before the forward reuses freed device blocks
+        scheduled = {c.request_id: self.scheduler.requests[c.request_id] for c in out.chunks}
         result = self.runner.run(out, self.scheduler.requests)
-        done = out.ignored + self.scheduler.update_from_output(out, result.sampled, self.step_count)
-        finished = [self._output(r) for r in done]
-        self.outputs.update((o.request_id, o) for o in finished)
-        return StepReport(
-            step=self.step_count,
-            scheduled=[c.request_id for c in out.chunks],
-            chunks=out.chunks,
-            preempted=out.preempted,
-            finished=finished,
-            num_batched_tokens=out.num_scheduled_tokens,
-            forward_time_s=result.forward_s,
-            step_time_s=time.perf_counter() - t0,
-            device=self.config.device,
+        done = out.ignored + out.aborted + self.scheduler.update_from_output(out, result.sampled, self.step_count)
+        self.ledger.on_forward(out.chunks, result.forward_s, self.step_count)
+        now = time.perf_counter()
+        for request_id in result.sampled:
+            if scheduled[request_id].first_token_time is None:
+                scheduled[request_id].first_token_time = now
+        finished = [self._record_finished(r) for r in done]
+        log_lines = self.observer.after_step(out, result, preempted, finished)
+        report = StepReport(
+            step=self.step_count, scheduled=[c.request_id for c in out.chunks], chunks=out.chunks,
+            preempted=[dataclasses.replace(c) for c in preempted], swapped_in=[dataclasses.replace(c) for c in swapped_in],
+            finished=finished, num_batched_tokens=out.num_scheduled_tokens, forward_time_s=result.forward_s,
+            step_time_s=time.perf_counter() - t0, device=self.config.device, log_lines=log_lines,
         )
+        if self.history.maxlen:
+            self.history.append(self.snapshot(report))
+        return report
 
-    def _output(self, request: Request) -> RequestOutput:
-        return RequestOutput(
-            request_id=request.request_id,
-            prompt_token_ids=list(request.prompt_token_ids),
-            output_token_ids=list(request.output_token_ids),
-            text=self.loaded.decode(request.output_token_ids),
-            finish_reason=request.status.finish_reason,
-            num_preemptions=request.num_preemptions,
-            message=request.finish_message,
+    def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionCost], list[PreemptionCost]]:
+        preempted = []
+        for event in out.preempted:
+            mapping = out.swap_out.get(event.request_id)
+            timing = self.cache.swap_out(mapping) if mapping else None
+            preempted.append(self.ledger.on_preempt(event, timing))
+        swapped_in = []
+        for request_id, mapping in out.swap_in.items():
+            swapped_in.append(self.ledger.on_swap_in(request_id, self.cache.swap_in(mapping), self.step_count))
+        return preempted, swapped_in
+
+    def _record_finished(self, request: Request) -> RequestOutput:
+        self.ledger.on_finished(request.request_id)
+        ttft = None if request.first_token_time is None else request.first_token_time - request.arrival_time
+        output = RequestOutput(
+            request_id=request.request_id, prompt_token_ids=list(request.prompt_token_ids),
+            output_token_ids=list(request.output_token_ids), text=self.loaded.decode(request.output_token_ids),
+            finish_reason=request.status.finish_reason, num_preemptions=request.num_preemptions,
+            message=request.finish_message, arrival_step=request.arrival_step,
+            first_token_step=request.first_token_step, finish_step=self.step_count, ttft_s=ttft,
         )
+        self.outputs[request.request_id] = output
+        if request.finish_message:
+            logger.warning("Request %s: %s", request.request_id, request.finish_message)
+        return output
 
     # ---- convenience ----------------------------------------------------------------------
 
@@ -152,8 +183,9 @@ class LLMEngine:
             self.step()
         return [self.outputs[i] for i in ids]
 
-    def snapshot(self) -> Snapshot:
-        return build_snapshot(self)
+    def snapshot(self, report: Optional[StepReport] = None) -> Snapshot:
+        """The engine's whole state now (a copy); ``report`` adds this step's events."""
+        return build_snapshot(self, report)
 
     def check_invariants(self) -> None:
         self.scheduler.check_invariants()

@@ -32,8 +32,10 @@ class KVCacheManager:
     that the last token is always recomputed (the model must produce logits for it).
     """
 
-    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool) -> None:
+    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool, cpu_pool: Optional[BlockPool] = None) -> None:
         self.pool = pool
+        self.cpu_pool = cpu_pool or BlockPool(0)  # the swap pool; no prefix caching there
+        self.cpu_block_tables: dict[str, list[int]] = {}  # swapped-out request id -> CPU block ids
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.block_tables: dict[str, list[int]] = {}  # request id -> physical block ids
@@ -41,6 +43,8 @@ class KVCacheManager:
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
         self.prefix_queries = 0  # tokens looked up at admission (vLLM: prefix_cache_queries)
         self.prefix_hits = 0  # of which found cached (vLLM: prefix_cache_hits)
+        self.prefix_hits_own = 0  # hits on blocks the same request computed before a preemption
+        self.prefix_hits_shared = 0  # hits on blocks another request computed
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -89,12 +93,17 @@ class KVCacheManager:
         self.pool.touch(new_computed_blocks)
         table.extend(new_computed_blocks)
         new_blocks = self.pool.allocate(max(num_required, 0))
+        for block_id in new_blocks:
+            self.pool.blocks[block_id].computed_by = request.request_id
         table.extend(new_blocks)
-        for i, block_id in enumerate(table):
-            self.pool.blocks[block_id].num_tokens_filled = max(0, min(self.block_size, total - i * self.block_size))
+        self._set_filled(self.pool, table, total)
         if self.enable_prefix_caching:
             self._register_full_blocks(request, table, total)
         return new_blocks
+
+    def _set_filled(self, pool: BlockPool, table: list[int], num_tokens: int) -> None:
+        for i, block_id in enumerate(table):
+            pool.blocks[block_id].num_tokens_filled = max(0, min(self.block_size, num_tokens - i * self.block_size))
 
     def _register_full_blocks(self, request: Request, table: list[int], num_tokens: int) -> None:
         hashes = self.block_hashes(request)
@@ -104,10 +113,50 @@ class KVCacheManager:
             self.pool.cache_block(table[i], hashes[i])
         self._num_registered[request.request_id] = max(start, num_full)
 
-    def record_admission(self, request: Request, num_hit_tokens: int) -> None:
+    def record_admission(self, request: Request, hit_blocks: Sequence[int]) -> None:
+        """Count a lookup once per admission (vLLM counts queries and hits in tokens), splitting
+        hits into the request's own blocks (surviving its preemption) and other requests' blocks."""
+        if not self.enable_prefix_caching:
+            return
+        self.prefix_queries += request.num_tokens
+        self.prefix_hits += len(hit_blocks) * self.block_size
+        own = sum(1 for b in hit_blocks if self.pool.blocks[b].computed_by == request.request_id)
+        self.prefix_hits_own += own * self.block_size
+        self.prefix_hits_shared += (len(hit_blocks) - own) * self.block_size
+
+    # ---- swapping ---------------------------------------------------------------------------
+
+    def swap_out(self, request: Request) -> Optional[list[tuple[int, int]]]:
+        """Move the request's block table to the CPU pool; returns ``[(gpu, cpu), ...]`` to copy, or
+        None (changing nothing) when the CPU pool lacks room. Shared device blocks only lose a reference."""
+        table = self.block_tables.get(request.request_id, [])
+        if len(table) > self.cpu_pool.num_free_blocks():
+            return None
+        cpu_ids = self.cpu_pool.allocate(len(table))
+        self.cpu_block_tables[request.request_id] = cpu_ids
+        self._set_filled(self.cpu_pool, cpu_ids, request.num_computed_tokens)
+        self.free(request)
+        return list(zip(table, cpu_ids))
+
+    def num_blocks_to_swap_in(self, request: Request, num_new_tokens: int) -> int:
+        return max(len(self.cpu_block_tables[request.request_id]),
+                   cdiv(request.num_computed_tokens + num_new_tokens, self.block_size))
+
+    def swap_in(self, request: Request) -> list[tuple[int, int]]:
+        """Bring a swapped request's blocks back to fresh device blocks; returns ``[(cpu, gpu), ...]``."""
+        cpu_ids = self.cpu_block_tables.pop(request.request_id)
+        gpu_ids = self.pool.allocate(len(cpu_ids))
+        for block_id in gpu_ids:
+            self.pool.blocks[block_id].computed_by = request.request_id
+        self.block_tables[request.request_id] = gpu_ids
+        self._set_filled(self.pool, gpu_ids, request.num_computed_tokens)
+        self.cpu_pool.free(cpu_ids)
         if self.enable_prefix_caching:
-            self.prefix_queries += request.num_tokens
-            self.prefix_hits += num_hit_tokens
+            self._register_full_blocks(request, gpu_ids, request.num_computed_tokens)
+        return list(zip(cpu_ids, gpu_ids))
+
+    def free_swapped(self, request: Request) -> None:
+        self.cpu_pool.free(self.cpu_block_tables.pop(request.request_id, []))
 
     def free(self, request: Request) -> None:
         """Release the request's blocks tail-first, so its prefix stays cached longest."""
@@ -123,13 +172,15 @@ class KVCacheManager:
         return len(self.block_tables.get(request.request_id, ()))
 
     def check_invariants(self) -> None:
-        self.pool.check_invariants()
-        refs = [0] * self.pool.num_blocks
-        for request_id, table in self.block_tables.items():
-            assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
-            for block_id in table:
-                refs[block_id] += 1
-        for block in self.pool.blocks:
-            assert block.ref_cnt == refs[block.block_id], (
-                f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables"
-            )
+        for pool, tables in ((self.pool, self.block_tables), (self.cpu_pool, self.cpu_block_tables)):
+            pool.check_invariants()
+            refs = [0] * pool.num_blocks
+            for request_id, table in tables.items():
+                assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
+                for block_id in table:
+                    refs[block_id] += 1
+            for block in pool.blocks:
+                assert block.ref_cnt == refs[block.block_id], (
+                    f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables"
+                )
+        assert not self.block_tables.keys() & self.cpu_block_tables.keys(), "a request holds blocks in both pools"

@@ -13,6 +13,7 @@ class RequestStatus(enum.Enum):
     WAITING = "waiting"
     RUNNING = "running"
     PREEMPTED = "preempted"  # back in the waiting queue after losing its KV cache
+    SWAPPED = "swapped"  # KV cache moved to the CPU pool; waits in the swapped queue
     FINISHED_STOPPED = "finished_stopped"  # sampled a stop token
     FINISHED_LENGTH = "finished_length"  # reached max_tokens or max_model_len
     FINISHED_ABORTED = "finished_aborted"
@@ -77,10 +78,14 @@ class Request:
     status: RequestStatus = RequestStatus.WAITING
     num_computed_tokens: int = 0
     num_preemptions: int = 0
+    tokens_since_preemption: int = 0  # output tokens produced since the last preemption (livelock guard)
+    preemptions_without_progress: int = 0  # consecutive preemptions with no token produced in between
     # Mutated by the engine's postprocessing only:
     output_token_ids: list[int] = field(default_factory=list)
     finish_message: Optional[str] = None
     first_token_step: Optional[int] = None
+    arrival_time: float = 0.0  # perf_counter() at add_request
+    first_token_time: Optional[float] = None  # perf_counter() when its first token was sampled
     generator: Optional[torch.Generator] = field(default=None, repr=False)
 
     @property
@@ -116,4 +121,8 @@ class RequestOutput:
     text: str
     finish_reason: Optional[str]
     num_preemptions: int
-    message: Optional[str] = None
+    message: Optional[str] = None  # why it was ignored or aborted
+    arrival_step: int = 0
+    first_token_step: Optional[int] = None
+    finish_step: Optional[int] = None
+    ttft_s: Optional[float] = None  # measured wall time from add_request to the first token

@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
+from pykv.costs import PreemptionCost
 from pykv.request import RequestOutput
-from pykv.scheduler import PreemptionEvent, ScheduledChunk
+from pykv.scheduler import ScheduledChunk
 
 
 @dataclass(frozen=True)
@@ -18,12 +19,14 @@ class StepReport:
     step: int
     scheduled: list[str]  # request ids run this step, in batch order
     chunks: list[ScheduledChunk]  # per scheduled request: start, tokens, prefill or decode
-    preempted: list[PreemptionEvent]
-    finished: list[RequestOutput]  # finished (or ignored) this step
+    preempted: list[PreemptionCost]  # this step's preemptions, with the swap-out copy measured
+    swapped_in: list[PreemptionCost]  # swap preemptions that ended this step, swap-in measured
+    finished: list[RequestOutput]  # finished, ignored or aborted this step
     num_batched_tokens: int
     forward_time_s: float  # measured forward pass, on `device`
-    step_time_s: float  # measured whole step: schedule + prepare + forward + sample + update
+    step_time_s: float  # measured whole step: schedule + copies + forward + sample + update
     device: str
+    log_lines: list[str] = field(default_factory=list)  # vLLM-style log lines this step wrote
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -32,9 +35,10 @@ class StepReport:
 @dataclass(frozen=True)
 class BlockView:
     block_id: int
-    pool: str  # "gpu" (the device pool, whatever the device is)
+    pool: str  # "gpu" (the device pool, whatever the device is) or "cpu" (the swap pool)
     ref_cnt: int
     owners: list[str]  # request ids whose block tables hold it
+    logical_index: list[int]  # its index in each owner's block table (same order as owners)
     block_hash: Optional[str]  # hex of the prefix hash while cached
     tokens_filled: int
     state: str  # "free" (ref 0, no hash) | "cached" (ref 0, hash kept) | "used" (ref > 0)
@@ -48,8 +52,14 @@ class RequestView:
     num_prompt_tokens: int
     num_output_tokens: int
     num_computed_tokens: int
-    block_table: list[int]  # logical index -> physical block id
+    block_table: list[int]  # logical index -> physical block id, in the pool the request is in
+    pool: Optional[str]  # "gpu", "cpu" (swapped) or None (holds no blocks)
     num_preemptions: int
+    recomputed_tokens: int
+    recompute_s: float
+    swap_bytes: int
+    swap_s: float
+    ttft_s: Optional[float]
     text: str
 
 
@@ -58,10 +68,13 @@ class Snapshot:
     step: int
     device: str
     block_size: int
+    bytes_per_block: int
     queues: dict[str, list[str]]  # "waiting", "running", "swapped": request ids in queue order
-    blocks: list[BlockView]
-    requests: list[RequestView]  # unfinished requests, then finished ones
-    metrics: dict[str, float] = field(default_factory=dict)
+    blocks: list[BlockView]  # the device pool, then the CPU pool
+    requests: list[RequestView]  # unfinished requests, then finished ones in finishing order
+    preemptions: list[dict]  # every PreemptionCost so far, as dicts
+    metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
+    report: Optional[dict] = None  # the StepReport of the step that led here, as a dict
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -72,3 +85,26 @@ class Snapshot:
         raw["blocks"] = [BlockView(**b) for b in raw["blocks"]]
         raw["requests"] = [RequestView(**r) for r in raw["requests"]]
         return cls(**raw)
+
+    def block(self, pool: str, block_id: int) -> BlockView:
+        return next(b for b in self.blocks if b.pool == pool and b.block_id == block_id)
+
+    def request(self, request_id: str) -> RequestView:
+        return next(r for r in self.requests if r.request_id == request_id)
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Which blocks ((pool, id)) and requests changed between two snapshots, for highlighting."""
+
+    blocks: set[tuple[str, int]]
+    requests: set[str]
+
+
+def diff_snapshots(before: Snapshot, after: Snapshot) -> SnapshotDiff:
+    old_blocks = {(b.pool, b.block_id): b for b in before.blocks}
+    old_requests = {r.request_id: r for r in before.requests}
+    return SnapshotDiff(
+        blocks={(b.pool, b.block_id) for b in after.blocks if old_blocks.get((b.pool, b.block_id)) != b},
+        requests={r.request_id for r in after.requests if old_requests.get(r.request_id) != r},
+    )

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
-from pykv.snapshot import BlockView, RequestView, Snapshot
+from pykv.block_pool import BlockPool
+from pykv.snapshot import BlockView, RequestView, Snapshot, StepReport
 
 if TYPE_CHECKING:
     from pykv.engine import LLMEngine
 
 
-def build_snapshot(engine: "LLMEngine") -> Snapshot:
-    kv, sched = engine.kv, engine.scheduler
-    pool = kv.pool
-    owners: dict[int, list[str]] = {}
-    for request_id, table in kv.block_tables.items():
-        for block_id in table:
-            owners.setdefault(block_id, []).append(request_id)
+def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list[BlockView]:
+    holders: dict[int, list[tuple[str, int]]] = {}
+    for request_id, table in tables.items():
+        for logical, block_id in enumerate(table):
+            holders.setdefault(block_id, []).append((request_id, logical))
     queue_pos = {block_id: i for i, block_id in enumerate(pool.free_queue)}
-    blocks = [
+    return [
         BlockView(
             block_id=b.block_id,
-            pool="gpu",
+            pool=name,
             ref_cnt=b.ref_cnt,
-            owners=owners.get(b.block_id, []),
+            owners=[rid for rid, _ in holders.get(b.block_id, [])],
+            logical_index=[i for _, i in holders.get(b.block_id, [])],
             block_hash=None if b.block_hash is None else f"{b.block_hash & (2**64 - 1):016x}",
             tokens_filled=b.num_tokens_filled,
             state="used" if b.ref_cnt else ("cached" if b.block_hash is not None else "free"),
@@ -31,41 +31,46 @@ def build_snapshot(engine: "LLMEngine") -> Snapshot:
         )
         for b in pool.blocks
     ]
-    live = [RequestView(
-        request_id=r.request_id,
-        status=r.status.value,
-        num_prompt_tokens=r.num_prompt_tokens,
-        num_output_tokens=len(r.output_token_ids),
-        num_computed_tokens=r.num_computed_tokens,
-        block_table=list(kv.block_tables.get(r.request_id, [])),
-        num_preemptions=r.num_preemptions,
-        text=engine.loaded.decode(r.output_token_ids),
-    ) for r in sched.requests.values()]
-    done = [RequestView(
-        request_id=o.request_id,
-        status=f"finished_{o.finish_reason}",
-        num_prompt_tokens=len(o.prompt_token_ids),
-        num_output_tokens=len(o.output_token_ids),
-        num_computed_tokens=0,
-        block_table=[],
-        num_preemptions=o.num_preemptions,
-        text=o.text,
-    ) for o in engine.outputs.values()]
+
+
+def build_snapshot(engine: "LLMEngine", report: Optional[StepReport] = None) -> Snapshot:
+    kv, sched, ledger = engine.kv, engine.scheduler, engine.ledger
+
+    def view(request_id, status, prompt, output, computed, preemptions, ttft, text) -> RequestView:
+        in_gpu, in_cpu = kv.block_tables.get(request_id), kv.cpu_block_tables.get(request_id)
+        totals = ledger.totals_for(request_id)
+        return RequestView(
+            request_id=request_id, status=status, num_prompt_tokens=prompt, num_output_tokens=output,
+            num_computed_tokens=computed, block_table=list(in_gpu or in_cpu or []),
+            pool="gpu" if in_gpu else ("cpu" if in_cpu else None), num_preemptions=preemptions,
+            recomputed_tokens=int(totals["recomputed_tokens"]), recompute_s=totals["recompute_s"],
+            swap_bytes=int(totals["swap_bytes"]), swap_s=totals["swap_s"], ttft_s=ttft, text=text,
+        )
+
+    live = [
+        view(r.request_id, r.status.value, r.num_prompt_tokens, len(r.output_token_ids), r.num_computed_tokens,
+             r.num_preemptions, None if r.first_token_time is None else r.first_token_time - r.arrival_time,
+             engine.loaded.decode(r.output_token_ids))
+        for r in sched.requests.values()
+    ]
+    done = [
+        view(o.request_id, f"finished_{o.finish_reason}", len(o.prompt_token_ids), len(o.output_token_ids), 0,
+             o.num_preemptions, o.ttft_s, o.text)
+        for o in engine.outputs.values()
+    ]
     return Snapshot(
         step=engine.step_count,
         device=engine.config.device,
         block_size=kv.block_size,
+        bytes_per_block=engine.bytes_per_block,
         queues={
             "waiting": [r.request_id for r in sched.waiting],
             "running": [r.request_id for r in sched.running],
-            "swapped": [],
+            "swapped": [r.request_id for r in sched.swapped],
         },
-        blocks=blocks,
+        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.cpu_block_tables, "cpu"),
         requests=live + done,
-        metrics={
-            "kv_cache_usage_perc": pool.usage(),
-            "num_preemptions_total": sched.num_preemptions,
-            "prefix_cache_queries": kv.prefix_queries,
-            "prefix_cache_hits": kv.prefix_hits,
-        },
+        preemptions=[c.to_dict() for c in ledger.records],
+        metrics=engine.metrics.as_dict(),
+        report=None if report is None else report.to_dict(),
     )

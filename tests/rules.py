@@ -3,44 +3,64 @@
 from __future__ import annotations
 
 from pykv import LLMEngine, RequestStatus
+from pykv.kv_cache_manager import cdiv
 
 
 def step_checked(engine: LLMEngine):
     """Take one step and assert the rules and every invariant around it."""
-    running_before = [r.request_id for r in engine.scheduler.running]
-    waiting_before = {r.request_id for r in engine.scheduler.waiting}
+    sched, cfg = engine.scheduler, engine.config
+    running_before = [r.request_id for r in sched.running]
+    swapped_before = [r.request_id for r in sched.swapped]
+    waiting_tokens = {r.request_id: r.num_tokens for r in sched.waiting}
     report = engine.step()
     engine.check_invariants()
-    sched, cfg = engine.scheduler, engine.config
 
     victims = [e.request_id for e in report.preempted]
     # The victim is always the most recently admitted running request (the tail of the queue).
     assert victims == running_before[::-1][: len(victims)], (victims, running_before)
     if victims:
-        # No admission in a step that preempted; victims re-enter at the front of waiting.
+        # Nothing is swapped in or admitted in a step that preempted.
         assert set(report.scheduled) <= set(running_before)
-        assert [r.request_id for r in sched.waiting][: len(victims)] == victims[::-1]
-        for rid in victims:
-            request = sched.requests[rid]
+        assert not report.swapped_in
+    recomputed = [e.request_id for e in report.preempted if e.mode == "recompute"]
+    swapped = [e.request_id for e in report.preempted if e.mode == "swap"]
+    # Recompute victims re-enter at the front of waiting; swap victims join the back of swapped.
+    assert [r.request_id for r in sched.waiting][: len(recomputed)] == recomputed[::-1]
+    assert [r.request_id for r in sched.swapped][len(sched.swapped) - len(swapped):] == swapped
+    for event in report.preempted:
+        if event.mode == "abort":
+            assert engine.outputs[event.request_id].finish_reason == "abort"
+            continue
+        request = sched.requests[event.request_id]
+        assert engine.kv.num_blocks_of(request) == 0
+        if event.mode == "recompute":
             assert request.status == RequestStatus.PREEMPTED and request.num_computed_tokens == 0
-            assert engine.kv.num_blocks_of(request) == 0
+        else:
+            assert request.status == RequestStatus.SWAPPED and request.num_computed_tokens == event.num_tokens
+            assert event.num_bytes == event.num_blocks * engine.bytes_per_block
+            assert event.num_blocks == cdiv(event.num_tokens, cfg.block_size)
+    # Swapped requests come back in order, and before any new prefill is admitted.
+    back = [c.request_id for c in report.chunks if c.request_id in swapped_before]
+    assert back == swapped_before[: len(back)]
+    if any(c.request_id in waiting_tokens for c in report.chunks):
+        assert not sched.swapped, "a waiting request was admitted while others stayed swapped"
     assert report.num_batched_tokens <= cfg.max_num_batched_tokens
     assert len(sched.running) <= cfg.max_num_seqs
     for chunk in report.chunks:
-        if chunk.request_id in waiting_before:
-            # An admitted (or re-admitted) request starts exactly at its prefix-cache hit.
+        if chunk.request_id in waiting_tokens:
+            # An admitted (or re-admitted) request starts exactly at its prefix-cache hit ...
             assert chunk.start == chunk.num_cached_tokens
             assert chunk.num_cached_tokens % cfg.block_size == 0
             if not cfg.enable_prefix_caching:
                 assert chunk.num_cached_tokens == 0
-            if not cfg.enable_chunked_prefill:
-                request = sched.requests.get(chunk.request_id)
-                prompt_len = len(engine.outputs[chunk.request_id].prompt_token_ids) if request is None else request.num_tokens
-                assert chunk.num_new_tokens >= 1 and chunk.start + chunk.num_new_tokens <= prompt_len + 1
+            # ... and without chunked prefill it re-prefills every token it has, in one go.
+            end = chunk.start + chunk.num_new_tokens
+            assert end == waiting_tokens[chunk.request_id] if not cfg.enable_chunked_prefill else end <= waiting_tokens[chunk.request_id]
     return report
 
 
 def assert_drained(engine: LLMEngine) -> None:
     assert not engine.has_unfinished_requests()
-    assert all(b.ref_cnt == 0 for b in engine.kv.pool.blocks), "a block still holds a reference at drain"
-    assert not engine.kv.block_tables
+    for block in engine.kv.pool.blocks + engine.kv.cpu_pool.blocks:
+        assert block.ref_cnt == 0, "a block still holds a reference at drain"
+    assert not engine.kv.block_tables and not engine.kv.cpu_block_tables

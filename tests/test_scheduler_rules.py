@@ -37,7 +37,7 @@ def test_recompute_reprefills_prompt_plus_generated_tokens(make_engine):
     _, report = run_until_preemption(engine)
     victim = engine.scheduler.requests[report.preempted[0].request_id]
     num_tokens = victim.num_tokens
-    assert report.preempted[0].num_tokens_dropped == num_tokens - 1  # the last sampled token had no KV yet
+    assert report.preempted[0].num_tokens == num_tokens - 1  # the last sampled token had no KV yet
     while True:
         report = step_checked(engine)
         chunk = next((c for c in report.chunks if c.request_id == victim.request_id), None)
@@ -104,8 +104,9 @@ def test_prefix_hits_are_counted_in_tokens(make_engine):
     engine.generate([system + [1, 2]], SamplingParams(max_tokens=2))
     engine.generate([system + [3]], SamplingParams(max_tokens=2))
     metrics = engine.snapshot().metrics
-    assert metrics["prefix_cache_queries"] == 14 + 13
-    assert metrics["prefix_cache_hits"] == 12
+    assert metrics["vllm:prefix_cache_queries_total"] == 14 + 13
+    assert metrics["vllm:prefix_cache_hits_total"] == 12
+    assert metrics["pykv:prefix_cache_hits_shared_total"] == 12 and metrics["pykv:prefix_cache_hits_own_total"] == 0
 
 
 def test_abort_frees_blocks_and_reports(make_engine):

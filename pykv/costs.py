@@ -1,0 +1,119 @@
+"""What every preemption cost, measured on this device, with a modelled PCIe figure beside swaps.
+
+Recompute cost is the forward time spent re-prefilling the tokens whose KV was dropped. A step's
+forward time is shared among its tokens by count, so a re-prefill chunk of r tokens in a step of
+n tokens that took t seconds is charged ``t * r / n`` (attention makes long chunks a little dearer
+per token than this; the apportioning is stated wherever the figure is shown). Tokens the prefix
+cache still held at re-admission are not recomputed and are counted apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+from pykv.cache_engine import CopyTiming
+from pykv.scheduler import PreemptionEvent, ScheduledChunk
+
+
+def modelled_copy_seconds(num_bytes: int, num_copies: int, bandwidth_gbps: float, overhead_us: float) -> float:
+    """A PCIe transfer modelled as bytes / bandwidth plus a fixed overhead per copy issued."""
+    return num_bytes / (bandwidth_gbps * 1e9) + num_copies * overhead_us * 1e-6
+
+
+@dataclass
+class PreemptionCost:
+    """One preemption and its measured cost; the recovery fields fill in on later steps."""
+
+    step: int
+    request_id: str
+    mode: str  # "recompute" | "swap" | "abort"
+    num_blocks: int
+    num_tokens: int  # tokens whose KV was dropped (recompute) or moved (swap)
+    num_bytes: int  # bytes of that KV
+    device: str  # where the times were measured
+    fallback: Optional[str] = None
+    reason: Optional[str] = None
+    # swap: measured copy times and the modelled PCIe equivalent
+    swap_out_s: Optional[float] = None
+    swap_in_s: Optional[float] = None
+    swap_copies: Optional[int] = None  # copies issued each way
+    modelled_pcie_out_s: Optional[float] = None
+    modelled_pcie_in_s: Optional[float] = None
+    # recompute: what the re-prefill cost
+    prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
+    recomputed_tokens: int = 0
+    recompute_s: float = 0.0  # apportioned forward time, see the module docstring
+    # both
+    recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
+    steps_lost: Optional[int] = None
+
+    @property
+    def swap_out_bandwidth(self) -> Optional[float]:
+        """Measured bytes/s of the swap-out copy."""
+        return self.num_bytes / self.swap_out_s if self.swap_out_s else None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"swap_out_bandwidth": self.swap_out_bandwidth}
+
+
+class CostLedger:
+    """Every preemption's cost record, and the open ones still waiting for their request to recover."""
+
+    def __init__(self, bytes_per_block: int, device: str, pcie_bandwidth_gbps: float, pcie_copy_overhead_us: float):
+        self.bytes_per_block = bytes_per_block
+        self.device = device
+        self.bandwidth, self.overhead = pcie_bandwidth_gbps, pcie_copy_overhead_us
+        self.records: list[PreemptionCost] = []
+        self.open: dict[str, PreemptionCost] = {}  # request id -> its last, unrecovered preemption
+
+    def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionCost:
+        record = PreemptionCost(
+            step=event.step, request_id=event.request_id, mode=event.mode, num_blocks=event.num_blocks,
+            num_tokens=event.num_tokens, num_bytes=event.num_blocks * self.bytes_per_block, device=self.device,
+            fallback=event.fallback, reason=event.reason,
+        )
+        if swap_out is not None:
+            record.swap_out_s, record.swap_copies = swap_out.seconds, swap_out.num_copies
+            record.modelled_pcie_out_s = modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies, self.bandwidth, self.overhead)
+        self.records.append(record)
+        if event.mode != "abort":
+            self.open[event.request_id] = record
+        return record
+
+    def on_swap_in(self, request_id: str, timing: CopyTiming, step: int) -> PreemptionCost:
+        record = self.open.pop(request_id)
+        record.swap_in_s = timing.seconds
+        record.modelled_pcie_in_s = modelled_copy_seconds(timing.num_bytes, timing.num_copies, self.bandwidth, self.overhead)
+        record.recovered_step, record.steps_lost = step, step - record.step
+        return record
+
+    def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
+        """Charge this step's re-prefill tokens their share of the forward time."""
+        total = sum(c.num_new_tokens for c in chunks)
+        for chunk in chunks:
+            record = self.open.get(chunk.request_id)
+            if record is None or record.mode != "recompute":
+                continue
+            record.prefix_hit_tokens += min(chunk.num_cached_tokens, record.num_tokens)
+            end = chunk.start + chunk.num_new_tokens
+            redone = max(0, min(end, record.num_tokens) - chunk.start)
+            record.recomputed_tokens += redone
+            record.recompute_s += forward_s * redone / total
+            if end >= record.num_tokens:
+                record.recovered_step, record.steps_lost = step, step - record.step
+                del self.open[chunk.request_id]
+
+    def on_finished(self, request_id: str) -> None:
+        self.open.pop(request_id, None)
+
+    def totals_for(self, request_id: str) -> dict[str, float]:
+        """A request's preemption bill so far: recomputed tokens and time, swapped bytes and time."""
+        mine = [r for r in self.records if r.request_id == request_id]
+        return {
+            "recomputed_tokens": sum(r.recomputed_tokens for r in mine),
+            "recompute_s": sum(r.recompute_s for r in mine),
+            "swap_bytes": sum(r.num_bytes for r in mine if r.mode == "swap"),
+            "swap_s": sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in mine),
+        }
