@@ -29,6 +29,7 @@ class EngineConfig:
     dtype: str = "float32"
     block_size: int = 16
     num_gpu_blocks: int = 64
+    gpu_memory_utilization: Optional[float] = None  # CUDA only: size the pool from free GPU memory instead
     swap_space: float = 0.0
     num_cpu_blocks: Optional[int] = None
     max_num_seqs: int = 8
@@ -57,6 +58,11 @@ class EngineConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
         if self.block_size > 256:
             raise ValueError(f"block_size={self.block_size} is too large; use at most 256 tokens per block (vLLM uses 16).")
+        if self.gpu_memory_utilization is not None:
+            if not 0 < self.gpu_memory_utilization <= 1:
+                raise ValueError(f"gpu_memory_utilization is a fraction in (0, 1], got {self.gpu_memory_utilization}.")
+            if not self.device.startswith("cuda"):
+                raise ValueError("gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
         if self.swap_space < 0:
             raise ValueError(f"swap_space is in GiB and cannot be negative (got {self.swap_space}); use 0 for no swap pool.")
         if self.num_cpu_blocks is not None and (not isinstance(self.num_cpu_blocks, int) or self.num_cpu_blocks < 0):

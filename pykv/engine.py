@@ -41,6 +41,9 @@ class LLMEngine:
         model_cfg = self.loaded.config
         self.max_model_len = min(config.max_model_len or model_cfg.max_position_embeddings, model_cfg.max_position_embeddings)
         self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)
+        if config.gpu_memory_utilization is not None:
+            config = config.replace(num_gpu_blocks=self._blocks_from_gpu_memory(config))
+            self.config = config
         num_cpu_blocks = config.num_cpu_blocks
         if num_cpu_blocks is None:
             num_cpu_blocks = int(config.swap_space * 2**30) // self.bytes_per_block
@@ -58,6 +61,15 @@ class LLMEngine:
         self.outputs: dict[str, RequestOutput] = {}  # finished requests, in finishing order
         self.history: deque[Snapshot] = deque(maxlen=config.history_size)  # snapshot after each step
         self._num_added = 0
+
+    def _blocks_from_gpu_memory(self, config: EngineConfig) -> int:
+        """vLLM's sizing: the share of GPU memory left for KV after the weights, in whole blocks."""
+        free, total = torch.cuda.mem_get_info(config.device)
+        budget = config.gpu_memory_utilization * total - (total - free)
+        blocks = int(budget // self.bytes_per_block)
+        if blocks < 1:
+            raise ValueError(f"gpu_memory_utilization={config.gpu_memory_utilization} leaves no room for one KV block; raise it.")
+        return blocks
 
     # ---- requests -------------------------------------------------------------------------
 

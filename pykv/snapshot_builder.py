@@ -12,25 +12,28 @@ if TYPE_CHECKING:
 
 
 def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list[BlockView]:
-    holders: dict[int, list[tuple[str, int]]] = {}
+    owners: dict[int, list[str]] = {}
+    logical: dict[int, list[int]] = {}
     for request_id, table in tables.items():
-        for logical, block_id in enumerate(table):
-            holders.setdefault(block_id, []).append((request_id, logical))
+        for index, block_id in enumerate(table):
+            owners.setdefault(block_id, []).append(request_id)
+            logical.setdefault(block_id, []).append(index)
     queue_pos = {block_id: i for i, block_id in enumerate(pool.free_queue)}
-    return [
-        BlockView(
+    views = []
+    for b in pool.blocks:
+        cached = b.block_hash is not None
+        views.append(BlockView(
             block_id=b.block_id,
             pool=name,
             ref_cnt=b.ref_cnt,
-            owners=[rid for rid, _ in holders.get(b.block_id, [])],
-            logical_index=[i for _, i in holders.get(b.block_id, [])],
-            block_hash=None if b.block_hash is None else f"{b.block_hash & (2**64 - 1):016x}",
+            owners=owners.get(b.block_id, []),
+            logical_index=logical.get(b.block_id, []),
+            block_hash=f"{b.block_hash & (2**64 - 1):016x}" if cached else None,
             tokens_filled=b.num_tokens_filled,
-            state="used" if b.ref_cnt else ("cached" if b.block_hash is not None else "free"),
+            state="used" if b.ref_cnt else ("cached" if cached else "free"),
             free_queue_position=queue_pos.get(b.block_id),
-        )
-        for b in pool.blocks
-    ]
+        ))
+    return views
 
 
 def build_snapshot(engine: "LLMEngine", report: Optional[StepReport] = None) -> Snapshot:

@@ -1,0 +1,5 @@
+import sys
+
+from pykv.cli import main
+
+sys.exit(main())

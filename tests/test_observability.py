@@ -1,0 +1,131 @@
+"""Metrics, logs, preemption costs, snapshots, history and deterministic replay."""
+
+import dataclasses
+
+from rules import step_checked
+
+from pykv import SamplingParams, Snapshot
+from pykv.snapshot import diff_snapshots
+from pykv.workload import WorkloadRunner, make_workload
+
+LONG = SamplingParams(max_tokens=16, ignore_eos=True)
+
+
+def crowded_engine(make_engine, **overrides):
+    engine = make_engine(**({"block_size": 4, "num_gpu_blocks": 8, "max_num_seqs": 3} | overrides))
+    for i in range(3):
+        engine.add_request([10 + i] + list(range(11, 20)), LONG)
+    return engine
+
+
+def drain(engine):
+    while engine.has_unfinished_requests():
+        step_checked(engine)
+
+
+def test_exposition_uses_vllm_metric_names(make_engine):
+    engine = crowded_engine(make_engine)
+    drain(engine)
+    text = engine.metrics.exposition()
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_swapped",
+                 "vllm:kv_cache_usage_perc", "vllm:cpu_cache_usage_perc", "vllm:num_preemptions_total",
+                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "pykv:recomputed_tokens_total",
+                 "pykv:swapped_out_bytes_total", "pykv:request_preemptions_bucket"):
+        assert f"\n{name}" in text or text.startswith(name), name
+    assert "_created" not in text
+
+
+def test_recompute_cost_is_measured_and_metrics_sum_the_events(make_engine):
+    engine = crowded_engine(make_engine)
+    drain(engine)
+    records = engine.ledger.records
+    assert records and all(r.mode == "recompute" for r in records)
+    for r in records:
+        assert r.recomputed_tokens + r.prefix_hit_tokens == r.num_tokens
+        assert r.recovered_step is not None and r.steps_lost == r.recovered_step - r.step >= 1
+        assert r.recompute_s > 0 or r.num_tokens == 0
+        assert r.device == "cpu"
+    m = engine.metrics
+    assert m.value("vllm:num_preemptions_total") == len(records)
+    assert m.value("pykv:recomputed_tokens_total") == sum(r.recomputed_tokens for r in records)
+    assert abs(m.value("pykv:recompute_seconds_total") - sum(r.recompute_s for r in records)) < 1e-9
+    assert m.value("pykv:request_preemptions_sum") == sum(o.num_preemptions for o in engine.outputs.values())
+
+
+def test_prefix_hits_after_preemption_count_as_own(make_engine):
+    engine = crowded_engine(make_engine, enable_prefix_caching=True)
+    drain(engine)
+    m = engine.metrics
+    assert m.value("pykv:prefix_cache_hits_own_total") > 0
+    assert m.value("pykv:prefix_cache_hits_own_total") + m.value("pykv:prefix_cache_hits_shared_total") == m.value(
+        "vllm:prefix_cache_hits_total")
+    assert any(r.prefix_hit_tokens > 0 for r in engine.ledger.records)
+
+
+def test_stats_line_every_interval_in_vllm_words(make_engine, caplog):
+    engine = crowded_engine(make_engine, log_stats_interval=3)
+    with caplog.at_level("INFO", logger="pykv"):
+        reports = [step_checked(engine) for _ in range(6)]
+    stats = [line for r in reports for line in r.log_lines if line.startswith("Avg prompt throughput")]
+    assert len(stats) == 2 and [r.step for r in reports if any("Running:" in x for x in r.log_lines)] == [3, 6]
+    assert "Running: " in stats[0] and "Swapped: 0 reqs" in stats[0] and "GPU KV cache usage: " in stats[0]
+    assert "CPU KV cache usage: 0.0%." in stats[0]
+    assert stats[0] in caplog.text
+
+
+def test_livelock_guard_ends_a_request_that_never_progresses(make_engine):
+    engine = make_engine(block_size=2, num_gpu_blocks=13, max_num_seqs=4, max_num_batched_tokens=4,
+                         max_preemptions_without_progress=1)
+    for i in range(4):
+        engine.add_request([5 + i] + list(range(30, 39)), LONG)
+    drain(engine)
+    stuck = [o for o in engine.outputs.values() if o.finish_reason == "abort"]
+    assert stuck and all("without producing a token" in o.message for o in stuck)
+    assert all(o.finish_reason == "length" for o in engine.outputs.values() if o not in stuck)
+
+
+def test_same_config_and_workload_replay_the_same_steps(make_engine):
+    def trace():
+        engine = make_engine(num_gpu_blocks=24, preemption_mode="swap", num_cpu_blocks=64, enable_prefix_caching=True)
+        reports = WorkloadRunner(engine, make_workload("storm", seed=3, n=6, max_tokens=40)).run()
+        timeless = ("swap_out_s", "swap_in_s", "recompute_s", "modelled_pcie_out_s", "modelled_pcie_in_s")
+        return [
+            (r.scheduled, r.chunks, [{k: v for k, v in dataclasses.asdict(p).items() if k not in timeless} for p in r.preempted],
+             [o.output_token_ids for o in r.finished])
+            for r in reports
+        ]
+
+    first = trace()
+    assert any(step[2] for step in first), "the workload should preempt"
+    assert trace() == first
+
+
+def test_snapshot_round_trips_through_json_and_diffs(make_engine):
+    engine = crowded_engine(make_engine, preemption_mode="swap", num_cpu_blocks=8, history_size=5)
+    before = engine.snapshot()
+    report = step_checked(engine)
+    after = engine.snapshot()
+    assert Snapshot.from_json(after.to_json()) == after
+    changed = diff_snapshots(before, after)
+    assert changed.requests == set(report.scheduled) == {"0", "1"}  # "2" waits: the pool is full
+    assert {("gpu", b) for t in engine.kv.block_tables.values() for b in t} <= changed.blocks
+    assert len([b for b in after.blocks if b.pool == "cpu"]) == 8
+    for _ in range(8):
+        step_checked(engine)
+    assert [s.step for s in engine.history] == [5, 6, 7, 8, 9]
+    assert engine.history[-1].report["step"] == 9
+
+
+def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
+    engine = crowded_engine(make_engine, num_gpu_blocks=7, preemption_mode="swap", num_cpu_blocks=8)
+    for _ in range(50):
+        step_checked(engine)
+        if engine.scheduler.swapped:
+            break
+    snap = engine.snapshot()
+    (rid,) = snap.queues["swapped"]
+    view = snap.request(rid)
+    assert view.pool == "cpu" and view.status == "swapped" and view.swap_bytes > 0
+    for logical, block_id in enumerate(view.block_table):
+        block = snap.block("cpu", block_id)
+        assert block.owners == [rid] and block.logical_index == [logical] and block.state == "used"

@@ -1,0 +1,140 @@
+"""Swap preemption: bit-identical round trips, exact byte counts, fallbacks, the watermark."""
+
+import pytest
+import torch
+from rules import assert_drained, step_checked
+
+from pykv import SamplingParams
+from pykv.cache_engine import CacheEngine
+from pykv.model import ModelConfig
+
+LONG = SamplingParams(max_tokens=16, ignore_eos=True)
+
+
+def crowd(engine, n=3, prompt_len=4):
+    for i in range(n):
+        engine.add_request([10 + i] + list(range(11, 10 + prompt_len)), LONG)
+
+
+def run_until(engine, predicate, max_steps=200):
+    for _ in range(max_steps):
+        report = step_checked(engine)
+        if predicate(report):
+            return report
+    raise AssertionError("condition never met")
+
+
+@pytest.mark.parametrize("swap_copy", ["batched", "per_block"])
+def test_cache_engine_round_trip_is_bit_identical(swap_copy):
+    cfg = ModelConfig(64, 32, 64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8, rms_norm_eps=1e-6,
+                      rope_theta=1e4, max_position_embeddings=64, tie_word_embeddings=False, attention_bias=False)
+    cache = CacheEngine(cfg, num_gpu_blocks=6, num_cpu_blocks=4, block_size=4, dtype="float32", device="cpu", swap_copy=swap_copy)
+    cache.gpu_cache.copy_(torch.randn_like(cache.gpu_cache))
+    original = cache.gpu_cache.clone()
+    out = cache.swap_out([(5, 0), (2, 3)])
+    assert out.num_bytes == 2 * CacheEngine.bytes_per_block(cfg, 4, "float32")
+    assert out.num_copies == (1 if swap_copy == "batched" else 2 * 2 * 2)
+    cache.gpu_cache.zero_()
+    cache.swap_in([(0, 1), (3, 4)])
+    assert torch.equal(cache.gpu_cache[:, :, 1], original[:, :, 5])
+    assert torch.equal(cache.gpu_cache[:, :, 4], original[:, :, 2])
+
+
+def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=8)
+    crowd(engine)
+    while True:
+        before = engine.cache.gpu_cache.clone()
+        tables = {rid: list(t) for rid, t in engine.kv.block_tables.items()}
+        report = step_checked(engine)
+        if report.preempted:
+            break
+    (event,) = report.preempted
+    assert event.mode == "swap" and event.num_bytes == event.num_blocks * engine.bytes_per_block
+    cpu_ids = engine.kv.cpu_block_tables[event.request_id]
+    for gpu, cpu in zip(tables[event.request_id], cpu_ids):
+        assert torch.equal(engine.cache.cpu_cache[:, :, cpu], before[:, :, gpu])
+    swapped_kv = engine.cache.cpu_cache[:, :, cpu_ids].clone()
+    num_tokens = event.num_tokens
+    report = run_until(engine, lambda r: r.swapped_in)
+    (back,) = report.swapped_in
+    assert back.request_id == event.request_id and back.swap_in_s is not None and back.steps_lost >= 1
+    table = engine.kv.block_tables[event.request_id]
+    for i, gpu in enumerate(table[: len(cpu_ids)]):
+        filled = min(4, num_tokens - 4 * i)  # the swap-in step's forward appends after these slots
+        assert torch.equal(engine.cache.gpu_cache[:, :, gpu, :filled], swapped_kv[:, :, i, :filled])
+    while engine.has_unfinished_requests():
+        step_checked(engine)
+    assert_drained(engine)
+    m = engine.metrics
+    swaps = [c for c in engine.ledger.records if c.mode == "swap"]
+    assert m.value("pykv:swapped_out_bytes_total") == sum(c.num_bytes for c in swaps)
+    assert m.value("pykv:swapped_in_bytes_total") == sum(c.num_bytes for c in swaps)
+    assert m.value("pykv:swap_out_seconds_total") == pytest.approx(sum(c.swap_out_s for c in swaps))
+    assert m.value("vllm:num_preemptions_total") == len(engine.ledger.records)
+
+
+def test_full_cpu_pool_falls_back_to_recompute_and_says_so(make_engine, caplog):
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=0)
+    crowd(engine)
+    with caplog.at_level("WARNING", logger="pykv"):
+        report = run_until(engine, lambda r: r.preempted)
+    (event,) = report.preempted
+    assert (event.mode, event.fallback) == ("recompute", "recompute")
+    assert "CPU swap pool has 0 free blocks" in event.reason
+    assert 'swap_fallback="recompute"' in report.log_lines[0]
+    assert "PreemptionMode.RECOMPUTE" in caplog.text
+
+
+def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_engine):
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=1,
+                         swap_fallback="abort")
+    crowd(engine)
+    report = run_until(engine, lambda r: r.preempted)
+    (event,) = report.preempted
+    assert event.mode == "abort"
+    (aborted,) = [o for o in report.finished if o.request_id == event.request_id]
+    assert aborted.finish_reason == "abort"
+    assert aborted.message.startswith("Aborted due to the lack of CPU swap space. Please increase the swap space")
+    while engine.has_unfinished_requests():
+        step_checked(engine)
+    reasons = {o.request_id: o.finish_reason for o in engine.outputs.values()}
+    aborted_ids = {e.request_id for e in engine.ledger.records if e.mode == "abort"}
+    assert {rid for rid, reason in reasons.items() if reason == "abort"} == aborted_ids
+    assert reasons["0"] == "length"  # the head of the running queue is never the victim
+    assert_drained(engine)
+
+
+def test_auto_mode_recomputes_single_sequence_requests(make_engine):
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="auto", num_cpu_blocks=16)
+    crowd(engine)
+    report = run_until(engine, lambda r: r.preempted)
+    assert report.preempted[0].mode == "recompute" and report.preempted[0].fallback is None
+
+
+def test_watermark_holds_back_swap_in_while_others_run(make_engine):
+    # 10 blocks, watermark 50%: a swapped request returns only if 5 blocks stay free afterwards.
+    engine = make_engine(block_size=4, num_gpu_blocks=10, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=16,
+                         swap_watermark=0.5)
+    crowd(engine, n=3, prompt_len=8)
+    run_until(engine, lambda r: r.preempted)
+    while engine.scheduler.swapped:
+        free_before = engine.kv.pool.num_free_blocks()
+        running_before = bool(engine.scheduler.running)
+        report = step_checked(engine)
+        for cost in report.swapped_in:
+            if running_before:
+                assert free_before - cost.num_blocks >= 5
+    while engine.has_unfinished_requests():
+        step_checked(engine)
+    assert_drained(engine)
+
+
+def test_swap_without_a_cpu_pool_is_a_clear_error(make_engine):
+    with pytest.raises(ValueError, match="needs a CPU swap pool"):
+        make_engine(preemption_mode="swap")
+
+
+def test_swap_space_in_gib_sizes_the_cpu_pool(make_engine):
+    engine = make_engine(block_size=4, preemption_mode="swap", swap_space=0.001)
+    assert engine.kv.cpu_pool.num_blocks == int(0.001 * 2**30) // engine.bytes_per_block
