@@ -54,8 +54,14 @@ class PreemptionCost:
         """Measured bytes/s of the swap-out copy."""
         return self.num_bytes / self.swap_out_s if self.swap_out_s else None
 
+    @property
+    def swap_in_bandwidth(self) -> Optional[float]:
+        return self.num_bytes / self.swap_in_s if self.swap_in_s else None
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"swap_out_bandwidth": self.swap_out_bandwidth}
+        return dataclasses.asdict(self) | {
+            "swap_out_bandwidth": self.swap_out_bandwidth, "swap_in_bandwidth": self.swap_in_bandwidth,
+        }
 
 
 class CostLedger:
