@@ -1,0 +1,1 @@
+"""Streamlit pages and widgets (the only package, with app.py, that imports streamlit)."""

@@ -1,0 +1,54 @@
+"""About: what the lab is, where it runs, and the model card."""
+
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from pykv.attention import resolve_backend
+from pykv.loader import resolve_model_path
+from pykv.ui import state
+
+INTRO = """
+**pykv lab** is a browser lab for LLM-serving preemption. It drives a *live* small-model inference
+engine (pykv: a vLLM-style scheduler over a paged KV cache) step by step. Shrink the KV block pool,
+submit requests and watch block tables, reference counts, prefix-cache hits and the
+WAITING / RUNNING / SWAPPED queues change each step, while the engine **measures** what every
+preemption cost: recompute (the re-prefill it forced) or swap (the bytes and time of the copies).
+
+Measured figures are labelled with the device they were measured on; PCIe swap times are
+**modelled** (bandwidth + per-copy overhead) and always say so.
+"""
+
+
+def render() -> None:
+    st.title("About pykv lab")
+    st.markdown(INTRO)
+    lab = st.session_state.get("lab")
+    cfg = lab.config if lab is not None else state.default_config()
+    if lab is not None:
+        backend = lab.engine.backend.name
+    else:
+        try:
+            backend = resolve_backend(cfg.attention_backend, cfg.device).name
+        except ValueError as e:
+            backend = f"unavailable ({e})"
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none on this machine"
+    st.subheader("Where it runs")
+    st.markdown(
+        f"- device: `{cfg.device}` (CUDA GPU: {gpu})\n"
+        f"- attention backend in use: `{backend}` (chosen: `{cfg.attention_backend}`)\n"
+        f"- torch {torch.__version__}\n"
+        f"- model: `{cfg.model}`"
+        + (f" (from ${state.MODEL_ENV})" if state.model_name() != "tiny" else " (the shipped default)")
+    )
+    st.subheader("Model card")
+    try:
+        card = resolve_model_path(cfg.model) / "README.md"
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    if card.is_file():
+        st.markdown(card.read_text(encoding="utf-8"))
+    else:
+        st.caption(f"No model card ({card} does not exist).")

@@ -1,0 +1,167 @@
+"""Lab: one browser session's engine, workload, manual-request log and the snapshot of every step.
+
+No Streamlit here, so it is tested (and benchmarked) on its own.
+
+The rule that makes Back and deep links work: the engine is deterministic, so the state at step k
+is a function of (config, preset, seed, manual requests added at steps <= k). ``snapshots[k]`` is
+the state after step k *and* after the manual requests added at step k::
+
+    snapshots:  [0] [1] [2] ... [head]        the engine itself is at ``head``
+                         ^cursor              the step on screen
+
+Step with cursor < head just moves the cursor; Back moves it back. Changing the past (adding a
+request while looking at an earlier step) replays from step 0 to the cursor, dropping the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from pykv import EngineConfig, LLMEngine, SamplingParams, Snapshot
+from pykv.loader import LoadedModel
+from pykv.workload import WorkloadRunner, make_workload
+
+MAX_STEPS = 3000  # a session never runs further: keeps memory (one snapshot per step) bounded
+
+
+@dataclass(frozen=True)
+class ManualRequest:
+    step: int  # added when the engine was at this step (before the next step ran)
+    prompt: str
+    max_tokens: int
+    request_id: str
+
+
+class Lab:
+    def __init__(self, config: EngineConfig, loaded: Optional[LoadedModel] = None, preset: Optional[str] = "storm",
+                 seed: int = 0, manual: tuple[ManualRequest, ...] = ()) -> None:
+        self.config, self.loaded, self.preset, self.seed = config, loaded, preset, seed
+        self.workload = make_workload(preset, seed=seed) if preset else None  # ValueError on an unknown preset
+        self.manual: list[ManualRequest] = list(manual)  # changed by add_request / _rewind only
+        self._restart()
+
+    # ---- engine lifetime ------------------------------------------------------------------
+
+    def _restart(self) -> None:
+        self.engine = LLMEngine(self.config, loaded=self.loaded)
+        self.loaded = self.engine.loaded
+        self.runner = WorkloadRunner(self.engine, self.workload) if self.workload else None
+        self._apply_manual(0)
+        self.snapshots: list[Snapshot] = [self.engine.snapshot()]
+        self.cursor = 0  # the step on screen
+
+    def _apply_manual(self, step: int) -> None:
+        for m in self.manual:
+            if m.step == step:
+                self.engine.add_request(m.prompt, SamplingParams(max_tokens=m.max_tokens), m.request_id)
+
+    def _advance(self) -> Snapshot:
+        """Run the engine one step past ``head`` and record the snapshot."""
+        report = self.runner.step() if self.runner else self.engine.step()
+        step = self.engine.step_count
+        if any(m.step == step for m in self.manual):
+            self._apply_manual(step)
+            snap = self.engine.snapshot(report)
+        elif self.engine.history:
+            snap = self.engine.history[-1]  # the engine already took it inside step()
+        else:
+            snap = self.engine.snapshot(report)
+        self.snapshots.append(snap)
+        return snap
+
+    # ---- where we are ---------------------------------------------------------------------
+
+    @property
+    def head(self) -> int:
+        return len(self.snapshots) - 1
+
+    @property
+    def view(self) -> Snapshot:
+        return self.snapshots[self.cursor]
+
+    @property
+    def previous(self) -> Optional[Snapshot]:
+        return self.snapshots[self.cursor - 1] if self.cursor else None
+
+    def engine_done(self) -> bool:
+        """No request left to run and none still to arrive."""
+        if self.runner is not None:
+            return self.runner.done()
+        return not self.engine.has_unfinished_requests()
+
+    def at_end(self) -> bool:
+        return self.cursor == self.head and (self.engine_done() or self.head >= MAX_STEPS)
+
+    # ---- controls -------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """One step forward; False (and nothing changes) when there is nothing left to run."""
+        if self.cursor < self.head:
+            self.cursor += 1
+            return True
+        if self.at_end():
+            return False
+        self._advance()
+        self.cursor = self.head
+        return True
+
+    def back(self) -> bool:
+        if self.cursor == 0:
+            return False
+        self.cursor -= 1
+        return True
+
+    def goto(self, step: int) -> int:
+        """Show step ``step`` (replaying forward as needed; stops early at the end). Returns the step shown."""
+        step = max(0, step)
+        while self.head < step and not (self.engine_done() or self.head >= MAX_STEPS):
+            self._advance()
+        self.cursor = min(step, self.head)
+        return self.cursor
+
+    def run_until(self, stop: Callable[[Snapshot], bool], max_steps: int = MAX_STEPS,
+                  time_budget_s: Optional[float] = None) -> bool:
+        """Step until ``stop(snapshot)`` holds (True) or the run ends / the budget is spent (False)."""
+        start = time.perf_counter()
+        for _ in range(max_steps):
+            if not self.step():
+                return False
+            if stop(self.view):
+                return True
+            if time_budget_s is not None and time.perf_counter() - start > time_budget_s:
+                return False
+        return False
+
+    def run_to_next_preemption(self, time_budget_s: Optional[float] = 30.0) -> bool:
+        return self.run_until(lambda s: bool(s.report and s.report["preempted"]), time_budget_s=time_budget_s)
+
+    def run_to_end(self, time_budget_s: Optional[float] = 60.0) -> None:
+        self.run_until(lambda s: False, time_budget_s=time_budget_s)
+
+    def reset(self) -> None:
+        """Back to step 0 with the same config and workload; requests added by hand are dropped."""
+        self.manual = []
+        self._restart()
+
+    def add_request(self, prompt: str, max_tokens: int) -> str:
+        """Queue a request by hand at the step on screen (rewriting any later steps). Raises ValueError
+        with the engine's message on bad input; then nothing changes."""
+        params = SamplingParams(max_tokens=int(max_tokens))  # ValueError on bad max_tokens
+        request_id = f"m{max((int(m.request_id[1:]) for m in self.manual), default=0) + 1}"
+        if self.cursor < self.head:
+            # Check the prompt before throwing the later steps away (tokenize + limits; no state change).
+            self.engine._make_request(prompt, params, request_id)
+            self._rewind(self.cursor)
+        self.engine.add_request(prompt, params, request_id)  # ValueError: nothing logged
+        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id))
+        self.snapshots[self.cursor] = dataclasses.replace(self.engine.snapshot(), report=self.view.report)
+        return request_id
+
+    def _rewind(self, step: int) -> None:
+        """Replay from scratch to ``step`` and forget what came after it."""
+        self.manual = [m for m in self.manual if m.step <= step]
+        self._restart()
+        self.goto(step)

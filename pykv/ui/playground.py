@@ -1,0 +1,161 @@
+"""The Playground page: controls, metrics strip, block grid, queues, narration, then the tables.
+
+All the live views sit in one fragment, so a Step (or a Play tick) redraws them without rerunning
+the sidebar. Every figure comes from ``pykv.viz`` and is drawn with ``theme=None`` and a stable key.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pykv.snapshot import diff_snapshots
+from pykv.ui import sidebar, state
+from pykv.ui.lab import Lab
+from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, narrate, preemptions_frame,
+                      queues_figure, requests_frame)
+
+SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+COMPACT_CSS = """<style>
+[data-testid="stMainBlockContainer"], .block-container {padding-top: 2.2rem; padding-bottom: 1rem;}
+[data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
+</style>"""
+
+
+def render() -> None:
+    st.html(COMPACT_CSS)
+    lab = state.get_lab()
+    if lab is None:
+        return
+    sidebar.render(lab)
+    st.session_state.setdefault("playing", False)
+    st.session_state.setdefault("speed", "normal")
+    every = SPEEDS.get(st.session_state.speed, 0.5) if st.session_state.playing else None
+
+    @st.fragment(run_every=every)
+    def live() -> None:
+        _live(st.session_state.lab)
+
+    live()
+
+
+# ---- control callbacks (run before the fragment reruns) ------------------------------------
+
+def _act(fn, *args) -> None:
+    st.session_state.acted = True
+    try:
+        fn(*args)
+    except ValueError as e:  # an engine message, never a traceback
+        st.session_state.flash = str(e)
+
+
+def _toggle_play() -> None:
+    st.session_state.acted = True
+    st.session_state.playing = not st.session_state.playing
+    st.session_state.replan = True  # run_every changes: the whole page reruns
+
+
+def _next_preemption(lab: Lab) -> None:
+    if not lab.run_to_next_preemption():
+        st.session_state.flash_info = "No further preemption: the run reached its end."
+
+
+def _live(lab: Lab) -> None:
+    acted = st.session_state.pop("acted", False)
+    if st.session_state.get("playing") and not acted:
+        if not lab.step():  # a Play tick; stop at the end
+            st.session_state.playing = False
+            st.session_state.replan = True
+    if st.session_state.pop("replan", False):
+        st.rerun()  # whole app: re-create the fragment with the new run_every
+
+    _controls(lab)
+    if msg := st.session_state.pop("flash", None):
+        st.error(msg)
+    if msg := st.session_state.pop("flash_info", None):
+        st.info(msg)
+    state.sync_url(lab)
+
+    snap, prev = lab.view, lab.previous
+    diff = diff_snapshots(prev, snap) if prev is not None else None
+    dark = state.is_dark()
+
+    for col, (label, value, help_text) in zip(st.columns(6), metrics_strip(snap)):
+        col.metric(label, value, help=help_text)
+
+    cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        if cpu_blocks:
+            g1, g2 = st.columns([3, 1], gap="small")
+        else:
+            g1, g2 = st.container(), None
+        g1.plotly_chart(block_grid_figure(snap, "gpu", diff.blocks if diff else None, dark=dark, height=460),
+                        theme=None, key="grid_gpu", config=PLOT_CONFIG)
+        if g2 is not None:
+            g2.plotly_chart(block_grid_figure(snap, "cpu", diff.blocks if diff else None, dark=dark, height=460, legend=False),
+                            theme=None, key="grid_cpu", config=PLOT_CONFIG)
+    with right:
+        st.plotly_chart(queues_figure(snap, dark=dark, changed=diff.requests if diff else None, height=235),
+                        theme=None, key="queues", config=PLOT_CONFIG)
+        st.markdown("**This step**")
+        with st.container(height=190, key="narration"):
+            st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
+    _details(lab, snap, diff, dark)
+
+
+def _controls(lab: Lab) -> None:
+    cols = st.columns([1.1, 1.1, 1.1, 1.5, 1.6, 1.2, 1.0, 1.3, 3.2], vertical_alignment="center")
+    end = lab.at_end()
+    cols[0].button("Step", key="step", icon=":material/arrow_forward:", shortcut="Right", on_click=_act,
+                   args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
+    cols[1].button("Back", key="back", icon=":material/arrow_back:", shortcut="Left", on_click=_act, args=(lab.back,),
+                   disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
+    playing = st.session_state.playing
+    cols[2].button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:",
+                   on_click=_toggle_play, disabled=end and not playing, help="Step on a timer.")
+    cols[3].segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
+                              on_change=lambda: st.session_state.update(replan=True, acted=True))
+    cols[4].button("Next preemption", key="next_preemption", icon=":material/fast_forward:", on_click=_act,
+                   args=(_next_preemption, lab), disabled=end, help="Step until a step preempts a request.")
+    cols[5].button("Run to end", key="run_end", icon=":material/skip_next:", on_click=_act, args=(lab.run_to_end,),
+                   disabled=end, help="Step until every request has finished.")
+    cols[6].button("Reset", key="reset", icon=":material/restart_alt:", on_click=_act, args=(lab.reset,),
+                   help="Back to step 0 (requests added by hand are dropped).")
+    with cols[7].popover("Add request", icon=":material/add:"):
+        with st.form("add_request", border=False):
+            prompt = st.text_area("prompt", "def fibonacci(n):", key="new_prompt")
+            max_tokens = st.number_input("max_tokens", 1, 4096, 32, key="new_max_tokens")
+            if st.form_submit_button("Queue it at this step"):
+                st.session_state.acted = True
+                try:
+                    rid = lab.add_request(prompt, int(max_tokens))
+                    st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
+                except ValueError as e:
+                    st.session_state.flash = str(e)
+    where = f"**Step {lab.cursor}**"
+    if lab.cursor < lab.head:
+        where += f" (history; engine at {lab.head})"
+    elif lab.at_end():
+        where += " · all requests finished"
+    cols[8].markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} on `{lab.config.device}`")
+
+
+def _details(lab: Lab, snap, diff, dark: bool) -> None:
+    tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log lines"])
+    with tables:
+        st.plotly_chart(block_tables_figure(snap, dark=dark, changed_requests=diff.requests if diff else None),
+                        theme=None, key="block_tables", config=PLOT_CONFIG)
+    with reqs:
+        st.dataframe(requests_frame(snap), hide_index=True, key="requests_table", width="stretch")
+    with costs:
+        frame = preemptions_frame(snap)
+        if frame.empty:
+            st.caption("No preemption yet.")
+        else:
+            st.caption(f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
+                       "recompute_s is the forward time apportioned to re-prefilled tokens.")
+            st.dataframe(frame, hide_index=True, key="preemptions_table", width="stretch")
+    with logs:
+        lines = (snap.report or {}).get("log_lines") or []
+        st.code("\n".join(lines) if lines else "(no log lines this step)", language=None)

@@ -1,0 +1,104 @@
+"""The scheduler's queues as lanes of request chips, in queue order (left = front of the queue).
+
+A chip is the request's colour with its id inside; a preempted request carries a badge under the
+chip: ``R2`` = preempted twice, last time by recompute; ``S1`` = once, by swap.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import plotly.graph_objects as go
+
+from pykv.snapshot import RequestView, Snapshot
+from pykv.viz.theme import base_figure, colors, request_color, text_color_on
+
+LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
+MAX_CHIPS = 20  # per lane; older finished requests collapse into "+N earlier"
+MODE_LETTER = {"recompute": "R", "swap": "S", "abort": "A"}
+
+
+def last_preemption_modes(snapshot: Snapshot) -> dict[str, str]:
+    """Request id -> mode of its latest preemption ("recompute", "swap" or "abort")."""
+    modes: dict[str, str] = {}
+    for p in snapshot.preemptions:
+        modes[p["request_id"]] = p["mode"]
+    return modes
+
+
+def lane_members(snapshot: Snapshot) -> dict[str, list[str]]:
+    finished = [r.request_id for r in snapshot.requests if r.status.startswith("finished")]
+    return {
+        "WAITING": list(snapshot.queues.get("waiting", [])),
+        "RUNNING": list(snapshot.queues.get("running", [])),
+        "SWAPPED": list(snapshot.queues.get("swapped", [])),
+        "FINISHED": finished,
+    }
+
+
+def badge(view: Optional[RequestView], modes: dict[str, str]) -> str:
+    if view is None or not view.num_preemptions:
+        return ""
+    return f"{MODE_LETTER.get(modes.get(view.request_id, ''), '?')}{view.num_preemptions}"
+
+
+def chip_hover(view: Optional[RequestView], request_id: str, modes: dict[str, str]) -> str:
+    if view is None:
+        return f"req {request_id}"
+    text = (f"<b>req {request_id}</b> · {view.status}<br>prompt {view.num_prompt_tokens} tok · "
+            f"output {view.num_output_tokens} tok · computed {view.num_computed_tokens}")
+    if view.num_preemptions:
+        text += f"<br>preempted {view.num_preemptions}× (last by {modes.get(request_id, '?')})"
+    return text
+
+
+def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[str]] = None,
+                  height: int = 250) -> go.Figure:
+    c = colors(dark)
+    views = {r.request_id: r for r in snapshot.requests}
+    modes = last_preemption_modes(snapshot)
+    members = lane_members(snapshot)
+    fig = base_figure("Queues · front of each queue on the left", height, dark)
+    xs, ys, texts, fills, hovers, lines, badges_x, badges_y, badges = [], [], [], [], [], [], [], [], []
+    notes = []
+    for y, lane in enumerate(LANES):
+        ids = members[lane]
+        hidden = 0
+        if len(ids) > MAX_CHIPS:
+            hidden = len(ids) - MAX_CHIPS
+            ids = ids[-MAX_CHIPS:] if lane == "FINISHED" else ids[:MAX_CHIPS]
+            notes.append((y, f"+{hidden} {'earlier' if lane == 'FINISHED' else 'more'}"))
+        for x, rid in enumerate(ids):
+            fill = request_color(rid)
+            xs.append(x), ys.append(y), texts.append(rid), fills.append(fill)
+            hovers.append(chip_hover(views.get(rid), rid, modes))
+            lines.append(c["outline"] if changed and rid in changed else fill)
+            label = badge(views.get(rid), modes)
+            if label:
+                badges_x.append(x), badges_y.append(y + 0.36), badges.append(label)
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="markers+text", text=texts, name="requests", showlegend=False,
+        marker=dict(symbol="square", size=24, color=fills, line=dict(width=2.5, color=lines)),
+        textfont=dict(color=[text_color_on(f) for f in fills], size=11), textposition="middle center",
+        customdata=hovers, hovertemplate="%{customdata}<extra></extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        x=badges_x, y=badges_y, mode="text", text=badges, name="preemptions", showlegend=False,
+        textfont=dict(color=c["font"], size=10), hoverinfo="skip",
+    ))
+    for y, note in notes:
+        fig.add_annotation(x=MAX_CHIPS - 0.4, y=y, text=note, showarrow=False, xanchor="left", font=dict(color=c["muted"]))
+    fig.update_xaxes(visible=False, range=[-0.7, MAX_CHIPS + 1.5], fixedrange=True)
+    fig.update_yaxes(
+        tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True, range=[len(LANES) - 0.45, -0.55],
+        ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
+    )
+    fig.update_layout(
+        shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
+                     line=dict(width=0), layer="below") for y in range(len(LANES))],
+        margin=dict(l=4, r=4, t=30, b=4), showlegend=False,
+    )
+    fig.add_annotation(x=1, y=1.0, xref="paper", yref="paper", yanchor="bottom", xanchor="right", showarrow=False,
+                       text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)",
+                       font=dict(size=10, color=c["muted"]))
+    return fig

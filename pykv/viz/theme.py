@@ -1,0 +1,74 @@
+"""The project's plotly look: one template per UI theme, and colours that survive colour-blindness.
+
+Every figure builder takes ``dark: bool`` and uses :func:`template` -- never plotly's (or
+Streamlit's) default template, which exports near-black PNGs once ``import streamlit`` has run.
+
+Colour rules (checked in tests):
+
+* Requests get a stable colour from ``REQUEST_PALETTE`` by their id (numeric ids by value, others by
+  CRC32), so request 3 is the same colour on every step, in every figure and in every session.
+* The palette is Okabe-Ito plus Paul Tol's "muted" set: distinguishable under the common colour
+  vision deficiencies. No meaning is carried by red-vs-green alone: block *states* differ by
+  lightness and by text (free cells are blank, cached cells print ref 0, used cells print ref >= 1).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import plotly.graph_objects as go
+
+# Okabe-Ito (black dropped) then Tol "muted": 16 colours for 16 concurrent requests.
+REQUEST_PALETTE = (
+    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+    "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499",
+)
+
+LIGHT = {
+    "paper": "#FFFFFF", "plot": "#FFFFFF", "font": "#1F2330", "grid": "#E3E5EA", "muted": "#5B6170",
+    "free": "#F1F2F5", "cached": "#A9AFBC", "outline": "#000000", "lane": "#F6F7F9",
+}
+DARK = {
+    "paper": "#0E1117", "plot": "#0E1117", "font": "#E6E8EE", "grid": "#2B303B", "muted": "#A3A9B7",
+    "free": "#222631", "cached": "#626A7C", "outline": "#FFFFFF", "lane": "#161A22",
+}
+
+
+def colors(dark: bool = False) -> dict[str, str]:
+    return DARK if dark else LIGHT
+
+
+def request_color(request_id: str) -> str:
+    """The stable colour of a request: ids "0", "1", ... walk the palette in order."""
+    index = int(request_id) if request_id.isdigit() else zlib.crc32(request_id.encode())
+    return REQUEST_PALETTE[index % len(REQUEST_PALETTE)]
+
+
+def text_color_on(fill: str) -> str:
+    """Black or white, whichever reads better on ``fill`` (WCAG relative luminance)."""
+    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    luminance = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "#000000" if luminance > 0.22 else "#FFFFFF"
+
+
+def template(dark: bool = False) -> go.layout.Template:
+    c = colors(dark)
+    axis = dict(gridcolor=c["grid"], zerolinecolor=c["grid"], linecolor=c["grid"], tickcolor=c["grid"],
+                title=dict(font=dict(color=c["muted"])))
+    return go.layout.Template(layout=go.Layout(
+        paper_bgcolor=c["paper"], plot_bgcolor=c["plot"],
+        font=dict(family="Inter, 'Source Sans Pro', Helvetica, Arial, sans-serif", size=12, color=c["font"]),
+        colorway=list(REQUEST_PALETTE),
+        xaxis=axis, yaxis=axis,
+        hoverlabel=dict(bgcolor=c["paper"], font=dict(color=c["font"]), bordercolor=c["muted"]),
+        legend=dict(bgcolor="rgba(0,0,0,0)", font=dict(color=c["font"])),
+        margin=dict(l=8, r=8, t=36, b=8),
+        title=dict(font=dict(size=14, color=c["font"]), x=0, xanchor="left"),
+    ))
+
+
+def base_figure(title: str, height: int, dark: bool = False) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(template=template(dark), title=title, height=height)
+    return fig
