@@ -1,0 +1,139 @@
+"""The Streamlit app through streamlit.testing.v1.AppTest, on a random checkpoint (PYKV_MODEL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).parent.parent / "app.py")
+APPLY = "FormSubmitter:config-Apply (rebuilds the engine)"
+ADD = "FormSubmitter:add_request-Queue it at this step"
+
+
+@pytest.fixture
+def app(random_llama_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def shown_step(at: AppTest) -> int:
+    header = next(m.value for m in at.markdown if m.value.startswith("**Step "))
+    step = int(header.split("**")[1].split()[1])
+    assert at.query_params["step"] == [str(step)] or at.query_params["step"] == str(step)
+    return step
+
+
+def narration(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown if m.value.startswith("- "))
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, at.exception
+    return at
+
+
+def test_app_loads_at_step_zero_with_every_view(app):
+    ok(app.run())
+    assert shown_step(app) == 0 and not app.error
+    assert [m.label for m in app.metric][:2] == ["KV usage", "Preemptions"]
+    assert {"step", "back", "play", "next_preemption", "run_end", "reset"} <= {b.key for b in app.button}
+    assert "nothing has run yet" in narration(app)
+    assert app.get("plotly_chart"), "figures are drawn"
+
+
+def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
+    ok(app.run())
+    app.button(key="step").click().run()
+    app.button(key="step").click().run()
+    assert shown_step(ok(app)) == 2 and "Step 2 ran" in narration(app)
+    app.button(key="back").click().run()
+    assert shown_step(ok(app)) == 1
+    app.button(key="next_preemption").click().run()
+    step = shown_step(ok(app))
+    assert step > 1 and "preempted by recompute" in narration(app)
+    assert app.metric[1].value != "0"
+    app.button(key="reset").click().run()
+    assert shown_step(ok(app)) == 0
+
+
+def test_valid_config_rebuilds_the_engine(app):
+    ok(app.run())
+    app.button(key="step").click().run()
+    app.slider(key="cfg_blocks").set_value(32)
+    app.button_group(key="cfg_mode").set_value("swap")
+    app.number_input(key="cfg_cpu_blocks").set_value(16)
+    app.button(key=APPLY).click().run()
+    ok(app)
+    assert not app.error
+    lab = app.session_state["lab"]
+    assert lab.config.num_gpu_blocks == 32 and lab.config.preemption_mode == "swap" and lab.config.num_cpu_blocks == 16
+    assert shown_step(app) == 0 and app.query_params["num_gpu_blocks"] in ("32", ["32"])
+
+
+def test_invalid_config_shows_the_engine_message_and_keeps_the_engine(app):
+    ok(app.run())
+    app.button(key="step").click().run()
+    before = app.session_state["lab"]
+    app.button_group(key="cfg_mode").set_value("swap")  # no CPU pool: EngineConfig refuses
+    app.button(key=APPLY).click().run()
+    ok(app)
+    assert any("needs a CPU swap pool" in e.value for e in app.error)
+    assert app.session_state["lab"] is before and shown_step(app) == 1
+
+
+def test_deep_link_opens_at_the_given_step(app):
+    app.query_params["preset"] = "burst"
+    app.query_params["step"] = "5"
+    app.query_params["num_gpu_blocks"] = "48"
+    ok(app.run())
+    assert shown_step(app) == 5 and "Step 5 ran" in narration(app)
+    lab = app.session_state["lab"]
+    assert lab.preset == "burst" and lab.config.num_gpu_blocks == 48
+
+
+def test_bad_deep_link_warns_instead_of_failing(app):
+    app.query_params["preset"] = "nope"
+    app.query_params["step"] = "x"
+    ok(app.run())
+    assert shown_step(app) == 0 and len(app.warning) == 2
+
+
+def test_add_request_by_hand_and_a_bad_one(app):
+    ok(app.run())
+    app.text_area(key="new_prompt").set_value("def add(a, b):")
+    app.button(key=ADD).click().run()
+    assert "m1" in app.session_state["lab"].view.queues["waiting"] and not app.error
+    app.text_area(key="new_prompt").set_value("")
+    app.button(key=ADD).click().run()
+    assert any("empty" in e.value for e in ok(app).error)
+
+
+def test_play_toggles_and_run_to_end_finishes(app):
+    ok(app.run())
+    app.button(key="play").click().run()
+    assert ok(app).session_state["playing"] and app.button(key="play").label == "Pause"
+    app.button(key="play").click().run()
+    assert not ok(app).session_state["playing"]
+    app.button(key="run_end").click().run()
+    assert ok(app).session_state["lab"].at_end() and app.button(key="step").disabled
+
+
+def test_about_and_placeholder_pages(random_llama_path, monkeypatch):
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+
+    def about_page():
+        from pykv.ui import about
+        about.render()
+
+    def later_pages():
+        from pykv.ui import placeholders
+        placeholders.sweep()
+        placeholders.lessons()
+
+    at = ok(AppTest.from_function(about_page, default_timeout=30).run())
+    text = "\n".join(m.value for m in at.markdown)
+    assert "attention backend in use: `torch`" in text and "device: `cpu`" in text and not at.error
+    at = ok(AppTest.from_function(later_pages, default_timeout=30).run())
+    assert all("later version" in i.value for i in at.info) and len(at.info) == 2

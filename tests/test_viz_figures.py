@@ -1,0 +1,145 @@
+"""Figure builders on fixed, hand-made snapshots: cell colours, ref-count text, outlines, queues."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+
+from pykv.snapshot import BlockView, RequestView, Snapshot, diff_snapshots
+from pykv.viz import REQUEST_PALETTE, block_grid_figure, block_tables_figure, queues_figure, request_color, template
+from pykv.viz.blocks import grid_columns
+from pykv.viz.theme import DARK, LIGHT, text_color_on
+
+
+def block(i, pool="gpu", ref=0, owners=(), logical=(), hash_=None, filled=0):
+    state = "used" if ref else ("cached" if hash_ else "free")
+    return BlockView(i, pool, ref, list(owners), list(logical), hash_, filled, state, None if ref else i)
+
+
+def request(rid, status="running", table=(), pool="gpu", preemptions=0):
+    return RequestView(rid, status, 20, 3, 22, list(table), pool if table else None, preemptions, 0, 0.0, 0, 0.0,
+                       None, "x")
+
+
+def snapshot(blocks, requests, queues=None, preemptions=(), step=3) -> Snapshot:
+    queues = queues or {"waiting": [], "running": [r.request_id for r in requests if r.status == "running"], "swapped": []}
+    return Snapshot(step, "cpu", 16, 8192, queues, blocks, requests, list(preemptions), {}, None)
+
+
+@pytest.fixture
+def snap() -> Snapshot:
+    # 8 device blocks: 0,1 owned by req 0; 2 shared by req 0 and req 1 (ref 2); 3 cached; 4..7 free.
+    blocks = [
+        block(0, ref=1, owners=["0"], logical=[0], hash_="aa" * 8, filled=16),
+        block(1, ref=1, owners=["0"], logical=[1], filled=5),
+        block(2, ref=2, owners=["0", "1"], logical=[2, 0], hash_="bb" * 8, filled=16),
+        block(3, hash_="cc" * 8, filled=16),
+    ] + [block(i) for i in range(4, 8)] + [block(0, pool="cpu", ref=1, owners=["2"], logical=[0], filled=16),
+                                           block(1, pool="cpu")]
+    reqs = [request("0", table=[0, 1, 2]), request("1", table=[2]), request("2", "swapped", [0], "cpu", 1),
+            request("3", "finished_length")]
+    queues = {"waiting": [], "running": ["0", "1"], "swapped": ["2"]}
+    pre = [{"request_id": "2", "mode": "swap"}]
+    return snapshot(blocks, reqs, queues, pre)
+
+
+def heatmap(fig: go.Figure) -> go.Heatmap:
+    return next(t for t in fig.data if isinstance(t, go.Heatmap))
+
+
+def cell_colours(fig: go.Figure) -> list[str]:
+    """The fill colour of each cell, row-major, read back through the discrete colour scale."""
+    hm = heatmap(fig)
+    scale = [c for _, c in hm.colorscale]
+    k = hm.zmax or 1
+    stops = {round(v * k): c for v, c in hm.colorscale}
+    return [stops[z] if len(scale) > 1 else scale[0] for row in hm.z for z in row if z is not None]
+
+
+def labels(fig: go.Figure) -> list[str]:
+    return list(next(t for t in fig.data if isinstance(t, go.Scatter) and t.mode == "text").text)
+
+
+def test_request_colours_are_stable_and_from_the_palette():
+    assert request_color("0") == REQUEST_PALETTE[0] and request_color("17") == REQUEST_PALETTE[1]
+    assert request_color("m1") == request_color("m1") in REQUEST_PALETTE
+    assert len(set(REQUEST_PALETTE)) == 16
+
+
+def test_grid_cells_are_coloured_by_owner_and_state(snap):
+    fig = block_grid_figure(snap, "gpu")
+    colours = cell_colours(fig)
+    assert colours[:3] == [request_color("0")] * 3  # the shared block takes its first owner's colour
+    assert colours[3] == LIGHT["cached"] and colours[4:] == [LIGHT["free"]] * 4
+    assert LIGHT["cached"] != LIGHT["free"]
+    dark = cell_colours(block_grid_figure(snap, "gpu", dark=True))
+    assert dark[3] == DARK["cached"] and dark[4] == DARK["free"]
+
+
+def test_grid_prints_ref_counts_blank_for_free_and_zero_for_cached(snap):
+    assert labels(block_grid_figure(snap, "gpu")) == ["1", "1", "2", "0", "", "", "", ""]
+
+
+def test_grid_hover_names_block_owners_logical_index_hash_and_fill(snap):
+    hover = heatmap(block_grid_figure(snap, "gpu")).customdata[0][2]
+    assert "block 2" in hover and "req 0 (logical 2)" in hover and "req 1 (logical 0)" in hover
+    assert "bbbbbbbbbbbb" in hover and "tokens filled: 16" in hover and "ref 2" in hover
+
+
+def test_changed_cells_are_outlined(snap):
+    before = snapshot([b if b.block_id != 1 else block(1) for b in snap.blocks], snap.requests, snap.queues)
+    diff = diff_snapshots(before, snap)
+    assert ("gpu", 1) in diff.blocks
+    fig = block_grid_figure(snap, "gpu", diff.blocks)
+    cols = grid_columns(8)
+    outlined = {(round((s.x0 + s.x1) / 2), round((s.y0 + s.y1) / 2)) for s in fig.layout.shapes}
+    assert outlined == {(1 % cols, 1 // cols)}
+    assert fig.layout.shapes[0].line.color == LIGHT["outline"]
+    assert not block_grid_figure(snap, "gpu").layout.shapes
+
+
+def test_legend_lists_owners_and_block_states(snap):
+    names = [t.name for t in block_grid_figure(snap, "gpu").data if t.showlegend]
+    assert names[:2] == ["req 0", "req 1"] and "free" in names and "cached (ref 0, hash kept)" in names
+    assert "changed this step" in names
+
+
+def test_cpu_pool_grid_and_empty_pool():
+    s = snapshot([block(0, ref=1, owners=["5"], logical=[0])], [request("5", table=[0])])
+    assert "0/0" in block_grid_figure(s, "cpu").layout.title.text
+    cpu = block_grid_figure(s, "gpu")
+    assert cell_colours(cpu) == [request_color("5")] and "1/1 blocks used" in cpu.layout.title.text
+
+
+def test_label_colour_contrasts_with_fill():
+    assert text_color_on("#FFFFFF") == "#000000" and text_color_on("#332288") == "#FFFFFF"
+    assert text_color_on("#F0E442") == "#000000"
+
+
+def test_grid_layout_scales_with_pool_size():
+    assert grid_columns(64) == 8 and grid_columns(256) == 16 and grid_columns(512) == 32 and grid_columns(9) == 3
+
+
+def test_block_tables_map_logical_to_physical(snap):
+    fig = block_tables_figure(snap)
+    text = labels(fig)
+    # rows: req 0 (3 blocks), req 1 (1 block), req 2 (1 CPU block); width 3
+    assert text[:3] == ["0", "1", "2*"] and text[3:6] == ["2*", "", ""] and text[6] == "c0"
+    assert list(fig.layout.yaxis.ticktext) == ["req 0", "req 1", "req 2 (CPU)"]
+
+
+def test_queues_lanes_chips_and_preemption_badges(snap):
+    fig = queues_figure(snap, changed={"1"})
+    chips, badges = fig.data[0], fig.data[1]
+    assert list(fig.layout.yaxis.ticktext) == ["WAITING (0)", "RUNNING (2)", "SWAPPED (1)", "FINISHED (1)"]
+    assert list(chips.text) == ["0", "1", "2", "3"] and list(chips.y) == [1, 1, 2, 3]
+    assert list(chips.marker.color) == [request_color(r) for r in "0123"]
+    assert list(badges.text) == ["S1"]  # req 2: preempted once, by swap
+    assert chips.marker.line.color[1] == LIGHT["outline"] and chips.marker.line.color[0] == request_color("0")
+
+
+def test_every_figure_uses_the_project_template_in_both_themes(snap):
+    for dark in (False, True):
+        for fig in (block_grid_figure(snap, dark=dark), block_tables_figure(snap, dark=dark), queues_figure(snap, dark=dark)):
+            assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
+            assert fig.layout.template.layout.font.color == (DARK if dark else LIGHT)["font"]

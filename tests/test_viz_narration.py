@@ -1,0 +1,75 @@
+"""Narration, metrics strip and tables from fixed snapshots."""
+
+from __future__ import annotations
+
+from pykv.snapshot import Snapshot
+from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
+from pykv.viz.narration import fmt_bytes
+
+
+def snap_with(report, metrics=None, preemptions=()) -> Snapshot:
+    return Snapshot(7, "cpu", 16, 16384, {"waiting": [], "running": [], "swapped": []}, [], [], list(preemptions),
+                    metrics or {}, report)
+
+
+def report(**kw):
+    base = dict(step=7, scheduled=[], chunks=[], preempted=[], swapped_in=[], finished=[], num_batched_tokens=0,
+                forward_time_s=0.001, step_time_s=0.002, device="cpu", log_lines=[])
+    return base | kw
+
+
+def cost(rid, mode, **kw):
+    base = dict(step=7, request_id=rid, mode=mode, num_blocks=5, num_tokens=80, num_bytes=5 * 16384, device="cpu",
+                fallback=None, reason=None, swap_out_s=None, swap_in_s=None, modelled_pcie_out_s=None,
+                modelled_pcie_in_s=None, recomputed_tokens=0, recompute_s=0.0, steps_lost=None)
+    return base | kw
+
+
+def test_step_zero_says_nothing_ran():
+    assert "nothing has run yet" in narrate(snap_with(None))[0]
+
+
+def test_recompute_and_swap_preemptions_are_narrated_with_measured_costs():
+    lines = narrate(snap_with(report(preempted=[
+        cost("3", "recompute"),
+        cost("2", "swap", num_blocks=4, num_bytes=65536, swap_out_s=0.00012, modelled_pcie_out_s=0.00005),
+    ])))
+    assert "req 3 preempted by recompute: 5 blocks freed, 80 tokens to recompute." in lines
+    swap = next(line for line in lines if line.startswith("req 2"))
+    assert "swapped out: 4 blocks, 64 KiB, 0.12 ms measured on cpu" in swap and "modelled over PCIe: 0.05 ms" in swap
+
+
+def test_fallback_abort_swap_in_prefix_hit_and_finish():
+    lines = narrate(snap_with(report(
+        chunks=[dict(request_id="5", start=48, num_new_tokens=10, is_prefill=True, num_cached_tokens=48),
+                dict(request_id="1", start=30, num_new_tokens=1, is_prefill=False, num_cached_tokens=0)],
+        num_batched_tokens=11,
+        preempted=[cost("4", "recompute", fallback="recompute", reason="CPU pool full"), cost("6", "abort", reason="too big")],
+        swapped_in=[cost("2", "swap", swap_in_s=0.0002)],
+        finished=[dict(request_id="1", output_token_ids=[1, 2, 3], finish_reason="length", num_preemptions=2, message=None)],
+    )))
+    text = "\n".join(lines)
+    assert "1 prefill chunk(s) and 1 decode(s), 11 tokens" in lines[0] and "measured on cpu" in lines[0]
+    assert "reusing 48 cached prompt tokens (3 blocks) from the prefix cache" in text
+    assert "swap fell back to recompute: CPU pool full" in text and "req 6 aborted: too big." in text
+    assert "req 2 swapped back in: 5 blocks, 80 KiB, 0.20 ms measured on cpu" in text
+    assert "req 1 finished (length): 3 tokens, preempted 2× on the way." in text
+
+
+def test_metrics_strip_names_the_device():
+    strip = dict((label, value) for label, value, _ in metrics_strip(snap_with(
+        report(num_batched_tokens=100, step_time_s=0.01),
+        {"vllm:kv_cache_usage_perc": 0.5, "vllm:num_preemptions_total": 3.0, "pykv:recomputed_tokens_total": 80.0,
+         "pykv:swapped_out_bytes_total": 2048.0})))
+    assert strip == {"KV usage": "50%", "Preemptions": "3", "Recomputed tokens": "80", "Swapped out": "2 KiB",
+                     "Tokens/s (cpu)": "10,000", "Step time (cpu)": "10.00 ms"}
+
+
+def test_bytes_format():
+    assert fmt_bytes(512) == "512 B" and fmt_bytes(65536) == "64 KiB" and fmt_bytes(1.5 * 2**20) == "1.5 MiB"
+
+
+def test_tables():
+    s = snap_with(None, preemptions=[cost("3", "recompute")])
+    assert list(preemptions_frame(s)["mode"]) == ["recompute"]
+    assert requests_frame(s).empty and "TTFT ms" in requests_frame(s).columns
