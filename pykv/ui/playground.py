@@ -17,7 +17,7 @@ from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, nar
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 COMPACT_CSS = """<style>
-[data-testid="stMainBlockContainer"], .block-container {padding-top: 2.2rem; padding-bottom: 1rem;}
+[data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
 [data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
 </style>"""
 
@@ -84,7 +84,7 @@ def _live(lab: Lab) -> None:
         col.metric(label, value, help=help_text)
 
     cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
-    left, right = st.columns([3, 2], gap="medium")
+    left, right = st.columns([5, 4], gap="medium")
     with left:
         if cpu_blocks:
             g1, g2 = st.columns([3, 1], gap="small")
@@ -105,40 +105,42 @@ def _live(lab: Lab) -> None:
 
 
 def _controls(lab: Lab) -> None:
-    cols = st.columns([1.1, 1.1, 1.1, 1.5, 1.6, 1.2, 1.0, 1.3, 3.2], vertical_alignment="center")
     end = lab.at_end()
-    cols[0].button("Step", key="step", icon=":material/arrow_forward:", shortcut="Right", on_click=_act,
-                   args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
-    cols[1].button("Back", key="back", icon=":material/arrow_back:", shortcut="Left", on_click=_act, args=(lab.back,),
-                   disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
-    playing = st.session_state.playing
-    cols[2].button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:",
-                   on_click=_toggle_play, disabled=end and not playing, help="Step on a timer.")
-    cols[3].segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
-                              on_change=lambda: st.session_state.update(replan=True, acted=True))
-    cols[4].button("Next preemption", key="next_preemption", icon=":material/fast_forward:", on_click=_act,
-                   args=(_next_preemption, lab), disabled=end, help="Step until a step preempts a request.")
-    cols[5].button("Run to end", key="run_end", icon=":material/skip_next:", on_click=_act, args=(lab.run_to_end,),
-                   disabled=end, help="Step until every request has finished.")
-    cols[6].button("Reset", key="reset", icon=":material/restart_alt:", on_click=_act, args=(lab.reset,),
-                   help="Back to step 0 (requests added by hand are dropped).")
-    with cols[7].popover("Add request", icon=":material/add:"):
-        with st.form("add_request", border=False):
-            prompt = st.text_area("prompt", "def fibonacci(n):", key="new_prompt")
-            max_tokens = st.number_input("max_tokens", 1, 4096, 32, key="new_max_tokens")
-            if st.form_submit_button("Queue it at this step"):
-                st.session_state.acted = True
-                try:
-                    rid = lab.add_request(prompt, int(max_tokens))
-                    st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
-                except ValueError as e:
-                    st.session_state.flash = str(e)
     where = f"**Step {lab.cursor}**"
     if lab.cursor < lab.head:
-        where += f" (history; engine at {lab.head})"
-    elif lab.at_end():
-        where += " · all requests finished"
-    cols[8].markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} on `{lab.config.device}`")
+        where += f" · history (the engine is at step {lab.head}; Step replays it)"
+    elif end:
+        where += " · every request has finished"
+    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} attention on `{lab.config.device}`"
+                f" · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens")
+    playing = st.session_state.playing
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls"):
+        st.button("Step", key="step", shortcut="Right", type="primary", on_click=_act,
+                  args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
+        st.button("Back", key="back", shortcut="Left", on_click=_act, args=(lab.back,),
+                  disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
+        st.button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:",
+                  on_click=_toggle_play, disabled=end and not playing, help="Step on a timer.")
+        st.segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
+                             on_change=lambda: st.session_state.update(replan=True, acted=True),
+                             help="Play speed: a step every 1 s, 0.5 s or 0.2 s.")
+        st.button("Next preemption", key="next_preemption", icon=":material/fast_forward:", on_click=_act,
+                  args=(_next_preemption, lab), disabled=end, help="Step until a step preempts a request.")
+        st.button("Run to end", key="run_end", on_click=_act, args=(lab.run_to_end,),
+                  disabled=end, help="Step until every request has finished.")
+        st.button("Reset", key="reset", on_click=_act, args=(lab.reset,),
+                  help="Back to step 0 (requests added by hand are dropped).")
+        with st.popover("Add request", icon=":material/add:"):
+            with st.form("add_request", border=False):
+                prompt = st.text_area("prompt", "def fibonacci(n):", key="new_prompt")
+                max_tokens = st.number_input("max_tokens", 1, 4096, 32, key="new_max_tokens")
+                if st.form_submit_button("Queue it at this step"):
+                    st.session_state.acted = True
+                    try:
+                        rid = lab.add_request(prompt, int(max_tokens))
+                        st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
+                    except ValueError as e:
+                        st.session_state.flash = str(e)
 
 
 def _details(lab: Lab, snap, diff, dark: bool) -> None:

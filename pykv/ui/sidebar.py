@@ -29,32 +29,28 @@ def render(lab: Lab) -> None:
         with st.form("config", border=False):
             blocks = st.slider("num_gpu_blocks — KV pool size (blocks)", 4, 512, cfg.num_gpu_blocks, key="cfg_blocks",
                                help="Physical KV blocks on the device. Shrink it to force preemption.")
-            c1, c2 = st.columns(2)
-            block_size = c1.selectbox("block_size", [1, 2, 4, 8, 16, 32, 64], index=_index([1, 2, 4, 8, 16, 32, 64], cfg.block_size),
+            block_size = st.selectbox("block_size", [1, 2, 4, 8, 16, 32, 64], index=_index([1, 2, 4, 8, 16, 32, 64], cfg.block_size),
                                       key="cfg_block_size", help="Tokens per KV block (vLLM default 16).")
-            cpu_blocks = c2.number_input("num_cpu_blocks", 0, 4096, cfg.num_cpu_blocks or 0, key="cfg_cpu_blocks",
+            cpu_blocks = st.number_input("num_cpu_blocks", 0, 4096, cfg.num_cpu_blocks or 0, key="cfg_cpu_blocks",
                                          help="CPU swap pool in blocks (vLLM sizes it in GiB with --swap-space). "
                                               f"One block here is {fmt_bytes(lab.engine.bytes_per_block)}. 0 = no swap pool.")
-            c3, c4 = st.columns(2)
-            max_seqs = c3.number_input("max_num_seqs", 1, 256, cfg.max_num_seqs, key="cfg_max_seqs",
+            max_seqs = st.number_input("max_num_seqs", 1, 256, cfg.max_num_seqs, key="cfg_max_seqs",
                                        help="Most requests in the running batch at once.")
-            budget = c4.number_input("max_num_batched_tokens", 1, 8192, cfg.max_num_batched_tokens, key="cfg_budget",
+            budget = st.number_input("max_num_batched_tokens", 1, 8192, cfg.max_num_batched_tokens, key="cfg_budget",
                                      help="Token budget of one step (prefill chunks + decodes).")
             mode = st.segmented_control("preemption_mode", list(PREEMPTION_MODES), default=cfg.preemption_mode,
                                         key="cfg_mode", required=True,
                                         help="What happens to a victim when the pool is full: recompute (drop its KV, "
                                              "re-prefill later), swap (copy its blocks to the CPU pool), or auto.")
-            c5, c6 = st.columns(2)
-            prefix = c5.toggle("enable_prefix_caching", cfg.enable_prefix_caching, key="cfg_prefix",
+            prefix = st.toggle("enable_prefix_caching", cfg.enable_prefix_caching, key="cfg_prefix",
                                help="Reuse full blocks whose token prefix was computed before (hash kept after free).")
-            chunked = c6.toggle("enable_chunked_prefill", cfg.enable_chunked_prefill, key="cfg_chunked",
+            chunked = st.toggle("enable_chunked_prefill", cfg.enable_chunked_prefill, key="cfg_chunked",
                                 help="Split long prompts over several steps to fit the token budget.")
             devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-            c7, c8 = st.columns(2)
-            device = c7.selectbox("device", devices + ([cfg.device] if cfg.device not in devices else []),
+            device = st.selectbox("device", devices + ([cfg.device] if cfg.device not in devices else []),
                                   index=_index(devices + [cfg.device], cfg.device), key="cfg_device",
                                   help="Where the model and the device KV pool live.")
-            backend = c8.selectbox("attention_backend", list(ATTENTION_BACKENDS),
+            backend = st.selectbox("attention_backend", list(ATTENTION_BACKENDS),
                                    index=_index(list(ATTENTION_BACKENDS), cfg.attention_backend), key="cfg_backend",
                                    help="torch = reference attention; triton = the project's kernels (on CPU they run "
                                         "through Triton's interpreter: ~30-60x slower steps, watch the step time).")

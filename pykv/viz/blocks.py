@@ -120,7 +120,7 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     if legend:
         owners = sorted({o for b in blocks for o in b.owners}, key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
         for owner in owners:
-            _legend_entry(fig, f"req {owner}", request_color(owner), group="requests")
+            _legend_entry(fig, f"req {owner}", request_color(owner))
         _legend_entry(fig, "free", c["free"], outline=c["grid"])
         _legend_entry(fig, "cached (ref 0, hash kept)", c["cached"])
         _legend_entry(fig, "changed this step", "rgba(0,0,0,0)", outline=c["outline"])
@@ -159,7 +159,7 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
                 texts.append("")
                 hovers.append(f"req {r.request_id} · logical {j}: not allocated")
     _grid(fig, fills, texts, hovers, width, "block tables")
-    fig.update_yaxes(visible=True, tickmode="array", tickvals=list(range(len(holders))), showgrid=False,
+    fig.update_yaxes(visible=True, automargin=True, tickmode="array", tickvals=list(range(len(holders))), showgrid=False,
                      ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders])
     fig.update_xaxes(visible=True, side="top", tickmode="linear", dtick=1 if width <= 24 else 4, showgrid=False,
                      title=dict(text="logical block (c = CPU pool, * = shared)", font=dict(size=11)))

@@ -14,7 +14,7 @@ from pykv.snapshot import RequestView, Snapshot
 from pykv.viz.theme import base_figure, colors, request_color, text_color_on
 
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
-MAX_CHIPS = 20  # per lane; older finished requests collapse into "+N earlier"
+MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
 MODE_LETTER = {"recompute": "R", "swap": "S", "abort": "A"}
 
 
@@ -58,7 +58,7 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     views = {r.request_id: r for r in snapshot.requests}
     modes = last_preemption_modes(snapshot)
     members = lane_members(snapshot)
-    fig = base_figure("Queues · front of each queue on the left", height, dark)
+    fig = base_figure("Queues · front of the queue on the left", height, dark)
     xs, ys, texts, fills, hovers, lines, badges_x, badges_y, badges = [], [], [], [], [], [], [], [], []
     notes = []
     for y, lane in enumerate(LANES):
@@ -78,8 +78,8 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
                 badges_x.append(x), badges_y.append(y + 0.36), badges.append(label)
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers+text", text=texts, name="requests", showlegend=False,
-        marker=dict(symbol="square", size=24, color=fills, line=dict(width=2.5, color=lines)),
-        textfont=dict(color=[text_color_on(f) for f in fills], size=11), textposition="middle center",
+        marker=dict(symbol="square", size=20, color=fills, line=dict(width=2.5, color=lines)),
+        textfont=dict(color=[text_color_on(f) for f in fills], size=10), textposition="middle center",
         customdata=hovers, hovertemplate="%{customdata}<extra></extra>",
     ))
     fig.add_trace(go.Scatter(
@@ -87,18 +87,19 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
         textfont=dict(color=c["font"], size=10), hoverinfo="skip",
     ))
     for y, note in notes:
-        fig.add_annotation(x=MAX_CHIPS - 0.4, y=y, text=note, showarrow=False, xanchor="left", font=dict(color=c["muted"]))
-    fig.update_xaxes(visible=False, range=[-0.7, MAX_CHIPS + 1.5], fixedrange=True)
+        fig.add_annotation(x=MAX_CHIPS - 0.3, y=y, text=note, showarrow=False, xanchor="left", font=dict(color=c["muted"]))
+    slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
+    fig.update_xaxes(visible=False, range=[-0.7, slots + 1.2], fixedrange=True)
     fig.update_yaxes(
         tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True, range=[len(LANES) - 0.45, -0.55],
-        ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
+        ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False, automargin=True,
     )
     fig.update_layout(
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
                      line=dict(width=0), layer="below") for y in range(len(LANES))],
-        margin=dict(l=4, r=4, t=30, b=4), showlegend=False,
+        margin=dict(l=4, r=4, t=30, b=22), showlegend=False,
     )
-    fig.add_annotation(x=1, y=1.0, xref="paper", yref="paper", yanchor="bottom", xanchor="right", showarrow=False,
+    fig.add_annotation(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
                        text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)",
                        font=dict(size=10, color=c["muted"]))
     return fig

@@ -1,0 +1,83 @@
+"""Real-browser fixtures: `streamlit run app.py` on localhost (on a random checkpoint) and Debian's
+headless Chromium driven by Playwright. Skipped where either is missing; .ci/run installs both."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent.parent
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_streamlit(model_path: Path, port: int) -> subprocess.Popen:
+    env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless=true",
+           f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+           "--server.fileWatcherType=none", "--logger.level=error"]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not answer on {url} within {timeout_s} s")
+
+
+@pytest.fixture(scope="session")
+def app_url(random_llama_path):
+    port = free_port()
+    proc = start_streamlit(random_llama_path, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

@@ -1,0 +1,101 @@
+"""The playground in a real browser (Chromium + Playwright against `streamlit run`): load, step until
+a preemption, check the grid, queues and narration, keyboard stepping, and screenshots in light and
+dark saved under artifacts/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+VIEWPORT = {"width": 1440, "height": 900}
+TIMEOUT_MS = 30_000
+
+
+def open_page(browser, url: str, scheme: str):
+    context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    return context, page
+
+
+def shown_step(page) -> int:
+    text = page.get_by_text(re.compile(r"^Step \d+")).first.inner_text()
+    return int(re.match(r"Step (\d+)", text).group(1))
+
+
+def wait_for_step(page, step: int) -> None:
+    page.get_by_text(re.compile(rf"^Step {step}\b")).first.wait_for()
+
+
+def figure(page, title: str):
+    return page.locator(".js-plotly-plot").filter(has_text=title).first
+
+
+def click(page, label: str) -> None:
+    page.locator("button").filter(has_text=label).first.click()
+
+
+def above_the_fold(locator) -> bool:
+    box = locator.bounding_box()
+    return box is not None and box["y"] + box["height"] <= VIEWPORT["height"]
+
+
+def test_light_step_to_a_preemption(browser, app_url, artifacts):
+    context, page = open_page(browser, app_url, "light")
+    try:
+        wait_for_step(page, 0)
+        grid, queues = figure(page, "Device KV pool"), figure(page, "Queues")
+        grid.wait_for()
+        queues.wait_for()
+        page.locator("body").press("ArrowRight")  # keyboard Step
+        wait_for_step(page, 1)
+        click(page, "Next preemption")
+        page.get_by_text(re.compile(r"preempted by recompute: \d+ blocks freed")).first.wait_for()
+        step = shown_step(page)
+        assert step > 1
+        assert re.search(rf"step={step}\b", page.url) and "preset=storm" in page.url
+        # the grid shows used cells with ref counts and the queues their lanes
+        assert grid.locator("text", has_text=re.compile(r"^1$")).count() > 0
+        for lane in ("WAITING", "RUNNING", "SWAPPED", "FINISHED"):
+            assert queues.get_by_text(re.compile(lane)).count() > 0
+        assert above_the_fold(grid) and above_the_fold(queues)
+        assert above_the_fold(page.get_by_text(re.compile(r"preempted by recompute")).first)
+        page.locator("body").press("ArrowLeft")  # keyboard Back
+        wait_for_step(page, step - 1)
+        page.locator("body").press("ArrowRight")
+        wait_for_step(page, step)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(artifacts / "playground-light.png"))
+        assert not page.get_by_test_id("stException").count()
+    finally:
+        context.close()
+
+
+def first_preemption_step(random_llama, random_llama_path) -> int:
+    """Where the app's default run first preempts, computed here: the engine is deterministic, so a
+    link to that step must show the same preemption in the browser's session."""
+    from pykv.ui.lab import Lab
+    from pykv.ui.state import DEFAULT_PRESET, default_config
+
+    lab = Lab(default_config().replace(model=str(random_llama_path)), random_llama, DEFAULT_PRESET)
+    assert lab.run_to_next_preemption()
+    return lab.cursor
+
+
+def test_dark_deep_link_reproduces_a_preemption(browser, app_url, artifacts, random_llama, random_llama_path):
+    step = first_preemption_step(random_llama, random_llama_path)
+    context, page = open_page(browser, f"{app_url}/?preset=storm&step={step}", "dark")
+    try:
+        wait_for_step(page, step)
+        page.get_by_text(re.compile(r"preempted by recompute: \d+ blocks freed")).first.wait_for()
+        grid = figure(page, "Device KV pool")
+        grid.wait_for()
+        background = grid.locator(".main-svg").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert background == "rgb(14, 17, 23)", background  # the dark template, not white
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(artifacts / "playground-dark.png"))
+        assert not page.get_by_test_id("stException").count()
+    finally:
+        context.close()
