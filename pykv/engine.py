@@ -165,6 +165,7 @@ class LLMEngine:
             finish_reason=request.status.finish_reason, num_preemptions=request.num_preemptions,
             message=request.finish_message, arrival_step=request.arrival_step,
             first_token_step=request.first_token_step, finish_step=self.step_count, ttft_s=ttft,
+            latency_s=time.perf_counter() - request.arrival_time,
         )
         self.outputs[request.request_id] = output
         if request.finish_message:

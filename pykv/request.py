@@ -126,3 +126,11 @@ class RequestOutput:
     first_token_step: Optional[int] = None
     finish_step: Optional[int] = None
     ttft_s: Optional[float] = None  # measured wall time from add_request to the first token
+    latency_s: Optional[float] = None  # measured wall time from add_request to finishing
+
+    @property
+    def tpot_s(self) -> Optional[float]:
+        """Time per output token after the first (vLLM's TPOT)."""
+        if self.ttft_s is None or self.latency_s is None or len(self.output_token_ids) < 2:
+            return None
+        return (self.latency_s - self.ttft_s) / (len(self.output_token_ids) - 1)

@@ -44,6 +44,7 @@ class WorkloadRequest(BaseModel):
     max_tokens: int = Field(ge=1)
     arrival_step: int = Field(default=0, ge=0)
     request_id: Optional[str] = None
+    ignore_eos: bool = False  # generate exactly max_tokens, as vLLM's benchmarks do
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "WorkloadRequest":
@@ -111,9 +112,12 @@ def long_context(n: int = 4, max_tokens: int = 32, seed: int = 0) -> Workload:
 
 
 def storm(n: int = 12, max_tokens: int = 96, seed: int = 0) -> Workload:
-    """Over-subscription: many long-running requests at once, far more KV than a small pool holds."""
+    """Over-subscription: many equal short prompts with long, fixed-length outputs, all at once.
+    Admission is cheap, so the pool fills as the outputs grow in lockstep, and every shrink of the
+    pool forces more preemptions."""
     rng = random.Random(seed)
-    reqs = [WorkloadRequest(prompt=_code(rng, 2), max_tokens=max_tokens) for _ in range(n)]
+    body = rng.choice(SNIPPETS)
+    reqs = [WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True) for i in range(n)]
     return Workload(name="storm", seed=seed, requests=reqs)
 
 
@@ -150,7 +154,8 @@ class WorkloadRunner:
         while self.pending and self.pending[0].arrival_step <= self.engine.step_count:
             r = self.pending.pop(0)
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
-            self.request_ids.append(self.engine.add_request(prompt, SamplingParams(max_tokens=r.max_tokens), r.request_id))
+            params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos)
+            self.request_ids.append(self.engine.add_request(prompt, params, r.request_id))
         return self.engine.step()
 
     def run(self, max_steps: int = 100_000, on_step: Optional[Callable[["StepReport"], None]] = None) -> list["StepReport"]:
