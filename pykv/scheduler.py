@@ -130,7 +130,8 @@ class Scheduler:
                 break
             self.swapped.popleft()
             out.swap_in[request.request_id] = self.kv.swap_in(request)
-            assert self.kv.allocate_slots(request, num_new) is not None  # room was checked above
+            new_blocks = self.kv.allocate_slots(request, num_new)
+            assert new_blocks is not None, "swap-in room was checked above"
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             out.chunks.append(self._chunk(request, num_new))
