@@ -1,10 +1,18 @@
 """pykv lab: `streamlit run app.py`. A router only; pages live in pykv/ui."""
 
+import plotly.graph_objects as go
 import streamlit as st
 
-from pykv.ui import about, placeholders, playground
-
 st.set_page_config(page_title="pykv lab", page_icon=":material/grid_view:", layout="wide")
+
+# Cold start: an invisible chart first makes the browser fetch plotly.js while Python imports torch
+# and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once.
+boot = st.empty()
+boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
+from pykv.ui import about, placeholders, playground  # noqa: E402  (after the boot chart, on purpose)
+
+boot.empty()
+
 st.navigation([
     st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground", default=True),
     st.Page(placeholders.sweep, title="Sweep", icon=":material/tune:", url_path="sweep"),

@@ -57,7 +57,10 @@ def cell_colours(fig: go.Figure) -> list[str]:
 
 
 def labels(fig: go.Figure) -> list[str]:
-    return list(next(t for t in fig.data if isinstance(t, go.Scatter) and t.mode == "text").text)
+    """Cell labels, row-major (the heatmap prints them; plotly.js picks a contrasting colour)."""
+    hm = heatmap(fig)
+    assert hm.texttemplate == "%{text}"
+    return [t for row, zs in zip(hm.text, hm.z) for t, z in zip(row, zs) if z is not None]
 
 
 def test_request_colours_are_stable_and_from_the_palette():
@@ -99,9 +102,11 @@ def test_changed_cells_are_outlined(snap):
 
 
 def test_legend_lists_owners_and_block_states(snap):
-    names = [t.name for t in block_grid_figure(snap, "gpu").data if t.showlegend]
-    assert names[:2] == ["req 0", "req 1"] and "free" in names and "cached (ref 0, hash kept)" in names
-    assert "changed this step" in names
+    legend = block_grid_figure(snap, "gpu").layout.annotations[0].text
+    assert legend.index("req 0") < legend.index("req 1") and f'color:{request_color("1")}' in legend
+    for entry in ("free", "cached (ref 0, hash kept)", "changed this step"):
+        assert entry in legend
+    assert not block_grid_figure(snap, "cpu", legend=False).layout.annotations
 
 
 def test_cpu_pool_grid_and_empty_pool():

@@ -7,7 +7,7 @@ Grid layout: blocks fill rows left to right, top to bottom::
                8  9 10 11 12 13 14 15        col = block_id %  cols
 
 A cell's fill says who owns it (the first owner's colour; shared blocks print ref > 1), its text
-the reference count: blank = free, "0" = free but cached (hash kept, reusable), "1".. = used.
+the reference count (black or white, whichever contrasts): blank = free, "0" = free but cached (hash kept, reusable), "1".. = used.
 Cells in ``changed`` get an outline in the theme's outline colour.
 """
 
@@ -19,13 +19,14 @@ from typing import Iterable, Optional
 import plotly.graph_objects as go
 
 from pykv.snapshot import BlockView, Snapshot
-from pykv.viz.theme import base_figure, colors, request_color, text_color_on
+from pykv.viz.theme import colors, figure, request_color
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool"}
+HIDDEN_AXIS = dict(visible=False, fixedrange=True)
 
 
 def grid_columns(num_blocks: int) -> int:
-    """Columns of the grid: 8 up to 64 blocks, 16 up to 256, 32 beyond; at most ceil(sqrt(n)) below 16."""
+    """Columns of the grid: 8 up to 64 blocks, 16 up to 256, 32 beyond; ceil(sqrt(n)) up to 16 blocks."""
     if num_blocks <= 16:
         return max(1, math.ceil(math.sqrt(num_blocks)))
     return 8 if num_blocks <= 64 else 16 if num_blocks <= 256 else 32
@@ -56,37 +57,33 @@ def block_hover(block: BlockView, pool_name: str) -> str:
     return "<br>".join(lines)
 
 
-def _legend_entry(fig: go.Figure, name: str, fill: str, outline: Optional[str] = None, group: str = "") -> None:
-    marker = dict(symbol="square", size=13, color=fill, line=dict(width=2 if outline else 0, color=outline or fill))
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=marker, name=name, legendgroup=group,
-                             showlegend=True, hoverinfo="skip"))
+def legend_text(entries: list[tuple[str, str, str]], per_line: int = 6) -> str:
+    """A legend as one annotation (``(glyph, colour, label)`` entries): one trace per entry would
+    cost more than the whole grid to build."""
+    items = [f'<span style="color:{color}">{glyph}</span> {label}' for glyph, color, label in entries]
+    return "<br>".join("   ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
 
 
-def _grid(fig: go.Figure, fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str) -> None:
-    """Draw cells i = 0..n-1 at (i % cols, i // cols) as a heatmap (fills) + a text trace (labels)."""
+def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str) -> list[dict]:
+    """Cells i = 0..n-1 at (i % cols, i // cols) as one heatmap: fill from a discrete colour scale,
+    label printed in the cell (plotly.js picks black or white text against each fill)."""
     n = len(fills)
     rows = max(1, math.ceil(n / cols))
     palette = sorted(set(fills))
     index = {f: i for i, f in enumerate(palette)}
     z = [[None] * cols for _ in range(rows)]
     hover = [[""] * cols for _ in range(rows)]
-    for i, (fill, text) in enumerate(zip(fills, hovers)):
-        z[i // cols][i % cols] = index[fill]
-        hover[i // cols][i % cols] = text
+    label = [[""] * cols for _ in range(rows)]
+    for i in range(n):
+        z[i // cols][i % cols] = index[fills[i]]
+        hover[i // cols][i % cols] = hovers[i]
+        label[i // cols][i % cols] = texts[i]
     # A discrete colour scale: value k maps exactly to palette[k].
     k = max(1, len(palette) - 1)
     scale = [[i / k, f] for i, f in enumerate(palette)] if len(palette) > 1 else [[0, palette[0]], [1, palette[0]]]
-    fig.add_trace(go.Heatmap(
-        z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2, customdata=hover,
-        hovertemplate="%{customdata}<extra></extra>", name=name, showlegend=False,
-    ))
-    fig.add_trace(go.Scatter(
-        x=[i % cols for i in range(n)], y=[i // cols for i in range(n)], mode="text", text=texts,
-        textfont=dict(color=[text_color_on(f) for f in fills], size=11), hoverinfo="skip", showlegend=False,
-        name=f"{name} labels",
-    ))
-    fig.update_xaxes(visible=False, range=[-0.5, cols - 0.5], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[rows - 0.5, -0.5], fixedrange=True)
+    return [dict(type="heatmap", z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2,
+                 text=label, texttemplate="%{text}", textfont=dict(size=11), customdata=hover,
+                 hovertemplate="%{customdata}<extra></extra>", name=name, showlegend=False)]
 
 
 def outline_shapes(cells: Iterable[int], cols: int, color: str) -> list[dict]:
@@ -97,77 +94,77 @@ def outline_shapes(cells: Iterable[int], cols: int, color: str) -> list[dict]:
     ]
 
 
+def _empty(title: str, height: int, dark: bool, message: str) -> go.Figure:
+    return figure(title, height, dark, [], xaxis=HIDDEN_AXIS, yaxis=HIDDEN_AXIS, annotations=[
+        dict(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
+
+
 def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[set[tuple[str, int]]] = None,
                       dark: bool = False, height: Optional[int] = None, legend: bool = True) -> go.Figure:
     """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline."""
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
     used = sum(b.state == "used" for b in blocks)
-    title = f"{POOL_TITLES.get(pool, pool)} · {used}/{len(blocks)} blocks used"
+    name = POOL_TITLES.get(pool, pool)
+    title = f"{name} · {used}/{len(blocks)} blocks used"
     cols = grid_columns(len(blocks)) if blocks else 1
     rows = max(1, math.ceil(len(blocks) / cols))
-    fig = base_figure(title, height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))), dark)
+    height = height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0)))
+    entries: list = []
     if not blocks:
-        fig.add_annotation(text="no blocks in this pool", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-        fig.update_xaxes(visible=False)
-        fig.update_yaxes(visible=False)
-        return fig
-    name = POOL_TITLES.get(pool, pool)
-    _grid(fig, [cell_fill(b, dark) for b in blocks], [cell_text(b) for b in blocks],
-          [block_hover(b, name) for b in blocks], cols, name)
+        return _empty(title, height, dark, "no blocks in this pool")
     c = colors(dark)
-    marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]
-    fig.update_layout(shapes=outline_shapes(marked, cols, c["outline"]))
+    data = grid_traces([cell_fill(b, dark) for b in blocks], [cell_text(b) for b in blocks],
+                       [block_hover(b, name) for b in blocks], cols, name)
+    annotations = []
     if legend:
         owners = sorted({o for b in blocks for o in b.owners}, key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
-        for owner in owners:
-            _legend_entry(fig, f"req {owner}", request_color(owner))
-        _legend_entry(fig, "free", c["free"], outline=c["grid"])
-        _legend_entry(fig, "cached (ref 0, hash kept)", c["cached"])
-        _legend_entry(fig, "changed this step", "rgba(0,0,0,0)", outline=c["outline"])
-        fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, font=dict(size=11),
-                                      itemclick=False, itemdoubleclick=False))
-    fig.update_layout(showlegend=legend, margin=dict(l=4, r=4, t=30, b=4))
-    return fig
+        entries = [("■", request_color(o), f"req {o}") for o in owners]
+        entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)"),
+                    ("<b>□</b>", c["outline"], "changed this step")]
+        annotations.append(dict(text=legend_text(entries), x=0, y=0, xref="paper", yref="paper", xanchor="left",
+                                yanchor="top", yshift=-4, showarrow=False, align="left", font=dict(size=11)))
+    marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]
+    return figure(
+        title, height, dark, data, shapes=outline_shapes(marked, cols, c["outline"]), showlegend=False,
+        annotations=annotations, xaxis=HIDDEN_AXIS | dict(range=[-0.5, cols - 0.5]),
+        yaxis=HIDDEN_AXIS | dict(range=[rows - 0.5, -0.5]),
+        margin=dict(l=4, r=4, t=30, b=16 + 16 * math.ceil((len(entries) if legend else 0) / 6)),
+    )
 
 
 def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests: Optional[set[str]] = None) -> go.Figure:
     """Rows = requests holding blocks; column j = logical block j; cell text = physical block id."""
     holders = [r for r in snapshot.requests if r.block_table]
-    width = max((len(r.block_table) for r in holders), default=1)
-    fig = base_figure("Block tables · logical block → physical block", max(140, 70 + 24 * len(holders)), dark)
+    title = "Block tables · logical block → physical block"
+    height = max(140, 70 + 24 * len(holders))
     if not holders:
-        fig.add_annotation(text="no request holds blocks", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-        fig.update_xaxes(visible=False)
-        fig.update_yaxes(visible=False)
-        return fig
-    fills, texts, hovers = [], [], []
+        return _empty(title, height, dark, "no request holds blocks")
+    width = max(len(r.block_table) for r in holders)
     c = colors(dark)
     by_id = {(b.pool, b.block_id): b for b in snapshot.blocks}
+    fills, texts, hovers = [], [], []
     for r in holders:
         pool = r.pool or "gpu"
         for j in range(width):
-            if j < len(r.block_table):
-                block_id = r.block_table[j]
-                fills.append(request_color(r.request_id))
-                block = by_id.get((pool, block_id))
-                shared = block is not None and block.ref_cnt > 1
-                texts.append(f"{'c' if pool == 'cpu' else ''}{block_id}{'*' if shared else ''}")
-                hovers.append(f"req {r.request_id} · logical {j} → {POOL_TITLES[pool].lower()} block {block_id}"
-                              + (f"<br>ref {block.ref_cnt}, tokens {block.tokens_filled}" if block else ""))
-            else:
-                fills.append(c["free"])
-                texts.append("")
-                hovers.append(f"req {r.request_id} · logical {j}: not allocated")
-    _grid(fig, fills, texts, hovers, width, "block tables")
-    fig.update_yaxes(visible=True, automargin=True, tickmode="array", tickvals=list(range(len(holders))), showgrid=False,
-                     ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders])
-    fig.update_xaxes(visible=True, side="top", tickmode="linear", dtick=1 if width <= 24 else 4, showgrid=False,
-                     title=dict(text="logical block (c = CPU pool, * = shared)", font=dict(size=11)))
-    if changed_requests:
-        rows = [i for i, r in enumerate(holders) if r.request_id in changed_requests]
-        fig.update_layout(shapes=[
-            dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=c["outline"], width=1.5),
-                 fillcolor="rgba(0,0,0,0)", layer="above") for i in rows
-        ])
-    fig.update_layout(showlegend=False, margin=dict(l=4, r=4, t=60, b=4))
-    return fig
+            if j >= len(r.block_table):
+                fills.append(c["free"]), texts.append(""), hovers.append(f"req {r.request_id} · logical {j}: not allocated")
+                continue
+            block_id = r.block_table[j]
+            block = by_id.get((pool, block_id))
+            shared = block is not None and block.ref_cnt > 1
+            fills.append(request_color(r.request_id))
+            texts.append(f"{'c' if pool == 'cpu' else ''}{block_id}{'*' if shared else ''}")
+            hovers.append(f"req {r.request_id} · logical {j} → {POOL_TITLES[pool].lower()} block {block_id}"
+                          + (f"<br>ref {block.ref_cnt}, tokens {block.tokens_filled}" if block else ""))
+    rows = [i for i, r in enumerate(holders) if changed_requests and r.request_id in changed_requests]
+    return figure(
+        title, height, dark, grid_traces(fills, texts, hovers, width, "block tables"), showlegend=False,
+        shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=c["outline"], width=1.5),
+                     fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
+        xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear", dtick=1 if width <= 24 else 4,
+                   showgrid=False, title=dict(text="logical block (c = CPU pool, * = shared)", font=dict(size=11))),
+        yaxis=dict(fixedrange=True, range=[len(holders) - 0.5, -0.5], automargin=True, tickmode="array", showgrid=False,
+                   tickvals=list(range(len(holders))),
+                   ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]),
+        margin=dict(l=4, r=4, t=60, b=4),
+    )

@@ -11,7 +11,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from pykv.snapshot import RequestView, Snapshot
-from pykv.viz.theme import base_figure, colors, request_color, text_color_on
+from pykv.viz.theme import colors, figure, request_color, text_color_on
 
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
 MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
@@ -58,16 +58,15 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     views = {r.request_id: r for r in snapshot.requests}
     modes = last_preemption_modes(snapshot)
     members = lane_members(snapshot)
-    fig = base_figure("Queues · front of the queue on the left", height, dark)
     xs, ys, texts, fills, hovers, lines, badges_x, badges_y, badges = [], [], [], [], [], [], [], [], []
     notes = []
     for y, lane in enumerate(LANES):
         ids = members[lane]
-        hidden = 0
         if len(ids) > MAX_CHIPS:
             hidden = len(ids) - MAX_CHIPS
             ids = ids[-MAX_CHIPS:] if lane == "FINISHED" else ids[:MAX_CHIPS]
-            notes.append((y, f"+{hidden} {'earlier' if lane == 'FINISHED' else 'more'}"))
+            notes.append(dict(x=MAX_CHIPS - 0.3, y=y, text=f"+{hidden} {'earlier' if lane == 'FINISHED' else 'more'}",
+                              showarrow=False, xanchor="left", font=dict(color=c["muted"])))
         for x, rid in enumerate(ids):
             fill = request_color(rid)
             xs.append(x), ys.append(y), texts.append(rid), fills.append(fill)
@@ -76,30 +75,24 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
             label = badge(views.get(rid), modes)
             if label:
                 badges_x.append(x), badges_y.append(y + 0.36), badges.append(label)
-    fig.add_trace(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=texts, name="requests", showlegend=False,
-        marker=dict(symbol="square", size=20, color=fills, line=dict(width=2.5, color=lines)),
-        textfont=dict(color=[text_color_on(f) for f in fills], size=10), textposition="middle center",
-        customdata=hovers, hovertemplate="%{customdata}<extra></extra>",
-    ))
-    fig.add_trace(go.Scatter(
-        x=badges_x, y=badges_y, mode="text", text=badges, name="preemptions", showlegend=False,
-        textfont=dict(color=c["font"], size=10), hoverinfo="skip",
-    ))
-    for y, note in notes:
-        fig.add_annotation(x=MAX_CHIPS - 0.3, y=y, text=note, showarrow=False, xanchor="left", font=dict(color=c["muted"]))
+    data = [
+        dict(type="scatter", x=xs, y=ys, mode="markers+text", text=texts, name="requests", showlegend=False,
+             marker=dict(symbol="square", size=20, color=fills, line=dict(width=2.5, color=lines)),
+             textfont=dict(color=[text_color_on(f) for f in fills], size=10), textposition="middle center",
+             customdata=hovers, hovertemplate="%{customdata}<extra></extra>"),
+        dict(type="scatter", x=badges_x, y=badges_y, mode="text", text=badges, name="preemptions", showlegend=False,
+             textfont=dict(color=c["font"], size=10), hoverinfo="skip"),
+    ]
     slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
-    fig.update_xaxes(visible=False, range=[-0.7, slots + 1.2], fixedrange=True)
-    fig.update_yaxes(
-        tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True, range=[len(LANES) - 0.45, -0.55],
-        ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False, automargin=True,
-    )
-    fig.update_layout(
+    key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
+               text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)", font=dict(size=10, color=c["muted"]))
+    return figure(
+        "Queues · front of the queue on the left", height, dark, data, showlegend=False, annotations=notes + [key],
+        xaxis=dict(visible=False, range=[-0.7, slots + 1.2], fixedrange=True),
+        yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True, range=[len(LANES) - 0.45, -0.55],
+                   ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
+                   automargin=True),
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
                      line=dict(width=0), layer="below") for y in range(len(LANES))],
-        margin=dict(l=4, r=4, t=30, b=22), showlegend=False,
+        margin=dict(l=4, r=4, t=30, b=22),
     )
-    fig.add_annotation(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
-                       text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)",
-                       font=dict(size=10, color=c["muted"]))
-    return fig

@@ -29,6 +29,14 @@ def wait_for_step(page, step: int) -> None:
     page.get_by_text(re.compile(rf"^Step {step}\b")).first.wait_for()
 
 
+def wait_idle(page) -> None:
+    """Until the script runs are over (a key pressed during a run can be lost). Waits twice: the
+    first run is often followed at once by a second (the browser reporting its theme)."""
+    for _ in range(2):
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.wait_for_timeout(400)
+
+
 def figure(page, title: str):
     return page.locator(".js-plotly-plot").filter(has_text=title).first
 
@@ -49,6 +57,7 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         grid, queues = figure(page, "Device KV pool"), figure(page, "Queues")
         grid.wait_for()
         queues.wait_for()
+        wait_idle(page)
         page.locator("body").press("ArrowRight")  # keyboard Step
         wait_for_step(page, 1)
         click(page, "Next preemption")
@@ -62,8 +71,10 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
             assert queues.get_by_text(re.compile(lane)).count() > 0
         assert above_the_fold(grid) and above_the_fold(queues)
         assert above_the_fold(page.get_by_text(re.compile(r"preempted by recompute")).first)
+        wait_idle(page)
         page.locator("body").press("ArrowLeft")  # keyboard Back
         wait_for_step(page, step - 1)
+        wait_idle(page)
         page.locator("body").press("ArrowRight")
         wait_for_step(page, step)
         page.wait_for_timeout(300)
