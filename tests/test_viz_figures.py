@@ -57,10 +57,24 @@ def cell_colours(fig: go.Figure) -> list[str]:
 
 
 def labels(fig: go.Figure) -> list[str]:
-    """Cell labels, row-major (the heatmap prints them; plotly.js picks a contrasting colour)."""
+    """Cell labels, row-major, read from the text traces (black-ink and white-ink cells)."""
     hm = heatmap(fig)
-    assert hm.texttemplate == "%{text}"
-    return [t for row, zs in zip(hm.text, hm.z) for t, z in zip(row, zs) if z is not None]
+    cols = len(hm.z[0])
+    found = {}
+    for t in fig.data:
+        if isinstance(t, go.Scatter) and t.mode == "text":
+            for x, y, text in zip(t.x, t.y, t.text):
+                found[y * cols + x] = text
+    return [found.get(r * cols + c, "") for r, row in enumerate(hm.z) for c, z in enumerate(row) if z is not None]
+
+
+def test_labels_contrast_with_their_cells(snap):
+    fig = block_grid_figure(snap, "gpu")
+    inks = {t.textfont.color: list(t.text) for t in fig.data if isinstance(t, go.Scatter) and t.mode == "text"}
+    assert inks["#000000"] == ["1", "1", "2", "0"]  # orange req 0 and the grey cached block: black ink
+    s2 = snapshot([block(0, ref=1, owners=["7"], logical=[0])], [request("7", table=[0])])  # indigo #332288
+    inks = {t.textfont.color: list(t.text) for t in block_grid_figure(s2, "gpu").data if isinstance(t, go.Scatter)}
+    assert inks["#FFFFFF"] == ["1"] and inks["#000000"] == []
 
 
 def test_request_colours_are_stable_and_from_the_palette():

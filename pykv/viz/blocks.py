@@ -7,7 +7,7 @@ Grid layout: blocks fill rows left to right, top to bottom::
                8  9 10 11 12 13 14 15        col = block_id %  cols
 
 A cell's fill says who owns it (the first owner's colour; shared blocks print ref > 1), its text
-the reference count (black or white, whichever contrasts): blank = free, "0" = free but cached (hash kept, reusable), "1".. = used.
+the reference count (black or white, whichever contrasts with the fill): blank = free, "0" = free but cached (hash kept, reusable), "1".. = used.
 Cells in ``changed`` get an outline in the theme's outline colour.
 """
 
@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 import plotly.graph_objects as go
 
 from pykv.snapshot import BlockView, Snapshot
-from pykv.viz.theme import colors, figure, request_color
+from pykv.viz.theme import colors, figure, request_color, text_color_on
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool"}
 HIDDEN_AXIS = dict(visible=False, fixedrange=True)
@@ -65,25 +65,28 @@ def legend_text(entries: list[tuple[str, str, str]], per_line: int = 6) -> str:
 
 
 def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str) -> list[dict]:
-    """Cells i = 0..n-1 at (i % cols, i // cols) as one heatmap: fill from a discrete colour scale,
-    label printed in the cell (plotly.js picks black or white text against each fill)."""
+    """Cells i = 0..n-1 at (i % cols, i // cols): one heatmap for the fills (a discrete colour scale)
+    and two text traces for the labels, black on light fills and white on dark ones."""
     n = len(fills)
     rows = max(1, math.ceil(n / cols))
     palette = sorted(set(fills))
     index = {f: i for i, f in enumerate(palette)}
     z = [[None] * cols for _ in range(rows)]
     hover = [[""] * cols for _ in range(rows)]
-    label = [[""] * cols for _ in range(rows)]
     for i in range(n):
         z[i // cols][i % cols] = index[fills[i]]
         hover[i // cols][i % cols] = hovers[i]
-        label[i // cols][i % cols] = texts[i]
-    # A discrete colour scale: value k maps exactly to palette[k].
-    k = max(1, len(palette) - 1)
+    k = max(1, len(palette) - 1)  # value j maps exactly to palette[j]
     scale = [[i / k, f] for i, f in enumerate(palette)] if len(palette) > 1 else [[0, palette[0]], [1, palette[0]]]
-    return [dict(type="heatmap", z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2,
-                 text=label, texttemplate="%{text}", textfont=dict(size=11), customdata=hover,
-                 hovertemplate="%{customdata}<extra></extra>", name=name, showlegend=False)]
+    traces = [dict(type="heatmap", z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2,
+                   customdata=hover, hovertemplate="%{customdata}<extra></extra>", name=name, showlegend=False)]
+    ink = {f: text_color_on(f) for f in palette}
+    for color in ("#000000", "#FFFFFF"):
+        cells = [i for i in range(n) if texts[i] and ink[fills[i]] == color]
+        traces.append(dict(type="scatter", mode="text", x=[i % cols for i in cells], y=[i // cols for i in cells],
+                           text=[texts[i] for i in cells], textfont=dict(color=color, size=11), hoverinfo="skip",
+                           showlegend=False, name=f"{name} labels"))
+    return traces
 
 
 def outline_shapes(cells: Iterable[int], cols: int, color: str) -> list[dict]:

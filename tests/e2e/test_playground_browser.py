@@ -79,6 +79,13 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         wait_for_step(page, step)
         page.wait_for_timeout(300)
         page.screenshot(path=str(artifacts / "playground-light.png"))
+        click(page, "Play")  # the timer fragment steps on its own
+        wait_for_step(page, step + 2)
+        click(page, "Pause")
+        wait_idle(page)
+        paused = shown_step(page)
+        page.wait_for_timeout(1500)
+        assert shown_step(page) == paused
         assert not page.get_by_test_id("stException").count()
     finally:
         context.close()
