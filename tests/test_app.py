@@ -137,3 +137,30 @@ def test_about_and_placeholder_pages(random_llama_path, monkeypatch):
     assert "attention backend in use: `torch`" in text and "device: `cpu`" in text and not at.error
     at = ok(AppTest.from_function(later_pages, default_timeout=30).run())
     assert all("later version" in i.value for i in at.info) and len(at.info) == 2
+
+
+def test_sessions_share_the_weights_but_not_the_engine(app, random_llama_path):
+    other = AppTest.from_file(APP, default_timeout=60)
+    ok(app.run()), ok(other.run())
+    mine, theirs = app.session_state["lab"], other.session_state["lab"]
+    assert mine.engine.loaded is theirs.engine.loaded  # st.cache_resource: one copy of the weights
+    assert mine.engine is not theirs.engine and mine.engine.kv is not theirs.engine.kv
+    app.button(key="step").click().run()
+    assert shown_step(app) == 1 and shown_step(ok(other.run())) == 0
+
+
+def test_about_shows_the_model_card_without_front_matter(random_llama_path, tmp_path, monkeypatch):
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(random_llama_path, folder)
+    (folder / "README.md").write_text("---\nlicense: mit\n---\n# Tiny card\n\nTrained on code.\n")
+    monkeypatch.setenv("PYKV_MODEL", str(folder))
+
+    def about_page():
+        from pykv.ui import about
+        about.render()
+
+    at = ok(AppTest.from_function(about_page, default_timeout=30).run())
+    text = "\n".join(m.value for m in at.markdown)
+    assert "# Tiny card" in text and "license: mit" not in text

@@ -49,6 +49,15 @@ def render() -> None:
         st.warning(str(e))
         return
     if card.is_file():
-        st.markdown(card.read_text(encoding="utf-8"))
+        st.markdown(strip_front_matter(card.read_text(encoding="utf-8")))
     else:
         st.caption(f"No model card ({card} does not exist).")
+
+
+def strip_front_matter(text: str) -> str:
+    """Hugging Face model cards open with YAML metadata between '---' lines; show only the prose."""
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            return text[end + 4:].lstrip("\n")
+    return text

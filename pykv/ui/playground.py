@@ -87,13 +87,14 @@ def _live(lab: Lab) -> None:
     left, right = st.columns([5, 4], gap="medium")
     with left:
         if cpu_blocks:
-            g1, g2 = st.columns([3, 1], gap="small")
+            g1, g2 = st.columns([5, 2], gap="small")
         else:
             g1, g2 = st.container(), None
         g1.plotly_chart(block_grid_figure(snap, "gpu", diff.blocks if diff else None, dark=dark, height=460),
                         theme=None, key="grid_gpu", config=PLOT_CONFIG)
         if g2 is not None:
-            g2.plotly_chart(block_grid_figure(snap, "cpu", diff.blocks if diff else None, dark=dark, height=460, legend=False),
+            g2.plotly_chart(block_grid_figure(snap, "cpu", diff.blocks if diff else None, dark=dark, height=460, legend=False,
+                                              cols=4 if cpu_blocks <= 64 else 8),
                             theme=None, key="grid_cpu", config=PLOT_CONFIG)
     with right:
         st.plotly_chart(queues_figure(snap, dark=dark, changed=diff.requests if diff else None, height=235),

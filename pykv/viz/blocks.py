@@ -22,6 +22,7 @@ from pykv.snapshot import BlockView, Snapshot
 from pykv.viz.theme import colors, figure, request_color, text_color_on
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool"}
+SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap"}
 HIDDEN_AXIS = dict(visible=False, fixedrange=True)
 
 
@@ -103,13 +104,15 @@ def _empty(title: str, height: int, dark: bool, message: str) -> go.Figure:
 
 
 def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[set[tuple[str, int]]] = None,
-                      dark: bool = False, height: Optional[int] = None, legend: bool = True) -> go.Figure:
-    """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline."""
+                      dark: bool = False, height: Optional[int] = None, legend: bool = True,
+                      cols: Optional[int] = None) -> go.Figure:
+    """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline;
+    ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer)."""
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
     used = sum(b.state == "used" for b in blocks)
     name = POOL_TITLES.get(pool, pool)
-    title = f"{name} · {used}/{len(blocks)} blocks used"
-    cols = grid_columns(len(blocks)) if blocks else 1
+    title = f"{SHORT_TITLES.get(pool, name)} · {used}/{len(blocks)}" + (" blocks used" if pool == "gpu" else " used")
+    cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
     height = height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0)))
     entries: list = []
