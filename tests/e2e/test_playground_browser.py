@@ -37,6 +37,23 @@ def wait_idle(page) -> None:
         page.wait_for_timeout(400)
 
 
+def press(page, key: str, expect_step: int) -> None:
+    """Press a shortcut key and wait for the step it leads to. A key pressed while the page is
+    busy can be dropped (Streamlit only handles it once the rerun is over): press once more only
+    if the page still shows the old step after a while."""
+    before = shown_step(page)
+    for attempt in range(3):
+        wait_idle(page)
+        page.locator("body").press(key)
+        try:
+            page.get_by_text(re.compile(rf"^Step {expect_step}\b")).first.wait_for(timeout=8_000)
+            return
+        except Exception:
+            if shown_step(page) != before:
+                break
+    wait_for_step(page, expect_step)
+
+
 def figure(page, title: str):
     return page.locator(".js-plotly-plot").filter(has_text=title).first
 
@@ -57,9 +74,7 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         grid, queues = figure(page, "Device KV pool"), figure(page, "Queues")
         grid.wait_for()
         queues.wait_for()
-        wait_idle(page)
-        page.locator("body").press("ArrowRight")  # keyboard Step
-        wait_for_step(page, 1)
+        press(page, "ArrowRight", 1)  # keyboard Step
         click(page, "Next preemption")
         page.get_by_text(re.compile(r"preempted by recompute: \d+ blocks freed")).first.wait_for()
         step = shown_step(page)
@@ -71,12 +86,8 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
             assert queues.get_by_text(re.compile(lane)).count() > 0
         assert above_the_fold(grid) and above_the_fold(queues)
         assert above_the_fold(page.get_by_text(re.compile(r"preempted by recompute")).first)
-        wait_idle(page)
-        page.locator("body").press("ArrowLeft")  # keyboard Back
-        wait_for_step(page, step - 1)
-        wait_idle(page)
-        page.locator("body").press("ArrowRight")
-        wait_for_step(page, step)
+        press(page, "ArrowLeft", step - 1)  # keyboard Back
+        press(page, "ArrowRight", step)
         page.wait_for_timeout(300)
         page.screenshot(path=str(artifacts / "playground-light.png"))
         click(page, "Play")  # the timer fragment steps on its own
