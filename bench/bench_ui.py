@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from pykv import EngineConfig, LLMEngine, default_model_path  # noqa: E402
 from pykv.snapshot import diff_snapshots  # noqa: E402
+from pykv.ui.lab import configure_torch_threads  # noqa: E402
 from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, narrate, preemptions_frame,  # noqa: E402
                       queues_figure, requests_frame)
 from pykv.workload import WorkloadRunner, make_workload  # noqa: E402
@@ -142,6 +143,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args()
     model = pick_model(args.model)
+    threads = configure_torch_threads()  # as the app does
     result = {"model": model, "step": bench_steps(model, args.blocks, args.requests, args.max_steps)}
     if not args.no_cold_start:
         result["cold_start"] = cold_start(model)
@@ -149,7 +151,7 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         return
     s = result["step"]
-    print(f"model: {model}")
+    print(f"model: {model} (torch threads: {threads}, as the app)")
     print(f"step + snapshot + figures, {s['blocks']} blocks / {s['requests']} requests, {s['steps']} steps on "
           f"{s['device']} ({s['backend']} attention, {s['preemptions']} preemptions):")
     print(f"  median {s['median_ms']:.1f} ms (p90 {s['p90_ms']:.1f} ms; goal <= 150 ms) = engine step "

@@ -16,6 +16,7 @@ request while looking at an earlier step) replays from step 0 to the cursor, dro
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -25,6 +26,18 @@ from pykv.loader import LoadedModel
 from pykv.workload import WorkloadRunner, make_workload
 
 MAX_STEPS = 3000  # a session never runs further: keeps memory (one snapshot per step) bounded
+THREADS_ENV = "PYKV_TORCH_THREADS"
+
+
+def configure_torch_threads() -> int:
+    """One intra-op thread unless $PYKV_TORCH_THREADS says otherwise. The lab's model is tiny: extra
+    threads buy nothing, and on a busy 2-core machine their spin-waits made a 5 ms CPU step take
+    ~1 s (measured beside a training job). Returns the thread count set."""
+    import torch
+
+    threads = max(1, int(os.environ.get(THREADS_ENV, "1")))
+    torch.set_num_threads(threads)
+    return threads
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from pykv import EngineConfig
 from pykv.loader import LoadedModel, load_model
-from pykv.ui.lab import Lab
+from pykv.ui.lab import Lab, configure_torch_threads
 from pykv.workload import PRESETS
 
 MODEL_ENV = "PYKV_MODEL"  # a checkpoint folder to run instead of the shipped "tiny" (tests use a random one)
@@ -34,6 +34,7 @@ def default_config() -> EngineConfig:
 
 @st.cache_resource(show_spinner="Loading model weights (once, shared by every session)…", max_entries=4)
 def shared_model(model: str, device: str, dtype: str) -> LoadedModel:
+    configure_torch_threads()  # once per process, before any engine runs
     return load_model(model, device, dtype)
 
 
