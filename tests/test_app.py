@@ -53,6 +53,7 @@ def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
     app.button(key="next_preemption").click().run()
     step = shown_step(ok(app))
     assert step > 1 and "preempted by recompute" in narration(app)
+    assert any("preempted by PreemptionMode.RECOMPUTE" in c.value for c in app.code)  # vLLM's log line
     assert app.metric[1].value != "0"
     app.button(key="reset").click().run()
     assert shown_step(ok(app)) == 0

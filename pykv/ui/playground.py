@@ -102,6 +102,8 @@ def _live(lab: Lab) -> None:
         st.markdown("**This step**")
         with st.container(height=190, key="narration"):
             st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
+            if log_lines := (snap.report or {}).get("log_lines"):
+                st.code("\n".join(log_lines), language=None, wrap_lines=True)
     _details(lab, snap, diff, dark)
 
 
@@ -145,7 +147,7 @@ def _controls(lab: Lab) -> None:
 
 
 def _details(lab: Lab, snap, diff, dark: bool) -> None:
-    tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log lines"])
+    tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log (all steps)"])
     with tables:
         st.plotly_chart(block_tables_figure(snap, dark=dark, changed_requests=diff.requests if diff else None),
                         theme=None, key="block_tables", config=PLOT_CONFIG)
@@ -160,5 +162,5 @@ def _details(lab: Lab, snap, diff, dark: bool) -> None:
                        "recompute_s is the forward time apportioned to re-prefilled tokens.")
             st.dataframe(frame, hide_index=True, key="preemptions_table", width="stretch")
     with logs:
-        lines = (snap.report or {}).get("log_lines") or []
-        st.code("\n".join(lines) if lines else "(no log lines this step)", language=None)
+        lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1] for line in (s.report or {}).get("log_lines", [])]
+        st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)
