@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 30_000
