@@ -165,3 +165,9 @@ def test_about_shows_the_model_card_without_front_matter(random_llama_path, tmp_
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
     text = "\n".join(m.value for m in at.markdown)
     assert "# Tiny card" in text and "license: mit" not in text
+
+
+def test_a_missing_model_is_an_error_message_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYKV_MODEL", str(tmp_path / "nowhere"))
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
+    assert any("is not a folder" in e.value for e in at.error)
