@@ -100,7 +100,7 @@ def _live(lab: Lab) -> None:
         st.plotly_chart(queues_figure(snap, dark=dark, changed=diff.requests if diff else None, height=235),
                         theme=None, key="queues", config=PLOT_CONFIG)
         st.markdown("**This step**")
-        with st.container(height=190, key="narration"):
+        with st.container(height=215, key="narration"):
             st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
             if log_lines := (snap.report or {}).get("log_lines"):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
