@@ -57,7 +57,8 @@ def _toggle_play() -> None:
 
 def _next_preemption(lab: Lab) -> None:
     if not lab.run_to_next_preemption():
-        st.session_state.flash_info = "No further preemption: the run reached its end."
+        st.session_state.flash_info = ("No further preemption: the run reached its end." if lab.at_end() else
+                                       f"No preemption within the time budget; stopped at step {lab.cursor}.")
 
 
 def _live(lab: Lab) -> None:
