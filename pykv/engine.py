@@ -101,6 +101,10 @@ class LLMEngine:
         return Request(request_id, token_ids, params, arrival_step=self.step_count, eos_token_ids=self.loaded.eos_token_ids,
                        generator=generator, arrival_time=time.perf_counter())
 
+    def check_request(self, prompt: Prompt, params: Optional[SamplingParams] = None, request_id: Optional[str] = None) -> None:
+        """Raise the ValueError ``add_request`` would raise, changing nothing."""
+        self._make_request(prompt, params or SamplingParams(), request_id)
+
     def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None, request_id: Optional[str] = None) -> str:
         """Queue a prompt (text or token ids); returns its request id."""
         request = self._make_request(prompt, params or SamplingParams(), request_id)

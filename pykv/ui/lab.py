@@ -166,7 +166,7 @@ class Lab:
         request_id = f"m{max((int(m.request_id[1:]) for m in self.manual), default=0) + 1}"
         if self.cursor < self.head:
             # Check the prompt before throwing the later steps away (tokenize + limits; no state change).
-            self.engine._make_request(prompt, params, request_id)
+            self.engine.check_request(prompt, params, request_id)
             self._rewind(self.cursor)
         self.engine.add_request(prompt, params, request_id)  # ValueError: nothing logged
         self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id))
