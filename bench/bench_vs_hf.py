@@ -8,7 +8,7 @@
   HF static       model.generate over batches of --hf-batch, left-padded; a batch runs until its
                   longest request is done (only requested tokens are counted)
 
-    python bench/bench_vs_hf.py --threads 2
+    PYTHONPATH=. python bench/bench_vs_hf.py --threads 2
 """
 
 from __future__ import annotations

@@ -83,10 +83,17 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,  # (num_seqs,) tokens in the cache, the new one included
     scale: float,
 ) -> torch.Tensor:
-    """One query token per request against its whole paged context."""
-    out = torch.empty_like(query)
-    for i, seq_len in enumerate(seq_lens.tolist()):
-        k = gather_kv(k_cache, block_tables[i], seq_len)
-        v = gather_kv(v_cache, block_tables[i], seq_len)
-        out[i : i + 1] = attend(query[i : i + 1], k, v, scale)
-    return out
+    """One query token per request against its whole paged context, all requests at once: gather
+    every context padded to the longest, mask the padding (which may hold garbage, even NaN)."""
+    num_seqs, num_heads, head_dim = query.shape
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    max_len = int(seq_lens.max())
+    tables = block_tables[:, : -(-max_len // block_size)].long()
+    pad = torch.arange(max_len, device=query.device)[None, :] >= seq_lens[:, None]  # (num_seqs, max_len)
+    k = k_cache[tables].flatten(1, 2)[:, :max_len].float().masked_fill(pad[..., None, None], 0.0)
+    v = v_cache[tables].flatten(1, 2)[:, :max_len].float().masked_fill(pad[..., None, None], 0.0)
+    q = query.float().view(num_seqs, num_kv_heads, num_heads // num_kv_heads, head_dim)  # (s, kv_head, group, d)
+    scores = torch.einsum("shgd,slhd->shgl", q, k) * scale  # (num_seqs, num_kv_heads, group, max_len)
+    probs = torch.softmax(scores.masked_fill(pad[:, None, None, :], float("-inf")), dim=-1)
+    out = torch.einsum("shgl,slhd->shgd", probs, v)  # (num_seqs, num_kv_heads, group, head_dim)
+    return out.reshape(num_seqs, num_heads, head_dim).to(query.dtype)
