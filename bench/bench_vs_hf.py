@@ -8,18 +8,21 @@
   HF static       model.generate over batches of --hf-batch, left-padded; a batch runs until its
                   longest request is done (only requested tokens are counted)
 
-    PYTHONPATH=. python bench/bench_vs_hf.py --threads 2
+    python bench/bench_vs_hf.py --threads 2
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 import sysconfig
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path
 from pykv.loader import load_model

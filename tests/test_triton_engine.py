@@ -66,13 +66,11 @@ def test_triton_backend_matches_torch_greedy_tokens_with_preemption_and_prefix_h
 
 
 def test_triton_backend_matches_torch_on_the_shipped_model():
-    """The issue's check on the shipped model (skipped until the trained model is committed)."""
+    """The issue's check on the shipped model."""
     from pykv import EngineConfig, LLMEngine, default_model_path
     from pykv.loader import load_model
 
     path = default_model_path()
-    if not (path / "config.json").exists():
-        pytest.skip(f"the shipped model is not in {path} yet")
     loaded = load_model(str(path))
     cfg = dict(model=str(path), block_size=4, num_gpu_blocks=10, max_num_seqs=3, enable_prefix_caching=True)
     runs = [run_workload(LLMEngine(EngineConfig(attention_backend=b, **cfg), loaded=loaded)) for b in ("torch", "triton")]
