@@ -105,11 +105,6 @@ class BlockPool:
         block.block_hash = block_hash
         self.cached[block_hash] = block_id
 
-    def reset_prefix_cache(self) -> None:
-        for block in self.blocks:
-            block.block_hash = None
-        self.cached.clear()
-
     def check_invariants(self) -> None:
         for block in self.blocks:
             assert block.ref_cnt >= 0, f"block {block.block_id} has negative ref count"

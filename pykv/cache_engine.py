@@ -10,8 +10,6 @@ import torch
 from pykv.loader import DTYPES
 from pykv.model import ModelConfig
 
-SWAP_COPY_MODES = ("batched", "per_block")
-
 
 @dataclass(frozen=True)
 class CopyTiming:
