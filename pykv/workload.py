@@ -111,7 +111,7 @@ def long_context(n: int = 4, max_tokens: int = 32, seed: int = 0) -> Workload:
     return Workload(name="long_context", seed=seed, requests=reqs)
 
 
-def storm(n: int = 12, max_tokens: int = 96, seed: int = 0) -> Workload:
+def storm(n: int = 12, max_tokens: int = 128, seed: int = 0) -> Workload:
     """Over-subscription: many equal short prompts with long, fixed-length outputs, all at once.
     Admission is cheap, so the pool fills as the outputs grow in lockstep, and every shrink of the
     pool forces more preemptions."""
