@@ -9,13 +9,13 @@ st.set_page_config(page_title="pykv lab", page_icon=":material/grid_view:", layo
 # and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once.
 boot = st.empty()
 boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
-from pykv.ui import about, placeholders, playground  # noqa: E402  (after the boot chart, on purpose)
+from pykv.ui import about, lessons_page, playground, sweep_page  # noqa: E402  (after the boot chart, on purpose)
 
 boot.empty()
 
 st.navigation([
     st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground", default=True),
-    st.Page(placeholders.sweep, title="Sweep", icon=":material/tune:", url_path="sweep"),
-    st.Page(placeholders.lessons, title="Lessons", icon=":material/school:", url_path="lessons"),
+    st.Page(sweep_page.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
+    st.Page(lessons_page.render, title="Lessons", icon=":material/school:", url_path="lessons"),
     st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
 ]).run()

@@ -121,23 +121,16 @@ def test_play_toggles_and_run_to_end_finishes(app):
     assert ok(app).session_state["lab"].at_end() and app.button(key="step").disabled
 
 
-def test_about_and_placeholder_pages(random_llama_path, monkeypatch):
+def test_about_page(random_llama_path, monkeypatch):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
 
     def about_page():
         from pykv.ui import about
         about.render()
 
-    def later_pages():
-        from pykv.ui import placeholders
-        placeholders.sweep()
-        placeholders.lessons()
-
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
     text = "\n".join(m.value for m in at.markdown)
     assert "attention backend in use: `torch`" in text and "device: `cpu`" in text and not at.error
-    at = ok(AppTest.from_function(later_pages, default_timeout=30).run())
-    assert all("later version" in i.value for i in at.info) and len(at.info) == 2
 
 
 def test_sessions_share_the_weights_but_not_the_engine(app, random_llama_path):
