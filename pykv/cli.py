@@ -107,39 +107,33 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_values(text: str) -> tuple[int, ...]:
-    """``16:128:16`` (start:stop:step, stop included) or ``16,32,64``."""
-    try:
-        if ":" in text:
-            start, stop, step = (int(x) for x in text.split(":"))
-            return tuple(range(start, stop + 1, step))
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(f"Cannot read values {text!r}: use start:stop:step (e.g. 16:128:16) or a list (16,32,64).") from None
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+
     import pandas as pd
 
-    from pykv.sweep import SweepSpec, run_sweep
+    from pykv.sweep import SweepSpec, parse_values, run_sweep
+    from pykv.ui.lab import configure_torch_threads
 
     axis, text = next((a, t) for a, t in (("num_gpu_blocks", args.pool_sizes), ("block_size", args.block_sizes),
                                            ("max_num_seqs", args.max_num_seqs_values)) if t is not None)
-    workload_args = {k: v for k, v in (("n", args.num_requests), ("max_tokens", args.max_tokens)) if v is not None}
+    given = {k: v for k, v in (("n", args.num_requests), ("max_tokens", args.max_tokens)) if v is not None}
     spec = SweepSpec(
-        workload=args.workload, workload_args=workload_args or SweepSpec().workload_args, seed=args.seed, axis=axis,
+        workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed, axis=axis,
         values=parse_values(text), modes=tuple(m.strip() for m in args.modes.split(",")),
         base=config_from_args(args, history_size=0, log_stats_interval=10**9),
     )
     logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
+    configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
 
     def progress(done: int, total: int, row: dict) -> None:
         bar = "#" * (20 * done // total)
         print(f"\r[{bar:<20}] {done}/{total}  {row['mode']:>16} {axis}={row['value']:<5} "
               f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s", end="", file=sys.stderr, flush=True)
 
+    t0 = time.perf_counter()
     result = run_sweep(spec, on_progress=progress)
-    print(file=sys.stderr)
+    print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     columns = ["mode", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s", "tokens_per_s",
                "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
@@ -166,16 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
     add_engine_flags(sweep)
     axis = sweep.add_mutually_exclusive_group()
-    axis.add_argument("--pool-sizes", default=None, help="device pool sizes in blocks, e.g. 16:128:16")
+    axis.add_argument("--pool-sizes", default=None, help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
+                      "24:64:8, with the default workload is the canonical storm sweep)")
     axis.add_argument("--block-sizes", default=None, help="block sizes at a fixed pool capacity, e.g. 4,8,16,32")
     axis.add_argument("--max-num-seqs-values", default=None, help="max_num_seqs values, e.g. 2,4,8,16")
     sweep.add_argument("--modes", default="recompute,swap", help="comma list of: recompute, swap, swap per-block, "
                        "recompute+prefix, swap+prefix")
     sweep.add_argument("--workload", default="storm", help=f"a preset: {', '.join(PRESETS)}")
-    sweep.add_argument("--num-requests", type=int, default=None)
-    sweep.add_argument("--max-tokens", type=int, default=None)
+    sweep.add_argument("--num-requests", type=int, default=None, help="preset size (default 8)")
+    sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
     sweep.add_argument("--out", default=None, help="write the runs as CSV")
-    sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24,32,48,64,96,128")
+    sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
     gen = sub.add_parser("generate", help="complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")

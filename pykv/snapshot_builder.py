@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from pykv.block_pool import BlockPool
+from pykv.request import RequestStatus
 from pykv.snapshot import BlockView, RequestView, Snapshot, StepReport
 
 if TYPE_CHECKING:
@@ -56,8 +57,9 @@ def build_snapshot(engine: "LLMEngine", report: Optional[StepReport] = None) -> 
              engine.loaded.decode(r.output_token_ids))
         for r in sched.requests.values()
     ]
+    status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished}  # "stop" -> "finished_stopped"
     done = [
-        view(o.request_id, f"finished_{o.finish_reason}", len(o.prompt_token_ids), len(o.output_token_ids), 0,
+        view(o.request_id, status_of[o.finish_reason], len(o.prompt_token_ids), len(o.output_token_ids), 0,
              o.num_preemptions, o.ttft_s, o.text)
         for o in engine.outputs.values()
     ]

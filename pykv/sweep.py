@@ -1,17 +1,19 @@
 """Sweeps: one seeded workload run to completion over a range of pool sizes (or block sizes, or
-max_num_seqs), once per preemption mode, collecting what each run really cost on this device."""
+max_num_seqs), once per preemption mode, collecting what each run really cost on this device; and
+the storm's shape, which says where its preemption count provably follows the pool size."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import pandas as pd
 
 from pykv.config import EngineConfig
 from pykv.costs import modelled_copy_seconds
 from pykv.engine import LLMEngine
+from pykv.kv_cache_manager import cdiv
 from pykv.loader import LoadedModel, load_model
 from pykv.workload import WorkloadRunner, make_workload
 
@@ -28,9 +30,29 @@ PCIE_GBPS = {"gen4": 25.0, "gen5": 50.0}  # x16, pinned, effective
 RUN_COLUMNS = [
     "mode", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode", "prefix_caching",
     "swap_copy", "steps", "wall_s", "output_tokens", "tokens_per_s", "preemptions", "recomputed_tokens", "recompute_s",
-    "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s", "modelled_pcie_gen5_s", "ttft_p50_s", "ttft_p95_s",
-    "tpot_p50_s", "tpot_p95_s", "device",
+    "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s", "modelled_pcie_gen5_s", "ttft_p50_s",
+    "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "device",
 ]
+PREEMPTION_COLUMNS = [
+    "mode", "value", "preemption_mode", "block_size", "seq_len", "num_bytes", "measured_s",
+    "recomputed_tokens", "steps_lost", "device", "modelled_pcie_gen4_s", "modelled_pcie_gen5_s",
+]
+
+
+def parse_values(text: str) -> tuple[int, ...]:
+    """``16:128:16`` (start:stop:step, stop included) or ``16,32,64``."""
+    try:
+        if ":" in text:
+            start, stop, step = (int(x) for x in text.split(":"))
+            values = tuple(range(start, stop + 1, step))
+        else:
+            values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"Cannot read values {text!r}: use start:stop:step (e.g. 16:128:16) or a list (16,32,64).") from None
+    if not values:
+        raise ValueError(f"{text!r} gives no values: in start:stop:step the stop must not be below the start.")
+    return values
 
 
 @dataclass(frozen=True)
@@ -38,11 +60,11 @@ class SweepSpec:
     """What to sweep. With ``axis="block_size"`` the pool keeps its token capacity
     (``num_gpu_blocks * block_size`` of ``base``), so only the block granularity changes."""
 
-    workload: str = "storm"
-    workload_args: dict = field(default_factory=lambda: {"n": 8, "max_tokens": 48})
+    workload: str = "storm"  # the default is the canonical storm: see StormShape
+    workload_args: dict = field(default_factory=lambda: {"n": 8, "max_tokens": 96})
     seed: int = 0
     axis: str = "num_gpu_blocks"
-    values: tuple[int, ...] = (24, 32, 48, 64, 96, 128)
+    values: tuple[int, ...] = (24, 32, 40, 48, 56, 64)
     modes: tuple[str, ...] = ("recompute", "swap")
     base: EngineConfig = field(default_factory=lambda: EngineConfig(history_size=0, log_stats_interval=10**9))
     cpu_pool_factor: int = 4  # swap modes get a CPU pool this many times the device pool
@@ -78,12 +100,20 @@ class SweepSpec:
 
 @dataclass
 class SweepResult:
-    runs: pd.DataFrame  # one row per run, RUN_COLUMNS
-    preemptions: pd.DataFrame  # one row per preemption of every run, with its measured and modelled cost
+    """``runs``: one row per run (RUN_COLUMNS). Times ending ``_s`` are measured on ``device`` except
+    ``modelled_pcie_*``, the same swaps' bytes and copies priced at PCIe Gen4/Gen5 x16 (PCIE_GBPS plus the
+    config's per-copy overhead). ``swapped_bytes`` counts each swap-out once; ``swap_s`` and
+    ``swap_copies`` add the swap-in. ``preemptions``: one row per preemption whose cost is complete
+    (PREEMPTION_COLUMNS): ``seq_len`` tokens lost, ``num_bytes`` of KV they held, ``measured_s`` =
+    swap-out + swap-in copy time, or the re-prefill time apportioned to them (see pykv.costs)."""
+
+    runs: pd.DataFrame
+    preemptions: pd.DataFrame
     cancelled: bool = False
 
 
-def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str, value: int) -> tuple[dict, list[dict]]:
+def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str,
+            value: int) -> tuple[dict, list[dict]]:
     engine = LLMEngine(config, loaded=loaded)
     runner = WorkloadRunner(engine, make_workload(spec.workload, seed=spec.seed, **spec.workload_args))
     t0 = time.perf_counter()
@@ -94,10 +124,9 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
     swaps = [r for r in records if r.mode == "swap"]
 
     def modelled(gbps: float) -> float:
-        return sum(
-            modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, config.pcie_copy_overhead_us) * (2 if r.swap_in_s else 1)
-            for r in swaps
-        )
+        overhead = config.pcie_copy_overhead_us
+        return sum(modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, overhead) * (2 if r.swap_in_s else 1)
+                   for r in swaps)
 
     ttft = pd.Series([o.ttft_s for o in outs if o.ttft_s is not None], dtype=float)
     tpot = pd.Series([o.tpot_s for o in outs if o.tpot_s is not None], dtype=float)
@@ -128,10 +157,22 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
             "mode": mode, "value": value, "preemption_mode": r.mode, "block_size": config.block_size,
             "seq_len": r.num_tokens, "num_bytes": r.num_bytes, "measured_s": measured,
             "recomputed_tokens": r.recomputed_tokens, "steps_lost": r.steps_lost, "device": r.device,
-            **{f"modelled_pcie_{gen}_s": modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
-               if r.mode == "swap" else None for gen, gbps in PCIE_GBPS.items()},
+            **{f"modelled_pcie_{gen}_s": None if r.mode != "swap" else
+               modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
+               for gen, gbps in PCIE_GBPS.items()},
         })
     return row, costs
+
+
+def iter_runs(spec: SweepSpec, loaded: LoadedModel) -> Iterator[tuple[dict, list[dict]]]:
+    """Each run of the spec, lazily, in order: (run row, its preemption rows)."""
+    for mode, value, config in spec.configs():
+        yield run_one(config, spec, loaded, mode, value)
+
+
+def sweep_result(rows: list[dict], costs: list[dict], cancelled: bool = False) -> SweepResult:
+    runs, preemptions = pd.DataFrame(rows, columns=RUN_COLUMNS), pd.DataFrame(costs, columns=PREEMPTION_COLUMNS)
+    return SweepResult(runs, preemptions, cancelled)
 
 
 def run_sweep(
@@ -141,15 +182,68 @@ def run_sweep(
     should_cancel: Optional[Callable[[], bool]] = None,
 ) -> SweepResult:
     """Run every (value, mode) of the spec; each run is one unit of progress and a cancel point."""
-    runs = spec.configs()
-    loaded = loaded or load_model(spec.base.model, spec.base.device, spec.base.dtype)
+    total = len(spec.configs())
+    runs = iter_runs(spec, loaded or load_model(spec.base.model, spec.base.device, spec.base.dtype))
     rows, costs = [], []
-    for i, (mode, value, config) in enumerate(runs):
+    for done in range(1, total + 1):
         if should_cancel is not None and should_cancel():
-            return SweepResult(pd.DataFrame(rows, columns=RUN_COLUMNS), pd.DataFrame(costs), cancelled=True)
-        row, run_costs = run_one(config, spec, loaded, mode, value)
+            return sweep_result(rows, costs, cancelled=True)
+        row, run_costs = next(runs)
         rows.append(row)
         costs.extend(run_costs)
         if on_progress is not None:
-            on_progress(i + 1, len(runs), row)
-    return SweepResult(pd.DataFrame(rows, columns=RUN_COLUMNS), pd.DataFrame(costs))
+            on_progress(done, total, row)
+    return sweep_result(rows, costs)
+
+
+@dataclass(frozen=True)
+class StormShape:
+    """How a storm (n equal prompts arriving together, outputs of one fixed length) meets a pool,
+    when ``max_num_seqs >= n``.
+
+    Each request ends holding ``blocks_per_request`` blocks, so a pool of P blocks carries
+    ``P // blocks_per_request`` requests to the end. Within :attr:`band`, recompute preempts
+    exactly ``n - P // blocks_per_request`` times, a count that never falls as the pool shrinks:
+    every prompt is admitted at step 0, the outputs grow in lockstep, the last admitted are
+    preempted one at a time until the rest fit, and the victims (too big to re-enter while the
+    survivors run) come back together afterwards and fit then, so nobody is preempted twice.
+    Outside the band this does not hold, and nothing here claims it: below the band victims collide
+    again and re-enter out of step, so a bigger pool can preempt more (shipped model, 8 x 96 tokens:
+    pool 17 -> 10 preemptions, pool 18 -> 11); swap can preempt more in a bigger pool anywhere,
+    because a swapped request returns as soon as its blocks fit and may be preempted again (8 x 48
+    tokens: pool 18 -> 6 swaps, pool 19 -> 8).
+    """
+
+    num_requests: int
+    prompt_blocks: int  # blocks one prompt takes at admission
+    blocks_per_request: int  # blocks one request holds when it finishes
+
+    @property
+    def demand(self) -> int:
+        """The smallest pool that never preempts."""
+        return self.num_requests * self.blocks_per_request
+
+    def carried(self, pool: int) -> int:
+        """Requests a pool holds side by side to their last token."""
+        return pool // self.blocks_per_request
+
+    def recompute_preemptions(self, pool: int) -> int:
+        """The count recompute makes within :attr:`band`."""
+        return max(0, self.num_requests - self.carried(pool))
+
+    @property
+    def band(self) -> range:
+        """Pools that admit every prompt at once and fit all the victims together afterwards."""
+        lo = self.num_requests * self.prompt_blocks
+        while self.recompute_preemptions(lo) * self.blocks_per_request > lo:
+            lo += 1
+        return range(lo, self.demand + 1)
+
+
+def storm_shape(spec: SweepSpec, loaded: LoadedModel) -> Optional[StormShape]:
+    """The shape of the spec's workload at its base block size; None unless the workload is a storm."""
+    if spec.workload != "storm":
+        return None
+    requests = make_workload(spec.workload, seed=spec.seed, **spec.workload_args).requests
+    prompt, size = max(len(loaded.encode(r.prompt)) for r in requests), spec.base.block_size
+    return StormShape(len(requests), cdiv(prompt, size), cdiv(prompt + requests[0].max_tokens, size))

@@ -129,3 +129,21 @@ def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
     for logical, block_id in enumerate(view.block_table):
         block = snap.block("cpu", block_id)
         assert block.owners == [rid] and block.logical_index == [logical] and block.state == "used"
+
+
+def test_finished_statuses_in_snapshots_are_request_statuses(make_engine):
+    from pykv import SamplingParams
+    from pykv.request import RequestStatus
+
+    engine = make_engine()
+    first = engine.generate(["def add(x, y):"], SamplingParams(max_tokens=4))[0]
+    stop = first.output_token_ids[1]  # greedy is deterministic: the second token comes again and stops it
+    engine.add_request("def add(x, y):", SamplingParams(max_tokens=4, stop_token_ids=(stop,)), "stopped")
+    engine.add_request("def add(x, y):", SamplingParams(max_tokens=4), "aborted")
+    while engine.has_unfinished_requests():
+        engine.step()
+        engine.abort_request("aborted")
+    statuses = {r.request_id: r.status for r in engine.snapshot().requests}
+    assert statuses["stopped"] == RequestStatus.FINISHED_STOPPED.value
+    assert statuses["aborted"] == RequestStatus.FINISHED_ABORTED.value
+    assert statuses[first.request_id] == RequestStatus.FINISHED_LENGTH.value

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from pykv import EngineConfig
-from pykv.cli import main, parse_values
-from pykv.sweep import RUN_COLUMNS, SweepSpec, run_sweep
+from pykv.cli import main
+from pykv.loader import load_model
+from pykv.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS, StormShape, SweepSpec, parse_values, run_sweep, storm_shape
 
 COUNTS = ["preemptions", "recomputed_tokens", "swapped_bytes", "swap_copies", "output_tokens", "steps"]
 
@@ -36,20 +37,42 @@ def test_swapped_bytes_are_blocks_times_bytes_per_block(base, random_llama):
     result = run_sweep(small_spec(base, modes=("swap",)), loaded=random_llama)
     costs = result.preemptions
     bytes_per_block = 2 * 2 * 4 * 2 * 16 * 4  # layers * K/V * block_size * kv_heads * head_dim * fp32
-    assert (costs["num_bytes"] % bytes_per_block == 0).all()
+    blocks = -(-costs["seq_len"] // 4)  # the victim's blocks: ceil(tokens / block_size)
+    assert (costs["num_bytes"] == blocks * bytes_per_block).all()
     per_run = costs.groupby("value")["num_bytes"].sum()
     runs = result.runs.set_index("value")["swapped_bytes"]
     assert (runs[per_run.index] == per_run).all()
-    assert costs["modelled_pcie_gen5_s"].notna().all() and (costs["modelled_pcie_gen4_s"] > costs["modelled_pcie_gen5_s"]).all()
+    assert costs["modelled_pcie_gen5_s"].notna().all()
+    assert (costs["modelled_pcie_gen4_s"] > costs["modelled_pcie_gen5_s"]).all()
 
 
-def test_storm_preempts_in_a_tight_pool_and_when_concurrency_exceeds_capacity(base, random_llama):
-    pools = run_sweep(small_spec(base, modes=("recompute",), values=(32, 400)), loaded=random_llama).runs
-    assert pools["preemptions"].iloc[0] > 0 and pools["preemptions"].iloc[-1] == 0  # tight vs ample
-    assert (pools["output_tokens"] == 5 * 24).all()  # fixed-length outputs: the storm ignores EOS
-    seqs = run_sweep(small_spec(base.replace(num_gpu_blocks=48), modes=("recompute",), axis="max_num_seqs",
-                                values=(1, 5)), loaded=random_llama).runs
-    assert seqs["preemptions"].iloc[0] == 0 and seqs["preemptions"].iloc[1] > 0
+def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llama):
+    """Every pool of the band, not a hand-picked few: recompute's count is exactly n - pool // blocks
+    per request there (see StormShape), so shrinking the pool never lowers it."""
+    base = base.replace(block_size=16)
+    shape = storm_shape(SweepSpec(base=base), random_llama)  # SweepSpec's default workload: the canonical storm
+    runs = run_sweep(SweepSpec(modes=("recompute",), values=tuple(shape.band), base=base), loaded=random_llama).runs
+    counts = runs["preemptions"]
+    assert list(counts) == [shape.recompute_preemptions(pool) for pool in shape.band]
+    assert counts.is_monotonic_decreasing and counts.iloc[0] > 0 and counts.iloc[-1] == 0
+    assert (runs["output_tokens"] == 8 * 96).all()  # fixed-length outputs: the storm ignores EOS
+
+
+def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random_llama):
+    spec = SweepSpec(axis="max_num_seqs", values=tuple(range(1, 9)),
+                     base=base.replace(block_size=16, num_gpu_blocks=40))
+    carried = storm_shape(spec, random_llama).carried(40)
+    runs = run_sweep(spec, loaded=random_llama).runs
+    for _, by_mode in runs.groupby("mode"):
+        counts = by_mode.set_index("value")["preemptions"]
+        assert (counts[counts.index <= carried] == 0).all()
+        assert (counts[counts.index > carried] > 0).all() and counts.is_monotonic_increasing
+
+
+def test_the_shipped_models_storm_band():
+    shape = storm_shape(SweepSpec(), load_model("tiny"))
+    assert shape == StormShape(num_requests=8, prompt_blocks=2, blocks_per_request=8)
+    assert shape.band == range(32, 65) and set(SweepSpec().values) - set(shape.band) == {24}
 
 
 def test_block_size_axis_keeps_pool_capacity(base, random_llama):
@@ -62,10 +85,12 @@ def test_block_size_axis_keeps_pool_capacity(base, random_llama):
     assert (per_block["swap_copies"].values >= batched["swap_copies"].values).all()
 
 
-def test_runs_round_trip_through_csv(base, random_llama):
-    runs = run_sweep(small_spec(base, values=(40,)), loaded=random_llama).runs
-    back = pd.read_csv(io.StringIO(runs.to_csv(index=False)))
-    pd.testing.assert_frame_equal(runs, back, check_dtype=False)
+def test_runs_and_preemptions_round_trip_through_csv(base, random_llama):
+    result = run_sweep(small_spec(base, values=(30,)), loaded=random_llama)
+    assert list(result.preemptions.columns) == PREEMPTION_COLUMNS and len(result.preemptions)
+    for frame in (result.runs, result.preemptions):
+        back = pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+        pd.testing.assert_frame_equal(frame, back, check_dtype=False)
 
 
 def test_cancel_stops_between_runs(base, random_llama):
@@ -82,7 +107,9 @@ def test_bad_sweeps_are_messages(base):
         SweepSpec(values=(0,), base=base)
     with pytest.raises(ValueError, match="start:stop:step"):
         parse_values("16-128")
-    assert parse_values("16:64:16") == (16, 32, 48, 64)
+    with pytest.raises(ValueError, match="gives no values"):
+        parse_values("64:16:8")
+    assert parse_values("16:64:16") == (16, 32, 48, 64) and parse_values("8, 4") == (8, 4)
 
 
 def test_cli_sweep_writes_csv(random_llama_path, tmp_path, capsys):

@@ -11,19 +11,25 @@ the state after step k *and* after the manual requests added at step k::
 
 Step with cursor < head just moves the cursor; Back moves it back. Changing the past (adding a
 request while looking at an earlier step) replays from step 0 to the cursor, dropping the rest.
+
+``fork()`` hands the live engine to a new Lab at the same step; the old Lab keeps its history
+(snapshots, cursor) untouched and replays an engine of its own only if one is asked for again.
+The lesson player forks once per lesson step, so Back shows the very objects it showed before.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from pykv import EngineConfig, LLMEngine, SamplingParams, Snapshot
 from pykv.loader import LoadedModel
-from pykv.workload import WorkloadRunner, make_workload
+from pykv.workload import Workload, WorkloadRunner, make_workload
 
 MAX_STEPS = 3000  # a session never runs further: keeps memory (one snapshot per step) bounded
 THREADS_ENV = "PYKV_TORCH_THREADS"
@@ -46,30 +52,71 @@ class ManualRequest:
     prompt: str
     max_tokens: int
     request_id: str
+    ignore_eos: bool = False
 
 
 class Lab:
+    """``preset`` names a pykv.workload preset; ``workload`` (which wins) gives a Workload object."""
+
     def __init__(self, config: EngineConfig, loaded: Optional[LoadedModel] = None, preset: Optional[str] = "storm",
-                 seed: int = 0, manual: tuple[ManualRequest, ...] = ()) -> None:
+                 seed: int = 0, manual: tuple[ManualRequest, ...] = (), workload: Optional[Workload] = None) -> None:
+        if workload is not None:
+            preset = None
         self.config, self.loaded, self.preset, self.seed = config, loaded, preset, seed
-        self.workload = make_workload(preset, seed=seed) if preset else None  # ValueError on an unknown preset
+        self.workload = workload or (make_workload(preset, seed=seed) if preset else None)  # ValueError: unknown preset
         self.manual: list[ManualRequest] = list(manual)  # changed by add_request / _rewind only
         self._restart()
 
     # ---- engine lifetime ------------------------------------------------------------------
 
+    @property
+    def engine(self) -> LLMEngine:
+        if self._detached:
+            self._replay_engine()
+        return self._engine
+
+    @property
+    def runner(self) -> Optional[WorkloadRunner]:
+        if self._detached:
+            self._replay_engine()
+        return self._runner
+
     def _restart(self) -> None:
-        self.engine = LLMEngine(self.config, loaded=self.loaded)
-        self.loaded = self.engine.loaded
-        self.runner = WorkloadRunner(self.engine, self.workload) if self.workload else None
+        self._detached = False  # True after fork(): the engine went to the child; replay one on demand
+        self._done_when_detached = False
+        self._engine = LLMEngine(self.config, loaded=self.loaded)
+        self.loaded = self._engine.loaded
+        self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
         self.snapshots: list[Snapshot] = [self.engine.snapshot()]
         self.cursor = 0  # the step on screen
 
+    def _replay_engine(self) -> None:
+        """A fresh engine brought to ``head``; the recorded snapshots stay exactly as they were."""
+        self._detached = False
+        self._engine = LLMEngine(self.config, loaded=self.loaded)
+        self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
+        self._apply_manual(0)
+        while self._engine.step_count < self.head:
+            self._runner.step() if self._runner else self._engine.step()
+            self._apply_manual(self._engine.step_count)
+
+    def fork(self) -> "Lab":
+        """A new Lab at the same step that takes over this Lab's engine. This Lab's snapshots, cursor
+        and manual log never change because of the fork; it replays an engine only if asked for one."""
+        child = copy.copy(self)
+        child.snapshots, child.manual = list(self.snapshots), list(self.manual)
+        if not self._detached:
+            self._done_when_detached = self.engine_done()
+            self._engine = self._runner = None
+            self._detached = True
+        return child
+
     def _apply_manual(self, step: int) -> None:
         for m in self.manual:
             if m.step == step:
-                self.engine.add_request(m.prompt, SamplingParams(max_tokens=m.max_tokens), m.request_id)
+                params = SamplingParams(max_tokens=m.max_tokens, ignore_eos=m.ignore_eos)
+                self.engine.add_request(m.prompt, params, m.request_id)
 
     def _advance(self) -> Snapshot:
         """Run the engine one step past ``head`` and record the snapshot."""
@@ -101,6 +148,8 @@ class Lab:
 
     def engine_done(self) -> bool:
         """No request left to run and none still to arrive."""
+        if self._detached:
+            return self._done_when_detached
         if self.runner is not None:
             return self.runner.done()
         return not self.engine.has_unfinished_requests()
@@ -159,17 +208,26 @@ class Lab:
         self.manual = []
         self._restart()
 
-    def add_request(self, prompt: str, max_tokens: int) -> str:
-        """Queue a request by hand at the step on screen (rewriting any later steps). Raises ValueError
-        with the engine's message on bad input; then nothing changes."""
-        params = SamplingParams(max_tokens=int(max_tokens))  # ValueError on bad max_tokens
-        request_id = f"m{max((int(m.request_id[1:]) for m in self.manual), default=0) + 1}"
+    def add_request(self, prompt: str, max_tokens: int, request_id: Optional[str] = None,
+                    ignore_eos: bool = False) -> str:
+        """Queue a request by hand at the step on screen (rewriting any later steps); ids default to
+        m1, m2, ... Raises ValueError with the engine's message on bad input; then nothing changes."""
+        params = SamplingParams(max_tokens=int(max_tokens), ignore_eos=bool(ignore_eos))  # ValueError on bad max_tokens
+        if request_id is None:
+            numbers = [int(m.request_id[1:]) for m in self.manual if re.fullmatch(r"m\d+", m.request_id)]
+            request_id = f"m{max(numbers, default=0) + 1}"
+        request_id = str(request_id)
+        taken = {m.request_id for m in self.manual if m.step <= self.cursor}
+        taken |= {r.request_id for r in (self.workload.requests if self.workload else [])}
+        if request_id in taken:
+            raise ValueError(f"Request id {request_id!r} is already in use (by the workload or an earlier request); "
+                             "pick another.")
         if self.cursor < self.head:
             # Check the prompt before throwing the later steps away (tokenize + limits; no state change).
             self.engine.check_request(prompt, params, request_id)
             self._rewind(self.cursor)
         self.engine.add_request(prompt, params, request_id)  # ValueError: nothing logged
-        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id))
+        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos))
         self.snapshots[self.cursor] = dataclasses.replace(self.engine.snapshot(), report=self.view.report)
         return request_id
 

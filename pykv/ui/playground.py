@@ -1,4 +1,5 @@
-"""The Playground page: controls, metrics strip, block grid, queues, narration, then the tables.
+"""The Playground page: controls, then the live views (``live_views``: metrics strip, block grid,
+queues, narration, the tables).
 
 All the live views sit in one fragment, so a Step (or a Play tick) redraws them without rerunning
 the sidebar. Every figure comes from ``pykv.viz`` and is drawn with ``theme=None`` and a stable key.
@@ -8,14 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.snapshot import diff_snapshots
-from pykv.ui import sidebar, state
+from pykv.ui import live_views, sidebar, state
 from pykv.ui.lab import Lab
-from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, narrate, preemptions_frame,
-                      queues_figure, requests_frame)
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 COMPACT_CSS = """<style>
 [data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
 [data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
@@ -77,35 +74,7 @@ def _live(lab: Lab) -> None:
         st.info(msg)
     state.sync_url(lab)
 
-    snap, prev = lab.view, lab.previous
-    diff = diff_snapshots(prev, snap) if prev is not None else None
-    dark = state.is_dark()
-
-    for col, (label, value, help_text) in zip(st.columns(6), metrics_strip(snap)):
-        col.metric(label, value, help=help_text)
-
-    cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
-    left, right = st.columns([5, 4], gap="medium")
-    with left:
-        if cpu_blocks:
-            g1, g2 = st.columns([5, 2], gap="small")
-        else:
-            g1, g2 = st.container(), None
-        g1.plotly_chart(block_grid_figure(snap, "gpu", diff.blocks if diff else None, dark=dark, height=460),
-                        theme=None, key="grid_gpu", config=PLOT_CONFIG)
-        if g2 is not None:
-            g2.plotly_chart(block_grid_figure(snap, "cpu", diff.blocks if diff else None, dark=dark, height=460, legend=False,
-                                              cols=4 if cpu_blocks <= 64 else 8),
-                            theme=None, key="grid_cpu", config=PLOT_CONFIG)
-    with right:
-        st.plotly_chart(queues_figure(snap, dark=dark, changed=diff.requests if diff else None, height=235),
-                        theme=None, key="queues", config=PLOT_CONFIG)
-        st.markdown("**This step**")
-        with st.container(height=215, key="narration"):
-            st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
-            if log_lines := (snap.report or {}).get("log_lines"):
-                st.code("\n".join(log_lines), language=None, wrap_lines=True)
-    _details(lab, snap, diff, dark)
+    live_views.render(lab)
 
 
 def _controls(lab: Lab) -> None:
@@ -145,23 +114,3 @@ def _controls(lab: Lab) -> None:
                         st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
                     except ValueError as e:
                         st.session_state.flash = str(e)
-
-
-def _details(lab: Lab, snap, diff, dark: bool) -> None:
-    tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log (all steps)"])
-    with tables:
-        st.plotly_chart(block_tables_figure(snap, dark=dark, changed_requests=diff.requests if diff else None),
-                        theme=None, key="block_tables", config=PLOT_CONFIG)
-    with reqs:
-        st.dataframe(requests_frame(snap), hide_index=True, key="requests_table", width="stretch")
-    with costs:
-        frame = preemptions_frame(snap)
-        if frame.empty:
-            st.caption("No preemption yet.")
-        else:
-            st.caption(f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
-                       "recompute_s is the forward time apportioned to re-prefilled tokens.")
-            st.dataframe(frame, hide_index=True, key="preemptions_table", width="stretch")
-    with logs:
-        lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1] for line in (s.report or {}).get("log_lines", [])]
-        st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)

@@ -3,6 +3,7 @@ headless Chromium driven by Playwright. Skipped where either is missing; .ci/run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -28,7 +29,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_streamlit(model_path: Path, port: int) -> subprocess.Popen:
+def start_streamlit(model_path: str | Path, port: int) -> subprocess.Popen:
     env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless=true",
            f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
@@ -50,10 +51,11 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> N
     raise RuntimeError(f"streamlit did not answer on {url} within {timeout_s} s")
 
 
-@pytest.fixture(scope="session")
-def app_url(random_llama_path):
+@contextlib.contextmanager
+def serve_app(model: str | Path):
+    """`streamlit run app.py` on ``model`` (a checkpoint folder or "tiny") until the block exits."""
     port = free_port()
-    proc = start_streamlit(random_llama_path, port)
+    proc = start_streamlit(model, port)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
@@ -64,6 +66,19 @@ def app_url(random_llama_path):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def app_url(random_llama_path):
+    with serve_app(random_llama_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def tiny_app_url():
+    """The app on the shipped model, which the lessons are written for."""
+    with serve_app("tiny") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,241 @@
+"""Loading lesson files: parse (front matter, steps, YAML blocks), then check everything that can
+be checked before anything runs (config, workload, request ids, paths, filters). Every problem is a
+LessonError naming the file and the field — ``lessons/03-x.md: steps[2] (Title).expect[0].that: ...``
+— never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from pydantic import ValidationError
+
+from pykv.config import EngineConfig
+from pykv.lessons.checks import template_paths
+from pykv.lessons.errors import FieldError, LessonError
+from pykv.lessons.markdown import RawStep, split_front_matter, split_steps
+from pykv.lessons.paths import Known, check_path
+from pykv.lessons.schema import (
+    AddRequest, Check, Configure, FrontMatter, Lesson, LessonStep, RunAction, RunUntil, Tokenize, ValueOf,
+    parse_action, pydantic_problems,
+)
+
+COURSE_DIR = Path(__file__).resolve().parents[2] / "lessons"
+COURSE_GLOB = "[0-9][0-9]-*.md"
+# Set by the app or the environment, never by a lesson (a lesson must replay the same everywhere).
+NOT_IN_LESSONS = {
+    "model": "the model comes from the app (the shipped one by default)",
+    "device": "the device comes from the app",
+    "dtype": "the dtype comes from the app",
+    "attention_backend": "the attention backend comes from the app",
+    "gpu_memory_utilization": "size the pool with num_gpu_blocks so the lesson replays the same on any machine",
+    "seed": "set the lesson's seed in the front matter (seed: N); it seeds the workload and the engine",
+}
+_CONFIG_TYPES = {f.name: str(f.type) for f in dataclasses.fields(EngineConfig)}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (YAML would keep the last silently)."""
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is written twice",
+                                                    key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def parse_yaml(text: str, field: str, first_line: int) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {first_line + mark.line}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise FieldError(field, f"not valid YAML: {problem}{where}") from None
+
+
+def display_path(path: Path) -> str:
+    """The path as a reader knows it: relative to the working directory or the repo when inside them."""
+    resolved = path.resolve()
+    for base in (Path.cwd(), COURSE_DIR.parent):
+        try:
+            return str(resolved.relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+# ---- static checks ------------------------------------------------------------------------------
+
+
+def _blame(message: str, keys: list[str]) -> Optional[str]:
+    """The config key an EngineConfig error message is about: the one it names first."""
+    places = [(message.find(k), k) for k in keys if k in message]
+    return min(places)[1] if places else None
+
+
+def check_config(changes: dict, base: dict, where: str) -> dict:
+    """``base`` with ``changes`` applied, as EngineConfig accepts it; FieldError ``where.FIELD`` if not."""
+    for key, value in changes.items():
+        if key in NOT_IN_LESSONS:
+            raise FieldError(f"{where}.{key}", f"not set by a lesson: {NOT_IN_LESSONS[key]}")
+        if key not in _CONFIG_TYPES:
+            allowed = [k for k in _CONFIG_TYPES if k not in NOT_IN_LESSONS]
+            raise FieldError(f"{where}.{key}", f"unknown EngineConfig field; use one of {', '.join(allowed)}")
+        kind = _CONFIG_TYPES[key]
+        if value is None and kind.startswith("Optional"):
+            continue
+        want = {"int": (int,), "bool": (bool,), "str": (str,), "float": (int, float)}
+        ok = want.get(kind.removeprefix("Optional[").removesuffix("]"), (object,))
+        if not isinstance(value, ok) or (bool not in ok and isinstance(value, bool)):
+            raise FieldError(f"{where}.{key}", f"must be {kind.removeprefix('Optional[').removesuffix(']')}, "
+                                               f"got {value!r}")
+    merged = {**base, **changes}
+    try:
+        EngineConfig(**merged)
+    except ValueError as e:
+        key = _blame(str(e), list(changes)) or _blame(str(e), list(merged))
+        raise FieldError(f"{where}.{key}" if key else where, str(e)) from None
+    return merged
+
+
+def _check_operand_paths(check: Check, known: Known, where: str) -> None:
+    for path, field in [(check.that, f"{where}.that")] + (
+            [(check.operand.value_of, f"{where}.{check.op}.value_of")] if isinstance(check.operand, ValueOf) else []):
+        try:
+            check_path(path, known)
+        except FieldError as e:
+            raise FieldError(field, e.problem) from None
+
+
+class _Course:
+    """The static walk through one lesson: what is defined at each point."""
+
+    def __init__(self, front: FrontMatter) -> None:
+        self.seed = front.seed
+        self.config = check_config(front.config, {}, "config")
+        try:
+            workload = front.workload.build(front.seed)
+        except FieldError as e:
+            raise FieldError(f"workload.{e.field}", e.problem) from None
+        self.known = Known(requests=frozenset(r.request_id for r in workload.requests))
+
+    def action(self, action: Any, where: str) -> None:
+        if isinstance(action, AddRequest):
+            if action.request_id in self.known.requests:
+                raise FieldError(f"{where}.add_request.request_id",
+                                 f"request id {action.request_id!r} is already used (by the workload or an earlier "
+                                 "add_request); pick another")
+            self.known = dataclasses.replace(self.known, requests=self.known.requests | {action.request_id})
+        elif isinstance(action, Configure):
+            self.config = check_config(action.changes, self.config, f"{where}.configure")
+        elif isinstance(action, RunAction):
+            check_config(action.config, self.config, f"{where}.run.config")
+            if action.workload is not None:
+                try:
+                    action.workload.build(self.seed)
+                except FieldError as e:
+                    raise FieldError(f"{where}.run.workload.{e.field}", e.problem) from None
+            self.known = dataclasses.replace(self.known, runs=self.known.runs | {action.name})
+        elif isinstance(action, Tokenize):
+            self.known = dataclasses.replace(self.known, tokens=self.known.tokens | {action.name})
+        elif isinstance(action, RunUntil) and isinstance(action.until, Check):
+            _check_operand_paths(action.until, self.known, f"{where}.run_until")
+
+    def step(self, raw: RawStep, index: int) -> LessonStep:
+        where = f"steps[{index}] ({raw.title})"
+        if not raw.narration:
+            raise FieldError(f"{where}.narration", "missing: write some narration under the step heading")
+        actions, expect = [], []
+        for name, parse, into in (("actions", parse_action, actions), ("expect", Check.parse, expect)):
+            if name not in raw.blocks:
+                continue
+            text, line = raw.blocks[name]
+            items = parse_yaml(text, f"{where}.{name}", line)
+            if not isinstance(items, list):
+                raise FieldError(f"{where}.{name}", f"must be a YAML list ('- ...' items), got {type(items).__name__}")
+            for j, item in enumerate(items):
+                try:
+                    into.append(parse(item))
+                except FieldError as e:
+                    raise FieldError(f"{where}.{name}[{j}]" + (f".{e.field}" if e.field else ""), e.problem) from None
+                if name == "actions":
+                    self.action(actions[-1], f"{where}.actions[{j}]")
+        for k, check in enumerate(expect):
+            _check_operand_paths(check, self.known, f"{where}.expect[{k}]")
+        try:
+            for path, _ in template_paths(raw.narration):
+                check_path(path, self.known)
+        except FieldError as e:
+            raise FieldError(f"{where}.narration", e.problem) from None
+        notes = raw.blocks["notes"][0].strip() if "notes" in raw.blocks else None
+        return LessonStep(title=raw.title, narration=raw.narration, actions=actions, expect=expect, notes=notes,
+                          line=raw.line)
+
+
+# ---- entry points -------------------------------------------------------------------------------
+
+
+def parse_lesson(text: str, path: Path | str = "<lesson>") -> Lesson:
+    """A lesson from its text; ``path`` is only used in messages and kept on the Lesson."""
+    path = Path(path)
+    shown = display_path(path) if str(path) != "<lesson>" else str(path)
+    try:
+        head, body, body_line = split_front_matter(text)
+        raw = parse_yaml(head, "front matter", 2)
+        if not isinstance(raw, dict):
+            raise FieldError("front matter", "must be a YAML mapping (id: ..., title: ..., ...)")
+        try:
+            front = FrontMatter.model_validate(raw)
+        except ValidationError as e:
+            problem = pydantic_problems(e)
+            if problem.problem == "unknown field" and "." not in problem.field:
+                fields = ", ".join(FrontMatter.model_fields)
+                problem = FieldError(problem.field, f"unknown field; the front matter takes {fields}")
+            raise problem from None
+        course = _Course(front)
+        steps = [course.step(raw_step, i) for i, raw_step in enumerate(split_steps(body, body_line))]
+    except FieldError as e:
+        raise LessonError(shown, e.field, e.problem) from None
+    return Lesson(id=front.id, title=front.title, summary=front.summary, seed=front.seed, config=front.config,
+                  workload=front.workload, steps=steps, path=path)
+
+
+def load_lesson(path: Path | str) -> Lesson:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LessonError(str(path), "", "no such lesson file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise LessonError(str(path), "", f"cannot be read as UTF-8 text ({e})") from None
+    return parse_lesson(text, path)
+
+
+def lesson_files(directory: Path | str | None = None) -> list[Path]:
+    return sorted(Path(directory or COURSE_DIR).glob(COURSE_GLOB))
+
+
+def load_course(directory: Path | str | None = None) -> list[Lesson]:
+    """Every ``NN-*.md`` lesson of ``directory`` (the repo's ``lessons/`` by default), in file order;
+    LessonError on the first malformed one, or on an id used twice."""
+    lessons: list[Lesson] = []
+    for path in lesson_files(directory):
+        lesson = load_lesson(path)
+        twin = next((other for other in lessons if other.id == lesson.id), None)
+        if twin is not None:
+            raise LessonError(display_path(path), "id", f"{lesson.id!r} is already the id of "
+                                                        f"{display_path(twin.path)}; ids must be unique in the course")
+        lessons.append(lesson)
+    return lessons

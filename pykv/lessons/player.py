@@ -1,0 +1,223 @@
+"""LessonPlayer: plays a lesson step by step on a live engine, keeping every visited step's state.
+
+The rule that makes Back exact: a lesson step's StepState is computed once, from the state before
+it, and kept. Its Lab is never changed after the step is left — the next step that must move the
+engine works on ``lab.fork()`` (which takes the engine over and leaves the old Lab's snapshots as
+they were); ``configure`` builds a new Lab::
+
+    states:  [0] ──fork──> [1] ──(no engine action: same Lab)──> [2] ──configure: new Lab──> [3]
+               ^ index: the step on screen; prev() / goto() only move it
+
+Actions run in order when a step is first entered. An action that fails (a run that ends before a
+preemption, a prompt the engine refuses) stops that step's actions and becomes a failed check and an
+entry of ``StepState.errors``; the player itself never raises for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pykv.config import EngineConfig
+from pykv.lessons.checks import CheckResult, evaluate, render
+from pykv.lessons.errors import LessonError
+from pykv.lessons.paths import Scope
+from pykv.lessons.runs import RunSummary, side_run
+from pykv.lessons.schema import (
+    MAX_STEPS_PER_ACTION, Action, AddRequest, Check, Configure, Lesson, LessonStep, RunAction, RunUntil, StepAction,
+    Tokenize,
+)
+from pykv.lessons.tokens import TokenDiff, tokenize_pair
+from pykv.loader import DTYPES, LoadedModel
+from pykv.ui.lab import Lab
+from pykv.workload import Workload, WorkloadRequest
+
+ENV_FIELDS = ("model", "device", "dtype", "attention_backend")  # what the app decides; the lesson sets the rest
+
+
+@dataclass(frozen=True)
+class StepState:
+    """The state after steps[0..index]'s actions. Never changed once built."""
+
+    index: int
+    step: LessonStep
+    lab: Lab  # cursor == head at this step's engine step; do not step it (fork() it to explore)
+    runs: dict[str, RunSummary]  # side runs saved so far, by name
+    tokens: dict[str, TokenDiff]  # tokenizations saved so far, by name
+    checks: list[CheckResult]  # failed actions first, then the step's expect checks in order
+    narration: str  # the step's Markdown with its {{ }} templates filled
+    notes: Optional[str]  # speaker notes (Markdown)
+    errors: list[str]  # failed actions and templates that could not be filled
+    scope: Scope  # what paths read here (pykv.lessons.paths.resolve(path, state.scope))
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors and all(c.passed for c in self.checks)
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed]
+
+
+def base_config_for(loaded: LoadedModel, base: Optional[EngineConfig] = None) -> EngineConfig:
+    """EngineConfig defaults plus the app's environment fields (model, device, dtype, attention backend);
+    without ``base`` they are read off the loaded model."""
+    if base is not None:
+        return EngineConfig(**{k: getattr(base, k) for k in ENV_FIELDS})
+    param = next(loaded.model.parameters())
+    dtype = next((name for name, d in DTYPES.items() if d == param.dtype), "float32")
+    device = "cpu" if param.device.type == "cpu" else str(param.device)
+    return EngineConfig(model=str(loaded.path), device=device, dtype=dtype)
+
+
+class LessonPlayer:
+    """``player.index`` is the lesson step on screen; ``player.state`` its StepState."""
+
+    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> None:
+        self.lesson, self.loaded = lesson, loaded
+        self.workload = lesson.build_workload()
+        try:
+            self.config = base_config_for(loaded, base_config).replace(**lesson.config, seed=lesson.seed)
+        except ValueError as e:
+            raise LessonError(str(lesson.path), "config", str(e)) from None
+        self.restart()
+
+    # ---- navigation -----------------------------------------------------------------------
+
+    @property
+    def state(self) -> StepState:
+        return self._states[self.index]
+
+    @property
+    def states(self) -> list[StepState]:
+        """Every step computed so far, in order (a copy)."""
+        return list(self._states)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.lesson.steps)
+
+    def at_end(self) -> bool:
+        return self.index == self.num_steps - 1
+
+    def next(self) -> bool:
+        if self.at_end():
+            return False
+        self.goto(self.index + 1)
+        return True
+
+    def prev(self) -> bool:
+        if self.index == 0:
+            return False
+        self.index -= 1
+        return True
+
+    def goto(self, k: int) -> int:
+        """Show lesson step ``k`` (clamped to the lesson), playing the steps before it as needed."""
+        k = max(0, min(int(k), self.num_steps - 1))
+        while len(self._states) <= k:
+            self._states.append(self._play(len(self._states)))
+        self.index = k
+        return k
+
+    def restart(self) -> None:
+        """Forget every state and play step 0 again on a fresh engine."""
+        self._states: list[StepState] = []
+        self.index = 0
+        self._states.append(self._play(0))
+
+    # ---- playing one step -----------------------------------------------------------------
+
+    def _play(self, index: int) -> StepState:
+        step = self.lesson.steps[index]
+        prev = self._states[index - 1] if index else None
+        lab = prev.lab if prev else Lab(self.config, self.loaded, seed=self.lesson.seed, workload=self.workload)
+        owned = prev is None  # may this step move `lab`? (an earlier state's Lab must be forked first)
+        runs, tokens = dict(prev.runs) if prev else {}, dict(prev.tokens) if prev else {}
+        errors, failed = [], []
+        for j, action in enumerate(step.actions):
+            if not owned and isinstance(action, (StepAction, RunUntil, AddRequest)):
+                lab, owned = lab.fork(), True
+            try:
+                if isinstance(action, Configure):
+                    lab, owned = self._configured(lab, action.changes), True
+                else:
+                    self._apply(action, lab, runs, tokens)
+            except Exception as e:  # noqa: BLE001 - any failure is shown as a failed check, never a crash
+                message = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+                errors.append(f"actions[{j}] ({action.describe()}): {message}")
+                failed.append(CheckResult(f"action: {action.describe()}", False, None, None, None, message))
+                break
+        scope = self._scope(lab, runs, tokens)
+        checks = failed + [evaluate(check, scope) for check in step.expect]
+        narration, template_errors = render(step.narration, scope)
+        return StepState(index=index, step=step, lab=lab, runs=runs, tokens=tokens, checks=checks,
+                         narration=narration, notes=step.notes, errors=errors + template_errors, scope=scope)
+
+    def _configured(self, lab: Lab, changes: dict) -> Lab:
+        """A new Lab at engine step 0: new config, same workload, the requests added so far kept."""
+        return Lab(lab.config.replace(**changes), self.loaded, seed=self.lesson.seed, manual=tuple(lab.manual),
+                   workload=self.workload)
+
+    def _apply(self, action: Action, lab: Lab, runs: dict, tokens: dict) -> None:
+        if isinstance(action, StepAction):
+            for _ in range(action.count):
+                if not lab.step():
+                    break
+        elif isinstance(action, RunUntil):
+            self._run_until(action.until, lab, runs, tokens)
+        elif isinstance(action, AddRequest):
+            lab.add_request(action.prompt, action.max_tokens, action.request_id, action.ignore_eos)
+        elif isinstance(action, RunAction):
+            config = lab.config.replace(**action.config)
+            workload = action.workload.build(self.lesson.seed) if action.workload else self._with_manual(lab)
+            runs[action.name] = side_run(action.name, config, workload, self.loaded)
+        elif isinstance(action, Tokenize):
+            tokens[action.name] = tokenize_pair(self.loaded, action.a, action.b, lab.config.block_size)
+
+    def _run_until(self, until, lab: Lab, runs: dict, tokens: dict) -> None:
+        start = lab.cursor
+        if until == "preemption":
+            if not lab.run_until(lambda s: bool(s.report and s.report["preempted"]), max_steps=MAX_STEPS_PER_ACTION):
+                raise ValueError(self._stopped(lab, start, "before any preemption"))
+        elif until == "end":
+            lab.run_until(lambda s: False, max_steps=MAX_STEPS_PER_ACTION)
+            if not lab.engine_done():
+                raise ValueError(f"the run did not end within {MAX_STEPS_PER_ACTION} engine steps")
+        else:
+            check: Check = until
+            holds = lambda: evaluate(check, self._scope(lab, runs, tokens)).passed  # noqa: E731
+            if not holds() and not lab.run_until(lambda s: holds(), max_steps=MAX_STEPS_PER_ACTION):
+                last = evaluate(check, self._scope(lab, runs, tokens))
+                seen = last.error or f"last value {last.actual!r}"
+                raise ValueError(self._stopped(lab, start, f"before {check.describe()} held ({seen})"))
+
+    @staticmethod
+    def _stopped(lab: Lab, start: int, what: str) -> str:
+        if lab.engine_done():
+            return f"the run ended at engine step {lab.cursor} {what}"
+        return f"{lab.cursor - start} engine steps (the most one action may run) passed {what}"
+
+    def _with_manual(self, lab: Lab) -> Workload:
+        """The lesson's workload plus the requests added by hand so far, each arriving when it was added."""
+        extra = [WorkloadRequest(prompt=m.prompt, max_tokens=m.max_tokens, arrival_step=m.step,
+                                 request_id=m.request_id, ignore_eos=m.ignore_eos) for m in lab.manual]
+        return self.workload.model_copy(update={"requests": list(self.workload.requests) + extra})
+
+    def _scope(self, lab: Lab, runs: dict, tokens: dict) -> Scope:
+        assert lab.cursor == lab.head, "the player keeps every Lab at its head"
+        engine = lab.engine
+        outputs = {rid: list(o.output_token_ids) for rid, o in engine.outputs.items()}
+        outputs |= {rid: list(r.output_token_ids) for rid, r in engine.scheduler.requests.items()}
+        arrivals = {r.request_id: r.arrival_step for r in self.workload.requests}
+        arrivals |= {m.request_id: m.step for m in lab.manual}
+        return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), outputs=outputs, runs=dict(runs),
+                     tokens=dict(tokens), arrivals=arrivals)
+
+
+def replay(lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> list[StepState]:
+    """Play every step in order, headless (CI): the list of StepStates, one per lesson step."""
+    player = LessonPlayer(lesson, loaded, base_config)
+    player.goto(player.num_steps - 1)
+    return player.states
+

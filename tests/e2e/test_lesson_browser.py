@@ -1,0 +1,87 @@
+"""A whole lesson in a real browser (Chromium + Playwright against `streamlit run` on the shipped
+model, which the lessons are written for): open it from the course list, step through every step
+with the keyboard and the Next button, check the URL, the checks and Back, and save a screenshot of
+the last step under artifacts/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+VIEWPORT = {"width": 1440, "height": 900}
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def course():
+    from pykv.ui.lessons_page import course
+
+    lessons, problems = course()
+    if not lessons:
+        pytest.skip("no lesson files in lessons/")
+    assert not problems, problems
+    return lessons
+
+
+def wait_idle(page) -> None:
+    """Until the script runs are over (a key pressed during a run can be lost)."""
+    for _ in range(2):
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.wait_for_timeout(400)
+
+
+def step_text(k: int, n: int) -> re.Pattern:
+    return re.compile(rf"step {k} of {n}$")
+
+
+def wait_for_step(page, k: int, n: int, timeout: int = TIMEOUT_MS) -> None:
+    page.get_by_text(step_text(k, n)).first.wait_for(timeout=timeout)
+
+
+def move(page, k: int, n: int, key: str | None = None) -> None:
+    """Go to step k with a key press (or the Next button); a key pressed while the page is busy can be
+    dropped, so press again only if the page still shows the old step after a while."""
+    for _ in range(3):
+        wait_idle(page)
+        if key:
+            page.locator("body").press(key)
+        else:
+            page.locator("button").filter(has_text="Next").first.click()
+        try:
+            wait_for_step(page, k, n, timeout=15_000)
+            return
+        except Exception:
+            if page.get_by_text(re.compile(r"step \d+ of \d+$")).first.inner_text().startswith(f"step {k} "):
+                return
+    wait_for_step(page, k, n)
+
+
+def test_step_through_a_whole_lesson(browser, tiny_app_url, artifacts, course):
+    lesson = course[0]
+    n = len(lesson.steps)
+    context = browser.new_context(viewport=VIEWPORT, color_scheme="light", device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{tiny_app_url}/lessons")
+        page.get_by_text(lesson.title).first.wait_for()
+        page.locator(f".st-key-open_{lesson.id} button").click()
+        wait_for_step(page, 1, n)
+        page.locator(".js-plotly-plot").filter(has_text="Device KV pool").first.wait_for()
+        for k in range(2, n + 1):
+            move(page, k, n, key="ArrowRight" if k % 2 == 0 else None)  # keyboard and button, alternately
+            page.get_by_role("heading", name=lesson.steps[k - 1].title).first.wait_for()
+            assert re.search(rf"[?&]step={k}\b", page.url) and f"lesson={lesson.id}" in page.url
+            assert not page.get_by_test_id("stException").count()
+            assert not page.get_by_text("✗").count(), f"a failed check at step {k}"
+        if n > 1:  # Back shows the earlier step, then forward again
+            move(page, n - 1, n, key="ArrowLeft")
+            move(page, n, n, key="ArrowRight")
+        page.get_by_text("End of the lesson").first.wait_for()
+        wait_idle(page)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(artifacts / f"lesson-{lesson.id}-last-step.png"))
+        assert not page.get_by_test_id("stException").count()
+    finally:
+        context.close()

@@ -1,0 +1,90 @@
+"""Sweep figures on hand-made frames: panels, measured vs modelled styling, per-KiB costs, device labels."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pykv.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS
+from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure, template
+from pykv.viz.sweep_charts import MODE_COLORS
+
+
+def runs(axis="num_gpu_blocks") -> pd.DataFrame:
+    rows = [dict.fromkeys(RUN_COLUMNS, 0) | {"mode": mode, "axis": axis, "value": value, "wall_s": 1.0 + i,
+                                              "tokens_per_s": 100.0 - i, "preemptions": 4 - i, "device": "cpu"}
+            for mode in ("recompute", "swap") for i, value in enumerate((48, 32, 16))]
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def preemption(mode, seq_len, measured_s, num_bytes, block_size=16, gen5=None) -> dict:
+    swap = mode.startswith("swap")
+    return dict.fromkeys(PREEMPTION_COLUMNS) | {
+        "mode": mode, "preemption_mode": "swap" if swap else "recompute", "block_size": block_size,
+        "seq_len": seq_len, "num_bytes": num_bytes, "measured_s": measured_s, "device": "cpu",
+        "modelled_pcie_gen5_s": gen5 if swap else None, "modelled_pcie_gen4_s": 2 * gen5 if swap else None,
+    }
+
+
+@pytest.fixture
+def costs() -> pd.DataFrame:
+    rows = [preemption("recompute", 40, 2e-3, 4096, 4), preemption("recompute", 80, 4e-3, 8192, 16),
+            preemption("swap", 40, 1e-4, 4096, 4, gen5=3e-5), preemption("swap", 80, 1e-4, 8192, 16, gen5=4e-5),
+            preemption("swap", 80, 3e-4, 8192, 16, gen5=6e-5)]
+    return pd.DataFrame(rows, columns=PREEMPTION_COLUMNS)
+
+
+def test_runs_figure_has_three_panels_one_legend_entry_per_mode_and_names_the_device():
+    fig = runs_figure(runs())
+    assert [t.name for t in fig.data if t.showlegend] == ["recompute", "swap"]
+    assert {t.yaxis for t in fig.data} == {"y", "y2", "y3"}
+    first = fig.data[0]
+    assert list(first.x) == [16, 32, 48] and list(first.y) == [3.0, 2.0, 1.0]  # sorted by the swept value
+    assert first.line.color == MODE_COLORS["recompute"]
+    assert "pool shrinks" in fig.layout.title.text and "Measured on cpu" in fig.layout.title.subtitle.text
+
+
+def test_max_num_seqs_runs_mark_what_the_pool_carries():
+    fig = runs_figure(runs("max_num_seqs"), capacity=32)
+    assert "max_num_seqs" in fig.layout.title.text and fig.layout.xaxis.title.text == "max_num_seqs"
+    assert fig.layout.shapes[0].x0 == 32 and "carries 32 requests" in fig.layout.annotations[0].text
+
+
+def test_cost_figure_keeps_measured_and_modelled_apart(costs):
+    fig = preemption_cost_figure(costs)
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"recompute, measured", "swap, measured", "swap, modelled PCIe Gen5",
+                            "swap, modelled PCIe Gen4"}
+    for name, trace in by_name.items():
+        if "modelled" in name:
+            assert trace.line.dash in ("dash", "dot") and trace.marker.symbol == "circle-open"
+        else:
+            assert trace.mode == "markers" and trace.marker.symbol == "circle"
+    gen5 = by_name["swap, modelled PCIe Gen5"]
+    assert list(gen5.x) == [40, 80] and list(gen5.y) == pytest.approx([0.03, 0.05])  # ms, mean per length
+    subtitle = fig.layout.title.subtitle.text
+    assert "measured on cpu" in subtitle and "PCIe, not measured" in subtitle
+
+
+def test_block_size_figure_prices_both_modes_per_kib_of_kv(costs):
+    fig = block_size_cost_figure(costs)
+    by_name = {t.name: t for t in fig.data}
+    recompute, swap = by_name["recompute, measured"], by_name["swap, measured"]
+    assert list(recompute.x) == [4, 16] and list(recompute.y) == pytest.approx([500.0, 500.0])  # 2 ms / 4 KiB
+    assert list(swap.y) == pytest.approx([25.0, 400 / 16])  # (0.1 + 0.3 ms) / 16 KiB at block 16
+    assert "swap, modelled PCIe Gen5" in by_name and "recompute, modelled PCIe Gen5" not in by_name
+    assert fig.layout.yaxis.type == "log" and "cpu" in fig.layout.title.subtitle.text
+
+
+def test_empty_sweeps_say_so(costs):
+    empty = costs.iloc[0:0]
+    for fig in (preemption_cost_figure(empty), block_size_cost_figure(empty)):
+        assert not fig.data and "No preemption" in fig.layout.annotations[0].text
+    assert "No runs" in runs_figure(runs().iloc[0:0]).layout.annotations[0].text
+
+
+def test_sweep_figures_use_the_project_template_in_both_themes(costs):
+    for dark in (False, True):
+        for fig in (runs_figure(runs(), dark=dark), preemption_cost_figure(costs, dark=dark),
+                    block_size_cost_figure(costs, dark=dark)):
+            assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
