@@ -137,7 +137,7 @@ def player_page(lesson: Lesson) -> None:
             for name, tokens in step_state.tokens.items():
                 with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
                     _token_diff(name, tokens)
-        live_views.render(step_state.lab, key_prefix="lesson_", split=(3, 2), grid_height=420)
+        live_views.render(step_state.lab, key_prefix="lesson_", split=(1, 1) if presenter else (3, 2), grid_height=420)
 
 
 def _wanted_step(n: int) -> int:
@@ -256,7 +256,7 @@ def _short(value) -> str:
 def check_line(check: CheckResult) -> str:
     """One Markdown list line: ✓/✗, what was checked, the actual value (and the expected one if it failed)."""
     if check.passed:
-        line = f"- ✓ {check.description} — got `{_short(check.actual)}`"
+        line = f"- :green[✓] {check.description} — got `{_short(check.actual)}`"
     elif check.error:
         line = f"- :red[✗ {check.description}] — {check.error}"
     else:

@@ -142,7 +142,7 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
     """Rows = requests holding blocks; column j = logical block j; cell text = physical block id."""
     holders = [r for r in snapshot.requests if r.block_table]
     title = "Block tables · logical block → physical block"
-    height = max(140, 70 + 24 * len(holders))
+    height = max(160, 90 + 24 * len(holders))
     if not holders:
         return _empty(title, height, dark, "no request holds blocks")
     width = max(len(r.block_table) for r in holders)
@@ -165,12 +165,13 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
     rows = [i for i, r in enumerate(holders) if changed_requests and r.request_id in changed_requests]
     return figure(
         title, height, dark, grid_traces(fills, texts, hovers, width, "block tables"), showlegend=False,
+        title_subtitle_text="columns: logical block · cells: physical block id (c = CPU pool, * = shared)",
         shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=c["outline"], width=1.5),
                      fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
         xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear", dtick=1 if width <= 24 else 4,
-                   showgrid=False, title=dict(text="logical block (c = CPU pool, * = shared)", font=dict(size=11))),
+                   showgrid=False),
         yaxis=dict(fixedrange=True, range=[len(holders) - 0.5, -0.5], automargin=True, tickmode="array", showgrid=False,
                    tickvals=list(range(len(holders))),
                    ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]),
-        margin=dict(l=4, r=4, t=60, b=4),
+        margin=dict(l=4, r=4, t=86, b=4),
     )
