@@ -4,18 +4,17 @@ the storm's shape, which says where its preemption count provably follows the po
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 import pandas as pd
 
+from pykv.completed_run import PCIE_GBPS, run_to_completion
 from pykv.config import EngineConfig
 from pykv.costs import modelled_copy_seconds
-from pykv.engine import LLMEngine
 from pykv.kv_cache_manager import cdiv
 from pykv.loader import LoadedModel, load_model
-from pykv.workload import WorkloadRunner, make_workload
+from pykv.workload import make_workload
 
 # Named modes: the engine settings each stands for.
 MODES: dict[str, dict] = {
@@ -26,7 +25,6 @@ MODES: dict[str, dict] = {
     "swap+prefix": {"preemption_mode": "swap", "enable_prefix_caching": True, "swap_copy": "batched"},
 }
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
-PCIE_GBPS = {"gen4": 25.0, "gen5": 50.0}  # x16, pinned, effective
 RUN_COLUMNS = [
     "mode", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode", "prefix_caching",
     "swap_copy", "steps", "wall_s", "output_tokens", "tokens_per_s", "preemptions", "recomputed_tokens", "recompute_s",
@@ -114,33 +112,14 @@ class SweepResult:
 
 def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str,
             value: int) -> tuple[dict, list[dict]]:
-    engine = LLMEngine(config, loaded=loaded)
-    runner = WorkloadRunner(engine, make_workload(spec.workload, seed=spec.seed, **spec.workload_args))
-    t0 = time.perf_counter()
-    runner.run()
-    wall = time.perf_counter() - t0
-    outs = [engine.outputs[rid] for rid in runner.request_ids]
-    records = engine.ledger.records
-    swaps = [r for r in records if r.mode == "swap"]
-
-    def modelled(gbps: float) -> float:
-        overhead = config.pcie_copy_overhead_us
-        return sum(modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, overhead) * (2 if r.swap_in_s else 1)
-                   for r in swaps)
-
-    ttft = pd.Series([o.ttft_s for o in outs if o.ttft_s is not None], dtype=float)
-    tpot = pd.Series([o.tpot_s for o in outs if o.tpot_s is not None], dtype=float)
-    output_tokens = sum(len(o.output_token_ids) for o in outs)
+    run = run_to_completion(config, make_workload(spec.workload, seed=spec.seed, **spec.workload_args), loaded)
+    records = run.engine.ledger.records
+    ttft = pd.Series([o.ttft_s for o in run.outputs if o.ttft_s is not None], dtype=float)
+    tpot = pd.Series([o.tpot_s for o in run.outputs if o.tpot_s is not None], dtype=float)
     row = {
         "mode": mode, "axis": spec.axis, "value": value, "num_gpu_blocks": config.num_gpu_blocks,
         "block_size": config.block_size, "max_num_seqs": config.max_num_seqs, "preemption_mode": config.preemption_mode,
-        "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy, "steps": engine.step_count,
-        "wall_s": wall, "output_tokens": output_tokens, "tokens_per_s": output_tokens / wall,
-        "preemptions": len(records), "recomputed_tokens": sum(r.recomputed_tokens for r in records),
-        "recompute_s": sum(r.recompute_s for r in records), "swapped_bytes": sum(r.num_bytes for r in swaps),
-        "swap_s": sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in swaps),
-        "swap_copies": sum((r.swap_copies or 0) * (2 if r.swap_in_s else 1) for r in swaps),
-        "modelled_pcie_gen4_s": modelled(PCIE_GBPS["gen4"]), "modelled_pcie_gen5_s": modelled(PCIE_GBPS["gen5"]),
+        "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy, **run.totals(),
         "ttft_p50_s": ttft.quantile(0.5), "ttft_p95_s": ttft.quantile(0.95),
         "tpot_p50_s": tpot.quantile(0.5), "tpot_p95_s": tpot.quantile(0.95), "device": config.device,
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pykv.lessons import LessonError, load_course, load_lesson
+from pykv.lessons.loader import read_course
 from pykv.lessons.schema import AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize, ValueOf
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
@@ -126,6 +127,18 @@ def test_the_course_loads_in_file_order_and_refuses_a_repeated_id(tmp_path):
     with pytest.raises(LessonError, match=r"03-c\.md: id: 'small' is already the id of .*01-a\.md"):
         load_course(tmp_path)
     assert load_course(tmp_path / "nothing-here") == []
+
+
+def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
+    write(tmp_path, name="01-a.md")
+    broken = FRONT.replace("id: small", "id: second").replace("block_size: 4", "block_size: 0")
+    write(tmp_path, name="02-b.md", front=broken)
+    write(tmp_path, name="03-c.md")
+    write(tmp_path, name="04-d.md", front=FRONT.replace("id: small", "id: fourth"))
+    lessons, problems = read_course(tmp_path)
+    assert [lesson.id for lesson in lessons] == ["small", "fourth"]
+    assert [Path(e.path).name for e in problems] == ["02-b.md", "03-c.md"]
+    assert [e.field for e in problems] == ["config.block_size", "id"]
 
 
 # ---- malformed files: each names the file and the field ------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import yaml
 from pydantic import ValidationError
@@ -227,15 +227,31 @@ def lesson_files(directory: Path | str | None = None) -> list[Path]:
     return sorted(Path(directory or COURSE_DIR).glob(COURSE_GLOB))
 
 
-def load_course(directory: Path | str | None = None) -> list[Lesson]:
-    """Every ``NN-*.md`` lesson of ``directory`` (the repo's ``lessons/`` by default), in file order;
-    LessonError on the first malformed one, or on an id used twice."""
+def read_course(directory: Path | str | None = None,
+                load: Callable[[Path], Lesson] = load_lesson) -> tuple[list[Lesson], list[LessonError]]:
+    """Every ``NN-*.md`` lesson of ``directory`` (the repo's ``lessons/`` by default) that loads, in
+    file order, and one LessonError per file that does not (malformed, unreadable, or an id already
+    taken), so a course list can show the rest. ``load`` reads one file (the app passes a cached one)."""
     lessons: list[Lesson] = []
+    problems: list[LessonError] = []
     for path in lesson_files(directory):
-        lesson = load_lesson(path)
+        try:
+            lesson = load(path)
+        except LessonError as e:
+            problems.append(e)
+            continue
         twin = next((other for other in lessons if other.id == lesson.id), None)
         if twin is not None:
-            raise LessonError(display_path(path), "id", f"{lesson.id!r} is already the id of "
-                                                        f"{display_path(twin.path)}; ids must be unique in the course")
+            problems.append(LessonError(display_path(path), "id", f"{lesson.id!r} is already the id of "
+                                        f"{display_path(twin.path)}; ids must be unique in the course"))
+            continue
         lessons.append(lesson)
+    return lessons, problems
+
+
+def load_course(directory: Path | str | None = None) -> list[Lesson]:
+    """Every lesson of the course, in file order; LessonError on the first file that does not load."""
+    lessons, problems = read_course(directory)
+    if problems:
+        raise problems[0]
     return lessons

@@ -17,9 +17,9 @@ from typing import Optional
 
 import streamlit as st
 
-from pykv.lessons import CheckResult, Lesson, LessonError, LessonPlayer, StepState, TokenDiff, load_lesson
+from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff, load_lesson
 from pykv.lessons.checks import format_value
-from pykv.lessons.loader import lesson_files
+from pykv.lessons.loader import read_course
 from pykv.ui import live_views, state
 from pykv.viz.token_diff import token_diff_figure
 
@@ -57,21 +57,16 @@ def render() -> None:
 
 def course() -> tuple[list[Lesson], list[str]]:
     """Every lessons/NN-*.md that loads, in order, and a message per file that does not."""
-    lessons, problems = [], []
-    for path in lesson_files(LESSONS_DIR):
-        try:
-            lesson = _load(str(path), path.stat().st_mtime_ns)
-        except LessonError as e:  # "<file>: <field>: <problem>"
-            problems.append(str(e))
-            continue
-        except OSError as e:  # removed or unreadable since the listing
-            problems.append(f"{path.name}: {e}")
-            continue
-        if any(other.id == lesson.id for other in lessons):
-            problems.append(f"{path.name}: id: {lesson.id!r} is already the id of another lesson; ids must be unique")
-            continue
-        lessons.append(lesson)
-    return lessons, problems
+    lessons, problems = read_course(LESSONS_DIR, load=_load_current)
+    return lessons, [str(e) for e in problems]  # "<file>: <field>: <problem>"
+
+
+def _load_current(path: Path) -> Lesson:
+    try:
+        version = path.stat().st_mtime_ns
+    except OSError:  # removed since the listing: load_lesson says so
+        return load_lesson(path)
+    return _load(str(path), version)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
