@@ -18,9 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kernels  # noqa: E402,F401  (switches the interpreter on without CUDA, before triton is imported)
 import torch  # noqa: E402
-import triton.testing  # noqa: E402
 
 from kernels import reference  # noqa: E402
 from kernels.launch_utils import bench_ms  # noqa: E402
@@ -28,6 +26,11 @@ from kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: 
 from kernels.paged_prefill import paged_prefill_attention  # noqa: E402
 from kernels.store_kv import store_kv  # noqa: E402
 from kernels.testing import make_paged_case  # noqa: E402
+
+# Not `import triton.testing` (isort would hoist it above the kernels): triton comes through
+# kernels.triton_utils, which switches the interpreter on without CUDA first; `triton.testing` is
+# imported by `import triton` itself.
+from kernels.triton_utils import triton  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pykv import EngineConfig, LLMEngine, default_model_path  # noqa: E402
+from pykv.runtime import configure_torch_threads  # noqa: E402
 from pykv.snapshot import diff_snapshots  # noqa: E402
-from pykv.ui.lab import configure_torch_threads  # noqa: E402
-from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, narrate, preemptions_frame,  # noqa: E402
-                      queues_figure, requests_frame)
-from pykv.workload import WorkloadRunner, make_workload  # noqa: E402
+from pykv.viz import (  # noqa: E402
+    block_grid_figure,
+    block_tables_figure,
+    metrics_strip,
+    narrate,
+    preemptions_frame,
+    queues_figure,
+    requests_frame,
+)
+from pykv.workload import make_workload  # noqa: E402
+from pykv.workload_runner import WorkloadRunner  # noqa: E402
 
 
 def pick_model(arg: str | None) -> str:
@@ -119,7 +127,8 @@ def cold_start(model: str, timeout_s: float = 120.0) -> dict:
             proc.terminate()
             proc.wait(timeout=10)
             browser.close()
-    return {"how": "streamlit run + headless Chromium", "server_ready_s": t_server - t0, "first_render_s": t_render - t0}
+    return {"how": "streamlit run + headless Chromium", "server_ready_s": t_server - t0,
+            "first_render_s": t_render - t0}
 
 
 def cold_start_apptest(model: str) -> dict:
@@ -129,8 +138,8 @@ def cold_start_apptest(model: str) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], env=os.environ | {"PYKV_MODEL": model}, capture_output=True,
                          text=True, check=True)
-    return {"how": "AppTest first run in a fresh process (no Chromium here)", "first_render_s": time.perf_counter() - t0,
-            "in_process_s": float(out.stdout.strip().splitlines()[-1])}
+    return {"how": "AppTest first run in a fresh process (no Chromium here)",
+            "first_render_s": time.perf_counter() - t0, "in_process_s": float(out.stdout.strip().splitlines()[-1])}
 
 
 def main() -> None:
@@ -155,8 +164,8 @@ def main() -> None:
     print(f"step + snapshot + figures, {s['blocks']} blocks / {s['requests']} requests, {s['steps']} steps on "
           f"{s['device']} ({s['backend']} attention, {s['preemptions']} preemptions):")
     print(f"  median {s['median_ms']:.1f} ms (p90 {s['p90_ms']:.1f} ms; goal <= 150 ms) = engine step "
-          f"{s['median_engine_step_ms']:.1f} + snapshot {s['median_snapshot_ms']:.1f} + views {s['median_views_ms']:.1f} ms"
-          f" (figure JSON {s['figure_json_kib']:.0f} KiB)")
+          f"{s['median_engine_step_ms']:.1f} + snapshot {s['median_snapshot_ms']:.1f} + views "
+          f"{s['median_views_ms']:.1f} ms (figure JSON {s['figure_json_kib']:.0f} KiB)")
     if "cold_start" in result:
         c = result["cold_start"]
         print(f"cold start to first render ({c['how']}): {c['first_render_s']:.1f} s (goal <= 10 s)"

@@ -43,11 +43,12 @@ def make_requests(loaded, n: int, seed: int) -> list[tuple[list[int], int]]:
 def bench_pykv(model: str, requests, max_num_seqs: int) -> tuple[float, int]:
     need = sum(len(p) + o for p, o in requests)
     cfg = EngineConfig(model=model, num_gpu_blocks=need // 16 + len(requests) + 1, block_size=16,
-                       max_num_seqs=max_num_seqs, max_num_batched_tokens=2048, history_size=0)  # no UI snapshots
+                       max_num_seqs=max_num_seqs, max_num_batched_tokens=2048)
     engine = LLMEngine(cfg)
     engine.generate([requests[0][0]], SamplingParams(max_tokens=4))  # warm-up
     t0 = time.perf_counter()
-    outs = engine.generate([p for p, _ in requests], [SamplingParams(max_tokens=o, ignore_eos=True) for _, o in requests])
+    outs = engine.generate([p for p, _ in requests],
+                           [SamplingParams(max_tokens=o, ignore_eos=True) for _, o in requests])
     return time.perf_counter() - t0, sum(len(o.output_token_ids) for o in outs)
 
 

@@ -9,7 +9,7 @@ modelled PCIe swap becomes cheaper than a modelled GPU re-prefill.
 2. Modelled (not measured; every assumption printed): for a victim of L tokens,
    recompute(L) = (2 * P * L + 2 * layers * q_heads * head_dim * L^2) / F   (weights' matmuls + causal
    attention, in a batch that is compute-bound at F FLOP/s), and
-   swap(L) = out + in, each = bytes(L) / B + copies * overhead, as ``pykv.costs.modelled_copy_seconds``
+   swap(L) = out + in, each = bytes(L) / B + copies * overhead, as ``pykv.pcie.modelled_copy_seconds``
    prices the app's swaps (bytes in whole blocks; "batched" = 1 copy each way, "per-block" = one per
    block per layer per K/V). The crossover is the shortest victim for which swap is cheaper.
 """
@@ -25,13 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykv import EngineConfig  # noqa: E402
-from pykv.costs import modelled_copy_seconds  # noqa: E402
-from pykv.sweep import PCIE_GBPS  # noqa: E402
+from pykv.pcie import PCIE_COPY_OVERHEAD_US, PCIE_GBPS, modelled_copy_seconds  # noqa: E402
 
 GPU_FLOPS = 989e12 * 0.5  # assumed: H100 SXM dense bf16 peak, at 50% utilisation for a prefill batch
 BLOCK = 16
-OVERHEAD_US = EngineConfig().pcie_copy_overhead_us  # per copy issued, the app's default
+OVERHEAD_US = PCIE_COPY_OVERHEAD_US  # per copy issued, the app's default
 LENGTHS = (16, 64, 256, 1024, 4096)
 
 
@@ -98,8 +96,8 @@ def modelled() -> None:
 
 def measured() -> None:
     from pykv.loader import load_model
+    from pykv.runtime import configure_torch_threads
     from pykv.sweep import SweepSpec, run_sweep
-    from pykv.ui.lab import configure_torch_threads
 
     configure_torch_threads()
     logging.getLogger("pykv").setLevel(logging.ERROR)

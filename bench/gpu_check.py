@@ -95,7 +95,7 @@ def copy_bandwidth(out: Report) -> float:
     ms = do_bench(lambda: dst.copy_(src))
     bw = gbps(2 * n, ms)
     out(f"BW* = {bw:.0f} GB/s  (device copy of {n / 2**30:g} GiB: read + written in {ms:.3f} ms)")
-    del src, dst
+    src = dst = None  # free the 4 GiB before the next measurement
     if DEVICE == "cuda":
         torch.cuda.empty_cache()
     return bw
@@ -218,7 +218,8 @@ def store(out: Report, bw_star: float) -> None:
         for name, fn in (("triton", store_kv), ("torch index_copy_", reference.store_kv)):
             ms = do_bench(lambda fn=fn: fn(*args))
             bw = gbps(moved, ms)
-            out(f"  store {tokens:6d} tokens {name:18s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  {100 * bw / bw_star:5.1f}% of BW*")
+            out(f"  store {tokens:6d} tokens {name:18s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  "
+                f"{100 * bw / bw_star:5.1f}% of BW*")
 
 
 def host_copies(out: Report) -> None:
@@ -251,7 +252,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("bench/gpu_check.py needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False).\n"
               "Run it on a CUDA machine. Without one, check the kernels through Triton's interpreter with\n"
-              "`python -m pytest tests/test_kernels_*.py` and `python bench/bench_kernels.py --quick`.", file=sys.stderr)
+              "`python -m pytest tests/test_kernels_*.py` and `python bench/bench_kernels.py --quick`.",
+              file=sys.stderr)
         return 2
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("TRITON_INTERPRET is set: unset it so the kernels compile for the GPU.", file=sys.stderr)

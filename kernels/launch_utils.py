@@ -1,13 +1,29 @@
-"""Checks and small helpers shared by the kernel launchers (torch only: importing this never imports triton)."""
+"""Checks and small helpers shared by the kernel launchers, and the door into Triton's interpreter.
+
+Torch only: importing this never imports triton.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable
 
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def use_interpreter_without_cuda() -> None:
+    """The door into Triton: on a machine without CUDA, have ``@triton.jit`` build interpreted kernels.
+
+    Sets ``TRITON_INTERPRET=1`` unless the user set the variable (their choice wins) or CUDA is
+    available (nothing changes). It must run before ``import triton`` (see ``kernels/__init__.py``),
+    so ``kernels.triton_utils`` calls it above its own ``import triton`` and every kernel module takes
+    ``triton`` and ``tl`` from there. Idempotent; costs an environment lookup and a CUDA query.
+    """
+    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
 
 
 def next_pow2(n: int) -> int:
@@ -24,7 +40,9 @@ def check_cache(k_cache: torch.Tensor, v_cache: torch.Tensor) -> None:
     They may be views into a bigger pool (``gpu_cache[layer, 0]``): only the innermost dim must be
     contiguous-friendly, every stride is passed to the kernels.
     """
-    assert k_cache.dim() == 4, f"k_cache must be (num_blocks, block_size, num_kv_heads, head_dim); got {tuple(k_cache.shape)}"
+    assert k_cache.dim() == 4, (
+        f"k_cache must be (num_blocks, block_size, num_kv_heads, head_dim); got {tuple(k_cache.shape)}"
+    )
     assert k_cache.shape == v_cache.shape, f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} differ"
     assert k_cache.stride() == v_cache.stride(), "k_cache and v_cache must have the same strides"
     assert k_cache.dtype == v_cache.dtype, f"k_cache is {k_cache.dtype} but v_cache is {v_cache.dtype}"

@@ -1,4 +1,4 @@
-"""Paged decode attention: one new query token per request against its whole paged context.
+r"""Paged decode attention: one new query token per request against its whole paged context.
 
 Token ``j`` of request ``s`` lives in the cache at::
 
@@ -37,11 +37,11 @@ from __future__ import annotations
 import math
 
 import torch
-import triton
-import triton.language as tl
 
 from kernels.launch_utils import check_attention_inputs, next_pow2
-from kernels.triton_utils import dot_operand, native_dot, interpreted
+
+# triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
+from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
 
 
 @triton.jit
@@ -147,7 +147,8 @@ def paged_decode_reduce_kernel(
     part = (seq * num_heads + head) * NUM_SPLITS + offs_s  # (BLOCK_S,)
     lse = tl.load(part_lse_ptr + part, mask=mask_s, other=float("-inf"))
     w = tl.exp2(lse - tl.max(lse, 0))  # (BLOCK_S,), 0 for empty and padded splits
-    o = tl.load(part_out_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_s[:, None] & mask_d[None, :], other=0.0)
+    o_mask = mask_s[:, None] & mask_d[None, :]
+    o = tl.load(part_out_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], mask=o_mask, other=0.0)  # (BLOCK_S, BLOCK_D)
     result = tl.sum(w[:, None] * o, 0) / tl.sum(w, 0)  # (BLOCK_D,)
     out = out_ptr + seq * stride_os + head * stride_oh + offs_d * stride_od
     tl.store(out, result.to(out_ptr.dtype.element_ty), mask=mask_d)
@@ -185,7 +186,9 @@ def launch_decode(
     host without reading ``seq_lens`` back from the device).
     """
     num_seqs, group = check_attention_inputs(query, k_cache, v_cache, block_tables, seq_lens)
-    assert query.shape[0] == num_seqs, f"decode wants one query row per request: {query.shape[0]} rows, {num_seqs} requests"
+    assert query.shape[0] == num_seqs, (
+        f"decode wants one query row per request: {query.shape[0]} rows, {num_seqs} requests"
+    )
     _, block_size, num_kv_heads, head_dim = k_cache.shape
     num_heads = query.shape[1]
     out = torch.empty_like(query)
@@ -220,25 +223,21 @@ def launch_decode(
 
 if __name__ == "__main__":
     from kernels import reference
-    from kernels.launch_utils import bench_ms, default_device
+    from kernels.harness import KernelCase, Target, run_main
     from kernels.testing import make_paged_case
 
-    device = default_device()
-    if device == "cpu":
-        torch.set_num_threads(1)  # tiny shapes: threads only add noise to the torch timings
-    big = device == "cuda"
-    dtype = torch.bfloat16 if big else torch.float32
-    shape = dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096) if big else dict(
-        num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=32, block_size=5, max_len=40)
-    case = make_paged_case(**shape, dtype=dtype, device=device, decode=True, seed=0)
-    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.scale)
-    want = reference.paged_decode_attention(*args)
-    for splits in (1, 3):
-        got = launch_decode(*args, num_splits=splits)
-        err = (got.float() - want.float()).abs().max().item()
-        print(f"num_splits={splits}: max |triton - torch| = {err:.2e}")
-        assert err < (2e-2 if big else 1e-5), "paged decode does not match the reference"
-    kv_bytes = 2 * case.seq_lens.sum().item() * shape["num_kv_heads"] * shape["head_dim"] * case.k_cache.element_size()
-    for name, fn in (("triton", paged_decode_attention), ("torch", reference.paged_decode_attention)):
-        ms = bench_ms(lambda fn=fn: fn(*args), device)
-        print(f"{name:>7}: {ms * 1e3:10.1f} us  {kv_bytes / ms / 1e6:9.3g} GB/s of K/V read")
+    def decode_case(t: Target) -> KernelCase:
+        shape = t.pick(dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096),
+                       dict(num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=32, block_size=5, max_len=40))
+        c = make_paged_case(**shape, dtype=t.dtype, device=t.device, decode=True, seed=0)
+        args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
+        kv_bytes = 2 * c.seq_lens.sum().item() * shape["num_kv_heads"] * shape["head_dim"] * c.k_cache.element_size()
+        shapes = f"{shape['num_seqs']} requests of up to {shape['max_len']} tokens, block_size {shape['block_size']}"
+        return KernelCase(
+            "paged_decode", shapes,
+            lambda: paged_decode_attention(*args), lambda: reference.paged_decode_attention(*args),
+            tol=t.pick(2e-2, 1e-5), work=kv_bytes / 1e9, unit="GB/s of K/V read",
+            checks={f"num_splits={n}": lambda n=n: launch_decode(*args, num_splits=n) for n in (1, 3)},
+        )
+
+    run_main(decode_case)

@@ -36,11 +36,11 @@ from __future__ import annotations
 import math
 
 import torch
-import triton
-import triton.language as tl
 
 from kernels.launch_utils import check_attention_inputs, next_pow2
-from kernels.triton_utils import dot_operand, interpreted, native_dot
+
+# triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
+from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
 
 
 @triton.jit
@@ -198,25 +198,20 @@ def launch_prefill(
 
 if __name__ == "__main__":
     from kernels import reference
-    from kernels.launch_utils import bench_ms, default_device
+    from kernels.harness import KernelCase, Target, run_main
     from kernels.testing import make_paged_case
 
-    device = default_device()
-    if device == "cpu":
-        torch.set_num_threads(1)  # tiny shapes: threads only add noise to the torch timings
-    big = device == "cuda"
-    dtype = torch.bfloat16 if big else torch.float32
-    heads, kv_heads, head_dim, block_size = (32, 8, 128, 16) if big else (4, 2, 32, 5)
-    seq_lens, query_lens = ([4096], [4096]) if big else ([1, 23, 40], [1, 23, 17])
-    case = make_paged_case(heads, kv_heads, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens,
-                           dtype=dtype, device=device)
-    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc, case.scale)
-    got = paged_prefill_attention(*args)
-    want = reference.paged_prefill_attention(*args)
-    err = (got.float() - want.float()).abs().max().item()
-    print(f"max |triton - torch| = {err:.2e}")
-    assert err < (2e-2 if big else 1e-5), "paged prefill does not match the reference"
-    causal_flops = sum(4 * q * (n - q / 2) * heads * head_dim for q, n in zip(query_lens, seq_lens))
-    for name, fn in (("triton", paged_prefill_attention), ("torch", reference.paged_prefill_attention)):
-        ms = bench_ms(lambda fn=fn: fn(*args), device)
-        print(f"{name:>7}: {ms * 1e3:10.1f} us  {causal_flops / ms / 1e9:9.3g} TFLOP/s")
+    def prefill_case(t: Target) -> KernelCase:
+        heads, kv_heads, head_dim, block_size = t.pick((32, 8, 128, 16), (4, 2, 32, 5))
+        seq_lens, query_lens = t.pick(([4096], [4096]), ([1, 23, 40], [1, 23, 17]))
+        c = make_paged_case(heads, kv_heads, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens,
+                            dtype=t.dtype, device=t.device)
+        args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
+        causal_flops = sum(4 * q * (n - q / 2) * heads * head_dim for q, n in zip(query_lens, seq_lens))
+        return KernelCase(
+            "paged_prefill", f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size {block_size}",
+            lambda: paged_prefill_attention(*args), lambda: reference.paged_prefill_attention(*args),
+            tol=t.pick(2e-2, 1e-5), work=causal_flops / 1e12, unit="TFLOP/s",
+        )
+
+    run_main(prefill_case)

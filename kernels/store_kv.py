@@ -23,10 +23,11 @@ even under Triton's interpreter. Run ``python -m kernels.store_kv`` for the chec
 from __future__ import annotations
 
 import torch
-import triton
-import triton.language as tl
 
 from kernels.launch_utils import check_cache, check_float_dtype, next_pow2
+
+# triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
+from kernels.triton_utils import tl, triton
 
 
 @triton.jit
@@ -93,25 +94,22 @@ def store_kv(
 
 if __name__ == "__main__":
     from kernels import reference
-    from kernels.launch_utils import bench_ms, default_device
+    from kernels.harness import KernelCase, Target, run_main
 
-    device = default_device()
-    if device == "cpu":
-        torch.set_num_threads(1)  # tiny shapes: threads only add noise to the torch timings
-    big = device == "cuda"
-    num_blocks, block_size, kv_heads, head_dim = (4096, 16, 8, 128) if big else (16, 5, 2, 32)
-    num_tokens = 8192 if big else 19
-    dtype = torch.bfloat16 if big else torch.float32
-    cache = torch.full((2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=dtype, device=device)
-    ref_cache = cache.clone()
-    key = torch.randn(num_tokens, kv_heads, head_dim, dtype=dtype, device=device)
-    value = torch.randn_like(key)
-    slots = torch.randperm(num_blocks * block_size, device=device)[:num_tokens]
-    store_kv(key, value, cache[0], cache[1], slots)
-    reference.store_kv(key, value, ref_cache[0], ref_cache[1], slots)
-    assert torch.equal(cache.nan_to_num(7.0), ref_cache.nan_to_num(7.0)), "store_kv does not match the reference"
-    print(f"store_kv matches the reference on {device} ({dtype}, {num_tokens} tokens, block_size {block_size})")
-    moved = 2 * 2 * key.numel() * key.element_size()  # read K and V, write K and V
-    for name, fn in (("triton", store_kv), ("torch", reference.store_kv)):
-        ms = bench_ms(lambda fn=fn: fn(key, value, cache[0], cache[1], slots), device)
-        print(f"{name:>7}: {ms * 1e3:9.1f} us  {moved / ms / 1e6:9.3g} GB/s")
+    def store_case(t: Target) -> KernelCase:
+        num_blocks, block_size, kv_heads, head_dim = t.pick((4096, 16, 8, 128), (16, 5, 2, 32))
+        num_tokens = t.pick(8192, 19)
+        key = torch.randn(num_tokens, kv_heads, head_dim, dtype=t.dtype, device=t.device)
+        value = torch.randn_like(key)
+        slots = torch.randperm(num_blocks * block_size, device=t.device)[:num_tokens]
+        caches = torch.full((2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=t.dtype,
+                            device=t.device)  # (implementation, K/V, ...): untouched slots stay NaN
+
+        def into(store, cache):  # run one implementation into its own K/V cache pair; compare the caches
+            return lambda: (store(key, value, cache[0], cache[1], slots), cache)[1]
+
+        moved = 2 * 2 * key.numel() * key.element_size()  # read K and V, write K and V
+        return KernelCase("store_kv", f"{num_tokens} tokens, block_size {block_size}", into(store_kv, caches[0]),
+                          into(reference.store_kv, caches[1]), tol=0.0, work=moved / 1e9, unit="GB/s")
+
+    run_main(store_case)

@@ -1,7 +1,8 @@
 """The three Triton launchers that make up the engine's ``"triton"`` attention backend.
 
-Importing this imports ``triton`` (an ``ImportError`` where it is not installed) and defines the
-kernels, compiled for CUDA or interpreted on CPU as ``kernels/__init__.py`` decided.
+Importing this imports ``triton`` (an ``ImportError`` where it is not installed) through
+``kernels.triton_utils``, which first switches the interpreter on where there is no CUDA, and defines
+the kernels: compiled for CUDA, or interpreted on CPU.
 """
 
 from __future__ import annotations

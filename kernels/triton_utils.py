@@ -1,14 +1,26 @@
-"""Small ``@triton.jit`` helpers shared by the kernels, and how the kernels run in this process.
+"""The kernels' way into Triton: ``triton`` and ``tl`` (imported only after the interpreter switch),
+small ``@triton.jit`` helpers shared by the kernels, and how the kernels run in this process.
 
-Import this only through the ``kernels`` package (whose ``__init__`` decides interpreter or not).
+Every kernel module takes ``triton`` and ``tl`` from here (``from kernels.triton_utils import tl,
+triton``) instead of importing triton itself, so the switch below always runs first.
 """
 
 from __future__ import annotations
 
 import torch
-import triton
-import triton.language as tl
-from triton.runtime.jit import JITFunction
+
+from kernels.launch_utils import use_interpreter_without_cuda
+
+# Before `import triton`: `@triton.jit` picks compiled or interpreted from TRITON_INTERPRET (older
+# Triton: once, at import), and this is the one place the kernels import triton. Switching here,
+# not when `kernels` is imported, leaves processes that never choose the Triton backend alone.
+use_interpreter_without_cuda()
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+__all__ = ["dot_operand", "interpreted", "native_dot", "tl", "triton"]
 
 
 @triton.jit

@@ -6,6 +6,7 @@ backend swaps the kernels and nothing else.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,8 +33,9 @@ def resolve_backend(name: str, device: str) -> AttentionBackend:
     ``"auto"``: Triton on CUDA (falling back to torch where Triton is not installed), torch on CPU,
     since the interpreter is ~1000x slower than eager torch.
 
-    The interpreter is switched on by ``kernels/__init__.py`` (run when this module imports
-    ``kernels.reference``, before anything imports triton) on machines without CUDA.
+    Only the ``"triton"`` choice (and ``"auto"`` on CUDA) imports triton: importing the kernels goes
+    through ``kernels.triton_utils``, which switches the interpreter on first on a machine without
+    CUDA. ``"torch"`` and ``"auto"`` on CPU leave triton unimported and the environment as it was.
     """
     if name == "torch":
         return TORCH_BACKEND
@@ -50,11 +52,9 @@ def resolve_backend(name: str, device: str) -> AttentionBackend:
 
 
 def _triton_installed() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    # find_spec, not `import triton`: an import here would come before the interpreter switch that
+    # kernels.triton_utils makes on the way into Triton.
+    return importlib.util.find_spec("triton") is not None
 
 
 def _triton_backend(device: str) -> AttentionBackend:
@@ -67,8 +67,8 @@ def _triton_backend(device: str) -> AttentionBackend:
 
     if not device.startswith("cuda") and not tb.interpreted():
         raise ValueError(
-            f"attention_backend='triton' on device={device!r} needs Triton's interpreter, but the kernels were compiled "
-            "for CUDA (TRITON_INTERPRET was not 1 when they were first imported). Start the process with "
+            f"attention_backend='triton' on device={device!r} needs Triton's interpreter, but the kernels were "
+            "compiled for CUDA (TRITON_INTERPRET was not 1 when they were first imported). Start the process with "
             "TRITON_INTERPRET=1, use device='cuda', or use attention_backend='torch'."
         )
     return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention)

@@ -6,45 +6,42 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from pykv.config import ATTENTION_BACKENDS, DTYPES, PREEMPTION_MODES, SWAP_COPIES, SWAP_FALLBACKS, EngineConfig
+from pykv.config import EngineConfig, Knob, knob_text, knobs
 from pykv.engine import LLMEngine
 from pykv.request import SamplingParams
-from pykv.workload import PRESETS, Workload, WorkloadRunner, make_workload
+from pykv.workload import PRESETS, Workload, make_workload
+from pykv.workload_runner import WorkloadRunner
 
 
-def add_engine_flags(p: argparse.ArgumentParser) -> None:
-    d = EngineConfig()
-    p.add_argument("--model", default=d.model, help="'tiny' (shipped) or a local HF Llama/Qwen2 checkpoint folder")
-    p.add_argument("--device", default=d.device, help="cpu or cuda")
-    p.add_argument("--attention-backend", default=d.attention_backend, choices=ATTENTION_BACKENDS)
-    p.add_argument("--dtype", default=d.dtype, choices=DTYPES)
-    p.add_argument("--block-size", type=int, default=d.block_size, help="tokens per KV block")
-    p.add_argument("--num-gpu-blocks", type=int, default=d.num_gpu_blocks, help="device KV pool size, in blocks")
-    p.add_argument("--gpu-memory-utilization", type=float, default=None,
-                   help="CUDA only: size the device pool from this share of GPU memory instead")
-    p.add_argument("--swap-space", type=float, default=d.swap_space, help="CPU swap pool, GiB")
-    p.add_argument("--num-cpu-blocks", type=int, default=None, help="CPU swap pool in blocks (overrides --swap-space)")
-    p.add_argument("--max-num-seqs", type=int, default=d.max_num_seqs)
-    p.add_argument("--max-num-batched-tokens", type=int, default=d.max_num_batched_tokens)
-    p.add_argument("--preemption-mode", default=d.preemption_mode, choices=PREEMPTION_MODES)
-    p.add_argument("--swap-fallback", default=d.swap_fallback, choices=SWAP_FALLBACKS)
-    p.add_argument("--swap-copy", default=d.swap_copy, choices=SWAP_COPIES)
-    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=d.enable_prefix_caching)
-    p.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=d.enable_chunked_prefill)
-    p.add_argument("--seed", type=int, default=d.seed)
+def _flag_type(spec: Knob):
+    """argparse type for a knob; an Optional one also takes "none"."""
+    base = {"int": int, "float": float, "text": str, "choice": str}[spec.kind]
+    if not spec.optional:
+        return base
+
+    def parse(text: str):
+        return None if text.lower() == "none" else base(text)
+
+    parse.__name__ = base.__name__  # argparse names the type in its error message
+    return parse
 
 
-def config_from_args(args: argparse.Namespace, **extra) -> EngineConfig:
-    return EngineConfig(
-        model=args.model, device=args.device, attention_backend=args.attention_backend, dtype=args.dtype,
-        block_size=args.block_size, num_gpu_blocks=args.num_gpu_blocks, gpu_memory_utilization=args.gpu_memory_utilization,
-        swap_space=args.swap_space, num_cpu_blocks=args.num_cpu_blocks, max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens, preemption_mode=args.preemption_mode,
-        swap_fallback=args.swap_fallback, swap_copy=args.swap_copy, enable_prefix_caching=args.enable_prefix_caching,
-        enable_chunked_prefill=args.enable_chunked_prefill, seed=args.seed, **extra,
-    )
+def add_engine_flags(p: argparse.ArgumentParser, **defaults: Any) -> None:
+    """One flag per knob exposed to the CLI (``--block-size`` for ``block_size``), from EngineConfig's
+    table: type, choices, default and help. ``defaults`` overrides a knob's default for this command."""
+    for spec in knobs("cli"):
+        flag, default = "--" + spec.name.replace("_", "-"), defaults.get(spec.name, spec.default)
+        help_text = f"{spec.help} (default: {knob_text(default)})"
+        if spec.kind == "bool":
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=spec.help)
+        else:
+            p.add_argument(flag, type=_flag_type(spec), default=default, choices=spec.choices or None, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> EngineConfig:
+    return EngineConfig(**{spec.name: getattr(args, spec.name) for spec in knobs("cli")})
 
 
 def load_workload(args: argparse.Namespace) -> Workload:
@@ -61,7 +58,7 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
         r = snap.request(rid)
         ttft = "-" if r.ttft_s is None else f"{r.ttft_s * 1e3:.1f}"
         rows.append((rid, r.status, str(r.num_prompt_tokens), str(r.num_output_tokens), str(r.num_preemptions),
-                     str(r.recomputed_tokens), f"{r.swap_bytes / 1024:.0f}", ttft))
+                     str(r.recomputed_tokens), f"{r.swapped_bytes / 1024:.0f}", ttft))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
     m = engine.metrics
@@ -71,10 +68,12 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
         f"steps: {engine.step_count}   wall: {seconds:.2f} s on {engine.config.device}   "
         f"output tokens/s: {out_tokens / max(seconds, 1e-9):.1f}",
         f"preemptions: {m.value('vllm:num_preemptions_total'):.0f}   recomputed tokens: "
-        f"{m.value('pykv:recomputed_tokens_total'):.0f} ({m.value('pykv:recompute_seconds_total') * 1e3:.1f} ms measured)   "
+        f"{m.value('pykv:recomputed_tokens_total'):.0f} "
+        f"({m.value('pykv:recompute_seconds_total') * 1e3:.1f} ms measured)   "
         f"swapped out: {m.value('pykv:swapped_out_bytes_total') / 1024:.0f} KiB "
         f"({m.value('pykv:swap_out_seconds_total') * 1e3:.2f} ms measured)",
-        f"prefix cache: {m.value('vllm:prefix_cache_hits_total'):.0f} / {m.value('vllm:prefix_cache_queries_total'):.0f} "
+        f"prefix cache: {m.value('vllm:prefix_cache_hits_total'):.0f} / "
+        f"{m.value('vllm:prefix_cache_queries_total'):.0f} "
         f"tokens hit (own after preemption: {m.value('pykv:prefix_cache_hits_own_total'):.0f}, "
         f"shared: {m.value('pykv:prefix_cache_hits_shared_total'):.0f})",
     ]
@@ -88,7 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.export_workload:
         with open(args.export_workload, "w") as f:
             f.write(workload.to_json())
-    engine = LLMEngine(config_from_args(args, log_stats_interval=args.log_stats_interval, history_size=0))
+    engine = LLMEngine(config_from_args(args))
     runner = WorkloadRunner(engine, workload)
     t0 = time.perf_counter()
     runner.run(max_steps=args.max_steps)
@@ -100,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    engine = LLMEngine(config_from_args(args, history_size=0))
+    engine = LLMEngine(config_from_args(args))
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
     (out,) = engine.generate([args.prompt], params)
     print(args.prompt + out.text)
@@ -112,8 +111,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
+    from pykv.runtime import configure_torch_threads
     from pykv.sweep import SweepSpec, parse_values, run_sweep
-    from pykv.ui.lab import configure_torch_threads
 
     axis, text = next((a, t) for a, t in (("num_gpu_blocks", args.pool_sizes), ("block_size", args.block_sizes),
                                            ("max_num_seqs", args.max_num_seqs_values)) if t is not None)
@@ -121,7 +120,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = SweepSpec(
         workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed, axis=axis,
         values=parse_values(text), modes=tuple(m.strip() for m in args.modes.split(",")),
-        base=config_from_args(args, history_size=0, log_stats_interval=10**9),
+        base=config_from_args(args),
     )
     logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
     configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
@@ -149,12 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pykv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workload, printing vLLM-style logs and a summary table")
-    add_engine_flags(run)
+    add_engine_flags(run, log_stats_interval=10)  # a run prints vLLM's periodic stats line, as vLLM does
     run.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
     run.add_argument("--num-requests", type=int, default=None, help="preset size")
     run.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
     run.add_argument("--export-workload", default=None, help="write the workload as JSON to this path")
-    run.add_argument("--log-stats-interval", type=int, default=10, help="steps between stats log lines")
     run.add_argument("--max-steps", type=int, default=100_000)
     run.set_defaults(func=cmd_run)
     sweep = sub.add_parser("sweep", help="run a workload over pool sizes (or block sizes, max_num_seqs) per mode")

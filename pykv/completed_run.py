@@ -7,13 +7,12 @@ import time
 from dataclasses import dataclass
 
 from pykv.config import EngineConfig
-from pykv.costs import modelled_copy_seconds
 from pykv.engine import LLMEngine
 from pykv.loader import LoadedModel
+from pykv.pcie import PCIE_GBPS, modelled_copy_seconds
 from pykv.request import RequestOutput
-from pykv.workload import Workload, WorkloadRunner
-
-PCIE_GBPS = {"gen4": 25.0, "gen5": 50.0}  # x16, pinned, effective
+from pykv.workload import Workload
+from pykv.workload_runner import WorkloadRunner
 
 
 @dataclass(frozen=True)

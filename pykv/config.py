@@ -1,101 +1,266 @@
-"""EngineConfig: the engine's knobs, named as vLLM names its flags, validated with messages that
-say what to change."""
+"""EngineConfig: the one table of the engine's knobs, named as vLLM names its flags.
+
+Each field says, in one place, its type (a ``Literal`` *is* the list of choices), default, bounds,
+help text and where it is exposed. The CLI flags (``pykv.cli``), the sidebar widgets and the URL
+parameters (``pykv.ui``) and the lesson ``config`` rules (``pykv.lessons``) are all derived from
+``knobs()``: add a field here and it appears everywhere its ``expose`` says, with no other edit.
+
+Validation is pydantic's (strict types: no silent ``int("3")`` or ``True`` as 1), and every error
+is a ``ConfigError``: one line that names the field and says what to change.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+import math
+import re
+import types
+import typing
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pykv.pcie import DEFAULT_PCIE_GBPS, PCIE_COPY_OVERHEAD_US
 
 PreemptionMode = Literal["recompute", "swap", "auto"]
-PREEMPTION_MODES = ("recompute", "swap", "auto")
-ATTENTION_BACKENDS = ("auto", "torch", "triton")
-DTYPES = ("float32", "float16", "bfloat16")
-SWAP_FALLBACKS = ("recompute", "abort")
-SWAP_COPIES = ("batched", "per_block")
+AttentionBackendName = Literal["auto", "torch", "triton"]
+DtypeName = Literal["float32", "float16", "bfloat16"]
+SwapFallback = Literal["recompute", "abort"]
+SwapCopy = Literal["batched", "per_block"]
+
+# Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
+EVERYWHERE = ("cli", "sidebar", "url", "lesson")
+HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
+
+
+def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
+         app_owned: bool = False, app_max: Optional[int] = None, widget: Optional[str] = None,
+         options: Optional[str] = None, **bounds) -> Any:
+    """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
+    app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
+    caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
+    slider instead of a number box; ``options`` names a list the app fills at run time."""
+    extra = {"expose": list(expose), "not_in_lessons": not_in_lessons, "app_owned": app_owned, "app_max": app_max,
+             "widget": widget, "options": options}
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot be used. ``field`` is the knob it is about (None: several)."""
+
+    def __init__(self, field: Optional[str], message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class EngineConfig(BaseModel):
+    """Everything that shapes an engine. Frozen: rebuild the engine to change it."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", allow_inf_nan=False)
+
+    model: str = knob("tiny", "'tiny' (the shipped model) or a local Hugging Face Llama/Qwen2 checkpoint folder",
+                      expose=("cli",), not_in_lessons="the model comes from the app (the shipped one by default)",
+                      app_owned=True)
+    device: str = knob("cpu", "where the model and the device KV pool live: cpu, cuda or cuda:N",
+                       expose=("cli", "sidebar", "url"), options="devices",
+                       not_in_lessons="the device comes from the app", app_owned=True)
+    attention_backend: AttentionBackendName = knob(
+        "auto", "torch = reference attention; triton = the project's kernels (on CPU through Triton's interpreter: "
+        "much slower steps, watch the step time); auto = triton on CUDA, torch on CPU",
+        expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True)
+    dtype: DtypeName = knob("float32", "weights and KV cache dtype", expose=("cli",),
+                            not_in_lessons="the dtype comes from the app", app_owned=True)
+    block_size: int = knob(16, "tokens per KV block (vLLM's default is 16)", expose=EVERYWHERE, ge=1, le=256)
+    num_gpu_blocks: int = knob(64, "physical KV blocks in the device pool; shrink it to force preemption",
+                               expose=EVERYWHERE, ge=1, app_max=512, widget="slider")
+    gpu_memory_utilization: Optional[float] = knob(
+        None, "CUDA only: size the device pool from this share of GPU memory instead of num_gpu_blocks",
+        expose=("cli",), gt=0, le=1,
+        not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine")
+    swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0)
+    num_cpu_blocks: Optional[int] = knob(
+        None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
+        "falls back to recompute", expose=EVERYWHERE, ge=0, app_max=4096)
+    max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, app_max=256)
+    max_num_batched_tokens: int = knob(256, "token budget of one step (prefill chunks + decodes)", expose=EVERYWHERE,
+                                       ge=1, app_max=8192)
+    max_model_len: Optional[int] = knob(None, "longest sequence (prompt + output) a request may reach; none = the "
+                                              "model's context length", ge=1)
+    preemption_mode: PreemptionMode = knob(
+        "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
+        "(copy its blocks to the CPU pool) or auto (vLLM V0's rule)", expose=EVERYWHERE)
+    enable_prefix_caching: bool = knob(False, "reuse full blocks whose token prefix was computed before (hash kept "
+                                              "after free)", expose=EVERYWHERE)
+    enable_chunked_prefill: bool = knob(True, "split long prompts over several steps to fit the token budget",
+                                        expose=EVERYWHERE)
+    seed: int = knob(0, "seeds sampling and the workload presets", expose=("cli",),
+                     not_in_lessons="set the lesson's seed in the front matter (seed: N); it seeds the workload and "
+                                    "the engine")
+    # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
+    swap_fallback: SwapFallback = knob("recompute", "when the CPU pool is full: recompute the victim instead, or "
+                                                    "abort it with vLLM V0's message")
+    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)")
+    swap_watermark: float = knob(0.01, "share of the device pool kept free when swapping back in", ge=0, lt=1)
+    # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
+    pcie_bandwidth_gbps: float = knob(DEFAULT_PCIE_GBPS, "modelled PCIe bandwidth for swaps, GB/s (not measured)",
+                                      gt=0)
+    pcie_copy_overhead_us: float = knob(PCIE_COPY_OVERHEAD_US, "modelled fixed cost per copy issued, µs", ge=0)
+    # Observability and safety.
+    max_preemptions_without_progress: int = knob(
+        50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1)
+    log_stats_interval: Optional[int] = knob(
+        None, "steps between vLLM-style stats log lines; none = no stats lines", ge=1)
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise _one_line(e) from None
+        _check_combination(self)
+
+    def replace(self, **changes: Any) -> "EngineConfig":
+        """A copy with some fields changed (validated like a new config)."""
+        return type(self)(**(self.model_dump() | changes))
+
+
+def _check_combination(c: EngineConfig) -> None:
+    """Rules that tie several fields together; the field named is the one to change."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", c.device):
+        raise ConfigError("device", f"device must be 'cpu' or 'cuda' (optionally 'cuda:N'), got {c.device!r}.")
+    if c.gpu_memory_utilization is not None and not c.device.startswith("cuda"):
+        raise ConfigError("gpu_memory_utilization",
+                          "gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
+    if c.preemption_mode == "swap" and c.swap_space == 0 and c.num_cpu_blocks is None:
+        raise ConfigError(
+            "preemption_mode",
+            "preemption_mode='swap' needs a CPU swap pool: set swap_space (GiB, as vLLM's --swap-space) or "
+            "num_cpu_blocks. (num_cpu_blocks=0 is allowed on purpose: every swap then falls back.)")
+
+
+def _one_line(error: ValidationError) -> ConfigError:
+    """The first problem of a pydantic error, as one line that names the field and what to change."""
+    err = error.errors()[0]
+    name = str(err["loc"][0]) if err["loc"] else None
+    value, kind, ctx = err.get("input"), err["type"], err.get("ctx", {})
+    if kind == "extra_forbidden":
+        return ConfigError(name, f"{name!r} is not an EngineConfig field; "
+                                 f"use one of {', '.join(EngineConfig.model_fields)}.")
+    spec = knob_named(name)
+    if kind == "literal_error":
+        return ConfigError(name, f"{name} must be one of {spec.choices}, got {value!r}.")
+    if kind in ("greater_than_equal", "greater_than") and spec.kind == "int" and ctx.get("ge") == 1:
+        return ConfigError(name, f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
+    if kind == "greater_than_equal" and ctx.get("ge") == 0:
+        return ConfigError(name, f"{name} cannot be negative (got {value!r}); use 0 or more.")
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return ConfigError(name, f"{name}={value!r} is out of range: it must lie in {spec.range_text()}.")
+    if kind == "finite_number":
+        return ConfigError(name, f"{name} must be a finite number, got {value!r}.")
+    what = {"int": "an integer", "float": "a number", "bool": "true or false", "text": "text", "choice": "text"}
+    optional = " or None" if spec.optional else ""
+    return ConfigError(name, f"{name} must be {what[spec.kind]}{optional}, got {value!r} ({type(value).__name__}).")
+
+
+# ---- the table, read by the CLI, the sidebar, the URL and the lesson loader ---------------------------
 
 
 @dataclass(frozen=True)
-class EngineConfig:
-    """Everything that shapes an engine. Frozen: rebuild the engine to change it.
+class Knob:
+    """One EngineConfig field as the front ends see it."""
 
-    ``model`` is ``"tiny"`` (the shipped default) or a path to a local Hugging Face
-    Llama/Qwen2-family checkpoint folder.
-    """
+    name: str
+    kind: str  # "choice" | "int" | "float" | "bool" | "text"
+    optional: bool  # None is allowed (and means what the help says)
+    default: Any
+    help: str
+    choices: tuple = ()  # for kind "choice"
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+    lt: Optional[float] = None
+    expose: tuple[str, ...] = ()
+    not_in_lessons: Optional[str] = None
+    app_owned: bool = False
+    app_max: Optional[int] = None
+    widget: Optional[str] = None
+    options: Optional[str] = None
 
-    model: str = "tiny"
-    device: str = "cpu"
-    attention_backend: str = "auto"
-    dtype: str = "float32"
-    block_size: int = 16
-    num_gpu_blocks: int = 64
-    gpu_memory_utilization: Optional[float] = None  # CUDA only: size the pool from free GPU memory instead
-    swap_space: float = 0.0
-    num_cpu_blocks: Optional[int] = None
-    max_num_seqs: int = 8
-    max_num_batched_tokens: int = 256
-    max_model_len: Optional[int] = None
-    preemption_mode: str = "recompute"
-    enable_prefix_caching: bool = False
-    enable_chunked_prefill: bool = True
-    seed: int = 0
-    # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
-    swap_fallback: str = "recompute"
-    swap_copy: str = "batched"
-    swap_watermark: float = 0.01
-    # Modelled PCIe cost of a swap, shown beside the measured one (PCIe Gen5 x16, pinned memory).
-    pcie_bandwidth_gbps: float = 50.0
-    pcie_copy_overhead_us: float = 10.0
-    # Observability and safety.
-    max_preemptions_without_progress: int = 50
-    log_stats_interval: int = 10  # steps between vLLM-style stats log lines
-    history_size: int = 64  # snapshots kept for stepping back
+    def range_text(self) -> str:
+        low = f"[{self.ge}" if self.ge is not None else (f"({self.gt}" if self.gt is not None else "(-inf")
+        high = f"{self.le}]" if self.le is not None else (f"{self.lt})" if self.lt is not None else "inf)")
+        return f"{low}, {high}"
 
-    def __post_init__(self) -> None:
-        for name in ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
-        if self.block_size > 256:
-            raise ValueError(f"block_size={self.block_size} is too large; use at most 256 tokens per block (vLLM uses 16).")
-        if self.gpu_memory_utilization is not None:
-            if not 0 < self.gpu_memory_utilization <= 1:
-                raise ValueError(f"gpu_memory_utilization is a fraction in (0, 1], got {self.gpu_memory_utilization}.")
-            if not self.device.startswith("cuda"):
-                raise ValueError("gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
-        if self.swap_space < 0:
-            raise ValueError(f"swap_space is in GiB and cannot be negative (got {self.swap_space}); use 0 for no swap pool.")
-        if self.num_cpu_blocks is not None and (not isinstance(self.num_cpu_blocks, int) or self.num_cpu_blocks < 0):
-            raise ValueError(f"num_cpu_blocks must be a non-negative integer or None, got {self.num_cpu_blocks!r}.")
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise ValueError(f"max_model_len must be positive or None, got {self.max_model_len}.")
-        if self.preemption_mode not in PREEMPTION_MODES:
-            raise ValueError(f"preemption_mode must be one of {PREEMPTION_MODES}, got {self.preemption_mode!r}.")
-        if self.swap_fallback not in SWAP_FALLBACKS:
-            raise ValueError(f"swap_fallback must be one of {SWAP_FALLBACKS}, got {self.swap_fallback!r}.")
-        if self.swap_copy not in SWAP_COPIES:
-            raise ValueError(f"swap_copy must be one of {SWAP_COPIES}, got {self.swap_copy!r}.")
-        if self.preemption_mode == "swap" and self.swap_space == 0 and self.num_cpu_blocks is None:
-            raise ValueError(
-                "preemption_mode='swap' needs a CPU swap pool: set swap_space (GiB, as vLLM's --swap-space) or "
-                "num_cpu_blocks. (num_cpu_blocks=0 is allowed on purpose: every swap then falls back.)"
-            )
-        if not 0 <= self.swap_watermark < 1:
-            raise ValueError(f"swap_watermark is a fraction of the device pool in [0, 1), got {self.swap_watermark}.")
-        if self.pcie_bandwidth_gbps <= 0 or self.pcie_copy_overhead_us < 0:
-            raise ValueError("pcie_bandwidth_gbps must be positive and pcie_copy_overhead_us non-negative.")
-        for name in ("max_preemptions_without_progress", "log_stats_interval"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
-        if self.history_size < 0:
-            raise ValueError(f"history_size must be >= 0 (0 keeps no history), got {self.history_size}.")
-        if self.attention_backend not in ATTENTION_BACKENDS:
-            raise ValueError(f"attention_backend must be one of {ATTENTION_BACKENDS}, got {self.attention_backend!r}.")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}.")
-        if not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise ValueError(f"device must be 'cpu' or 'cuda' (optionally 'cuda:N'), got {self.device!r}.")
+    @property
+    def maximum(self) -> Optional[float]:
+        """The largest value the app accepts: ``app_max`` where set, else the config's own bound."""
+        return self.app_max if self.app_max is not None else self.le
 
-    def replace(self, **changes) -> "EngineConfig":
-        """A copy with some fields changed (validated like a new config)."""
-        return dataclasses.replace(self, **changes)
+
+def _kind(annotation: Any) -> tuple[str, bool, tuple]:
+    optional = False
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional, annotation = True, args[0]
+    if typing.get_origin(annotation) is Literal:
+        return "choice", optional, typing.get_args(annotation)
+    return {int: "int", float: "float", bool: "bool", str: "text"}[annotation], optional, ()
+
+
+def _bound(info, name: str) -> Optional[float]:
+    return next((getattr(m, name) for m in info.metadata if getattr(m, name, None) is not None), None)
+
+
+def _make_knob(name: str) -> Knob:
+    info = EngineConfig.model_fields[name]
+    kind, optional, choices = _kind(info.annotation)
+    extra = info.json_schema_extra or {}
+    return Knob(name=name, kind=kind, optional=optional, default=info.default, help=info.description or "",
+                choices=choices, ge=_bound(info, "ge"), gt=_bound(info, "gt"), le=_bound(info, "le"),
+                lt=_bound(info, "lt"), expose=tuple(extra["expose"]), not_in_lessons=extra["not_in_lessons"],
+                app_owned=extra["app_owned"], app_max=extra["app_max"], widget=extra["widget"],
+                options=extra["options"])
+
+
+_KNOBS = {name: _make_knob(name) for name in EngineConfig.model_fields}
+
+
+def knobs(exposed_in: Optional[str] = None) -> list[Knob]:
+    """Every knob in table order, or those exposed in ``"cli"``, ``"sidebar"``, ``"url"`` or ``"lesson"``."""
+    return [k for k in _KNOBS.values() if exposed_in is None or exposed_in in k.expose]
+
+
+def app_owned_knobs() -> list[Knob]:
+    """What the app decides for every engine it builds (model, device, dtype, attention backend)."""
+    return [k for k in _KNOBS.values() if k.app_owned]
+
+
+def knob_named(name: str) -> Knob:
+    return _KNOBS[name]
+
+
+def parse_knob_text(spec: Knob, text: str) -> Any:
+    """A knob's value from text (a URL parameter); ValueError says what was expected."""
+    low = text.strip().lower()
+    if spec.optional and low in ("", "none"):
+        return None
+    if spec.kind == "bool":
+        if low not in ("true", "false", "1", "0"):
+            raise ValueError(f"{spec.name} must be true or false")
+        return low in ("true", "1")
+    if spec.kind == "int":
+        if not re.fullmatch(r"[0-9]{1,9}", low):
+            raise ValueError(f"{spec.name} must be a whole number")
+        return int(low)
+    if spec.kind == "float":
+        value = float(low)  # ValueError on junk
+        if not math.isfinite(value):
+            raise ValueError(f"{spec.name} must be a finite number")
+        return value
+    return text.strip()
+
+
+def knob_text(value: Any) -> str:
+    """The inverse of ``parse_knob_text``: how a value is written in a URL."""
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)

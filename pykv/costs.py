@@ -14,12 +14,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from pykv.cache_engine import CopyTiming
-from pykv.scheduler import PreemptionEvent, ScheduledChunk
-
-
-def modelled_copy_seconds(num_bytes: int, num_copies: int, bandwidth_gbps: float, overhead_us: float) -> float:
-    """A PCIe transfer modelled as bytes / bandwidth plus a fixed overhead per copy issued."""
-    return num_bytes / (bandwidth_gbps * 1e9) + num_copies * overhead_us * 1e-6
+from pykv.pcie import modelled_copy_seconds
+from pykv.scheduler import PreemptionEvent
+from pykv.step_report import PreemptionView, ScheduledChunk
 
 
 @dataclass
@@ -58,10 +55,18 @@ class PreemptionCost:
     def swap_in_bandwidth(self) -> Optional[float]:
         return self.num_bytes / self.swap_in_s if self.swap_in_s else None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {
-            "swap_out_bandwidth": self.swap_out_bandwidth, "swap_in_bandwidth": self.swap_in_bandwidth,
-        }
+    def view(self) -> PreemptionView:
+        """A frozen copy, as it stands now."""
+        return PreemptionView(**dataclasses.asdict(self), swap_out_bandwidth=self.swap_out_bandwidth,
+                              swap_in_bandwidth=self.swap_in_bandwidth)
+
+
+@dataclass(frozen=True)
+class RecomputeStats:
+    """Re-prefill work since the last hand-over (see ``CostLedger.make_recompute_stats``)."""
+
+    tokens: int
+    seconds: float
 
 
 class CostLedger:
@@ -73,6 +78,7 @@ class CostLedger:
         self.bandwidth, self.overhead = pcie_bandwidth_gbps, pcie_copy_overhead_us
         self.records: list[PreemptionCost] = []
         self.open: dict[str, PreemptionCost] = {}  # request id -> its last, unrecovered preemption
+        self._recompute_tokens, self._recompute_s = 0, 0.0  # since the last make_recompute_stats()
 
     def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionCost:
         record = PreemptionCost(
@@ -82,7 +88,8 @@ class CostLedger:
         )
         if swap_out is not None:
             record.swap_out_s, record.swap_copies = swap_out.seconds, swap_out.num_copies
-            record.modelled_pcie_out_s = modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies, self.bandwidth, self.overhead)
+            record.modelled_pcie_out_s = modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies,
+                                                               self.bandwidth, self.overhead)
         self.records.append(record)
         if event.mode != "abort":
             self.open[event.request_id] = record
@@ -91,7 +98,8 @@ class CostLedger:
     def on_swap_in(self, request_id: str, timing: CopyTiming, step: int) -> PreemptionCost:
         record = self.open.pop(request_id)
         record.swap_in_s = timing.seconds
-        record.modelled_pcie_in_s = modelled_copy_seconds(timing.num_bytes, timing.num_copies, self.bandwidth, self.overhead)
+        record.modelled_pcie_in_s = modelled_copy_seconds(timing.num_bytes, timing.num_copies,
+                                                          self.bandwidth, self.overhead)
         record.recovered_step, record.steps_lost = step, step - record.step
         return record
 
@@ -107,9 +115,18 @@ class CostLedger:
             redone = max(0, min(end, record.num_tokens) - chunk.start)
             record.recomputed_tokens += redone
             record.recompute_s += forward_s * redone / total
+            self._recompute_tokens += redone
+            self._recompute_s += forward_s * redone / total
             if end >= record.num_tokens:
                 record.recovered_step, record.steps_lost = step, step - record.step
                 del self.open[chunk.request_id]
+
+    def make_recompute_stats(self) -> RecomputeStats:
+        """Get (and reset) the re-prefill work charged since the last call: the metrics take deltas,
+        as vLLM's ``make_prefix_cache_stats()`` hands over prefix-cache stats."""
+        stats = RecomputeStats(self._recompute_tokens, self._recompute_s)
+        self._recompute_tokens, self._recompute_s = 0, 0.0
+        return stats
 
     def on_finished(self, request_id: str) -> None:
         self.open.pop(request_id, None)
@@ -120,6 +137,6 @@ class CostLedger:
         return {
             "recomputed_tokens": sum(r.recomputed_tokens for r in mine),
             "recompute_s": sum(r.recompute_s for r in mine),
-            "swap_bytes": sum(r.num_bytes for r in mine if r.mode == "swap"),
+            "swapped_bytes": sum(r.num_bytes for r in mine if r.mode == "swap"),
             "swap_s": sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in mine),
         }

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections import deque
 from typing import Optional, Sequence, Union
 
 import torch
@@ -17,12 +15,13 @@ from pykv.costs import CostLedger, PreemptionCost
 from pykv.kv_cache_manager import KVCacheManager
 from pykv.loader import LoadedModel, load_model
 from pykv.metrics import EngineMetrics, logger
-from pykv.model_runner import ModelRunner
-from pykv.observer import StepObserver
+from pykv.model_runner import ModelRunner, RunResult
+from pykv.observer import StepObserver, StepOutcome
 from pykv.request import Request, RequestOutput, SamplingParams
 from pykv.scheduler import Scheduler, SchedulerOutput
-from pykv.snapshot import Snapshot, StepReport
+from pykv.snapshot import Snapshot
 from pykv.snapshot_builder import build_snapshot
+from pykv.step_report import StepReport
 
 Prompt = Union[str, Sequence[int]]
 
@@ -31,6 +30,8 @@ class LLMEngine:
     """A vLLM-style engine over one paged device KV pool and one CPU swap pool.
 
     ``loaded`` lets several engines share one read-only model (the app does, across sessions).
+    The engine keeps no history: ``step()`` returns its StepReport, and whoever wants to step back
+    (the lab) keeps ``snapshot(report)`` of each step.
     """
 
     def __init__(self, config: EngineConfig, loaded: Optional[LoadedModel] = None) -> None:
@@ -39,7 +40,8 @@ class LLMEngine:
         self.config = config
         self.loaded = loaded or load_model(config.model, config.device, config.dtype)
         model_cfg = self.loaded.config
-        self.max_model_len = min(config.max_model_len or model_cfg.max_position_embeddings, model_cfg.max_position_embeddings)
+        self.max_model_len = min(config.max_model_len or model_cfg.max_position_embeddings,
+                                 model_cfg.max_position_embeddings)
         self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)
         if config.gpu_memory_utilization is not None:
             config = config.replace(num_gpu_blocks=self._blocks_from_gpu_memory(config))
@@ -54,12 +56,12 @@ class LLMEngine:
                                  config.device, config.swap_copy)
         self.backend = resolve_backend(config.attention_backend, config.device)
         self.runner = ModelRunner(self.loaded, self.cache, self.kv, self.backend, config.device)
-        self.ledger = CostLedger(self.bytes_per_block, config.device, config.pcie_bandwidth_gbps, config.pcie_copy_overhead_us)
+        self.ledger = CostLedger(self.bytes_per_block, config.device, config.pcie_bandwidth_gbps,
+                                 config.pcie_copy_overhead_us)
         self.metrics = EngineMetrics()
-        self.observer = StepObserver(self)
+        self.observer = StepObserver(self.metrics, config.log_stats_interval)
         self.step_count = 0  # steps taken so far; changed by step() only
         self.outputs: dict[str, RequestOutput] = {}  # finished requests, in finishing order
-        self.history: deque[Snapshot] = deque(maxlen=config.history_size)  # snapshot after each step
         self._num_added = 0
 
     def _blocks_from_gpu_memory(self, config: EngineConfig) -> int:
@@ -68,12 +70,14 @@ class LLMEngine:
         budget = config.gpu_memory_utilization * total - (total - free)
         blocks = int(budget // self.bytes_per_block)
         if blocks < 1:
-            raise ValueError(f"gpu_memory_utilization={config.gpu_memory_utilization} leaves no room for one KV block; raise it.")
+            raise ValueError(f"gpu_memory_utilization={config.gpu_memory_utilization} leaves no room for one KV block; "
+                             "raise it.")
         return blocks
 
     # ---- requests -------------------------------------------------------------------------
 
-    def _make_request(self, prompt: Prompt, params: SamplingParams, request_id: Optional[str], offset: int = 0) -> Request:
+    def _make_request(self, prompt: Prompt, params: SamplingParams, request_id: Optional[str],
+                      offset: int = 0) -> Request:
         """Tokenize and check one prompt; ``offset`` places it among prompts queued together."""
         token_ids = self.loaded.encode(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
         if not token_ids:
@@ -82,13 +86,15 @@ class LLMEngine:
         if any(not 0 <= t < vocab for t in token_ids):
             raise ValueError(f"Prompt token ids must lie in [0, {vocab}); got {min(token_ids)}..{max(token_ids)}.")
         if len(token_ids) >= self.max_model_len:
-            raise ValueError(f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}; shorten it.")
+            raise ValueError(f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}; "
+                             "shorten it.")
         need = min(len(token_ids) + params.max_tokens - 1, self.max_model_len)
         if not self.config.enable_chunked_prefill and need > self.config.max_num_batched_tokens:
             raise ValueError(
                 f"With chunked prefill off, a request must fit in one step's budget even when re-prefilled after a "
                 f"preemption: prompt ({len(token_ids)}) + max_tokens ({params.max_tokens}) needs {need} tokens but "
-                f"max_num_batched_tokens is {self.config.max_num_batched_tokens}. Raise the budget or enable chunked prefill."
+                f"max_num_batched_tokens is {self.config.max_num_batched_tokens}. "
+                f"Raise the budget or enable chunked prefill."
             )
         index = self._num_added + offset
         request_id = str(index) if request_id is None else str(request_id)
@@ -98,14 +104,16 @@ class LLMEngine:
         if params.temperature > 0:
             seed = params.seed if params.seed is not None else self.config.seed * 1_000_003 + index
             generator = torch.Generator().manual_seed(seed)
-        return Request(request_id, token_ids, params, arrival_step=self.step_count, eos_token_ids=self.loaded.eos_token_ids,
-                       generator=generator, arrival_time=time.perf_counter())
+        return Request(request_id, token_ids, params, arrival_step=self.step_count,
+                       eos_token_ids=self.loaded.eos_token_ids, generator=generator, arrival_time=time.perf_counter())
 
-    def check_request(self, prompt: Prompt, params: Optional[SamplingParams] = None, request_id: Optional[str] = None) -> None:
+    def check_request(self, prompt: Prompt, params: Optional[SamplingParams] = None,
+                      request_id: Optional[str] = None) -> None:
         """Raise the ValueError ``add_request`` would raise, changing nothing."""
         self._make_request(prompt, params or SamplingParams(), request_id)
 
-    def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None, request_id: Optional[str] = None) -> str:
+    def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None,
+                    request_id: Optional[str] = None) -> str:
         """Queue a prompt (text or token ids); returns its request id."""
         request = self._make_request(prompt, params or SamplingParams(), request_id)
         self._num_added += 1
@@ -129,25 +137,28 @@ class LLMEngine:
         self.step_count += 1
         out = self.scheduler.schedule(self.step_count)
         preempted, swapped_in = self._copy_blocks(out)  # before the forward reuses freed device blocks
-        scheduled = {c.request_id: self.scheduler.requests[c.request_id] for c in out.chunks}
         result = self.runner.run(out, self.scheduler.requests)
-        done = out.ignored + out.aborted + self.scheduler.update_from_output(out, result.sampled, self.step_count)
+        done = self.scheduler.update_from_output(out, result.sampled, self.step_count, time.perf_counter())
         self.ledger.on_forward(out.chunks, result.forward_s, self.step_count)
-        now = time.perf_counter()
-        for request_id in result.sampled:
-            if scheduled[request_id].first_token_time is None:
-                scheduled[request_id].first_token_time = now
-        finished = [self._record_finished(r) for r in done]
-        log_lines = self.observer.after_step(out, result, preempted, finished)
-        report = StepReport(
+        finished = [self._record_finished(r) for r in out.ignored + out.aborted + done]
+        log_lines = self.observer.after_step(self._outcome(out, result, preempted, swapped_in, finished))
+        return StepReport(
             step=self.step_count, scheduled=[c.request_id for c in out.chunks], chunks=out.chunks,
-            preempted=[dataclasses.replace(c) for c in preempted], swapped_in=[dataclasses.replace(c) for c in swapped_in],
+            preempted=[c.view() for c in preempted], swapped_in=[c.view() for c in swapped_in],
             finished=finished, num_batched_tokens=out.num_scheduled_tokens, forward_time_s=result.forward_s,
             step_time_s=time.perf_counter() - t0, device=self.config.device, log_lines=log_lines,
         )
-        if self.history.maxlen:
-            self.history.append(self.snapshot(report))
-        return report
+
+    def _outcome(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionCost],
+                 swapped_in: list[PreemptionCost], finished: list[RequestOutput]) -> StepOutcome:
+        sched, kv = self.scheduler, self.kv
+        return StepOutcome(
+            step=self.step_count, chunks=out.chunks, num_sampled=len(result.sampled), preempted=preempted,
+            swapped_in=swapped_in, finished=finished, recompute=self.ledger.make_recompute_stats(),
+            prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
+            num_running=len(sched.running), num_waiting=len(sched.waiting), num_swapped=len(sched.swapped),
+            gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
+        )
 
     def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionCost], list[PreemptionCost]]:
         preempted = []
@@ -179,7 +190,8 @@ class LLMEngine:
     # ---- convenience ----------------------------------------------------------------------
 
     def generate(
-        self, prompts: Union[Prompt, Sequence[Prompt]], params: Union[SamplingParams, Sequence[SamplingParams], None] = None
+        self, prompts: Union[Prompt, Sequence[Prompt]],
+        params: Union[SamplingParams, Sequence[SamplingParams], None] = None
     ) -> list[RequestOutput]:
         """Run prompts to completion; outputs in prompt order. All prompts are checked before any is queued."""
         if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
@@ -187,7 +199,8 @@ class LLMEngine:
         if params is None or isinstance(params, SamplingParams):
             params = [params or SamplingParams()] * len(prompts)
         if len(params) != len(prompts):
-            raise ValueError(f"Got {len(params)} SamplingParams for {len(prompts)} prompts; give one, or one per prompt.")
+            raise ValueError(f"Got {len(params)} SamplingParams for {len(prompts)} prompts; "
+                             "give one, or one per prompt.")
         requests = [
             self._make_request(prompt, p, f"gen-{self._num_added + i}", offset=i)
             for i, (prompt, p) in enumerate(zip(prompts, params))
@@ -202,7 +215,10 @@ class LLMEngine:
 
     def snapshot(self, report: Optional[StepReport] = None) -> Snapshot:
         """The engine's whole state now (a copy); ``report`` adds this step's events."""
-        return build_snapshot(self, report)
+        return build_snapshot(
+            step=self.step_count, device=self.config.device, bytes_per_block=self.bytes_per_block, kv=self.kv,
+            scheduler=self.scheduler, outputs=self.outputs.values(), ledger=self.ledger,
+            metrics=self.metrics.as_dict(), decode=self.loaded.decode, report=report)
 
     def check_invariants(self) -> None:
         self.scheduler.check_invariants()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from pykv.block_pool import BlockHash, BlockPool
@@ -18,6 +19,16 @@ def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> 
     return hash((parent, tuple(token_ids)))
 
 
+@dataclass(frozen=True)
+class PrefixCacheStats:
+    """Prefix-cache lookups in tokens, counted once per admission (as vLLM counts them)."""
+
+    queries: int = 0  # tokens looked up (vLLM: prefix_cache_queries)
+    hits: int = 0  # of which found cached (vLLM: prefix_cache_hits)
+    hits_own: int = 0  # hits on blocks the same request computed before a preemption
+    hits_shared: int = 0  # hits on blocks another request computed
+
+
 class KVCacheManager:
     """Maps each request's logical blocks to physical blocks of the pool.
 
@@ -32,7 +43,8 @@ class KVCacheManager:
     that the last token is always recomputed (the model must produce logits for it).
     """
 
-    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool, cpu_pool: Optional[BlockPool] = None) -> None:
+    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool,
+                 cpu_pool: Optional[BlockPool] = None) -> None:
         self.pool = pool
         self.cpu_pool = cpu_pool or BlockPool(0)  # the swap pool; no prefix caching there
         self.cpu_block_tables: dict[str, list[int]] = {}  # swapped-out request id -> CPU block ids
@@ -41,10 +53,7 @@ class KVCacheManager:
         self.block_tables: dict[str, list[int]] = {}  # request id -> physical block ids
         self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
-        self.prefix_queries = 0  # tokens looked up at admission (vLLM: prefix_cache_queries)
-        self.prefix_hits = 0  # of which found cached (vLLM: prefix_cache_hits)
-        self.prefix_hits_own = 0  # hits on blocks the same request computed before a preemption
-        self.prefix_hits_shared = 0  # hits on blocks another request computed
+        self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_admission
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -118,11 +127,17 @@ class KVCacheManager:
         hits into the request's own blocks (surviving its preemption) and other requests' blocks."""
         if not self.enable_prefix_caching:
             return
-        self.prefix_queries += request.num_tokens
-        self.prefix_hits += len(hit_blocks) * self.block_size
         own = sum(1 for b in hit_blocks if self.pool.blocks[b].computed_by == request.request_id)
-        self.prefix_hits_own += own * self.block_size
-        self.prefix_hits_shared += (len(hit_blocks) - own) * self.block_size
+        s = self.prefix_stats
+        self.prefix_stats = PrefixCacheStats(
+            queries=s.queries + request.num_tokens, hits=s.hits + len(hit_blocks) * self.block_size,
+            hits_own=s.hits_own + own * self.block_size,
+            hits_shared=s.hits_shared + (len(hit_blocks) - own) * self.block_size)
+
+    def make_prefix_cache_stats(self) -> PrefixCacheStats:
+        """Get (and reset) the prefix-cache stats since the last call (vLLM V1's hand-over of per-step deltas)."""
+        stats, self.prefix_stats = self.prefix_stats, PrefixCacheStats()
+        return stats
 
     # ---- swapping ---------------------------------------------------------------------------
 

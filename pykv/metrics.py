@@ -4,11 +4,10 @@ the vLLM-style log lines."""
 from __future__ import annotations
 
 import logging
+from typing import Optional
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-
-from pykv.costs import PreemptionCost
 
 prometheus_client.disable_created_metrics()  # as vLLM does: no *_created series
 logger = logging.getLogger("pykv")
@@ -33,15 +32,19 @@ class EngineMetrics:
             registry=r)
         self.prefix_hits_shared = Counter(
             "pykv:prefix_cache_hits_shared", "Hits on blocks another request computed (tokens).", registry=r)
-        self.recomputed_tokens = Counter("pykv:recomputed_tokens", "Tokens re-prefilled after recompute preemptions.", registry=r)
-        self.recompute_seconds = Counter("pykv:recompute_seconds", "Forward time apportioned to re-prefilled tokens.", registry=r)
+        self.recomputed_tokens = Counter(
+            "pykv:recomputed_tokens", "Tokens re-prefilled after recompute preemptions.", registry=r)
+        self.recompute_seconds = Counter(
+            "pykv:recompute_seconds", "Forward time apportioned to re-prefilled tokens.", registry=r)
         self.swap_out_bytes = Counter("pykv:swapped_out_bytes", "KV bytes copied device -> CPU.", registry=r)
         self.swap_in_bytes = Counter("pykv:swapped_in_bytes", "KV bytes copied CPU -> device.", registry=r)
         self.swap_out_seconds = Counter("pykv:swap_out_seconds", "Measured swap-out copy time.", registry=r)
         self.swap_in_seconds = Counter("pykv:swap_in_seconds", "Measured swap-in copy time.", registry=r)
         self.request_preemptions = Histogram(
-            "pykv:request_preemptions", "Preemptions per finished request.", buckets=(0, 1, 2, 4, 8, 16, 32), registry=r)
-        self.prompt_tokens = Counter("vllm:prompt_tokens", "Prefill tokens computed (re-prefills included).", registry=r)
+            "pykv:request_preemptions", "Preemptions per finished request.", buckets=(0, 1, 2, 4, 8, 16, 32),
+            registry=r)
+        self.prompt_tokens = Counter(
+            "vllm:prompt_tokens", "Prefill tokens computed (re-prefills included).", registry=r)
         self.generation_tokens = Counter("vllm:generation_tokens", "Output tokens generated.", registry=r)
 
     def value(self, name: str) -> float:
@@ -62,19 +65,19 @@ class EngineMetrics:
         return generate_latest(self.registry).decode()
 
 
-def preemption_log_line(cost: PreemptionCost, total: int) -> str:
+def preemption_log_line(request_id: str, mode: str, fallback: Optional[str], reason: Optional[str], total: int) -> str:
     """vLLM V0's preemption warning, with pykv's note on a fallback or abort."""
-    if cost.mode == "abort":
-        return (f"Sequence group {cost.request_id} is aborted: {cost.reason or 'no room to preempt it'}. "
+    if mode == "abort":
+        return (f"Sequence group {request_id} is aborted: {reason or 'no room to preempt it'}. "
                 f"total_num_cumulative_preemption={total}")
-    mode = "PreemptionMode.SWAP" if cost.mode == "swap" else "PreemptionMode.RECOMPUTE"
+    mode_name = "PreemptionMode.SWAP" if mode == "swap" else "PreemptionMode.RECOMPUTE"
     line = (
-        f"Sequence group {cost.request_id} is preempted by {mode} mode because there is not enough KV cache "
+        f"Sequence group {request_id} is preempted by {mode_name} mode because there is not enough KV cache "
         "space. This can affect the end-to-end performance. Increase gpu_memory_utilization or "
         f"tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption={total}"
     )
-    if cost.fallback == "recompute":
-        line += f' (swap_fallback="recompute": {cost.reason})'
+    if fallback == "recompute":
+        line += f' (swap_fallback="recompute": {reason})'
     return line
 
 

@@ -23,7 +23,8 @@ class RunResult:
 
 
 class ModelRunner:
-    def __init__(self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend, device: str):
+    def __init__(self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend,
+                 device: str):
         self.loaded, self.cache, self.kv, self.backend, self.device = loaded, cache, kv, backend, device
 
     def prepare(self, out: SchedulerOutput, requests: dict[str, Request]):

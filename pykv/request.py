@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 class RequestStatus(enum.Enum):
@@ -74,17 +75,16 @@ class Request:
     sampling_params: SamplingParams
     arrival_step: int = 0
     eos_token_ids: frozenset[int] = frozenset()
-    # Mutated by the scheduler only:
+    arrival_time: float = 0.0  # perf_counter() at add_request
+    # Mutated by the scheduler only (scheduling, preemption, update_from_output, abort):
     status: RequestStatus = RequestStatus.WAITING
     num_computed_tokens: int = 0
     num_preemptions: int = 0
     tokens_since_preemption: int = 0  # output tokens produced since the last preemption (livelock guard)
     preemptions_without_progress: int = 0  # consecutive preemptions with no token produced in between
-    # Mutated by the engine's postprocessing only:
     output_token_ids: list[int] = field(default_factory=list)
-    finish_message: Optional[str] = None
+    finish_message: Optional[str] = None  # why it was aborted or ignored
     first_token_step: Optional[int] = None
-    arrival_time: float = 0.0  # perf_counter() at add_request
     first_token_time: Optional[float] = None  # perf_counter() when its first token was sampled
     generator: Optional[torch.Generator] = field(default=None, repr=False)
 

@@ -10,6 +10,7 @@ from typing import Optional
 from pykv.config import EngineConfig
 from pykv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.request import Request, RequestStatus
+from pykv.step_report import ScheduledChunk
 
 SWAP_ABORT_MESSAGE = (
     "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error. "
@@ -20,17 +21,6 @@ LIVELOCK_MESSAGE = (
     "Aborted: preempted {n} times in a row without producing a token (a preemption livelock). The running "
     "requests do not fit the KV pool together: raise num_gpu_blocks or lower max_num_seqs."
 )
-
-
-@dataclass(frozen=True)
-class ScheduledChunk:
-    """``num_new_tokens`` tokens of one request run this step, starting at ``start``."""
-
-    request_id: str
-    start: int  # first token position computed this step (= num_computed_tokens before the step)
-    num_new_tokens: int
-    is_prefill: bool  # False for a single-token decode
-    num_cached_tokens: int = 0  # prefix-cache hit taken at admission this step
 
 
 @dataclass(frozen=True)
@@ -226,8 +216,9 @@ class Scheduler:
 
     # ---- after the forward pass ---------------------------------------------------------------
 
-    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int], step: int) -> list[Request]:
-        """Advance each scheduled request; append sampled tokens; return the requests that finished."""
+    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int], step: int, now: float) -> list[Request]:
+        """Advance each scheduled request; append sampled tokens (the first one stamped with ``step`` and
+        ``now``, a perf_counter() time); return the requests that finished."""
         finished = []
         for chunk in out.chunks:
             request = self.requests[chunk.request_id]
@@ -238,7 +229,7 @@ class Scheduler:
             request.output_token_ids.append(token)
             request.tokens_since_preemption += 1
             if request.first_token_step is None:
-                request.first_token_step = step
+                request.first_token_step, request.first_token_time = step, now
             status = self._stop_status(request, token)
             if status is not None:
                 self._finish(request, status)

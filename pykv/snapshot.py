@@ -1,35 +1,15 @@
-"""Snapshot and StepReport: everything the UI (or a notebook) may draw, as plain JSON-able data."""
+"""Snapshot: the engine's whole state after a step (every block, block table, queue, preemption and
+metric) as frozen, typed data; JSON only at the edge (``to_json`` / ``from_json`` round-trip exactly).
+A border type: it imports nothing from the engine."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
-from pykv.costs import PreemptionCost
-from pykv.request import RequestOutput
-from pykv.scheduler import ScheduledChunk
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """What one ``LLMEngine.step()`` did."""
-
-    step: int
-    scheduled: list[str]  # request ids run this step, in batch order
-    chunks: list[ScheduledChunk]  # per scheduled request: start, tokens, prefill or decode
-    preempted: list[PreemptionCost]  # this step's preemptions, with the swap-out copy measured
-    swapped_in: list[PreemptionCost]  # swap preemptions that ended this step, swap-in measured
-    finished: list[RequestOutput]  # finished, ignored or aborted this step
-    num_batched_tokens: int
-    forward_time_s: float  # measured forward pass, on `device`
-    step_time_s: float  # measured whole step: schedule + copies + forward + sample + update
-    device: str
-    log_lines: list[str] = field(default_factory=list)  # vLLM-style log lines this step wrote
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+from pykv.step_report import PreemptionView, StepReport
 
 
 @dataclass(frozen=True)
@@ -52,12 +32,13 @@ class RequestView:
     num_prompt_tokens: int
     num_output_tokens: int
     num_computed_tokens: int
+    output_token_ids: list[int]  # every token it has produced so far
     block_table: list[int]  # logical index -> physical block id, in the pool the request is in
     pool: Optional[str]  # "gpu", "cpu" (swapped) or None (holds no blocks)
     num_preemptions: int
     recomputed_tokens: int
     recompute_s: float
-    swap_bytes: int
+    swapped_bytes: int  # KV bytes swapped out, each swap counted once
     swap_s: float
     ttft_s: Optional[float]
     text: str
@@ -72,9 +53,9 @@ class Snapshot:
     queues: dict[str, list[str]]  # "waiting", "running", "swapped": request ids in queue order
     blocks: list[BlockView]  # the device pool, then the CPU pool
     requests: list[RequestView]  # unfinished requests, then finished ones in finishing order
-    preemptions: list[dict]  # every PreemptionCost so far, as dicts
+    preemptions: list[PreemptionView]  # every preemption so far, with its cost as known at this step
     metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
-    report: Optional[dict] = None  # the StepReport of the step that led here, as a dict
+    report: Optional[StepReport] = None  # the step that led here
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -84,6 +65,8 @@ class Snapshot:
         raw = json.loads(text)
         raw["blocks"] = [BlockView(**b) for b in raw["blocks"]]
         raw["requests"] = [RequestView(**r) for r in raw["requests"]]
+        raw["preemptions"] = [PreemptionView(**p) for p in raw["preemptions"]]
+        raw["report"] = None if raw["report"] is None else StepReport.from_dict(raw["report"])
         return cls(**raw)
 
     def block(self, pool: str, block_id: int) -> BlockView:

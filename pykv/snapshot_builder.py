@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Callable, Iterable, Optional
 
 from pykv.block_pool import BlockPool
-from pykv.request import RequestStatus
-from pykv.snapshot import BlockView, RequestView, Snapshot, StepReport
-
-if TYPE_CHECKING:
-    from pykv.engine import LLMEngine
+from pykv.costs import CostLedger
+from pykv.kv_cache_manager import KVCacheManager
+from pykv.request import RequestOutput, RequestStatus
+from pykv.scheduler import Scheduler
+from pykv.snapshot import BlockView, RequestView, Snapshot
+from pykv.step_report import StepReport
 
 
 def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list[BlockView]:
@@ -37,45 +38,47 @@ def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list
     return views
 
 
-def build_snapshot(engine: "LLMEngine", report: Optional[StepReport] = None) -> Snapshot:
-    kv, sched, ledger = engine.kv, engine.scheduler, engine.ledger
+def build_snapshot(*, step: int, device: str, bytes_per_block: int, kv: KVCacheManager, scheduler: Scheduler,
+                   outputs: Iterable[RequestOutput], ledger: CostLedger, metrics: dict[str, float],
+                   decode: Callable[[list[int]], str], report: Optional[StepReport] = None) -> Snapshot:
+    """The state now, from the engine's parts (typed; never the engine itself)."""
 
-    def view(request_id, status, prompt, output, computed, preemptions, ttft, text) -> RequestView:
+    def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text) -> RequestView:
         in_gpu, in_cpu = kv.block_tables.get(request_id), kv.cpu_block_tables.get(request_id)
         totals = ledger.totals_for(request_id)
         return RequestView(
-            request_id=request_id, status=status, num_prompt_tokens=prompt, num_output_tokens=output,
-            num_computed_tokens=computed, block_table=list(in_gpu or in_cpu or []),
+            request_id=request_id, status=status, num_prompt_tokens=prompt, num_output_tokens=len(output_ids),
+            num_computed_tokens=computed, output_token_ids=list(output_ids), block_table=list(in_gpu or in_cpu or []),
             pool="gpu" if in_gpu else ("cpu" if in_cpu else None), num_preemptions=preemptions,
             recomputed_tokens=int(totals["recomputed_tokens"]), recompute_s=totals["recompute_s"],
-            swap_bytes=int(totals["swap_bytes"]), swap_s=totals["swap_s"], ttft_s=ttft, text=text,
+            swapped_bytes=int(totals["swapped_bytes"]), swap_s=totals["swap_s"], ttft_s=ttft, text=text,
         )
 
     live = [
-        view(r.request_id, r.status.value, r.num_prompt_tokens, len(r.output_token_ids), r.num_computed_tokens,
+        view(r.request_id, r.status.value, r.num_prompt_tokens, r.output_token_ids, r.num_computed_tokens,
              r.num_preemptions, None if r.first_token_time is None else r.first_token_time - r.arrival_time,
-             engine.loaded.decode(r.output_token_ids))
-        for r in sched.requests.values()
+             decode(r.output_token_ids))
+        for r in scheduler.requests.values()
     ]
     status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished}  # "stop" -> "finished_stopped"
     done = [
-        view(o.request_id, status_of[o.finish_reason], len(o.prompt_token_ids), len(o.output_token_ids), 0,
+        view(o.request_id, status_of[o.finish_reason], len(o.prompt_token_ids), o.output_token_ids, 0,
              o.num_preemptions, o.ttft_s, o.text)
-        for o in engine.outputs.values()
+        for o in outputs
     ]
     return Snapshot(
-        step=engine.step_count,
-        device=engine.config.device,
+        step=step,
+        device=device,
         block_size=kv.block_size,
-        bytes_per_block=engine.bytes_per_block,
+        bytes_per_block=bytes_per_block,
         queues={
-            "waiting": [r.request_id for r in sched.waiting],
-            "running": [r.request_id for r in sched.running],
-            "swapped": [r.request_id for r in sched.swapped],
+            "waiting": [r.request_id for r in scheduler.waiting],
+            "running": [r.request_id for r in scheduler.running],
+            "swapped": [r.request_id for r in scheduler.swapped],
         },
         blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.cpu_block_tables, "cpu"),
         requests=live + done,
-        preemptions=[c.to_dict() for c in ledger.records],
-        metrics=engine.metrics.as_dict(),
-        report=None if report is None else report.to_dict(),
+        preemptions=[c.view() for c in ledger.records],
+        metrics=metrics,
+        report=report,
     )

@@ -9,11 +9,11 @@ from typing import Callable, Iterator, Optional
 
 import pandas as pd
 
-from pykv.completed_run import PCIE_GBPS, run_to_completion
+from pykv.completed_run import run_to_completion
 from pykv.config import EngineConfig
-from pykv.costs import modelled_copy_seconds
 from pykv.kv_cache_manager import cdiv
 from pykv.loader import LoadedModel, load_model
+from pykv.pcie import PCIE_GBPS, modelled_copy_seconds
 from pykv.workload import make_workload
 
 # Named modes: the engine settings each stands for.
@@ -64,7 +64,7 @@ class SweepSpec:
     axis: str = "num_gpu_blocks"
     values: tuple[int, ...] = (24, 32, 40, 48, 56, 64)
     modes: tuple[str, ...] = ("recompute", "swap")
-    base: EngineConfig = field(default_factory=lambda: EngineConfig(history_size=0, log_stats_interval=10**9))
+    base: EngineConfig = field(default_factory=EngineConfig)
     cpu_pool_factor: int = 4  # swap modes get a CPU pool this many times the device pool
 
     def __post_init__(self) -> None:

@@ -1,20 +1,14 @@
-"""Named, seeded workloads (burst, shared system prompt, long context, storm, spread arrivals), their
-JSON form, and a runner that feeds a workload to an engine step by step."""
+"""Named, seeded workloads (burst, shared system prompt, long context, storm, spread arrivals) and their
+JSON form. A border type: it imports nothing from the engine (``pykv.workload_runner`` feeds one to an engine)."""
 
 from __future__ import annotations
 
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from pykv.request import SamplingParams
-
-if TYPE_CHECKING:
-    from pykv.engine import LLMEngine
-    from pykv.snapshot import StepReport
 
 SNIPPETS = [
     "def parse_header(line):\n    key, _, value = line.partition(':')\n    return key.strip(), value.strip()\n",
@@ -72,7 +66,8 @@ class Workload(BaseModel):
         except json.JSONDecodeError as e:
             raise ValueError(f"{source}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}).") from None
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in e.errors())
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+                                 for err in e.errors())
             raise ValueError(f"{source}: {problems}") from None
 
     @classmethod
@@ -97,7 +92,8 @@ def burst(n: int = 8, max_tokens: int = 32, seed: int = 0) -> Workload:
 def shared_prefix(n: int = 6, max_tokens: int = 24, seed: int = 0) -> Workload:
     """One long system prompt shared by every request, each with its own short tail."""
     rng = random.Random(seed)
-    reqs = [WorkloadRequest(prompt=SYSTEM_PROMPT + _code(rng, 1), max_tokens=max_tokens, arrival_step=2 * i) for i in range(n)]
+    reqs = [WorkloadRequest(prompt=SYSTEM_PROMPT + _code(rng, 1), max_tokens=max_tokens, arrival_step=2 * i)
+            for i in range(n)]
     return Workload(name="shared_prefix", seed=seed, requests=reqs)
 
 
@@ -117,7 +113,8 @@ def storm(n: int = 12, max_tokens: int = 128, seed: int = 0) -> Workload:
     pool forces more preemptions."""
     rng = random.Random(seed)
     body = rng.choice(SNIPPETS)
-    reqs = [WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True) for i in range(n)]
+    reqs = [WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True)
+            for i in range(n)]
     return Workload(name="storm", seed=seed, requests=reqs)
 
 
@@ -137,31 +134,3 @@ def make_workload(name: str, seed: int = 0, **kwargs) -> Workload:
     if name not in PRESETS:
         raise ValueError(f"Unknown workload {name!r}; choose one of {', '.join(PRESETS)} or load a JSON file.")
     return PRESETS[name](seed=seed, **kwargs)
-
-
-class WorkloadRunner:
-    """Feeds a workload to an engine: before each step, adds the requests that have arrived."""
-
-    def __init__(self, engine: "LLMEngine", workload: Workload) -> None:
-        self.engine = engine
-        self.pending = sorted(workload.requests, key=lambda r: r.arrival_step)  # stable: file order within a step
-        self.request_ids: list[str] = []
-
-    def done(self) -> bool:
-        return not self.pending and not self.engine.has_unfinished_requests()
-
-    def step(self) -> "StepReport":
-        while self.pending and self.pending[0].arrival_step <= self.engine.step_count:
-            r = self.pending.pop(0)
-            prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
-            params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos)
-            self.request_ids.append(self.engine.add_request(prompt, params, r.request_id))
-        return self.engine.step()
-
-    def run(self, max_steps: int = 100_000, on_step: Optional[Callable[["StepReport"], None]] = None) -> list["StepReport"]:
-        reports = []
-        while not self.done() and len(reports) < max_steps:
-            reports.append(self.step())
-            if on_step is not None:
-                on_step(reports[-1])
-        return reports

@@ -55,7 +55,8 @@ def step_checked(engine: LLMEngine):
                 assert chunk.num_cached_tokens == 0
             # ... and without chunked prefill it re-prefills every token it has, in one go.
             end = chunk.start + chunk.num_new_tokens
-            assert end == waiting_tokens[chunk.request_id] if not cfg.enable_chunked_prefill else end <= waiting_tokens[chunk.request_id]
+            assert (end == waiting_tokens[chunk.request_id] if not cfg.enable_chunked_prefill
+                    else end <= waiting_tokens[chunk.request_id])
     return report
 
 

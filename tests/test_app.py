@@ -62,9 +62,9 @@ def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
 def test_valid_config_rebuilds_the_engine(app):
     ok(app.run())
     app.button(key="step").click().run()
-    app.slider(key="cfg_blocks").set_value(32)
-    app.button_group(key="cfg_mode").set_value("swap")
-    app.number_input(key="cfg_cpu_blocks").set_value(16)
+    app.slider(key="cfg_num_gpu_blocks").set_value(32)
+    app.button_group(key="cfg_preemption_mode").set_value("swap")
+    app.number_input(key="cfg_num_cpu_blocks").set_value(16)
     app.button(key=APPLY).click().run()
     ok(app)
     assert not app.error
@@ -77,7 +77,7 @@ def test_invalid_config_shows_the_engine_message_and_keeps_the_engine(app):
     ok(app.run())
     app.button(key="step").click().run()
     before = app.session_state["lab"]
-    app.button_group(key="cfg_mode").set_value("swap")  # no CPU pool: EngineConfig refuses
+    app.button_group(key="cfg_preemption_mode").set_value("swap")  # no CPU pool: EngineConfig refuses
     app.button(key=APPLY).click().run()
     ok(app)
     assert any("needs a CPU swap pool" in e.value for e in app.error)
@@ -164,3 +164,24 @@ def test_a_missing_model_is_an_error_message_not_a_traceback(tmp_path, monkeypat
     monkeypatch.setenv("PYKV_MODEL", str(tmp_path / "nowhere"))
     at = ok(AppTest.from_file(APP, default_timeout=60).run())
     assert any("is not a folder" in e.value for e in at.error)
+
+
+def test_sidebar_and_url_are_derived_from_the_config_table(app):
+    from pykv.config import knobs
+
+    app.query_params["num_cpu_blocks"] = "0"  # 0 = a CPU pool with no room, as in the API and the CLI
+    app.query_params["max_num_seqs"] = "4"
+    ok(app.run())
+    lab = app.session_state["lab"]
+    assert lab.config.num_cpu_blocks == 0 and lab.config.max_num_seqs == 4
+    for spec in knobs("sidebar"):
+        assert f"cfg_{spec.name}" in app.session_state, f"no sidebar widget for {spec.name}"
+    assert app.number_input(key="cfg_max_num_seqs").value == 4
+    assert app.query_params["num_cpu_blocks"] in ("0", ["0"])  # written back as it was read
+
+
+def test_url_beyond_the_sidebar_limits_falls_back_to_the_default(app):
+    app.query_params["num_gpu_blocks"] = "30000"  # the sidebar stops at 512
+    ok(app.run())
+    assert app.session_state["lab"].config.num_gpu_blocks == 64
+    assert any("num_gpu_blocks" in w.value for w in app.warning)

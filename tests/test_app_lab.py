@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pykv import EngineConfig
-from pykv.ui.lab import Lab
+from pykv.lab import Lab
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_replaying_to_a_step_reproduces_it(make_lab):
     assert lab.run_to_next_preemption()
     again = make_lab("storm", num_gpu_blocks=32)
     assert again.goto(lab.cursor) == lab.cursor and state(again) == state(lab)
-    assert again.view.report["preempted"][0]["request_id"] == lab.view.report["preempted"][0]["request_id"]
+    assert again.view.report.preempted[0].request_id == lab.view.report.preempted[0].request_id
 
 
 def test_manual_requests_are_logged_and_replayed(make_lab):

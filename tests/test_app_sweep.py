@@ -58,7 +58,7 @@ def test_bad_values_are_a_message_not_a_traceback(page, values, words):
 
 def test_a_stopped_sweep_shows_the_runs_it_finished(page, random_llama_path, random_llama):
     """What Cancel leaves behind: the page is stopped mid-loop, after filing a run (see sweep_page)."""
-    base = EngineConfig(model=str(random_llama_path), block_size=4, history_size=0)
+    base = EngineConfig(model=str(random_llama_path), block_size=4)
     spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), base=base)
     row, costs = next(iter_runs(spec, random_llama))
     run = SweepRun(spec, total=4, shape=None, rows=[row], costs=costs)

@@ -30,7 +30,8 @@ def _configs():
     dec = dict(GROUP=4, HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_G=16, BLOCK_N=64, BLOCK_D=128, NUM_SPLITS=1, NATIVE_DOT=True)
     pre = dict(GROUP=4, HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_Q=32, BLOCK_M=128, BLOCK_N=64, BLOCK_D=128, NATIVE_DOT=True)
     return [
-        ("store bf16 d128 bs16", store_kv_kernel, "bf16", dict(HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_T=16, BLOCK_D=128), 4),
+        ("store bf16 d128 bs16", store_kv_kernel, "bf16",
+         dict(HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_T=16, BLOCK_D=128), 4),
         ("store fp32 d16 bs13", store_kv_kernel, "fp32", dict(HEAD_DIM=16, BLOCK_SIZE=13, BLOCK_T=16, BLOCK_D=16), 4),
         ("decode bf16 d128 bs16 g4", paged_decode_kernel, "bf16", dec, 4),
         ("decode bf16 split 32", paged_decode_kernel, "bf16", {**dec, "NUM_SPLITS": 32}, 4),

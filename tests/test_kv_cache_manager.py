@@ -39,7 +39,8 @@ def test_prefix_hit_reuses_full_blocks_and_always_recomputes_last_token():
     assert kv.block_tables["b"][:2] == kv.block_tables["a"][:2]
     assert kv.block_tables["b"][2] != kv.block_tables["a"][2]
     assert kv.pool.blocks[kv.block_tables["a"][0]].ref_cnt == 2
-    assert (kv.prefix_queries, kv.prefix_hits) == (24, 8)
+    stats = kv.make_prefix_cache_stats()
+    assert (stats.queries, stats.hits) == (24, 8) and kv.make_prefix_cache_stats().queries == 0
     kv.check_invariants()
 
 

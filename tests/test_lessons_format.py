@@ -163,7 +163,7 @@ def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
     (FRONT.replace("block_size: 4", "model: gpt2"), BODY, "config.model", "comes from the app"),
     (FRONT.replace("block_size: 4", "seed: 3"), BODY, "config.seed", "front matter"),
     (FRONT.replace("block_size: 4", "enable_prefix_caching: maybe"), BODY, "config.enable_prefix_caching",
-     "must be bool"),
+     "must be true or false"),
     (FRONT, step_with("- configure: {num_gpu_blocks: -1}\n"), S + ".actions[0].configure.num_gpu_blocks",
      "positive integer"),
     (FRONT, step_with("- run: {name: r, config: {preemption_mode: swap}}\n"),
@@ -227,6 +227,12 @@ def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
      "unknown root 'reqest'"),
     (FRONT, step_with(expect="- that: request.a.colour\n  equals: red\n"), S + ".expect[0].that",
      "request field 'colour' is unknown"),
+    (FRONT, step_with(expect="- that: preemptions.0.colour\n  equals: red\n"), S + ".expect[0].that",
+     "field 'colour' is unknown"),
+    (FRONT, step_with(expect="- that: last_step.preempted.0.mode.x\n  equals: red\n"), S + ".expect[0].that",
+     "is a single value"),
+    (FRONT, step_with(expect="- that: request.a.output_token_ids.first\n  equals: 1\n"), S + ".expect[0].that",
+     "index it with a number"),
     (FRONT, step_with(expect="- that: metric.vllm:preemptions\n  equals: 1\n"), S + ".expect[0].that",
      "metric 'vllm:preemptions' is unknown"),
     (FRONT, step_with(expect="- that: pool.tpu.free\n  equals: 1\n"), S + ".expect[0].that",
@@ -271,3 +277,14 @@ def test_a_lesson_error_is_a_value_error_with_its_parts(tmp_path):
     assert isinstance(error, LessonError)
     assert error.field == S + ".actions[0].leap" and "unknown action" in error.problem
     assert error.path.endswith("01-small.md")
+
+
+def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from pykv.lessons.loader import read_course; lessons, problems = read_course(); "
+            "print(len(lessons), len(problems), 'pykv.engine' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.split() == ["12", "0", "False", "False"], out.stderr

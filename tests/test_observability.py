@@ -6,7 +6,9 @@ from rules import step_checked
 
 from pykv import SamplingParams, Snapshot
 from pykv.snapshot import diff_snapshots
-from pykv.workload import WorkloadRunner, make_workload
+from pykv.step_report import PreemptionView
+from pykv.workload import make_workload
+from pykv.workload_runner import WorkloadRunner
 
 LONG = SamplingParams(max_tokens=16, ignore_eos=True)
 
@@ -88,9 +90,11 @@ def test_same_config_and_workload_replay_the_same_steps(make_engine):
     def trace():
         engine = make_engine(num_gpu_blocks=24, preemption_mode="swap", num_cpu_blocks=64, enable_prefix_caching=True)
         reports = WorkloadRunner(engine, make_workload("storm", seed=3, n=6, max_tokens=40)).run()
-        timeless = ("swap_out_s", "swap_in_s", "recompute_s", "modelled_pcie_out_s", "modelled_pcie_in_s")
+        timeless = ("swap_out_s", "swap_in_s", "recompute_s", "modelled_pcie_out_s", "modelled_pcie_in_s",
+                    "swap_out_bandwidth", "swap_in_bandwidth")
         return [
-            (r.scheduled, r.chunks, [{k: v for k, v in dataclasses.asdict(p).items() if k not in timeless} for p in r.preempted],
+            (r.scheduled, r.chunks,
+             [{k: v for k, v in dataclasses.asdict(p).items() if k not in timeless} for p in r.preempted],
              [o.output_token_ids for o in r.finished])
             for r in reports
         ]
@@ -101,7 +105,7 @@ def test_same_config_and_workload_replay_the_same_steps(make_engine):
 
 
 def test_snapshot_round_trips_through_json_and_diffs(make_engine):
-    engine = crowded_engine(make_engine, preemption_mode="swap", num_cpu_blocks=8, history_size=5)
+    engine = crowded_engine(make_engine, preemption_mode="swap", num_cpu_blocks=8)
     before = engine.snapshot()
     report = step_checked(engine)
     after = engine.snapshot()
@@ -110,10 +114,11 @@ def test_snapshot_round_trips_through_json_and_diffs(make_engine):
     assert changed.requests == set(report.scheduled) == {"0", "1"}  # "2" waits: the pool is full
     assert {("gpu", b) for t in engine.kv.block_tables.values() for b in t} <= changed.blocks
     assert len([b for b in after.blocks if b.pool == "cpu"]) == 8
-    for _ in range(8):
-        step_checked(engine)
-    assert [s.step for s in engine.history] == [5, 6, 7, 8, 9]
-    assert engine.history[-1].report["step"] == 9
+    reports = [step_checked(engine) for _ in range(8)]
+    with_report = engine.snapshot(reports[-1])  # typed end to end; JSON only at the edge
+    assert with_report.report.step == 9 and Snapshot.from_json(with_report.to_json()) == with_report
+    assert any(r.preempted for r in reports) and all(isinstance(p, PreemptionView) for p in with_report.preemptions)
+    assert not hasattr(engine, "history")  # the engine keeps none: the lab does
 
 
 def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
@@ -125,7 +130,7 @@ def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
     snap = engine.snapshot()
     (rid,) = snap.queues["swapped"]
     view = snap.request(rid)
-    assert view.pool == "cpu" and view.status == "swapped" and view.swap_bytes > 0
+    assert view.pool == "cpu" and view.status == "swapped" and view.swapped_bytes > 0
     for logical, block_id in enumerate(view.block_table):
         block = snap.block("cpu", block_id)
         assert block.owners == [rid] and block.logical_index == [logical] and block.state == "used"

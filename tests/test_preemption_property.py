@@ -32,7 +32,8 @@ request = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     prefix=shared_prefix,
     requests=st.lists(request, min_size=1, max_size=5),
@@ -51,7 +52,8 @@ def test_tokens_identical_under_preemption(
     make_engine, prefix, requests, block_size, pool_slack, enable_prefix_caching, enable_chunked_prefill, budget,
     max_num_seqs, preemption_mode, cpu_slack, swap_fallback, swap_copy,
 ):
-    workload = [((prefix if shared else []) + own, max_tokens, arrival) for own, max_tokens, arrival, shared in requests]
+    workload = [((prefix if shared else []) + own, max_tokens, arrival)
+                for own, max_tokens, arrival, shared in requests]
     workload = [(p[:200], m, a) for p, m, a in workload]
     largest = max(len(p) + m - 1 for p, m, _ in workload)
     smallest_pool = math.ceil(largest / block_size)

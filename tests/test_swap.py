@@ -28,7 +28,8 @@ def run_until(engine, predicate, max_steps=200):
 def test_cache_engine_round_trip_is_bit_identical(swap_copy):
     cfg = ModelConfig(64, 32, 64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8, rms_norm_eps=1e-6,
                       rope_theta=1e4, max_position_embeddings=64, tie_word_embeddings=False, attention_bias=False)
-    cache = CacheEngine(cfg, num_gpu_blocks=6, num_cpu_blocks=4, block_size=4, dtype="float32", device="cpu", swap_copy=swap_copy)
+    cache = CacheEngine(cfg, num_gpu_blocks=6, num_cpu_blocks=4, block_size=4, dtype="float32", device="cpu",
+                        swap_copy=swap_copy)
     cache.gpu_cache.copy_(torch.randn_like(cache.gpu_cache))
     original = cache.gpu_cache.clone()
     out = cache.swap_out([(5, 0), (2, 3)])

@@ -15,7 +15,7 @@ COUNTS = ["preemptions", "recomputed_tokens", "swapped_bytes", "swap_copies", "o
 
 @pytest.fixture
 def base(random_llama_path):
-    return EngineConfig(model=str(random_llama_path), block_size=4, history_size=0, log_stats_interval=10**9)
+    return EngineConfig(model=str(random_llama_path), block_size=4)
 
 
 def small_spec(base, **changes):

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import pytest
 
 from pykv.snapshot import BlockView, RequestView, Snapshot, diff_snapshots
+from pykv.step_report import PreemptionView
 from pykv.viz import REQUEST_PALETTE, block_grid_figure, block_tables_figure, queues_figure, request_color, template
 from pykv.viz.blocks import grid_columns
 from pykv.viz.theme import DARK, LIGHT, text_color_on
@@ -17,12 +18,13 @@ def block(i, pool="gpu", ref=0, owners=(), logical=(), hash_=None, filled=0):
 
 
 def request(rid, status="running", table=(), pool="gpu", preemptions=0):
-    return RequestView(rid, status, 20, 3, 22, list(table), pool if table else None, preemptions, 0, 0.0, 0, 0.0,
-                       None, "x")
+    return RequestView(rid, status, 20, 3, 22, [5, 6, 7], list(table), pool if table else None, preemptions, 0, 0.0, 0,
+                       0.0, None, "x")
 
 
 def snapshot(blocks, requests, queues=None, preemptions=(), step=3) -> Snapshot:
-    queues = queues or {"waiting": [], "running": [r.request_id for r in requests if r.status == "running"], "swapped": []}
+    queues = queues or {"waiting": [], "running": [r.request_id for r in requests if r.status == "running"],
+                        "swapped": []}
     return Snapshot(step, "cpu", 16, 8192, queues, blocks, requests, list(preemptions), {}, None)
 
 
@@ -39,7 +41,8 @@ def snap() -> Snapshot:
     reqs = [request("0", table=[0, 1, 2]), request("1", table=[2]), request("2", "swapped", [0], "cpu", 1),
             request("3", "finished_length")]
     queues = {"waiting": [], "running": ["0", "1"], "swapped": ["2"]}
-    pre = [{"request_id": "2", "mode": "swap"}]
+    pre = [PreemptionView(step=2, request_id="2", mode="swap", num_blocks=1, num_tokens=16, num_bytes=8192,
+                          device="cpu")]
     return snapshot(blocks, reqs, queues, pre)
 
 
@@ -159,6 +162,7 @@ def test_queues_lanes_chips_and_preemption_badges(snap):
 
 def test_every_figure_uses_the_project_template_in_both_themes(snap):
     for dark in (False, True):
-        for fig in (block_grid_figure(snap, dark=dark), block_tables_figure(snap, dark=dark), queues_figure(snap, dark=dark)):
+        for fig in (block_grid_figure(snap, dark=dark), block_tables_figure(snap, dark=dark),
+                    queues_figure(snap, dark=dark)):
             assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
             assert fig.layout.template.layout.font.color == (DARK if dark else LIGHT)["font"]

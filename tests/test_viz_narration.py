@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pykv.request import RequestOutput
 from pykv.snapshot import Snapshot
+from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
+from pykv.units import fmt_bytes
 from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
-from pykv.viz.narration import fmt_bytes
 
 
 def snap_with(report, metrics=None, preemptions=()) -> Snapshot:
     return Snapshot(7, "cpu", 16, 16384, {"waiting": [], "running": [], "swapped": []}, [], [], list(preemptions),
-                    metrics or {}, report)
+                    metrics or {}, None if report is None else StepReport(**report))
 
 
 def report(**kw):
@@ -18,11 +20,9 @@ def report(**kw):
     return base | kw
 
 
-def cost(rid, mode, **kw):
-    base = dict(step=7, request_id=rid, mode=mode, num_blocks=5, num_tokens=80, num_bytes=5 * 16384, device="cpu",
-                fallback=None, reason=None, swap_out_s=None, swap_in_s=None, modelled_pcie_out_s=None,
-                modelled_pcie_in_s=None, recomputed_tokens=0, recompute_s=0.0, steps_lost=None)
-    return base | kw
+def cost(rid, mode, **kw) -> PreemptionView:
+    return PreemptionView(**dict(step=7, request_id=rid, mode=mode, num_blocks=5, num_tokens=80, num_bytes=5 * 16384,
+                                 device="cpu") | kw)
 
 
 def test_step_zero_says_nothing_ran():
@@ -41,12 +41,14 @@ def test_recompute_and_swap_preemptions_are_narrated_with_measured_costs():
 
 def test_fallback_abort_swap_in_prefix_hit_and_finish():
     lines = narrate(snap_with(report(
-        chunks=[dict(request_id="5", start=48, num_new_tokens=10, is_prefill=True, num_cached_tokens=48),
-                dict(request_id="1", start=30, num_new_tokens=1, is_prefill=False, num_cached_tokens=0)],
+        chunks=[ScheduledChunk(request_id="5", start=48, num_new_tokens=10, is_prefill=True, num_cached_tokens=48),
+                ScheduledChunk(request_id="1", start=30, num_new_tokens=1, is_prefill=False, num_cached_tokens=0)],
         num_batched_tokens=11,
-        preempted=[cost("4", "recompute", fallback="recompute", reason="CPU pool full"), cost("6", "abort", reason="too big")],
+        preempted=[cost("4", "recompute", fallback="recompute", reason="CPU pool full"),
+                   cost("6", "abort", reason="too big")],
         swapped_in=[cost("2", "swap", swap_in_s=0.0002)],
-        finished=[dict(request_id="1", output_token_ids=[1, 2, 3], finish_reason="length", num_preemptions=2, message=None)],
+        finished=[RequestOutput(request_id="1", prompt_token_ids=[7], output_token_ids=[1, 2, 3], text="abc",
+                                finish_reason="length", num_preemptions=2)],
     )))
     text = "\n".join(lines)
     assert "1 prefill chunk(s) and 1 decode(s), 11 tokens" in lines[0] and "measured on cpu" in lines[0]

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from pykv.cli import main
-from pykv.workload import PRESETS, Workload, WorkloadRunner, make_workload
+from pykv.workload import PRESETS, Workload, make_workload
+from pykv.workload_runner import WorkloadRunner
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

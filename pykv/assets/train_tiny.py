@@ -81,7 +81,8 @@ def held_out_loss(model: LlamaForCausalLM, data: torch.Tensor, seq_len: int, max
 
 
 @torch.no_grad()
-def greedy_samples(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, max_new_tokens: int = 48) -> dict[str, str]:
+def greedy_samples(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast,
+                   max_new_tokens: int = 48) -> dict[str, str]:
     model.eval()
     out = {}
     for prompt in CARD_PROMPTS:
@@ -105,12 +106,15 @@ def write_card(out: Path, cfg: LlamaConfig, stats: dict, samples: dict[str, str]
         "|---|---|",
         f"| parameters | {stats['parameters']:,} |",
         f"| layers / hidden / MLP | {cfg.num_hidden_layers} / {cfg.hidden_size} / {cfg.intermediate_size} |",
-        f"| query heads / KV heads / head dim | {cfg.num_attention_heads} / {cfg.num_key_value_heads} / {cfg.hidden_size // cfg.num_attention_heads} |",
+        f"| query heads / KV heads / head dim | {cfg.num_attention_heads} / {cfg.num_key_value_heads} / "
+        f"{cfg.hidden_size // cfg.num_attention_heads} |",
         f"| vocabulary (byte-level BPE) | {cfg.vocab_size} |",
         f"| context | {cfg.max_position_embeddings} |",
-        f"| training tokens seen | {stats['tokens_seen']:,} ({stats['steps']} steps of {stats['batch']}x{stats['seq_len']}) |",
+        f"| training tokens seen | {stats['tokens_seen']:,} "
+        f"({stats['steps']} steps of {stats['batch']}x{stats['seq_len']}) |",
         f"| corpus tokens (train / held-out) | {stats['train_tokens']:,} / {stats['held_out_tokens']:,} |",
-        f"| held-out loss (nats/token) | {stats['held_out_loss']:.3f} (perplexity {math.exp(stats['held_out_loss']):.1f}) |",
+        f"| held-out loss (nats/token) | {stats['held_out_loss']:.3f} "
+        f"(perplexity {math.exp(stats['held_out_loss']):.1f}) |",
         f"| training time | {stats['train_seconds'] / 60:.1f} min on {stats['threads']} CPU threads |",
         "",
         "## Greedy continuations",
@@ -179,7 +183,8 @@ def main() -> None:
         opt.zero_grad(set_to_none=True)
         if step % 100 == 0 or step == args.steps - 1:
             elapsed = time.perf_counter() - start
-            print(f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  {elapsed / 60:.1f} min", flush=True)
+            print(f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  {elapsed / 60:.1f} min",
+                  flush=True)
     train_seconds = time.perf_counter() - start
 
     stats = {

@@ -1,16 +1,41 @@
 """Lessons: Markdown files with YAML front matter that walk a workshop through the engine, step by
-step, with actions on a live engine and checks of what it did (issue 7). No Streamlit here."""
+step, with actions on a live engine and checks of what it did. No Streamlit here.
 
-from pykv.lessons.checks import CheckResult
-from pykv.lessons.errors import LessonError, PathError
-from pykv.lessons.loader import load_course, load_lesson, parse_lesson
-from pykv.lessons.paths import Scope, resolve
-from pykv.lessons.player import LessonPlayer, StepState, replay
-from pykv.lessons.runs import RunSummary
-from pykv.lessons.schema import Check, Lesson, LessonStep
-from pykv.lessons.tokens import TokenDiff
+The names below load lazily: loading and validating a lesson file never imports the engine; playing
+one (``LessonPlayer``) does.
+"""
 
-__all__ = [
-    "Check", "CheckResult", "Lesson", "LessonError", "LessonPlayer", "LessonStep", "PathError", "RunSummary", "Scope",
-    "StepState", "TokenDiff", "load_course", "load_lesson", "parse_lesson", "replay", "resolve",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CheckResult": "pykv.lessons.checks",
+    "LessonError": "pykv.lessons.errors",
+    "PathError": "pykv.lessons.errors",
+    "load_course": "pykv.lessons.loader",
+    "load_lesson": "pykv.lessons.loader",
+    "parse_lesson": "pykv.lessons.loader",
+    "Scope": "pykv.lessons.paths",
+    "resolve": "pykv.lessons.paths",
+    "LessonPlayer": "pykv.lessons.player",
+    "StepState": "pykv.lessons.player",
+    "replay": "pykv.lessons.player",
+    "RunSummary": "pykv.lessons.run_summary",
+    "Check": "pykv.lessons.schema",
+    "Lesson": "pykv.lessons.schema",
+    "LessonStep": "pykv.lessons.schema",
+    "TokenDiff": "pykv.lessons.tokens",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pykv.lessons' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

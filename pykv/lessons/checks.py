@@ -19,6 +19,7 @@ from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.markdown import outside_code
 from pykv.lessons.paths import Scope, resolve
 from pykv.lessons.schema import Check, ValueOf
+from pykv.units import fmt_bytes
 
 
 @dataclass(frozen=True)
@@ -105,19 +106,11 @@ def evaluate(check: Check, scope: Scope) -> CheckResult:
 TEMPLATE = re.compile(r"\{\{(.*?)\}\}")
 
 
-def _bytes(v: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(v) < 1024 or unit == "GiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return str(v)
-
-
 FILTERS: dict[str, Callable[[float], str]] = {
     "ms": lambda v: f"{v * 1e3:.2f} ms",  # seconds -> milliseconds
     "us": lambda v: f"{v * 1e6:.1f} µs",  # seconds -> microseconds
     "s": lambda v: f"{v:.3f} s",
-    "bytes": _bytes,  # 1536 -> "1.5 KiB"
+    "bytes": fmt_bytes,  # 1536 -> "1.5 KiB"
     "pct": lambda v: f"{v * 100:.1f}%",  # a fraction -> percent
     "int": lambda v: f"{round(v)}",
 }

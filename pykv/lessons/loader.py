@@ -8,35 +8,33 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import yaml
 from pydantic import ValidationError
 
-from pykv.config import EngineConfig
+from pykv.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.lessons.checks import template_paths
 from pykv.lessons.errors import FieldError, LessonError
 from pykv.lessons.markdown import RawStep, split_front_matter, split_steps
 from pykv.lessons.paths import Known, check_path
 from pykv.lessons.schema import (
-    AddRequest, Check, Configure, FrontMatter, Lesson, LessonStep, RunAction, RunUntil, Tokenize, ValueOf,
-    parse_action, pydantic_problems,
+    AddRequest,
+    Check,
+    Configure,
+    FrontMatter,
+    Lesson,
+    LessonStep,
+    RunAction,
+    RunUntil,
+    Tokenize,
+    ValueOf,
+    parse_action,
+    pydantic_problems,
 )
 
 COURSE_DIR = Path(__file__).resolve().parents[2] / "lessons"
 COURSE_GLOB = "[0-9][0-9]-*.md"
-# Set by the app or the environment, never by a lesson (a lesson must replay the same everywhere).
-NOT_IN_LESSONS = {
-    "model": "the model comes from the app (the shipped one by default)",
-    "device": "the device comes from the app",
-    "dtype": "the dtype comes from the app",
-    "attention_backend": "the attention backend comes from the app",
-    "gpu_memory_utilization": "size the pool with num_gpu_blocks so the lesson replays the same on any machine",
-    "seed": "set the lesson's seed in the front matter (seed: N); it seeds the workload and the engine",
-}
-_CONFIG_TYPES = {f.name: str(f.type) for f in dataclasses.fields(EngineConfig)}
-
-
 class _Loader(yaml.SafeLoader):
     """SafeLoader that refuses a key written twice in one mapping (YAML would keep the last silently)."""
 
@@ -79,34 +77,20 @@ def display_path(path: Path) -> str:
 # ---- static checks ------------------------------------------------------------------------------
 
 
-def _blame(message: str, keys: list[str]) -> Optional[str]:
-    """The config key an EngineConfig error message is about: the one it names first."""
-    places = [(message.find(k), k) for k in keys if k in message]
-    return min(places)[1] if places else None
-
-
 def check_config(changes: dict, base: dict, where: str) -> dict:
-    """``base`` with ``changes`` applied, as EngineConfig accepts it; FieldError ``where.FIELD`` if not."""
-    for key, value in changes.items():
-        if key in NOT_IN_LESSONS:
-            raise FieldError(f"{where}.{key}", f"not set by a lesson: {NOT_IN_LESSONS[key]}")
-        if key not in _CONFIG_TYPES:
-            allowed = [k for k in _CONFIG_TYPES if k not in NOT_IN_LESSONS]
-            raise FieldError(f"{where}.{key}", f"unknown EngineConfig field; use one of {', '.join(allowed)}")
-        kind = _CONFIG_TYPES[key]
-        if value is None and kind.startswith("Optional"):
-            continue
-        want = {"int": (int,), "bool": (bool,), "str": (str,), "float": (int, float)}
-        ok = want.get(kind.removeprefix("Optional[").removesuffix("]"), (object,))
-        if not isinstance(value, ok) or (bool not in ok and isinstance(value, bool)):
-            raise FieldError(f"{where}.{key}", f"must be {kind.removeprefix('Optional[').removesuffix(']')}, "
-                                               f"got {value!r}")
+    """``base`` with ``changes`` applied, as EngineConfig accepts it; FieldError ``where.FIELD`` if not.
+    Which knobs a lesson may set, and why not the others, is EngineConfig's table."""
+    allowed = {k.name: k for k in knobs("lesson")}
+    for key in changes:
+        if key not in allowed:
+            reason = knob_named(key).not_in_lessons if key in EngineConfig.model_fields else None
+            raise FieldError(f"{where}.{key}", f"not set by a lesson: {reason}" if reason else
+                             f"unknown EngineConfig field; use one of {', '.join(allowed)}")
     merged = {**base, **changes}
     try:
         EngineConfig(**merged)
-    except ValueError as e:
-        key = _blame(str(e), list(changes)) or _blame(str(e), list(merged))
-        raise FieldError(f"{where}.{key}" if key else where, str(e)) from None
+    except ConfigError as e:
+        raise FieldError(f"{where}.{e.field}" if e.field else where, str(e)) from None
     return merged
 
 

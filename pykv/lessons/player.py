@@ -18,21 +18,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from pykv.config import EngineConfig
+from pykv.config import EngineConfig, app_owned_knobs
+from pykv.lab import Lab, has_preempted, lab_config
 from pykv.lessons.checks import CheckResult, evaluate, render
 from pykv.lessons.errors import LessonError
 from pykv.lessons.paths import Scope
 from pykv.lessons.runs import RunSummary, side_run
 from pykv.lessons.schema import (
-    MAX_STEPS_PER_ACTION, Action, AddRequest, Check, Configure, Lesson, LessonStep, RunAction, RunUntil, StepAction,
+    Action,
+    AddRequest,
+    Check,
+    Configure,
+    Lesson,
+    LessonStep,
+    RunAction,
+    RunUntil,
+    StepAction,
     Tokenize,
 )
 from pykv.lessons.tokens import TokenDiff, tokenize_pair
+from pykv.limits import MAX_STEPS
 from pykv.loader import DTYPES, LoadedModel
-from pykv.ui.lab import Lab
 from pykv.workload import Workload, WorkloadRequest
-
-ENV_FIELDS = ("model", "device", "dtype", "attention_backend")  # what the app decides; the lesson sets the rest
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,14 @@ class StepState:
 
 
 def base_config_for(loaded: LoadedModel, base: Optional[EngineConfig] = None) -> EngineConfig:
-    """EngineConfig defaults plus the app's environment fields (model, device, dtype, attention backend);
-    without ``base`` they are read off the loaded model."""
+    """The lab's defaults plus what the app owns (model, device, dtype, attention backend: flags in
+    EngineConfig's table); without ``base`` those are read off the loaded model."""
     if base is not None:
-        return EngineConfig(**{k: getattr(base, k) for k in ENV_FIELDS})
+        return lab_config(**{k.name: getattr(base, k.name) for k in app_owned_knobs()})
     param = next(loaded.model.parameters())
     dtype = next((name for name, d in DTYPES.items() if d == param.dtype), "float32")
     device = "cpu" if param.device.type == "cpu" else str(param.device)
-    return EngineConfig(model=str(loaded.path), device=device, dtype=dtype)
+    return lab_config(model=str(loaded.path), device=device, dtype=dtype)
 
 
 class LessonPlayer:
@@ -178,16 +185,16 @@ class LessonPlayer:
     def _run_until(self, until, lab: Lab, runs: dict, tokens: dict) -> None:
         start = lab.cursor
         if until == "preemption":
-            if not lab.run_until(lambda s: bool(s.report and s.report["preempted"]), max_steps=MAX_STEPS_PER_ACTION):
+            if not lab.run_until(has_preempted, max_steps=MAX_STEPS):
                 raise ValueError(self._stopped(lab, start, "before any preemption"))
         elif until == "end":
-            lab.run_until(lambda s: False, max_steps=MAX_STEPS_PER_ACTION)
+            lab.run_until(lambda s: False, max_steps=MAX_STEPS)
             if not lab.engine_done():
-                raise ValueError(f"the run did not end within {MAX_STEPS_PER_ACTION} engine steps")
+                raise ValueError(f"the run did not end within {MAX_STEPS} engine steps")
         else:
             check: Check = until
             holds = lambda: evaluate(check, self._scope(lab, runs, tokens)).passed  # noqa: E731
-            if not holds() and not lab.run_until(lambda s: holds(), max_steps=MAX_STEPS_PER_ACTION):
+            if not holds() and not lab.run_until(lambda s: holds(), max_steps=MAX_STEPS):
                 last = evaluate(check, self._scope(lab, runs, tokens))
                 seen = last.error or f"last value {last.actual!r}"
                 raise ValueError(self._stopped(lab, start, f"before {check.describe()} held ({seen})"))
@@ -206,13 +213,10 @@ class LessonPlayer:
 
     def _scope(self, lab: Lab, runs: dict, tokens: dict) -> Scope:
         assert lab.cursor == lab.head, "the player keeps every Lab at its head"
-        engine = lab.engine
-        outputs = {rid: list(o.output_token_ids) for rid, o in engine.outputs.items()}
-        outputs |= {rid: list(r.output_token_ids) for rid, r in engine.scheduler.requests.items()}
         arrivals = {r.request_id: r.arrival_step for r in self.workload.requests}
         arrivals |= {m.request_id: m.step for m in lab.manual}
-        return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), outputs=outputs, runs=dict(runs),
-                     tokens=dict(tokens), arrivals=arrivals)
+        return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), runs=dict(runs), tokens=dict(tokens),
+                     arrivals=arrivals)
 
 
 def replay(lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> list[StepState]:

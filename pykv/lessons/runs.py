@@ -3,49 +3,21 @@ lesson's Lab is not touched) and keeps a RunSummary of what it cost, read by ``r
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
-from dataclasses import dataclass
 from typing import Optional
 
 from pykv.completed_run import run_to_completion
 from pykv.config import EngineConfig
-from pykv.lessons.schema import MAX_STEPS_PER_ACTION
+from pykv.lessons.run_summary import RunSummary
+from pykv.limits import MAX_STEPS
 from pykv.loader import LoadedModel
 from pykv.workload import Workload
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """One side run, measured on ``device``; the totals are ``CompletedRun.totals()``'s. Times are
-    seconds; ``*_p50_s`` are medians over requests."""
-
-    name: str
-    config: dict  # the EngineConfig it ran with, as a dict
-    device: str
-    steps: int
-    wall_s: float
-    output_tokens: int
-    tokens_per_s: float
-    preemptions: int
-    recomputed_tokens: int
-    recompute_s: float
-    swapped_bytes: int
-    swap_s: float  # measured swap-out + swap-in copy time
-    swap_copies: int
-    modelled_pcie_gen4_s: float  # the same copies modelled over PCIe (not measured)
-    modelled_pcie_gen5_s: float
-    ttft_p50_s: Optional[float]
-    tpot_p50_s: Optional[float]
-    outputs: dict[str, list[int]]  # request id -> output token ids
-    metrics: dict[str, float]  # the engine's Prometheus samples at the end
-    preemption_records: list[dict]  # every PreemptionCost, as dicts
-
-
 def side_run(name: str, config: EngineConfig, workload: Workload, loaded: LoadedModel,
-             max_steps: int = MAX_STEPS_PER_ACTION) -> RunSummary:
+             max_steps: int = MAX_STEPS) -> RunSummary:
     """Run ``workload`` to completion on a fresh engine; ValueError if it does not end within ``max_steps``."""
-    config = config.replace(history_size=0, log_stats_interval=10**9)
+    config = config.replace(log_stats_interval=None)
     run = run_to_completion(config, workload, loaded, max_steps)
     if not run.done:
         raise ValueError(f"side run {name!r} did not finish within {max_steps} engine steps; give it a smaller "
@@ -56,8 +28,8 @@ def side_run(name: str, config: EngineConfig, workload: Workload, loaded: Loaded
         return statistics.median(values) if values else None
 
     return RunSummary(
-        name=name, config=dataclasses.asdict(config), device=config.device, **run.totals(),
+        name=name, config=config.model_dump(), device=config.device, **run.totals(),
         ttft_p50_s=median([o.ttft_s for o in run.outputs]), tpot_p50_s=median([o.tpot_s for o in run.outputs]),
         outputs={o.request_id: list(o.output_token_ids) for o in run.outputs}, metrics=run.engine.metrics.as_dict(),
-        preemption_records=[r.to_dict() for r in run.engine.ledger.records],
+        preemption_records=[r.view() for r in run.engine.ledger.records],
     )

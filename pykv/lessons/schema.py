@@ -21,9 +21,9 @@ from typing import Any, ClassVar, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pykv.lessons.errors import FieldError
+from pykv.limits import MAX_STEPS
 from pykv.workload import PRESETS, Workload, WorkloadRequest, make_workload
 
-MAX_STEPS_PER_ACTION = 3000
 NAME = r"^[A-Za-z0-9_-]+$"  # request ids, run and tokenization names: no dots (they separate path segments)
 LESSON_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 PATTERN_HINTS = {
@@ -179,7 +179,7 @@ class Check(_Model):
 
 class StepAction(_Model):
     kind: ClassVar[str] = "step"
-    count: int = Field(ge=1, le=MAX_STEPS_PER_ACTION)
+    count: int = Field(ge=1, le=MAX_STEPS)
 
     def describe(self) -> str:
         return f"step {self.count}"
@@ -246,8 +246,8 @@ def parse_action(raw: Any) -> Action:
         raise FieldError(str(key), f"unknown action {key!r}; use one of {', '.join(ACTIONS)}")
     try:
         if key == "step":
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_PER_ACTION:
-                raise FieldError(key, f"takes a number of engine steps (1 to {MAX_STEPS_PER_ACTION}), got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS:
+                raise FieldError(key, f"takes a number of engine steps (1 to {MAX_STEPS}), got {value!r}")
             return StepAction(count=value)
         if key == "run_until":
             if isinstance(value, dict):

@@ -11,9 +11,10 @@ sequences have in common::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from pykv.loader import LoadedModel
+if TYPE_CHECKING:
+    from pykv.loader import LoadedModel
 
 
 @dataclass(frozen=True)

@@ -21,25 +21,16 @@ from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff
 from pykv.lessons.checks import format_value
 from pykv.lessons.loader import read_course
 from pykv.ui import live_views, state
+from pykv.ui.style import LESSON_DOTS_CSS, PAGE_CSS, PRESENTER_CSS, current_dot_css
 from pykv.viz.token_diff import token_diff_figure
 
 LESSONS_DIR: Optional[Path] = None  # None: the repo's lessons/ (tests point it elsewhere)
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
 RUN_FIELDS = ("device", "steps", "output_tokens", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes",
               "swap_s", "wall_s", "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
-CSS = """<style>
-[data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
-[data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
-.st-key-lesson_dots button {padding: 0 0.2rem; min-height: 1.6rem;} .st-key-lesson_dots p {font-size: 1.1rem;}
-</style>"""
-PRESENTER_CSS = """<style>
-.st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.45rem; line-height: 1.5;}
-.st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
-</style>"""
-
 
 def render() -> None:
-    st.html(CSS)
+    st.html(PAGE_CSS + LESSON_DOTS_CSS)
     lesson_id = st.query_params.get("lesson")
     lessons, problems = course()
     if not lesson_id:
@@ -154,8 +145,9 @@ def _player(lesson: Lesson) -> Optional[LessonPlayer]:
     if player is None or player.lesson != lesson:
         try:
             with st.spinner(f"Starting “{lesson.title}” on the `{state.model_name()}` model…"):
-                loaded = state.shared_model(state.model_name(), "cpu", "float32")
-                player = players[lesson.id] = LessonPlayer(lesson, loaded)
+                app = state.default_config()  # the app's model, device, dtype and backend, as the Playground's
+                loaded = state.shared_model(app.model, app.device, app.dtype)
+                player = players[lesson.id] = LessonPlayer(lesson, loaded, app)
         except Exception as e:  # a missing model or a lesson config the engine refuses: a message, not a traceback
             st.error(f"Could not start the lesson {lesson.id!r}: {e}")
             st.button("All lessons", key="lesson_home", on_click=_open, args=(None,))
@@ -190,7 +182,7 @@ def _toggle_presenter() -> None:
 def _navigation(lesson: Lesson, player: LessonPlayer, presenter: bool) -> None:
     n, k = len(lesson.steps), player.index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
-    st.html(f"<style>.st-key-lesson_dot_{k} p {{color: var(--st-primary-color, #FF4B4B); font-weight: 700;}}</style>")
+    st.html(current_dot_css(k))
     with st.container(horizontal=True, gap=None, key="lesson_dots"):
         for i, step in enumerate(lesson.steps, 1):
             dot = "◉" if i == k else "●" if i < k else "○"

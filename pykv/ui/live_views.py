@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pykv.lab import Lab
 from pykv.snapshot import diff_snapshots
 from pykv.ui import state
-from pykv.ui.lab import Lab
-from pykv.viz import (block_grid_figure, block_tables_figure, metrics_strip, narrate, preemptions_frame,
-                      queues_figure, requests_frame)
+from pykv.viz import (
+    block_grid_figure,
+    block_tables_figure,
+    metrics_strip,
+    narrate,
+    preemptions_frame,
+    queues_figure,
+    requests_frame,
+)
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -48,7 +55,7 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
         st.markdown("**This step**")
         with st.container(height=215, key=f"{k}narration"):
             st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
-            if log_lines := (snap.report or {}).get("log_lines"):
+            if log_lines := (snap.report.log_lines if snap.report else None):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
     details(lab, snap, diff, dark, key_prefix)
 
@@ -71,5 +78,5 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "") -> None:
             st.dataframe(frame, hide_index=True, key=f"{k}preemptions_table", width="stretch")
     with logs:
         lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]
-                 for line in (s.report or {}).get("log_lines", [])]
+                 for line in (s.report.log_lines if s.report else [])]
         st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pykv.lab import Lab
 from pykv.ui import live_views, sidebar, state
-from pykv.ui.lab import Lab
+from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
-COMPACT_CSS = """<style>
-[data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
-[data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
-</style>"""
 
 
 def render() -> None:
-    st.html(COMPACT_CSS)
+    st.html(PAGE_CSS)
     lab = state.get_lab()
     if lab is None:
         return
@@ -84,15 +81,16 @@ def _controls(lab: Lab) -> None:
         where += f" · history (the engine is at step {lab.head}; Step replays it)"
     elif end:
         where += " · every request has finished"
-    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} attention on `{lab.config.device}`"
-                f" · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens")
+    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} attention on "
+                f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens")
     playing = st.session_state.playing
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls"):
         st.button("Step", key="step", shortcut="Right", type="primary", on_click=_act,
                   args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
         st.button("Back", key="back", shortcut="Left", on_click=_act, args=(lab.back,),
                   disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
-        st.button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:",
+        st.button("Pause" if playing else "Play", key="play",
+                  icon=":material/pause:" if playing else ":material/play_arrow:",
                   on_click=_toggle_play, disabled=end and not playing, help="Step on a timer.")
         st.segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
                              on_change=lambda: st.session_state.update(replan=True, acted=True),

@@ -6,22 +6,19 @@ each session owns its Lab (engine + KV pool) in ``st.session_state``, dropped wh
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Optional
 
 import streamlit as st
 
-from pykv import EngineConfig
+from pykv.config import EngineConfig, Knob, knob_text, knobs, parse_knob_text
+from pykv.lab import Lab, lab_config
 from pykv.loader import LoadedModel, load_model
-from pykv.ui.lab import Lab, configure_torch_threads
+from pykv.runtime import configure_torch_threads
 from pykv.workload import PRESETS
 
 MODEL_ENV = "PYKV_MODEL"  # a checkpoint folder to run instead of the shipped "tiny" (tests use a random one)
 DEFAULT_PRESET = "storm"
-# Sidebar fields that a link carries (written to the URL only when they differ from the defaults).
-URL_FIELDS = ("num_gpu_blocks", "block_size", "num_cpu_blocks", "max_num_seqs", "max_num_batched_tokens",
-              "preemption_mode", "enable_prefix_caching", "enable_chunked_prefill", "device", "attention_backend")
 
 
 def model_name() -> str:
@@ -29,7 +26,7 @@ def model_name() -> str:
 
 
 def default_config() -> EngineConfig:
-    return EngineConfig(model=model_name(), num_gpu_blocks=64)
+    return lab_config(model=model_name())
 
 
 @st.cache_resource(show_spinner="Loading model weights (once, shared by every session)…", max_entries=4)
@@ -43,39 +40,34 @@ def make_lab(config: EngineConfig, preset: Optional[str], seed: int = 0) -> Lab:
     return Lab(config, shared_model(config.model, config.device, config.dtype), preset, seed)
 
 
-def _parse(field: dataclasses.Field, text: str):
-    default = field.default
-    if isinstance(default, bool):
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"{field.name} must be true or false, got {text!r}")
-        return text.lower() in ("true", "1")
-    if field.name == "num_cpu_blocks":
-        return None if text.lower() in ("none", "0") else int(text)
-    if isinstance(default, int):
-        return int(text)
-    return text
+def _url_value(spec: Knob, text: str):
+    """A URL parameter's value, held to the same limits as the sidebar's widget."""
+    value = parse_knob_text(spec, text)
+    if isinstance(value, int) and not isinstance(value, bool) and spec.maximum is not None and value > spec.maximum:
+        raise ValueError(f"{spec.name} is at most {spec.maximum} in the app")
+    return value
 
 
 def config_from_query(params: dict[str, str], base: EngineConfig) -> EngineConfig:
-    """``base`` with the URL's fields applied; ValueError names the bad one."""
-    fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
+    """``base`` with the URL's knobs applied (only knobs exposed to URLs); ValueError names the bad one."""
     changes = {}
-    for name in URL_FIELDS:
-        if name in params:
+    for spec in knobs("url"):
+        if spec.name in params:
             try:
-                changes[name] = _parse(fields[name], params[name])
+                changes[spec.name] = _url_value(spec, params[spec.name])
             except ValueError:
-                raise ValueError(f"The link's {name}={params[name]!r} is not valid; the default is used.") from None
+                raise ValueError(f"The link's {spec.name}={params[spec.name]!r} is not valid; "
+                                 "the default is used.") from None
     return base.replace(**changes)
 
 
 def query_for(lab: Lab) -> dict[str, str]:
     base = default_config()
     query = {"preset": lab.preset or "none", "step": str(lab.cursor)}
-    for name in URL_FIELDS:
-        value = getattr(lab.config, name)
-        if value != getattr(base, name):
-            query[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    for spec in knobs("url"):
+        value = getattr(lab.config, spec.name)
+        if value != getattr(base, spec.name):
+            query[spec.name] = knob_text(value)
     return query
 
 

@@ -18,7 +18,8 @@ import streamlit as st
 
 from pykv import EngineConfig
 from pykv.loader import LoadedModel
-from pykv.sweep import MODES, PCIE_GBPS, StormShape, SweepSpec, iter_runs, parse_values, storm_shape, sweep_result
+from pykv.pcie import PCIE_GBPS
+from pykv.sweep import MODES, StormShape, SweepSpec, iter_runs, parse_values, storm_shape, sweep_result
 from pykv.ui import state
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.workload import PRESETS
@@ -107,8 +108,7 @@ def _form(axis: str) -> Optional[SweepSpec]:
         if not st.form_submit_button("Run sweep", type="primary"):
             return None
     try:
-        base = EngineConfig(model=state.model_name(), history_size=0, log_stats_interval=10**9,
-                            **({"block_size": 16} | fixed))
+        base = EngineConfig(model=state.model_name(), **({"block_size": 16} | fixed))
         spec = SweepSpec(workload=preset, workload_args={"n": int(n), "max_tokens": int(max_tokens)}, axis=axis,
                          values=parse_values(values), modes=tuple(modes), base=base)
         runs = len(spec.configs())  # validates every run's config up front

@@ -7,7 +7,8 @@ Grid layout: blocks fill rows left to right, top to bottom::
                8  9 10 11 12 13 14 15        col = block_id %  cols
 
 A cell's fill says who owns it (the first owner's colour; shared blocks print ref > 1), its text
-the reference count (black or white, whichever contrasts with the fill): blank = free, "0" = free but cached (hash kept, reusable), "1".. = used.
+the reference count (black or white, whichever contrasts with the fill): blank = free, "0" = free
+but cached (hash kept, reusable), "1".. = used.
 Cells in ``changed`` get an outline in the theme's outline colour.
 """
 
@@ -123,7 +124,8 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
                        [block_hover(b, name) for b in blocks], cols, name)
     annotations = []
     if legend:
-        owners = sorted({o for b in blocks for o in b.owners}, key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
+        owners = sorted({o for b in blocks for o in b.owners},
+                        key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
         entries = [("■", request_color(o), f"req {o}") for o in owners]
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)"),
                     ("<b>□</b>", c["outline"], "changed this step")]
@@ -138,7 +140,8 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     )
 
 
-def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests: Optional[set[str]] = None) -> go.Figure:
+def block_tables_figure(snapshot: Snapshot, dark: bool = False,
+                        changed_requests: Optional[set[str]] = None) -> go.Figure:
     """Rows = requests holding blocks; column j = logical block j; cell text = physical block id."""
     holders = [r for r in snapshot.requests if r.block_table]
     title = "Block tables · logical block → physical block"
@@ -153,7 +156,8 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
         pool = r.pool or "gpu"
         for j in range(width):
             if j >= len(r.block_table):
-                fills.append(c["free"]), texts.append(""), hovers.append(f"req {r.request_id} · logical {j}: not allocated")
+                fills.append(c["free"]), texts.append(""), hovers.append(
+                    f"req {r.request_id} · logical {j}: not allocated")
                 continue
             block_id = r.block_table[j]
             block = by_id.get((pool, block_id))
@@ -166,10 +170,10 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
     return figure(
         title, height, dark, grid_traces(fills, texts, hovers, width, "block tables"), showlegend=False,
         title_subtitle_text="columns: logical block · cells: physical block id (c = CPU pool, * = shared)",
-        shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=c["outline"], width=1.5),
-                     fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
-        xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear", dtick=1 if width <= 24 else 4,
-                   showgrid=False),
+        shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5,
+                     line=dict(color=c["outline"], width=1.5), fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
+        xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear",
+                   dtick=1 if width <= 24 else 4, showgrid=False),
         yaxis=dict(fixedrange=True, range=[len(holders) - 0.5, -0.5], automargin=True, tickmode="array", showgrid=False,
                    tickvals=list(range(len(holders))),
                    ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]),

@@ -8,34 +8,27 @@ from __future__ import annotations
 from typing import Optional
 
 from pykv.snapshot import Snapshot
-
-
-def fmt_bytes(num: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(num) < 1024 or unit == "GiB":
-            return f"{num:.0f} {unit}" if unit == "B" else f"{num:.1f} {unit}".replace(".0 ", " ")
-        num /= 1024
-    return f"{num} B"
+from pykv.step_report import PreemptionView
+from pykv.units import fmt_bytes
 
 
 def fmt_ms(seconds: Optional[float]) -> str:
     return "—" if seconds is None else f"{seconds * 1e3:.2f} ms"
 
 
-def describe_preemption(p: dict, block_size: int) -> str:
-    rid, mode = p["request_id"], p["mode"]
-    if mode == "abort":
-        return f"req {rid} aborted: {p.get('reason') or 'no room left to preempt it into'}."
-    if mode == "swap":
-        text = (f"req {rid} swapped out: {p['num_blocks']} blocks, {fmt_bytes(p['num_bytes'])}, "
-                f"{fmt_ms(p.get('swap_out_s'))} measured on {p['device']}")
-        if p.get("modelled_pcie_out_s") is not None:
-            text += f" (modelled over PCIe: {fmt_ms(p['modelled_pcie_out_s'])})"
+def describe_preemption(p: PreemptionView, block_size: int) -> str:
+    rid = p.request_id
+    if p.mode == "abort":
+        return f"req {rid} aborted: {p.reason or 'no room left to preempt it into'}."
+    if p.mode == "swap":
+        text = (f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
+                f"{fmt_ms(p.swap_out_s)} measured on {p.device}")
+        if p.modelled_pcie_out_s is not None:
+            text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_out_s)})"
         return text + "."
-    text = (f"req {rid} preempted by recompute: {p['num_blocks']} blocks freed, "
-            f"{p['num_tokens']} tokens to recompute")
-    if p.get("fallback") == "recompute":
-        text += f" (swap fell back to recompute: {p.get('reason') or 'CPU pool full'})"
+    text = f"req {rid} preempted by recompute: {p.num_blocks} blocks freed, {p.num_tokens} tokens to recompute"
+    if p.fallback == "recompute":
+        text += f" (swap fell back to recompute: {p.reason or 'CPU pool full'})"
     return text + "."
 
 
@@ -46,36 +39,36 @@ def narrate(snapshot: Snapshot) -> list[str]:
         waiting = len(snapshot.queues.get("waiting", []))
         queued = f"; {waiting} request(s) waiting" if waiting else ""
         return [f"Step {snapshot.step}: nothing has run yet{queued}. Press Step (→) or Play."]
-    chunks = report.get("chunks", [])
-    prefills = [c for c in chunks if c["is_prefill"]]
+    chunks = report.chunks
+    prefills = [c for c in chunks if c.is_prefill]
     decodes = len(chunks) - len(prefills)
     lines = [
-        f"Step {report['step']} ran {len(chunks)} request(s): {len(prefills)} prefill chunk(s) and {decodes} decode(s), "
-        f"{report['num_batched_tokens']} tokens in {fmt_ms(report['step_time_s'])} "
-        f"(forward {fmt_ms(report['forward_time_s'])}, measured on {report['device']})."
+        f"Step {report.step} ran {len(chunks)} request(s): {len(prefills)} prefill chunk(s) and {decodes} decode(s), "
+        f"{report.num_batched_tokens} tokens in {fmt_ms(report.step_time_s)} "
+        f"(forward {fmt_ms(report.forward_time_s)}, measured on {report.device})."
     ]
     if not chunks:
-        lines[0] = f"Step {report['step']} ran nothing (no request could be scheduled)."
+        lines[0] = f"Step {report.step} ran nothing (no request could be scheduled)."
     for c in prefills:
-        if c["start"] == 0 or c["num_cached_tokens"]:
-            note = f"req {c['request_id']} prefilled tokens {c['start']}–{c['start'] + c['num_new_tokens'] - 1}"
-            if c["num_cached_tokens"]:
-                note += (f", after reusing {c['num_cached_tokens']} cached prompt tokens "
-                         f"({c['num_cached_tokens'] // max(1, snapshot.block_size)} blocks) from the prefix cache")
+        if c.start == 0 or c.num_cached_tokens:
+            note = f"req {c.request_id} prefilled tokens {c.start}–{c.start + c.num_new_tokens - 1}"
+            if c.num_cached_tokens:
+                note += (f", after reusing {c.num_cached_tokens} cached prompt tokens "
+                         f"({c.num_cached_tokens // max(1, snapshot.block_size)} blocks) from the prefix cache")
             lines.append(note + ".")
-    lines += [describe_preemption(p, snapshot.block_size) for p in report.get("preempted", [])]
-    for p in report.get("swapped_in", []):
-        text = (f"req {p['request_id']} swapped back in: {p['num_blocks']} blocks, {fmt_bytes(p['num_bytes'])}, "
-                f"{fmt_ms(p.get('swap_in_s'))} measured on {p['device']}")
-        if p.get("modelled_pcie_in_s") is not None:
-            text += f" (modelled over PCIe: {fmt_ms(p['modelled_pcie_in_s'])})"
+    lines += [describe_preemption(p, snapshot.block_size) for p in report.preempted]
+    for p in report.swapped_in:
+        text = (f"req {p.request_id} swapped back in: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
+                f"{fmt_ms(p.swap_in_s)} measured on {p.device}")
+        if p.modelled_pcie_in_s is not None:
+            text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
-    for out in report.get("finished", []):
-        text = f"req {out['request_id']} finished ({out['finish_reason']}): {len(out['output_token_ids'])} tokens"
-        if out.get("num_preemptions"):
-            text += f", preempted {out['num_preemptions']}× on the way"
-        if out.get("message"):
-            text += f" — {out['message']}"
+    for out in report.finished:
+        text = f"req {out.request_id} finished ({out.finish_reason}): {len(out.output_token_ids)} tokens"
+        if out.num_preemptions:
+            text += f", preempted {out.num_preemptions}× on the way"
+        if out.message:
+            text += f" — {out.message}"
         lines.append(text + ".")
     return lines
 
@@ -83,15 +76,20 @@ def narrate(snapshot: Snapshot) -> list[str]:
 def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
     """(label, value, help) for the metrics strip, labelled with the measuring device."""
     m, device = snapshot.metrics, snapshot.device
-    report = snapshot.report or {}
-    step_s = report.get("step_time_s")
-    tps = report.get("num_batched_tokens", 0) / step_s if step_s else None
+    report = snapshot.report
+    step_s = report.step_time_s if report else None
+    tps = report.num_batched_tokens / step_s if report and step_s else None
     return [
-        ("KV usage", f"{m.get('vllm:kv_cache_usage_perc', 0.0) * 100:.0f}%", "vllm:kv_cache_usage_perc — device pool blocks in use."),
-        ("Preemptions", f"{m.get('vllm:num_preemptions_total', 0.0):.0f}", "vllm:num_preemptions_total — all modes, so far."),
+        ("KV usage", f"{m.get('vllm:kv_cache_usage_perc', 0.0) * 100:.0f}%",
+         "vllm:kv_cache_usage_perc — device pool blocks in use."),
+        ("Preemptions", f"{m.get('vllm:num_preemptions_total', 0.0):.0f}",
+         "vllm:num_preemptions_total — all modes, so far."),
         ("Recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0.0):.0f}",
          "pykv:recomputed_tokens_total — tokens re-prefilled after recompute preemptions."),
-        ("Swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0)), "pykv:swapped_out_bytes_total — KV bytes copied device → CPU."),
-        (f"Tokens/s ({device})", "—" if tps is None else f"{tps:,.0f}", f"Tokens this step / measured step time on {device}."),
-        (f"Step time ({device})", fmt_ms(step_s), f"Measured wall time of the last step on {device}: schedule + copies + forward + sample."),
+        ("Swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0)),
+         "pykv:swapped_out_bytes_total — KV bytes copied device → CPU."),
+        (f"Tokens/s ({device})", "—" if tps is None else f"{tps:,.0f}",
+         f"Tokens this step / measured step time on {device}."),
+        (f"Step time ({device})", fmt_ms(step_s),
+         f"Measured wall time of the last step on {device}: schedule + copies + forward + sample."),
     ]

@@ -22,7 +22,7 @@ def last_preemption_modes(snapshot: Snapshot) -> dict[str, str]:
     """Request id -> mode of its latest preemption ("recompute", "swap" or "abort")."""
     modes: dict[str, str] = {}
     for p in snapshot.preemptions:
-        modes[p["request_id"]] = p["mode"]
+        modes[p.request_id] = p.mode
     return modes
 
 
@@ -85,11 +85,13 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     ]
     slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
     key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
-               text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)", font=dict(size=10, color=c["muted"]))
+               text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)",
+               font=dict(size=10, color=c["muted"]))
     return figure(
         "Queues · front of the queue on the left", height, dark, data, showlegend=False, annotations=notes + [key],
         xaxis=dict(visible=False, range=[-0.7, slots + 1.2], fixedrange=True),
-        yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True, range=[len(LANES) - 0.45, -0.55],
+        yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True,
+                   range=[len(LANES) - 0.45, -0.55],
                    ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
                    automargin=True),
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],

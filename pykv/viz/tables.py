@@ -13,7 +13,7 @@ REQUEST_COLUMNS = ["request", "status", "prompt tokens", "output tokens", "preem
 def requests_frame(snapshot: Snapshot) -> pd.DataFrame:
     rows = [
         [r.request_id, r.status, r.num_prompt_tokens, r.num_output_tokens, r.num_preemptions, r.recomputed_tokens,
-         round(r.swap_bytes / 1024, 1), None if r.ttft_s is None else round(r.ttft_s * 1e3, 2), r.text]
+         round(r.swapped_bytes / 1024, 1), None if r.ttft_s is None else round(r.ttft_s * 1e3, 2), r.text]
         for r in snapshot.requests
     ]
     return pd.DataFrame(rows, columns=REQUEST_COLUMNS)
@@ -24,4 +24,4 @@ def preemptions_frame(snapshot: Snapshot) -> pd.DataFrame:
     cols = ["step", "request_id", "mode", "num_blocks", "num_tokens", "num_bytes", "device", "fallback",
             "swap_out_s", "swap_in_s", "modelled_pcie_out_s", "modelled_pcie_in_s", "recomputed_tokens",
             "recompute_s", "steps_lost"]
-    return pd.DataFrame([{k: p.get(k) for k in cols} for p in snapshot.preemptions], columns=cols)
+    return pd.DataFrame([{k: getattr(p, k) for k in cols} for p in snapshot.preemptions], columns=cols)

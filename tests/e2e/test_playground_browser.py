@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 30_000
 
@@ -104,7 +103,7 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
 def first_preemption_step(random_llama, random_llama_path) -> int:
     """Where the app's default run first preempts, computed here: the engine is deterministic, so a
     link to that step must show the same preemption in the browser's session."""
-    from pykv.ui.lab import Lab
+    from pykv.lab import Lab
     from pykv.ui.state import DEFAULT_PRESET, default_config
 
     lab = Lab(default_config().replace(model=str(random_llama_path)), random_llama, DEFAULT_PRESET)

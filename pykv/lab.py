@@ -1,4 +1,5 @@
-"""Lab: one browser session's engine, workload, manual-request log and the snapshot of every step.
+"""Lab: one browser session's engine, workload, manual-request log and the snapshot of every step:
+the app's one history (the lesson player reuses Labs rather than keeping its own).
 
 No Streamlit here, so it is tested (and benchmarked) on its own.
 
@@ -20,30 +21,31 @@ The lesson player forks once per lesson step, so Back shows the very objects it 
 from __future__ import annotations
 
 import copy
-import dataclasses
-import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from pykv import EngineConfig, LLMEngine, SamplingParams, Snapshot
+from pykv.config import EngineConfig
+from pykv.engine import LLMEngine
+from pykv.limits import MAX_STEPS
 from pykv.loader import LoadedModel
-from pykv.workload import Workload, WorkloadRunner, make_workload
+from pykv.request import SamplingParams
+from pykv.snapshot import Snapshot
+from pykv.workload import Workload, make_workload
+from pykv.workload_runner import WorkloadRunner
 
-MAX_STEPS = 3000  # a session never runs further: keeps memory (one snapshot per step) bounded
-THREADS_ENV = "PYKV_TORCH_THREADS"
+LAB_LOG_STATS_INTERVAL = 10  # the lab shows vLLM's periodic stats line every 10 steps (headless runs write none)
 
 
-def configure_torch_threads() -> int:
-    """One intra-op thread unless $PYKV_TORCH_THREADS says otherwise. The lab's model is tiny: extra
-    threads buy nothing, and on a busy 2-core machine their spin-waits made a 5 ms CPU step take
-    ~1 s (measured beside a training job). Returns the thread count set."""
-    import torch
+def lab_config(**changes: Any) -> EngineConfig:
+    """EngineConfig's defaults plus the lab's own (stats log lines on), with ``changes`` applied."""
+    return EngineConfig(**{"log_stats_interval": LAB_LOG_STATS_INTERVAL, **changes})
 
-    threads = max(1, int(os.environ.get(THREADS_ENV, "1")))
-    torch.set_num_threads(threads)
-    return threads
+
+def has_preempted(snapshot: Snapshot) -> bool:
+    """The step that led to ``snapshot`` preempted someone."""
+    return bool(snapshot.report and snapshot.report.preempted)
 
 
 @dataclass(frozen=True)
@@ -121,14 +123,8 @@ class Lab:
     def _advance(self) -> Snapshot:
         """Run the engine one step past ``head`` and record the snapshot."""
         report = self.runner.step() if self.runner else self.engine.step()
-        step = self.engine.step_count
-        if any(m.step == step for m in self.manual):
-            self._apply_manual(step)
-            snap = self.engine.snapshot(report)
-        elif self.engine.history:
-            snap = self.engine.history[-1]  # the engine already took it inside step()
-        else:
-            snap = self.engine.snapshot(report)
+        self._apply_manual(self.engine.step_count)
+        snap = self.engine.snapshot(report)
         self.snapshots.append(snap)
         return snap
 
@@ -198,7 +194,7 @@ class Lab:
         return False
 
     def run_to_next_preemption(self, time_budget_s: Optional[float] = 30.0) -> bool:
-        return self.run_until(lambda s: bool(s.report and s.report["preempted"]), time_budget_s=time_budget_s)
+        return self.run_until(has_preempted, time_budget_s=time_budget_s)
 
     def run_to_end(self, time_budget_s: Optional[float] = 60.0) -> None:
         self.run_until(lambda s: False, time_budget_s=time_budget_s)
@@ -228,7 +224,7 @@ class Lab:
             self._rewind(self.cursor)
         self.engine.add_request(prompt, params, request_id)  # ValueError: nothing logged
         self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos))
-        self.snapshots[self.cursor] = dataclasses.replace(self.engine.snapshot(), report=self.view.report)
+        self.snapshots[self.cursor] = self.engine.snapshot(self.view.report)
         return request_id
 
     def _rewind(self, step: int) -> None:

@@ -1,0 +1,36 @@
+"""RunSummary: what a lesson's side run cost, as plain data (light: validating a path that reads one
+imports nothing of the engine; ``pykv.lessons.runs`` makes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pykv.step_report import PreemptionView
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One side run, measured on ``device``; the totals are ``CompletedRun.totals()``'s. Times are
+    seconds; ``*_p50_s`` are medians over requests."""
+
+    name: str
+    config: dict  # the EngineConfig it ran with, as a dict
+    device: str
+    steps: int
+    wall_s: float
+    output_tokens: int
+    tokens_per_s: float
+    preemptions: int
+    recomputed_tokens: int
+    recompute_s: float
+    swapped_bytes: int
+    swap_s: float  # measured swap-out + swap-in copy time
+    swap_copies: int
+    modelled_pcie_gen4_s: float  # the same copies modelled over PCIe (not measured)
+    modelled_pcie_gen5_s: float
+    ttft_p50_s: Optional[float]
+    tpot_p50_s: Optional[float]
+    outputs: dict[str, list[int]]  # request id -> output token ids
+    metrics: dict[str, float]  # the engine's Prometheus samples at the end
+    preemption_records: list[PreemptionView]  # every preemption of the run

@@ -1,0 +1,18 @@
+"""The app's page CSS, in one place: the compact layout every page shares, and the lesson page's extras."""
+
+PAGE_CSS = """<style>
+[data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
+[data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
+</style>"""
+LESSON_DOTS_CSS = """<style>
+.st-key-lesson_dots button {padding: 0 0.2rem; min-height: 1.6rem;} .st-key-lesson_dots p {font-size: 1.1rem;}
+</style>"""
+PRESENTER_CSS = """<style>
+.st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.45rem; line-height: 1.5;}
+.st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
+</style>"""
+
+
+def current_dot_css(index: int) -> str:
+    """Highlights the progress dot of the lesson step on screen."""
+    return f"<style>.st-key-lesson_dot_{index} p {{color: var(--st-primary-color, #FF4B4B); font-weight: 700;}}</style>"

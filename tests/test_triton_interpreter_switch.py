@@ -1,0 +1,48 @@
+"""Triton's interpreter is switched on only on the way into the Triton kernels, never by ``import pykv``.
+
+Each check runs in a fresh process without ``TRITON_INTERPRET`` and with CUDA hidden, since this test
+process has long since imported triton and the kernels.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_fresh(code: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.split()
+
+
+def test_importing_pykv_leaves_triton_and_the_environment_alone():
+    code = (
+        "import os, sys\n"
+        "import pykv, kernels.reference, kernels.launch_utils\n"
+        "from pykv.attention import resolve_backend\n"
+        "assert resolve_backend('torch', 'cpu').name == 'torch' and resolve_backend('auto', 'cpu').name == 'torch'\n"
+        "print(os.environ.get('TRITON_INTERPRET'), 'triton' in sys.modules)\n"
+    )
+    assert run_fresh(code) == ["None", "False"]
+
+
+def test_choosing_triton_on_cpu_switches_the_interpreter_on_before_triton_is_imported():
+    if importlib.util.find_spec("triton") is None:  # not importorskip: this process imports no triton either
+        pytest.skip("triton is not installed")
+    code = (
+        "import os, pykv.attention as a\n"
+        "b = a.resolve_backend('triton', 'cpu')\n"
+        "from kernels.triton_utils import interpreted\n"
+        "print(os.environ.get('TRITON_INTERPRET'), interpreted(), b.name)\n"
+    )
+    assert run_fresh(code) == ["1", "True", "triton"]
