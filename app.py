@@ -9,9 +9,10 @@ st.set_page_config(page_title="pykv lab", page_icon=":material/grid_view:", layo
 # and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once.
 boot = st.empty()
 boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
-from pykv.ui import about, lessons_page, playground, sweep_page  # noqa: E402  (after the boot chart, on purpose)
+from pykv.ui import about, lessons_page, playground, seats, sweep_page  # noqa: E402  (after the boot chart, on purpose)
 
 boot.empty()
+seats.seats().maybe_reap()  # any page's run gives closed tabs' engines back (at most every 10 s)
 
 st.navigation([
     st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground", default=True),

@@ -6,6 +6,7 @@ Torch only: importing this never imports triton.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Callable
 
@@ -20,10 +21,17 @@ def use_interpreter_without_cuda() -> None:
     Sets ``TRITON_INTERPRET=1`` unless the user set the variable (their choice wins) or CUDA is
     available (nothing changes). It must run before ``import triton`` (see ``kernels/__init__.py``),
     so ``kernels.triton_utils`` calls it above its own ``import triton`` and every kernel module takes
-    ``triton`` and ``tl`` from there. Idempotent; costs an environment lookup and a CUDA query.
+    ``triton`` and ``tl`` from there. Idempotent; costs an environment lookup and a CUDA query. RuntimeError
+    when triton was already imported without the interpreter (it cannot be switched on afterwards).
     """
-    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
-        os.environ["TRITON_INTERPRET"] = "1"
+    if "TRITON_INTERPRET" in os.environ or torch.cuda.is_available():
+        return
+    if "triton" in sys.modules:  # too late: triton.language was built in compiled mode and cannot interpret
+        raise RuntimeError(
+            "triton was imported before Triton's interpreter could be switched on (torch._dynamo, which "
+            "transformers and torch.compile import, imports it); start the process with TRITON_INTERPRET=1 to run "
+            "the kernels on this CPU")
+    os.environ["TRITON_INTERPRET"] = "1"
 
 
 def next_pow2(n: int) -> int:

@@ -63,7 +63,11 @@ def _triton_backend(device: str) -> AttentionBackend:
             "attention_backend='triton' needs the `triton` package, which is not installed here (Triton publishes "
             "wheels for Linux only). Install it with `pip install triton` on Linux, or use attention_backend='torch'."
         )
-    from kernels import triton_backend as tb
+    try:
+        from kernels import triton_backend as tb
+    except RuntimeError as e:  # the interpreter could not be switched on in time (kernels.launch_utils)
+        raise ValueError(f"attention_backend='triton' on device={device!r}: {e}; or use attention_backend='torch'.") \
+            from None
 
     if not device.startswith("cuda") and not tb.interpreted():
         raise ValueError(

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 BlockHash = int
 
 
-@dataclass
+@dataclass(slots=True)  # one per block of a pool: slots halve its memory
 class Block:
     """One physical block of ``block_size`` token slots.
 

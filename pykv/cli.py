@@ -8,11 +8,32 @@ import logging
 import sys
 from typing import Any, Optional, Sequence
 
-from pykv.config import EngineConfig, Knob, knob_text, knobs
+from pykv.cli_errors import UsageError, check_writable, one_line, quoted
+from pykv.config import ConfigError, EngineConfig, Knob, knob_text, knobs
 from pykv.engine import LLMEngine
 from pykv.request import SamplingParams
-from pykv.workload import PRESETS, Workload, make_workload
+from pykv.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
 from pykv.workload_runner import WorkloadRunner
+
+MAX_STEPS_FLAG = 10_000_000  # --max-steps
+USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
+
+
+def _check_preset_flags(args: argparse.Namespace, file_ok: bool) -> dict:
+    """``--num-requests`` and ``--max-tokens`` as preset arguments, bounded like the presets' own."""
+    given = {}
+    for flag, name in (("--num-requests", "n"), ("--max-tokens", "max_tokens")):
+        value = getattr(args, "num_requests" if name == "n" else "max_tokens")
+        if value is None:
+            continue
+        low, high = PRESET_ARG_BOUNDS[name]
+        if not low <= value <= high:
+            raise UsageError(f"{flag} {value} is out of range; use {low} to {high:,}.")
+        given[name] = value
+    if given and args.workload not in PRESETS and file_ok:
+        raise UsageError("--num-requests and --max-tokens size a preset workload; a workload file sets its own "
+                         "(edit the file instead).")
+    return given
 
 
 def _flag_type(spec: Knob):
@@ -45,8 +66,9 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
 
 
 def load_workload(args: argparse.Namespace) -> Workload:
+    """The preset named by ``--workload`` (sized by ``--num-requests``/``--max-tokens``) or a workload file."""
+    kwargs = _check_preset_flags(args, file_ok=True)
     if args.workload in PRESETS:
-        kwargs = {k: v for k, v in (("n", args.num_requests), ("max_tokens", args.max_tokens)) if v is not None}
         return make_workload(args.workload, seed=args.seed, **kwargs)
     return Workload.load(args.workload)
 
@@ -83,24 +105,35 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     import time
 
+    check_writable(args.export_workload, "--export-workload")
+    if not 1 <= args.max_steps <= MAX_STEPS_FLAG:
+        raise UsageError(f"--max-steps {args.max_steps} is out of range; use 1 to {MAX_STEPS_FLAG:,}.")
+    config = config_from_args(args)
     workload = load_workload(args)
     if args.export_workload:
         with open(args.export_workload, "w") as f:
             f.write(workload.to_json())
-    engine = LLMEngine(config_from_args(args))
+    engine = LLMEngine(config)
     runner = WorkloadRunner(engine, workload)
     t0 = time.perf_counter()
     runner.run(max_steps=args.max_steps)
     print(summary(engine, runner.request_ids, time.perf_counter() - t0))
     if not runner.done():
-        print(f"stopped after --max-steps {args.max_steps} with requests unfinished", file=sys.stderr)
+        print(f"error: stopped after --max-steps {args.max_steps} with requests unfinished", file=sys.stderr)
         return 1
     return 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    engine = LLMEngine(config_from_args(args))
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    config = config_from_args(args)
+    try:
+        params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    except ValueError as e:
+        text = one_line(e)
+        flag = next((f for name, f in (("max_tokens", "--max-tokens"), ("temperature", "--temperature"))
+                     if text.startswith(name)), None)
+        raise UsageError(f"{flag}: {text}" if flag else text) from None
+    engine = LLMEngine(config)
     (out,) = engine.generate([args.prompt], params)
     print(args.prompt + out.text)
     return 0
@@ -112,16 +145,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from pykv.runtime import configure_torch_threads
-    from pykv.sweep import SweepSpec, parse_values, run_sweep
+    from pykv.sweep import MODES, SweepSpec, parse_values, run_sweep
 
-    axis, text = next((a, t) for a, t in (("num_gpu_blocks", args.pool_sizes), ("block_size", args.block_sizes),
-                                           ("max_num_seqs", args.max_num_seqs_values)) if t is not None)
-    given = {k: v for k, v in (("n", args.num_requests), ("max_tokens", args.max_tokens)) if v is not None}
-    spec = SweepSpec(
-        workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed, axis=axis,
-        values=parse_values(text), modes=tuple(m.strip() for m in args.modes.split(",")),
-        base=config_from_args(args),
-    )
+    check_writable(args.out, "--out")
+    flag, axis, text = next((f, a, t) for f, a, t in (
+        ("--pool-sizes", "num_gpu_blocks", args.pool_sizes), ("--block-sizes", "block_size", args.block_sizes),
+        ("--max-num-seqs-values", "max_num_seqs", args.max_num_seqs_values)) if t is not None)
+    if args.workload not in PRESETS:
+        raise UsageError(f"sweep runs a preset workload ({', '.join(PRESETS)}), not {quoted(args.workload)}; "
+                         "to run a workload JSON file use: python -m pykv run --workload FILE.")
+    given = _check_preset_flags(args, file_ok=False)
+    modes = tuple(m.strip() for m in args.modes.split(","))
+    if not all(modes):
+        raise UsageError(f"--modes {quoted(args.modes)} has an empty entry; give a comma list of: {', '.join(MODES)}.")
+    try:
+        values = parse_values(text)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    spec = SweepSpec(workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed,
+                     axis=axis, values=values, modes=modes, base=config_from_args(args))
+    try:
+        spec.configs()  # every run's config, validated before the model loads
+    except ConfigError as e:
+        if e.field != axis:
+            raise
+        raise UsageError(f"{flag}: {e}") from None
     logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
     configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
 
@@ -131,7 +179,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s", end="", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    result = run_sweep(spec, on_progress=progress)
+    try:
+        result = run_sweep(spec, on_progress=progress)
+    except BaseException:
+        print(file=sys.stderr)  # end the progress line, so the error gets its own
+        raise
     print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     columns = ["mode", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s", "tokens_per_s",
                "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
@@ -179,13 +231,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "sweep" and not (args.pool_sizes or args.block_sizes or args.max_num_seqs_values):
-        args.pool_sizes = args.pool_sizes_default
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
-                        datefmt="%m-%d %H:%M:%S", stream=sys.stderr)
+    """Run a command; every error is one line on stderr (``error: ...``): exit code 2 for bad input (flags,
+    config, workload file), 1 for a run that failed, never a traceback. argparse's own errors exit 2."""
     try:
+        args = build_parser().parse_args(argv)
+        if args.command == "sweep" and (args.pool_sizes, args.block_sizes, args.max_num_seqs_values) == (None,) * 3:
+            args.pool_sizes = args.pool_sizes_default
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
+                            datefmt="%m-%d %H:%M:%S", stream=sys.stderr)
         return args.func(args)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:  # UsageError, ConfigError, pydantic's ValidationError, the engine's input checks
+        _report(one_line(e))
+        return USAGE
+    except KeyboardInterrupt:
+        _report("interrupted")
+        return INTERRUPTED
+    except MemoryError:
+        _report("out of memory; use a smaller pool, workload or sweep")
+        return FAILURE
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        _report(f"{type(e).__name__}: {one_line(e)}")
+        return FAILURE
+
+
+def _report(text: str) -> None:
+    print(f"error: {text}", file=sys.stderr, flush=True)

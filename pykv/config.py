@@ -31,6 +31,9 @@ SwapCopy = Literal["batched", "per_block"]
 # Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
 EVERYWHERE = ("cli", "sidebar", "url", "lesson")
 HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
+# The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
+# checks the pool's bytes against a memory budget too (pykv.limits.MAX_KV_BYTES), where the block size is known.
+MAX_POOL_BLOCKS = 1_000_000
 
 
 def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
@@ -60,10 +63,10 @@ class EngineConfig(BaseModel):
 
     model: str = knob("tiny", "'tiny' (the shipped model) or a local Hugging Face Llama/Qwen2 checkpoint folder",
                       expose=("cli",), not_in_lessons="the model comes from the app (the shipped one by default)",
-                      app_owned=True)
+                      app_owned=True, max_length=4096)
     device: str = knob("cpu", "where the model and the device KV pool live: cpu, cuda or cuda:N",
                        expose=("cli", "sidebar", "url"), options="devices",
-                       not_in_lessons="the device comes from the app", app_owned=True)
+                       not_in_lessons="the device comes from the app", app_owned=True, max_length=32)
     attention_backend: AttentionBackendName = knob(
         "auto", "torch = reference attention; triton = the project's kernels (on CPU through Triton's interpreter: "
         "much slower steps, watch the step time); auto = triton on CUDA, torch on CPU",
@@ -72,20 +75,22 @@ class EngineConfig(BaseModel):
                             not_in_lessons="the dtype comes from the app", app_owned=True)
     block_size: int = knob(16, "tokens per KV block (vLLM's default is 16)", expose=EVERYWHERE, ge=1, le=256)
     num_gpu_blocks: int = knob(64, "physical KV blocks in the device pool; shrink it to force preemption",
-                               expose=EVERYWHERE, ge=1, app_max=512, widget="slider")
+                               expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=512, widget="slider")
     gpu_memory_utilization: Optional[float] = knob(
         None, "CUDA only: size the device pool from this share of GPU memory instead of num_gpu_blocks",
         expose=("cli",), gt=0, le=1,
         not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine")
-    swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0)
+    swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0,
+                             le=64)
     num_cpu_blocks: Optional[int] = knob(
         None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
-        "falls back to recompute", expose=EVERYWHERE, ge=0, app_max=4096)
-    max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, app_max=256)
+        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096)
+    max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, le=1024,
+                       app_max=256)
     max_num_batched_tokens: int = knob(256, "token budget of one step (prefill chunks + decodes)", expose=EVERYWHERE,
-                                       ge=1, app_max=8192)
+                                       ge=1, le=65536, app_max=8192)
     max_model_len: Optional[int] = knob(None, "longest sequence (prompt + output) a request may reach; none = the "
-                                              "model's context length", ge=1)
+                                              "model's context length", ge=1, le=1_048_576)
     preemption_mode: PreemptionMode = knob(
         "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
         "(copy its blocks to the CPU pool) or auto (vLLM V0's rule)", expose=EVERYWHERE)
@@ -95,7 +100,7 @@ class EngineConfig(BaseModel):
                                         expose=EVERYWHERE)
     seed: int = knob(0, "seeds sampling and the workload presets", expose=("cli",),
                      not_in_lessons="set the lesson's seed in the front matter (seed: N); it seeds the workload and "
-                                    "the engine")
+                                    "the engine", ge=0, lt=2**63)
     # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
     swap_fallback: SwapFallback = knob("recompute", "when the CPU pool is full: recompute the victim instead, or "
                                                     "abort it with vLLM V0's message")
@@ -103,13 +108,15 @@ class EngineConfig(BaseModel):
     swap_watermark: float = knob(0.01, "share of the device pool kept free when swapping back in", ge=0, lt=1)
     # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
     pcie_bandwidth_gbps: float = knob(DEFAULT_PCIE_GBPS, "modelled PCIe bandwidth for swaps, GB/s (not measured)",
-                                      gt=0)
-    pcie_copy_overhead_us: float = knob(PCIE_COPY_OVERHEAD_US, "modelled fixed cost per copy issued, µs", ge=0)
+                                      gt=0, le=100_000)
+    pcie_copy_overhead_us: float = knob(PCIE_COPY_OVERHEAD_US, "modelled fixed cost per copy issued, µs", ge=0,
+                                        le=1_000_000)
     # Observability and safety.
     max_preemptions_without_progress: int = knob(
-        50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1)
+        50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1,
+        le=1_000_000)
     log_stats_interval: Optional[int] = knob(
-        None, "steps between vLLM-style stats log lines; none = no stats lines", ge=1)
+        None, "steps between vLLM-style stats log lines; none = no stats lines", ge=1, le=1_000_000)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -139,26 +146,46 @@ def _check_combination(c: EngineConfig) -> None:
 
 def _one_line(error: ValidationError) -> ConfigError:
     """The first problem of a pydantic error, as one line that names the field and what to change."""
-    err = error.errors()[0]
+    err = error.errors(include_url=False)[0]
     name = str(err["loc"][0]) if err["loc"] else None
-    value, kind, ctx = err.get("input"), err["type"], err.get("ctx", {})
+    value, kind, ctx = show_value(err.get("input")), err["type"], err.get("ctx", {})
+    if name is not None and name not in EngineConfig.model_fields:  # an unknown field: keep the message short
+        name = show_value(name, 60).strip("'")
     if kind == "extra_forbidden":
         return ConfigError(name, f"{name!r} is not an EngineConfig field; "
                                  f"use one of {', '.join(EngineConfig.model_fields)}.")
     spec = knob_named(name)
     if kind == "literal_error":
-        return ConfigError(name, f"{name} must be one of {spec.choices}, got {value!r}.")
+        return ConfigError(name, f"{name} must be one of {spec.choices}, got {value}.")
     if kind in ("greater_than_equal", "greater_than") and spec.kind == "int" and ctx.get("ge") == 1:
-        return ConfigError(name, f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
+        return ConfigError(name, f"{name} must be a positive integer, got {value}; set it to 1 or more.")
     if kind == "greater_than_equal" and ctx.get("ge") == 0:
-        return ConfigError(name, f"{name} cannot be negative (got {value!r}); use 0 or more.")
+        return ConfigError(name, f"{name} cannot be negative (got {value}); use 0 or more.")
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        return ConfigError(name, f"{name}={value!r} is out of range: it must lie in {spec.range_text()}.")
+        return ConfigError(name, f"{name}={value} is out of range: it must lie in {spec.range_text()}.")
+    if kind == "string_too_long":
+        return ConfigError(name, f"{name} is too long (at most {ctx.get('max_length')} characters), got {value}.")
     if kind == "finite_number":
-        return ConfigError(name, f"{name} must be a finite number, got {value!r}.")
+        return ConfigError(name, f"{name} must be a finite number, got {value}.")
     what = {"int": "an integer", "float": "a number", "bool": "true or false", "text": "text", "choice": "text"}
     optional = " or None" if spec.optional else ""
-    return ConfigError(name, f"{name} must be {what[spec.kind]}{optional}, got {value!r} ({type(value).__name__}).")
+    kind_name = type(err.get("input")).__name__
+    return ConfigError(name, f"{name} must be {what[spec.kind]}{optional}, got {value} ({kind_name}).")
+
+
+def show_value(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, safe for any input (a 5,000-digit int, a megabyte of text):
+    a message quotes what it was given without growing with it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    if isinstance(value, (str, bytes, bytearray)) and len(value) > limit:  # no megabyte repr to cut down
+        value = value[:limit] + value[-4:]
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__
+        text = f"<{type(value).__name__}>"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 5] + "…" + text[-4:]
 
 
 # ---- the table, read by the CLI, the sidebar, the URL and the lesson loader ---------------------------

@@ -10,20 +10,20 @@ import torch
 from pykv.attention import resolve_backend
 from pykv.block_pool import BlockPool
 from pykv.cache_engine import CacheEngine
-from pykv.config import EngineConfig
+from pykv.config import MAX_POOL_BLOCKS, EngineConfig, show_value
 from pykv.costs import CostLedger, PreemptionCost
+from pykv.kv_budget import check_pool_budget, kv_pool_budget
 from pykv.kv_cache_manager import KVCacheManager
 from pykv.loader import LoadedModel, load_model
 from pykv.metrics import EngineMetrics, logger
 from pykv.model_runner import ModelRunner, RunResult
 from pykv.observer import StepObserver, StepOutcome
+from pykv.prompt_checks import Prompt, checked_request_id, token_ids_of
 from pykv.request import Request, RequestOutput, SamplingParams
 from pykv.scheduler import Scheduler, SchedulerOutput
 from pykv.snapshot import Snapshot
 from pykv.snapshot_builder import build_snapshot
 from pykv.step_report import StepReport
-
-Prompt = Union[str, Sequence[int]]
 
 
 class LLMEngine:
@@ -49,6 +49,7 @@ class LLMEngine:
         num_cpu_blocks = config.num_cpu_blocks
         if num_cpu_blocks is None:
             num_cpu_blocks = int(config.swap_space * 2**30) // self.bytes_per_block
+        check_pool_budget(config, self.bytes_per_block, num_cpu_blocks)  # before any block or tensor is allocated
         self.kv = KVCacheManager(BlockPool(config.num_gpu_blocks), config.block_size, config.enable_prefix_caching,
                                  cpu_pool=BlockPool(num_cpu_blocks))
         self.scheduler = Scheduler(config, self.kv, self.max_model_len)
@@ -68,7 +69,8 @@ class LLMEngine:
         """vLLM's sizing: the share of GPU memory left for KV after the weights, in whole blocks."""
         free, total = torch.cuda.mem_get_info(config.device)
         budget = config.gpu_memory_utilization * total - (total - free)
-        blocks = int(budget // self.bytes_per_block)
+        blocks = min(int(budget // self.bytes_per_block), MAX_POOL_BLOCKS,
+                     kv_pool_budget(config.device) // self.bytes_per_block)
         if blocks < 1:
             raise ValueError(f"gpu_memory_utilization={config.gpu_memory_utilization} leaves no room for one KV block; "
                              "raise it.")
@@ -76,10 +78,15 @@ class LLMEngine:
 
     # ---- requests -------------------------------------------------------------------------
 
-    def _make_request(self, prompt: Prompt, params: SamplingParams, request_id: Optional[str],
-                      offset: int = 0) -> Request:
-        """Tokenize and check one prompt; ``offset`` places it among prompts queued together."""
-        token_ids = self.loaded.encode(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+    def _make_request(self, prompt: Prompt, params: Optional[SamplingParams], request_id: Optional[str],
+                      offset: int = 0, auto_prefix: str = "", reserved: frozenset[str] = frozenset()) -> Request:
+        """Check and tokenize one prompt; ``offset`` places it among prompts queued together, ``reserved`` holds
+        their ids (an automatic id skips every id in use, the caller's own ones included)."""
+        params = SamplingParams() if params is None else params
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"params must be a SamplingParams (or None for the defaults), got {show_value(params)} "
+                             f"({type(params).__name__}).")
+        token_ids = token_ids_of(prompt, self.loaded.encode, self.max_model_len)
         if not token_ids:
             raise ValueError("The prompt is empty (no tokens); give at least one character or token id.")
         vocab = self.loaded.config.vocab_size
@@ -97,25 +104,37 @@ class LLMEngine:
                 f"Raise the budget or enable chunked prefill."
             )
         index = self._num_added + offset
-        request_id = str(index) if request_id is None else str(request_id)
-        if request_id in self.scheduler.requests or request_id in self.outputs:
-            raise ValueError(f"Request id {request_id!r} is already in use; pick another.")
+        if request_id is None:
+            request_id = self._free_request_id(auto_prefix, index, reserved)
+        else:
+            request_id = checked_request_id(request_id)
+            if request_id in self.scheduler.requests or request_id in self.outputs or request_id in reserved:
+                raise ValueError(f"Request id {request_id!r} is already in use; pick another.")
         generator = None
         if params.temperature > 0:
-            seed = params.seed if params.seed is not None else self.config.seed * 1_000_003 + index
+            seed = params.seed if params.seed is not None else (self.config.seed * 1_000_003 + index) % 2**63
             generator = torch.Generator().manual_seed(seed)
         return Request(request_id, token_ids, params, arrival_step=self.step_count,
                        eos_token_ids=self.loaded.eos_token_ids, generator=generator, arrival_time=time.perf_counter())
 
+    def _free_request_id(self, prefix: str, index: int, reserved: frozenset[str]) -> str:
+        """The first ``prefix + n`` (n from ``index`` up) that no request, queued or finished, has taken."""
+        while True:
+            request_id = f"{prefix}{index}"
+            if request_id not in self.scheduler.requests and request_id not in self.outputs \
+                    and request_id not in reserved:
+                return request_id
+            index += 1
+
     def check_request(self, prompt: Prompt, params: Optional[SamplingParams] = None,
                       request_id: Optional[str] = None) -> None:
         """Raise the ValueError ``add_request`` would raise, changing nothing."""
-        self._make_request(prompt, params or SamplingParams(), request_id)
+        self._make_request(prompt, params, request_id)
 
     def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None,
                     request_id: Optional[str] = None) -> str:
         """Queue a prompt (text or token ids); returns its request id."""
-        request = self._make_request(prompt, params or SamplingParams(), request_id)
+        request = self._make_request(prompt, params, request_id)
         self._num_added += 1
         self.scheduler.add_request(request)
         return request.request_id
@@ -194,17 +213,25 @@ class LLMEngine:
         params: Union[SamplingParams, Sequence[SamplingParams], None] = None
     ) -> list[RequestOutput]:
         """Run prompts to completion; outputs in prompt order. All prompts are checked before any is queued."""
-        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
-            prompts = [prompts]
+        sequences = (list, tuple, range)
+        if isinstance(prompts, str) or (isinstance(prompts, sequences) and prompts
+                                        and not isinstance(prompts[0], sequences + (str, bytes, bytearray))):
+            prompts = [prompts]  # one prompt: text, or token ids (each checked below)
+        if not isinstance(prompts, sequences):
+            raise ValueError(f"prompts must be text, a list of token ids, or a list of those; got "
+                             f"{show_value(prompts)} ({type(prompts).__name__}).")
         if params is None or isinstance(params, SamplingParams):
             params = [params or SamplingParams()] * len(prompts)
+        if not isinstance(params, (list, tuple)) or not all(isinstance(p, SamplingParams) for p in params):
+            raise ValueError(f"params must be a SamplingParams, or a list with one per prompt; got "
+                             f"{show_value(params)} ({type(params).__name__}).")
         if len(params) != len(prompts):
             raise ValueError(f"Got {len(params)} SamplingParams for {len(prompts)} prompts; "
                              "give one, or one per prompt.")
-        requests = [
-            self._make_request(prompt, p, f"gen-{self._num_added + i}", offset=i)
-            for i, (prompt, p) in enumerate(zip(prompts, params))
-        ]
+        requests: list[Request] = []
+        for i, (prompt, p) in enumerate(zip(prompts, params)):
+            reserved = frozenset(r.request_id for r in requests)
+            requests.append(self._make_request(prompt, p, None, offset=i, auto_prefix="gen-", reserved=reserved))
         for request in requests:
             self._num_added += 1
             self.scheduler.add_request(request)

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from pykv.cache_engine import CacheEngine
 from pykv.config import EngineConfig
 from pykv.engine import LLMEngine
 from pykv.limits import MAX_STEPS
@@ -36,6 +37,23 @@ from pykv.workload import Workload, make_workload
 from pykv.workload_runner import WorkloadRunner
 
 LAB_LOG_STATS_INTERVAL = 10  # the lab shows vLLM's periodic stats line every 10 steps (headless runs write none)
+
+# History memory. A Lab keeps one Snapshot per step, at most MAX_STEPS (3000) of them. Measured on the
+# default config (tiny model, 64 blocks, storm preset, run to its end at step 257): 42 KB per snapshot on
+# average (objects shared between consecutive snapshots counted once), 102 KB for the largest one. So one
+# session's history is capped near 3000 x 45 KB = ~135 MB (worst case ~300 MB at the largest snapshot),
+# on top of its KV pools (sidebar caps: 512 device + 4096 CPU blocks, ~32 KB a block on the tiny model).
+SNAPSHOT_BYTES_ESTIMATE = 45_000  # bytes of one recorded step on the default config (see above)
+
+
+def memory_estimate(config: EngineConfig, loaded: LoadedModel) -> int:
+    """Bytes a Lab on ``config`` may come to hold, known before anything is allocated: its KV pools
+    (device + CPU) plus a full history of MAX_STEPS snapshots."""
+    per_block = CacheEngine.bytes_per_block(loaded.config, config.block_size, config.dtype)
+    cpu_blocks = config.num_cpu_blocks
+    if cpu_blocks is None:
+        cpu_blocks = int(config.swap_space * 2**30) // per_block
+    return (config.num_gpu_blocks + cpu_blocks) * per_block + MAX_STEPS * SNAPSHOT_BYTES_ESTIMATE
 
 
 def lab_config(**changes: Any) -> EngineConfig:
@@ -67,7 +85,16 @@ class Lab:
         self.config, self.loaded, self.preset, self.seed = config, loaded, preset, seed
         self.workload = workload or (make_workload(preset, seed=seed) if preset else None)  # ValueError: unknown preset
         self.manual: list[ManualRequest] = list(manual)  # changed by add_request / _rewind only
+        self.stopped_early: Optional[str] = None  # why the last goto / run_until stopped short (None: it did not)
         self._restart()
+
+    def check_workload(self) -> None:
+        """Raise the engine's ValueError now if a request of the workload will be refused when it arrives
+        (e.g. chunked prefill off and a budget smaller than a prompt), instead of at that step."""
+        for r in self.workload.requests if self.workload else []:
+            prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
+            self.engine.check_request(prompt, SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos),
+                                      r.request_id)
 
     # ---- engine lifetime ------------------------------------------------------------------
 
@@ -102,6 +129,13 @@ class Lab:
         while self._engine.step_count < self.head:
             self._runner.step() if self._runner else self._engine.step()
             self._apply_manual(self._engine.step_count)
+
+    def release(self) -> None:
+        """Give back the engine (KV pools) and the recorded history: the Lab goes back to step 0 and would
+        replay an engine only if asked for one. For a session that is gone but not yet dropped."""
+        self.snapshots, self.cursor = self.snapshots[:1], 0
+        self._engine = self._runner = None
+        self._detached, self._done_when_detached = True, False
 
     def fork(self) -> "Lab":
         """A new Lab at the same step that takes over this Lab's engine. This Lab's snapshots, cursor
@@ -172,32 +206,51 @@ class Lab:
         self.cursor -= 1
         return True
 
-    def goto(self, step: int) -> int:
-        """Show step ``step`` (replaying forward as needed; stops early at the end). Returns the step shown."""
-        step = max(0, step)
+    def goto(self, step: int, time_budget_s: Optional[float] = None,
+             should_stop: Optional[Callable[[], bool]] = None) -> int:
+        """Show step ``step`` (replaying forward as needed; stops early at the end, when the time budget
+        is spent or when ``should_stop()`` says the session is gone). Returns the step shown;
+        ``stopped_early`` says why it is short of ``step`` for a reason other than the run's end."""
+        step, start, self.stopped_early = max(0, step), time.perf_counter(), None
         while self.head < step and not (self.engine_done() or self.head >= MAX_STEPS):
+            if self._interrupted(start, time_budget_s, should_stop):
+                break
             self._advance()
         self.cursor = min(step, self.head)
         return self.cursor
 
     def run_until(self, stop: Callable[[Snapshot], bool], max_steps: int = MAX_STEPS,
-                  time_budget_s: Optional[float] = None) -> bool:
-        """Step until ``stop(snapshot)`` holds (True) or the run ends / the budget is spent (False)."""
-        start = time.perf_counter()
+                  time_budget_s: Optional[float] = None, should_stop: Optional[Callable[[], bool]] = None) -> bool:
+        """Step until ``stop(snapshot)`` holds (True) or the run ends / the budget is spent / the session
+        is gone (False; ``stopped_early`` then says which, None when the run simply ended)."""
+        start, self.stopped_early = time.perf_counter(), None
         for _ in range(max_steps):
             if not self.step():
                 return False
             if stop(self.view):
                 return True
-            if time_budget_s is not None and time.perf_counter() - start > time_budget_s:
+            if self._interrupted(start, time_budget_s, should_stop):
                 return False
+        if not self.at_end():
+            self.stopped_early = f"it reached the limit of {max_steps} steps for one action"
         return False
 
-    def run_to_next_preemption(self, time_budget_s: Optional[float] = 30.0) -> bool:
-        return self.run_until(has_preempted, time_budget_s=time_budget_s)
+    def _interrupted(self, start: float, time_budget_s: Optional[float],
+                     should_stop: Optional[Callable[[], bool]]) -> bool:
+        """Sets ``stopped_early`` and returns True when the action must stop before its next step."""
+        if should_stop is not None and should_stop():
+            self.stopped_early = "its session ended"
+        elif time_budget_s is not None and time.perf_counter() - start > time_budget_s:
+            self.stopped_early = f"it used its time budget of {time_budget_s:g} s"
+        return self.stopped_early is not None
 
-    def run_to_end(self, time_budget_s: Optional[float] = 60.0) -> None:
-        self.run_until(lambda s: False, time_budget_s=time_budget_s)
+    def run_to_next_preemption(self, time_budget_s: Optional[float] = 30.0,
+                               should_stop: Optional[Callable[[], bool]] = None) -> bool:
+        return self.run_until(has_preempted, time_budget_s=time_budget_s, should_stop=should_stop)
+
+    def run_to_end(self, time_budget_s: Optional[float] = 60.0,
+                   should_stop: Optional[Callable[[], bool]] = None) -> None:
+        self.run_until(lambda s: False, time_budget_s=time_budget_s, should_stop=should_stop)
 
     def reset(self) -> None:
         """Back to step 0 with the same config and workload; requests added by hand are dropped."""

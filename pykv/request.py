@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import enum
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
+
+from pykv.config import show_value
+from pykv.limits import MAX_STOP_TOKEN_IDS, MAX_TEMPERATURE, MAX_TOKENS, MIN_TEMPERATURE
 
 if TYPE_CHECKING:
     import torch
@@ -46,13 +51,45 @@ class SamplingParams:
     ignore_eos: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}.")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (0 means greedy), got {self.temperature}.")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
-        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
+        """Type and range checks, with no silent conversion (no ``int(1.5)``, no ``True`` as 1, no ``"0.5"``)."""
+        if not _is_int(self.max_tokens) or not 1 <= self.max_tokens <= MAX_TOKENS:
+            raise ValueError(f"max_tokens must be an integer >= 1 (at most {MAX_TOKENS}), "
+                             f"got {show_value(self.max_tokens)}.")
+        t = self.temperature
+        if not _is_real(t):
+            raise ValueError(f"temperature must be a number (0 means greedy), got {show_value(t)} "
+                             f"({type(t).__name__}).")
+        if not math.isfinite(t) or t < 0 or (t != 0 and not MIN_TEMPERATURE <= t <= MAX_TEMPERATURE):
+            raise ValueError(f"temperature must be >= 0: 0 (greedy) or a number in [{MIN_TEMPERATURE}, "
+                             f"{MAX_TEMPERATURE:g}], got {show_value(t)}; use 0 for greedy decoding.")
+        if not _is_real(self.top_p) or not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be a number in (0, 1] (1 keeps every token), got {show_value(self.top_p)}.")
+        if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed < 2**63):
+            raise ValueError(f"seed must be None or an integer in [0, 2**63), got {show_value(self.seed)}.")
+        ids = self.stop_token_ids
+        if not isinstance(ids, (list, tuple)) or len(ids) > MAX_STOP_TOKEN_IDS:
+            raise ValueError(f"stop_token_ids must be a list of token ids (at most {MAX_STOP_TOKEN_IDS}), "
+                             f"got {show_value(ids)}{'; write [%d] for one id' % ids if _is_int(ids) else ''}.")
+        bad = [t for t in ids if not _is_int(t) or not 0 <= t < 2**31][:1]
+        if bad:
+            raise ValueError(f"stop_token_ids must hold non-negative integer token ids, got {show_value(bad[0])}.")
+        if not isinstance(self.ignore_eos, bool):
+            raise ValueError(f"ignore_eos must be True or False, got {show_value(self.ignore_eos)}.")
+        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in ids))
+        object.__setattr__(self, "max_tokens", int(self.max_tokens))
+        object.__setattr__(self, "temperature", float(t) if t else 0.0)
+        object.__setattr__(self, "top_p", float(self.top_p))
+        object.__setattr__(self, "seed", None if self.seed is None else int(self.seed))
+
+
+def _is_int(value: object) -> bool:
+    """An integer (numpy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    """An int or float (numpy's too), not a bool, not text."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass

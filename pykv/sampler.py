@@ -26,5 +26,10 @@ def sample(
             sorted_probs, order = probs.sort(descending=True)
             keep = sorted_probs.cumsum(0) - sorted_probs < p.top_p  # always keeps the top token
             probs = torch.zeros_like(probs).scatter_(0, order[keep], sorted_probs[keep])
+        if not bool(torch.isfinite(probs).all()) or not float(probs.sum()) > 0:
+            # SamplingParams refuses temperatures that overflow, but a step must never fail on one row: a
+            # distribution multinomial cannot draw from falls back to the greedy token for this row.
+            tokens.append(greedy[row])
+            continue
         tokens.append(int(torch.multinomial(probs.cpu(), 1, generator=gen)))
     return tokens

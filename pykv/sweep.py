@@ -14,7 +14,7 @@ from pykv.config import EngineConfig
 from pykv.kv_cache_manager import cdiv
 from pykv.loader import LoadedModel, load_model
 from pykv.pcie import PCIE_GBPS, modelled_copy_seconds
-from pykv.workload import make_workload
+from pykv.workload import PRESETS, check_preset_args, make_workload
 
 # Named modes: the engine settings each stands for.
 MODES: dict[str, dict] = {
@@ -37,20 +37,77 @@ PREEMPTION_COLUMNS = [
 ]
 
 
-def parse_values(text: str) -> tuple[int, ...]:
-    """``16:128:16`` (start:stop:step, stop included) or ``16,32,64``."""
+MAX_SWEEP_VALUES = 64  # values on one axis
+MAX_SWEEP_VALUE = 100_000  # any one value (the config's own bounds then apply per axis)
+MAX_VALUES_TEXT = 1_000  # characters of a values string
+
+
+def _quote(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
+
+
+def _ints(parts: list[str], text: str) -> list[int]:
     try:
-        if ":" in text:
-            start, stop, step = (int(x) for x in text.split(":"))
-            values = tuple(range(start, stop + 1, step))
-        else:
-            values = tuple(int(x) for x in text.split(","))
+        numbers = []
+        for part in parts:
+            part = part.strip()
+            if not part or len(part) > 12:  # 12 digits is far past any bound: no int() of 5,000 digits
+                raise ValueError
+            numbers.append(int(part))
+        return numbers
     except ValueError:
-        raise ValueError(
-            f"Cannot read values {text!r}: use start:stop:step (e.g. 16:128:16) or a list (16,32,64).") from None
-    if not values:
-        raise ValueError(f"{text!r} gives no values: in start:stop:step the stop must not be below the start.")
+        raise ValueError(f"Cannot read values {_quote(text)}: use start:stop:step (e.g. 16:128:16) or a list "
+                         "(16,32,64) of whole numbers.") from None
+
+
+def count_values(text: str) -> int:
+    """How many values ``text`` gives, computed without listing them (``1:10**8:1`` costs nothing);
+    ValueError if the text cannot be read. :func:`parse_values` then bounds the count."""
+    if not isinstance(text, str):
+        raise ValueError(f"Sweep values must be text, got {type(text).__name__}.")
+    if len(text) > MAX_VALUES_TEXT:
+        raise ValueError(f"The values text is {len(text):,} characters; at most {MAX_VALUES_TEXT:,}.")
+    if not text.strip():
+        raise ValueError("No values given: use start:stop:step (e.g. 16:128:16) or a list (16,32,64).")
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"Cannot read values {_quote(text)}: a range is start:stop:step, e.g. 16:128:16.")
+        start, stop, step = _ints(parts, text)
+        if step < 1:
+            raise ValueError(f"In {_quote(text)} the step must be a positive whole number, got {step}.")
+        if stop < start:
+            raise ValueError(f"{_quote(text)} gives no values: in start:stop:step the stop must not be below the "
+                             "start.")
+        return (stop - start) // step + 1
+    parts = text.split(",")
+    _ints(parts, text)  # at most 500 short parts: MAX_VALUES_TEXT bounds them
+    return len(parts)
+
+
+def parse_values(text: str) -> tuple[int, ...]:
+    """``16:128:16`` (start:stop:step, stop included) or ``16,32,64``: at most MAX_SWEEP_VALUES values,
+    each 1..MAX_SWEEP_VALUE. The count is checked before any value is listed."""
+    count = count_values(text)
+    if count > MAX_SWEEP_VALUES:
+        raise ValueError(f"{_quote(text)} gives {count:,} values; a sweep takes at most {MAX_SWEEP_VALUES}. "
+                         "Use a bigger step or fewer values.")
+    if ":" in text:
+        start, stop, step = _ints(text.split(":"), text)
+        values = tuple(range(start, stop + 1, step))
+    else:
+        values = tuple(_ints(text.split(","), text))
+    _check_values(values)
     return values
+
+
+def _check_values(values: tuple) -> None:
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SWEEP_VALUE
+                         for v in values):
+        shown = ", ".join(repr(v) for v in values[:8]) + (", ..." if len(values) > 8 else "")
+        raise ValueError(f"Sweep values must be positive integers up to {MAX_SWEEP_VALUE:,}, got [{shown}].")
+    if len(values) > MAX_SWEEP_VALUES:
+        raise ValueError(f"A sweep takes at most {MAX_SWEEP_VALUES} values, got {len(values)}.")
 
 
 @dataclass(frozen=True)
@@ -73,10 +130,17 @@ class SweepSpec:
         unknown = [m for m in self.modes if m not in MODES]
         if unknown:
             raise ValueError(f"Unknown modes {unknown}; choose from {', '.join(MODES)}.")
-        if not self.values or any(v < 1 for v in self.values):
-            raise ValueError(f"Sweep values must be positive integers, got {list(self.values)}.")
+        _check_values(tuple(self.values))
         if not self.modes:
             raise ValueError("Choose at least one mode.")
+        if self.workload not in PRESETS:
+            raise ValueError(f"A sweep runs a workload preset ({', '.join(PRESETS)}), not {self.workload!r}.")
+        check_preset_args(self.workload, seed=self.seed, **self.workload_args)
+
+    @property
+    def num_runs(self) -> int:
+        """How many runs :meth:`configs` gives (one per value and mode), without building them."""
+        return len(self.values) * len(self.modes)
 
     def configs(self) -> list[tuple[str, int, EngineConfig]]:
         """Every run, in order: (mode, axis value, config). Configs are validated here, up front."""

@@ -1,16 +1,31 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 torch.set_num_threads(1)  # small shapes: threads only add noise and contention on 2 cores
+if not torch.cuda.is_available():
+    # The fixtures write checkpoints with transformers, whose torch._dynamo imports triton: switch the interpreter
+    # on first (a process running the Triton backend on CPU must start so; the app and the CLI never import dynamo).
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from checkpoints import make_checkpoint  # noqa: E402
 
 from pykv import EngineConfig, LLMEngine  # noqa: E402
 from pykv.loader import load_model  # noqa: E402
+
+# Hypothesis profile for the property tests: 200 examples by default (CI); PYKV_HYPOTHESIS_EXAMPLES=1000 asks for more.
+# Engines are built per example and steps are not timed, so no deadline; the fixtures are session-scoped models.
+_EXAMPLES = os.environ.get("PYKV_HYPOTHESIS_EXAMPLES", "200").strip()
+if not _EXAMPLES.isdigit() or not 1 <= int(_EXAMPLES) <= 1_000_000:
+    raise pytest.UsageError(f"PYKV_HYPOTHESIS_EXAMPLES must be a whole number from 1 to 1000000, got {_EXAMPLES!r}")
+settings.register_profile("pykv", max_examples=int(_EXAMPLES), deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("pykv")
 
 
 @pytest.fixture(scope="session")

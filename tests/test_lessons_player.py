@@ -308,3 +308,12 @@ def test_the_instructor_guide_example_loads_and_replays(tiny):
     example = guide.split("````markdown\n", 1)[1].split("\n````", 1)[0]
     states = replay(parse_lesson(example, "lessons/README.md"), tiny)
     assert len(states) == 2 and all(s.passed for s in states), [(s.errors, s.failed_checks) for s in states]
+
+
+def test_an_action_past_its_time_budget_is_a_failed_action_that_says_why(tiny):
+    lesson = lesson_of(step("Run", "- run_until: end\n") + step("Next", "- step: 1\n"))
+    player = LessonPlayer(lesson, tiny, action_budget_s=0.0)  # the app gives each action a budget; 0 s: one step
+    state = player.state
+    assert not state.passed and any("time budget" in e and "run until end" in e for e in state.errors)
+    assert state.lab.view.step == 1  # one step ran, then the budget stopped it
+    assert player.next() and player.state.lab.view.step == 2  # the player stays usable

@@ -1,11 +1,14 @@
 """The central invariant: greedy tokens never depend on pool size, preemption, prefix caching,
-chunking or batch composition."""
+chunking or batch composition.
+
+Examples per run come from the "pykv" Hypothesis profile (tests/conftest.py): 200 by default,
+``PYKV_HYPOTHESIS_EXAMPLES=1000`` for a deeper run."""
 
 from __future__ import annotations
 
 import math
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 from rules import assert_drained, step_checked
 
@@ -32,8 +35,6 @@ request = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     prefix=shared_prefix,
     requests=st.lists(request, min_size=1, max_size=5),

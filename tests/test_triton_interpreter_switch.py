@@ -46,3 +46,17 @@ def test_choosing_triton_on_cpu_switches_the_interpreter_on_before_triton_is_imp
         "print(os.environ.get('TRITON_INTERPRET'), interpreted(), b.name)\n"
     )
     assert run_fresh(code) == ["1", "True", "triton"]
+
+
+def test_triton_imported_too_early_is_a_clear_error():
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed here")
+    code = (
+        "import triton\n"  # as torch._dynamo does, before pykv could switch the interpreter on
+        "from pykv.attention import resolve_backend\n"
+        "try:\n"
+        "    resolve_backend('triton', 'cpu')\n"
+        "except ValueError as e:\n"
+        "    print('TRITON_INTERPRET=1' in str(e), len(str(e).splitlines()))\n"
+    )
+    assert run_fresh(code) == ["True", "1"]

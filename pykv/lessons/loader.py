@@ -10,14 +10,27 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 from pydantic import ValidationError
 
 from pykv.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.lessons.checks import template_paths
 from pykv.lessons.errors import FieldError, LessonError
+from pykv.lessons.limits import (
+    CONFIG_CAPS,
+    MAX_ACTIONS_PER_STEP,
+    MAX_CHECKS_PER_STEP,
+    MAX_FILE_BYTES,
+    MAX_NARRATION_CHARS,
+    MAX_NOTES_CHARS,
+    MAX_PATH_CHARS,
+    MAX_REQUESTS,
+    MAX_SIDE_RUNS,
+    clip,
+    shown,
+)
 from pykv.lessons.markdown import RawStep, split_front_matter, split_steps
 from pykv.lessons.paths import Known, check_path
+from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
 from pykv.lessons.schema import (
     AddRequest,
     Check,
@@ -35,32 +48,6 @@ from pykv.lessons.schema import (
 
 COURSE_DIR = Path(__file__).resolve().parents[2] / "lessons"
 COURSE_GLOB = "[0-9][0-9]-*.md"
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping (YAML would keep the last silently)."""
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is written twice",
-                                                    key_node.start_mark)
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
-def parse_yaml(text: str, field: str, first_line: int) -> Any:
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {first_line + mark.line}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise FieldError(field, f"not valid YAML: {problem}{where}") from None
 
 
 def display_path(path: Path) -> str:
@@ -86,6 +73,13 @@ def check_config(changes: dict, base: dict, where: str) -> dict:
             reason = knob_named(key).not_in_lessons if key in EngineConfig.model_fields else None
             raise FieldError(f"{where}.{key}", f"not set by a lesson: {reason}" if reason else
                              f"unknown EngineConfig field; use one of {', '.join(allowed)}")
+    for key, value in changes.items():
+        if isinstance(value, int) and abs(value) > 2**63:
+            raise FieldError(f"{where}.{key}", f"{shown(value)} is far too large for {key}")
+        most = allowed[key].maximum if allowed[key].maximum is not None else CONFIG_CAPS.get(key)
+        if most is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value > most:
+            raise FieldError(f"{where}.{key}", f"{key}={shown(value)} is above the app's limit of {most:g}; "
+                                               f"lessons run in the app, so use at most {most:g}")
     merged = {**base, **changes}
     try:
         EngineConfig(**merged)
@@ -106,8 +100,8 @@ def _check_operand_paths(check: Check, known: Known, where: str) -> None:
 class _Course:
     """The static walk through one lesson: what is defined at each point."""
 
-    def __init__(self, front: FrontMatter) -> None:
-        self.seed = front.seed
+    def __init__(self, front: FrontMatter, budget: YamlBudget) -> None:
+        self.seed, self.budget, self.side_runs = front.seed, budget, 0
         self.config = check_config(front.config, {}, "config")
         try:
             workload = front.workload.build(front.seed)
@@ -121,10 +115,17 @@ class _Course:
                 raise FieldError(f"{where}.add_request.request_id",
                                  f"request id {action.request_id!r} is already used (by the workload or an earlier "
                                  "add_request); pick another")
+            if len(self.known.requests) >= MAX_REQUESTS:
+                raise FieldError(f"{where}.add_request", f"a lesson has at most {MAX_REQUESTS} requests in all "
+                                                         "(its workload and every add_request)")
             self.known = dataclasses.replace(self.known, requests=self.known.requests | {action.request_id})
         elif isinstance(action, Configure):
             self.config = check_config(action.changes, self.config, f"{where}.configure")
         elif isinstance(action, RunAction):
+            self.side_runs += 1
+            if self.side_runs > MAX_SIDE_RUNS:
+                raise FieldError(f"{where}.run", f"a lesson has at most {MAX_SIDE_RUNS} run actions (each runs a "
+                                                 "workload to the end)")
             check_config(action.config, self.config, f"{where}.run.config")
             if action.workload is not None:
                 try:
@@ -141,14 +142,22 @@ class _Course:
         where = f"steps[{index}] ({raw.title})"
         if not raw.narration:
             raise FieldError(f"{where}.narration", "missing: write some narration under the step heading")
+        if len(raw.narration) > MAX_NARRATION_CHARS:
+            raise FieldError(f"{where}.narration", f"{len(raw.narration)} characters; a step's narration has at most "
+                                                   f"{MAX_NARRATION_CHARS} (split the step)")
+        if "notes" in raw.blocks and len(raw.blocks["notes"][0]) > MAX_NOTES_CHARS:
+            raise FieldError(f"{where}.notes", f"{len(raw.blocks['notes'][0])} characters; at most {MAX_NOTES_CHARS}")
         actions, expect = [], []
         for name, parse, into in (("actions", parse_action, actions), ("expect", Check.parse, expect)):
             if name not in raw.blocks:
                 continue
             text, line = raw.blocks[name]
-            items = parse_yaml(text, f"{where}.{name}", line)
+            items = parse_yaml(text, f"{where}.{name}", line, self.budget)
             if not isinstance(items, list):
                 raise FieldError(f"{where}.{name}", f"must be a YAML list ('- ...' items), got {type(items).__name__}")
+            most = MAX_ACTIONS_PER_STEP if name == "actions" else MAX_CHECKS_PER_STEP
+            if len(items) > most:
+                raise FieldError(f"{where}.{name}", f"{len(items)} items; a step has at most {most} (split the step)")
             for j, item in enumerate(items):
                 try:
                     into.append(parse(item))
@@ -160,6 +169,9 @@ class _Course:
             _check_operand_paths(check, self.known, f"{where}.expect[{k}]")
         try:
             for path, _ in template_paths(raw.narration):
+                if len(path) > MAX_PATH_CHARS:
+                    raise FieldError("", f"a {{{{ }}}} template's path has {len(path)} characters; at most "
+                                         f"{MAX_PATH_CHARS}")
                 check_path(path, self.known)
         except FieldError as e:
             raise FieldError(f"{where}.narration", e.problem) from None
@@ -172,38 +184,67 @@ class _Course:
 
 
 def parse_lesson(text: str, path: Path | str = "<lesson>") -> Lesson:
-    """A lesson from its text; ``path`` is only used in messages and kept on the Lesson."""
+    """A lesson from its text; ``path`` is only used in messages and kept on the Lesson. Anything
+    wrong with the text, however hostile, is a LessonError naming the file (and the field where known)."""
     path = Path(path)
-    shown = display_path(path) if str(path) != "<lesson>" else str(path)
+    name = display_path(path) if str(path) != "<lesson>" else str(path)
     try:
-        head, body, body_line = split_front_matter(text)
-        raw = parse_yaml(head, "front matter", 2)
-        if not isinstance(raw, dict):
-            raise FieldError("front matter", "must be a YAML mapping (id: ..., title: ..., ...)")
-        try:
-            front = FrontMatter.model_validate(raw)
-        except ValidationError as e:
-            problem = pydantic_problems(e)
-            if problem.problem == "unknown field" and "." not in problem.field:
-                fields = ", ".join(FrontMatter.model_fields)
-                problem = FieldError(problem.field, f"unknown field; the front matter takes {fields}")
-            raise problem from None
-        course = _Course(front)
-        steps = [course.step(raw_step, i) for i, raw_step in enumerate(split_steps(body, body_line))]
+        return _parse(text, path)
     except FieldError as e:
-        raise LessonError(shown, e.field, e.problem) from None
+        raise LessonError(name, e.field, e.problem) from None
+    except LessonError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a file must never take the course down
+        raise LessonError(name, "", f"cannot be loaded: {type(e).__name__}: {clip(str(e), 200)}") from None
+
+
+def _parse(text: str, path: Path) -> Lesson:
+    if len(text) > MAX_FILE_BYTES:
+        raise FieldError("", f"{len(text)} characters; a lesson file has at most {MAX_FILE_BYTES // 1024} KB")
+    if "\x00" in text:
+        raise FieldError("", "holds a NUL character: a binary file, not a Markdown lesson")
+    budget = YamlBudget()
+    head, body, body_line = split_front_matter(text)
+    raw = parse_yaml(head, "front matter", 2, budget)
+    if not isinstance(raw, dict):
+        raise FieldError("front matter", "must be a YAML mapping (id: ..., title: ..., ...)")
+    try:
+        front = FrontMatter.model_validate(raw)
+    except ValidationError as e:
+        problem = pydantic_problems(e)
+        if problem.problem == "unknown field" and "." not in problem.field:
+            fields = ", ".join(FrontMatter.model_fields)
+            problem = FieldError(problem.field, f"unknown field; the front matter takes {fields}")
+        raise problem from None
+    course = _Course(front, budget)
+    steps = [course.step(raw_step, i) for i, raw_step in enumerate(split_steps(body, body_line))]
     return Lesson(id=front.id, title=front.title, summary=front.summary, seed=front.seed, config=front.config,
                   workload=front.workload, steps=steps, path=path)
 
 
 def load_lesson(path: Path | str) -> Lesson:
+    """The lesson in the file ``path``; LessonError naming the file if it is missing, too large, not
+    UTF-8 text or malformed. The size is checked before the file is read, and at most that is read."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.is_file() and path.exists():
+            raise LessonError(str(path), "", "is not a regular file")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LessonError(str(path), "", f"{size} bytes; a lesson file has at most {MAX_FILE_BYTES // 1024} KB")
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise LessonError(str(path), "", "no such lesson file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise LessonError(str(path), "", f"cannot be read as UTF-8 text ({e})") from None
+    except OSError as e:
+        raise LessonError(str(path), "", f"cannot be read ({type(e).__name__}: {clip(str(e), 200)})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise LessonError(str(path), "", f"more than {MAX_FILE_BYTES} bytes; a lesson file has at most "
+                                         f"{MAX_FILE_BYTES // 1024} KB")
+    try:
+        text = data.decode("utf-8-sig")  # a byte order mark, as some editors write, is dropped
+    except UnicodeDecodeError as e:
+        raise LessonError(str(path), "", f"is not UTF-8 text (byte {e.start}: {clip(e.reason, 80)})") from None
     return parse_lesson(text, path)
 
 
@@ -223,6 +264,10 @@ def read_course(directory: Path | str | None = None,
             lesson = load(path)
         except LessonError as e:
             problems.append(e)
+            continue
+        except Exception as e:  # noqa: BLE001 - one bad file never takes the course down
+            problems.append(LessonError(display_path(path), "", f"cannot be loaded: {type(e).__name__}: "
+                                                                f"{clip(str(e), 200)}"))
             continue
         twin = next((other for other in lessons if other.id == lesson.id), None)
         if twin is not None:

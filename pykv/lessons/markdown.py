@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 from pykv.lessons.errors import FieldError
+from pykv.lessons.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
 
 BLOCKS = ("actions", "expect", "notes")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -87,6 +88,13 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
             title = line[2:].strip()
             if not title:
                 raise FieldError(f"steps[{len(steps)}]", f"the step heading on line {number} has no title")
+            if len(title) > MAX_TITLE_CHARS:
+                raise FieldError(f"steps[{len(steps)}] ({clip(title, 40)})",
+                                 f"the step title on line {number} has {len(title)} characters; at most "
+                                 f"{MAX_TITLE_CHARS}")
+            if len(steps) == MAX_LESSON_STEPS:
+                raise FieldError(f"steps[{len(steps)}]", f"more than {MAX_LESSON_STEPS} steps (line {number}); "
+                                                         "split the lesson")
             steps.append(RawStep(title=title, line=number, narration=""))
             narration = []
             continue

@@ -71,7 +71,9 @@ def _choices(items) -> str:
 # ---- checking a path against the types it walks ---------------------------------------------------
 
 
+@lru_cache(maxsize=None)
 def _fields(tp: type) -> dict[str, Any]:
+    """The type hints of a border type (cached: read per path segment, and a lesson may hold thousands)."""
     return typing.get_type_hints(tp)
 
 

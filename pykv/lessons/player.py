@@ -80,8 +80,10 @@ def base_config_for(loaded: LoadedModel, base: Optional[EngineConfig] = None) ->
 class LessonPlayer:
     """``player.index`` is the lesson step on screen; ``player.state`` its StepState."""
 
-    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> None:
+    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None,
+                 action_budget_s: Optional[float] = None) -> None:
         self.lesson, self.loaded = lesson, loaded
+        self.action_budget_s = action_budget_s  # wall time one engine-running action may take (None: unbounded)
         self.workload = lesson.build_workload()
         try:
             self.config = base_config_for(loaded, base_config).replace(**lesson.config, seed=lesson.seed)
@@ -168,9 +170,7 @@ class LessonPlayer:
 
     def _apply(self, action: Action, lab: Lab, runs: dict, tokens: dict) -> None:
         if isinstance(action, StepAction):
-            for _ in range(action.count):
-                if not lab.step():
-                    break
+            self._run(lab, lambda s: False, action.count)
         elif isinstance(action, RunUntil):
             self._run_until(action.until, lab, runs, tokens)
         elif isinstance(action, AddRequest):
@@ -185,19 +185,27 @@ class LessonPlayer:
     def _run_until(self, until, lab: Lab, runs: dict, tokens: dict) -> None:
         start = lab.cursor
         if until == "preemption":
-            if not lab.run_until(has_preempted, max_steps=MAX_STEPS):
+            if not self._run(lab, has_preempted, MAX_STEPS):
                 raise ValueError(self._stopped(lab, start, "before any preemption"))
         elif until == "end":
-            lab.run_until(lambda s: False, max_steps=MAX_STEPS)
+            self._run(lab, lambda s: False, MAX_STEPS)
             if not lab.engine_done():
                 raise ValueError(f"the run did not end within {MAX_STEPS} engine steps")
         else:
             check: Check = until
             holds = lambda: evaluate(check, self._scope(lab, runs, tokens)).passed  # noqa: E731
-            if not holds() and not lab.run_until(lambda s: holds(), max_steps=MAX_STEPS):
+            if not holds() and not self._run(lab, lambda s: holds(), MAX_STEPS):
                 last = evaluate(check, self._scope(lab, runs, tokens))
                 seen = last.error or f"last value {last.actual!r}"
                 raise ValueError(self._stopped(lab, start, f"before {check.describe()} held ({seen})"))
+
+    def _run(self, lab: Lab, stop, max_steps: int) -> bool:
+        """``lab.run_until`` within the action's time budget; a run the budget cut short is a failed action."""
+        reached = lab.run_until(stop, max_steps=max_steps, time_budget_s=self.action_budget_s)
+        if lab.stopped_early and "time budget" in lab.stopped_early:
+            raise ValueError(f"the action stopped at engine step {lab.cursor}: {lab.stopped_early} for one lesson "
+                             "action on this server")
+        return reached
 
     @staticmethod
     def _stopped(lab: Lab, start: int, what: str) -> str:

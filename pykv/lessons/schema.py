@@ -14,6 +14,7 @@ below and raise FieldError naming the field that is wrong.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Optional, Union
@@ -21,6 +22,22 @@ from typing import Any, ClassVar, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pykv.lessons.errors import FieldError
+from pykv.lessons.limits import (
+    MAX_ARRIVAL_STEP,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_PROMPT_TOKEN_IDS,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_SUMMARY_CHARS,
+    MAX_TITLE_CHARS,
+    MAX_TOKENS,
+    MAX_WHY_CHARS,
+    PRESET_ARGS,
+    clip,
+    shown,
+)
 from pykv.limits import MAX_STEPS
 from pykv.workload import PRESETS, Workload, WorkloadRequest, make_workload
 
@@ -53,7 +70,7 @@ def pydantic_problems(error: ValidationError, prefix: str = "") -> FieldError:
     if err["type"] == "extra_forbidden":
         message = "unknown field"
     elif err["type"] == "string_pattern_mismatch":
-        message = f"{err['input']!r} " + PATTERN_HINTS.get(err["ctx"]["pattern"], message)
+        message = f"{shown(err['input'])} " + PATTERN_HINTS.get(err["ctx"]["pattern"], message)
     elif err["type"] == "missing":
         message = "missing (this field is required)"
     return FieldError(field, message)
@@ -86,10 +103,19 @@ class WorkloadSpec(_Model):
             if self.preset not in PRESETS:
                 raise FieldError("preset", f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
             takes = [p for p in inspect.signature(PRESETS[self.preset]).parameters if p != "seed"]
-            for name in self.args:
+            for name, value in self.args.items():
                 if name not in takes:
-                    raise FieldError(f"args.{name}", f"preset {self.preset!r} takes no argument {name!r} "
-                                                     f"(it takes {', '.join(takes)})")
+                    raise FieldError(f"args.{clip(name, 40)}", f"preset {self.preset!r} takes no argument "
+                                                               f"{shown(name)} (it takes {', '.join(takes)})")
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise FieldError(f"args.{name}", f"must be a whole number, got {shown(value)}")
+                low, high = PRESET_ARGS.get(name, (0, MAX_STEPS))
+                if name == "n" and value < low:
+                    raise FieldError("args", f"preset {self.preset!r} rejects these args: these args give no "
+                                             f"requests (n must be at least {low})")
+                if not low <= value <= high:
+                    raise FieldError(f"args.{name}", f"{name}={shown(value)} is out of a lesson's range: use {low} "
+                                                     f"to {high}")
             try:
                 workload = make_workload(self.preset, seed=seed, **self.args)
             except ValidationError as e:
@@ -100,6 +126,7 @@ class WorkloadSpec(_Model):
             except (TypeError, ValueError) as e:
                 raise FieldError("args", str(e)) from None
         else:
+            _check_requests(self.requests)
             workload = Workload(name="lesson", seed=seed, requests=list(self.requests))
         order = sorted(range(len(workload.requests)), key=lambda i: workload.requests[i].arrival_step)
         named = list(workload.requests)
@@ -108,12 +135,33 @@ class WorkloadSpec(_Model):
                 named[i] = named[i].model_copy(update={"request_id": str(rank)})
         seen: set[str] = set()
         for i, r in enumerate(named):
-            if not re.fullmatch(NAME, r.request_id):
-                raise FieldError(f"requests[{i}].request_id", f"{r.request_id!r} {PATTERN_HINTS[NAME]}")
+            if not re.fullmatch(NAME, r.request_id) or len(r.request_id) > MAX_NAME_CHARS:
+                raise FieldError(f"requests[{i}].request_id", f"{shown(r.request_id)} {PATTERN_HINTS[NAME]}, at "
+                                                              f"most {MAX_NAME_CHARS} characters")
             if r.request_id in seen:
-                raise FieldError(f"requests[{i}].request_id", f"request id {r.request_id!r} is used twice")
+                raise FieldError(f"requests[{i}].request_id", f"request id {shown(r.request_id)} is used twice")
             seen.add(r.request_id)
         return workload.model_copy(update={"requests": named})
+
+
+def _check_requests(requests: list[WorkloadRequest]) -> None:
+    """A lesson's explicit requests within the lesson limits (a preset's args are checked before it runs)."""
+    if len(requests) > MAX_REQUESTS:
+        raise FieldError("requests", f"{len(requests)} requests; a lesson's workload has at most {MAX_REQUESTS}")
+    for i, r in enumerate(requests):
+        if r.max_tokens > MAX_TOKENS:
+            raise FieldError(f"requests[{i}].max_tokens", f"{r.max_tokens} is above a lesson's limit of {MAX_TOKENS}")
+        if r.prompt is not None and len(r.prompt) > MAX_PROMPT_CHARS:
+            raise FieldError(f"requests[{i}].prompt", f"{len(r.prompt)} characters; at most {MAX_PROMPT_CHARS}")
+        if r.prompt_token_ids is not None:
+            if len(r.prompt_token_ids) > MAX_PROMPT_TOKEN_IDS:
+                raise FieldError(f"requests[{i}].prompt_token_ids", f"{len(r.prompt_token_ids)} token ids; at most "
+                                                                    f"{MAX_PROMPT_TOKEN_IDS}")
+            if any(t < 0 or t >= 2**31 for t in r.prompt_token_ids):
+                raise FieldError(f"requests[{i}].prompt_token_ids", "token ids are whole numbers from 0 to 2**31 - 1")
+        if r.arrival_step > MAX_ARRIVAL_STEP:
+            raise FieldError(f"requests[{i}].arrival_step", f"{r.arrival_step} is above a lesson's limit of "
+                                                            f"{MAX_ARRIVAL_STEP}")
 
 
 # ---- checks --------------------------------------------------------------------------------
@@ -122,8 +170,8 @@ class WorkloadSpec(_Model):
 class ValueOf(_Model):
     """An operand read from the state: ``{value_of: PATH, times: FACTOR}``."""
 
-    value_of: str
-    times: Optional[float] = None
+    value_of: str = Field(max_length=MAX_PATH_CHARS)
+    times: Optional[float] = Field(default=None, allow_inf_nan=False)
 
     def describe(self) -> str:
         return self.value_of + (f" × {self.times:g}" if self.times is not None else "")
@@ -140,15 +188,17 @@ class Check(_Model):
     @classmethod
     def parse(cls, raw: Any) -> "Check":
         if not isinstance(raw, dict):
-            raise FieldError("", f"a check is a mapping like {{that: PATH, equals: VALUE}}, got {raw!r}")
+            raise FieldError("", f"a check is a mapping like {{that: PATH, equals: VALUE}}, got {shown(raw)}")
         if "that" not in raw:
             raise FieldError("that", "missing: a check needs 'that: PATH' (what to look at)")
-        if not isinstance(raw["that"], str) or not raw["that"]:
-            raise FieldError("that", f"must be a value path such as request.a.status, got {raw['that']!r}")
+        if not isinstance(raw["that"], str) or not raw["that"] or len(raw["that"]) > MAX_PATH_CHARS:
+            raise FieldError("that", f"must be a value path such as request.a.status (at most {MAX_PATH_CHARS} "
+                                     f"characters), got {shown(raw['that'])}")
         ops = [k for k in raw if k in OPERATORS]
         for key in raw:
             if key not in OPERATORS and key not in ("that", "why"):
-                raise FieldError(str(key), f"unknown operator {key!r}; use one of {', '.join(OPERATORS)}")
+                raise FieldError(clip(str(key), 40), f"unknown operator {shown(key)}; use one of "
+                                                     f"{', '.join(OPERATORS)}")
         if len(ops) != 1:
             raise FieldError("that", f"a check takes exactly one operator ({', '.join(OPERATORS)}); got "
                                      f"{', '.join(ops) or 'none'}")
@@ -161,16 +211,18 @@ class Check(_Model):
             if op == "is_none":
                 raise FieldError(op, "is_none takes true or false, not a value_of")
         elif op == "is_none" and not isinstance(operand, bool):
-            raise FieldError(op, f"is_none takes true or false, got {operand!r}")
+            raise FieldError(op, f"is_none takes true or false, got {shown(operand)}")
         elif op in NUMERIC_OPERATORS and (isinstance(operand, bool) or not isinstance(operand, (int, float))):
-            raise FieldError(op, f"{op} compares numbers; got {operand!r}")
+            raise FieldError(op, f"{op} compares numbers; got {shown(operand)}")
+        elif op in NUMERIC_OPERATORS and not math.isfinite(operand):
+            raise FieldError(op, f"{op} compares with a finite number; got {shown(operand)}")
         why = raw.get("why")
-        if why is not None and not isinstance(why, str):
-            raise FieldError("why", f"must be text, got {why!r}")
+        if why is not None and (not isinstance(why, str) or len(why) > MAX_WHY_CHARS):
+            raise FieldError("why", f"must be text of at most {MAX_WHY_CHARS} characters, got {shown(why)}")
         return cls(that=raw["that"], op=op, operand=operand, why=why)
 
     def describe(self) -> str:
-        operand = self.operand.describe() if isinstance(self.operand, ValueOf) else repr(self.operand)
+        operand = self.operand.describe() if isinstance(self.operand, ValueOf) else clip(repr(self.operand), 300)
         return f"{self.that} {self.op.replace('_', ' ')} {operand}"
 
 
@@ -195,9 +247,9 @@ class RunUntil(_Model):
 
 class AddRequest(_Model):
     kind: ClassVar[str] = "add_request"
-    request_id: str = Field(pattern=NAME)
-    prompt: str = Field(min_length=1)
-    max_tokens: int = Field(ge=1)
+    request_id: str = Field(pattern=NAME, max_length=MAX_NAME_CHARS)
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    max_tokens: int = Field(ge=1, le=MAX_TOKENS)
     ignore_eos: bool = False
 
     def describe(self) -> str:
@@ -214,7 +266,7 @@ class Configure(_Model):
 
 class RunAction(_Model):
     kind: ClassVar[str] = "run"
-    name: str = Field(pattern=NAME)
+    name: str = Field(pattern=NAME, max_length=MAX_NAME_CHARS)
     config: dict[str, Any] = Field(default_factory=dict)
     workload: Optional[WorkloadSpec] = None
 
@@ -225,12 +277,12 @@ class RunAction(_Model):
 
 class Tokenize(_Model):
     kind: ClassVar[str] = "tokenize"
-    name: str = Field(pattern=NAME)
-    a: str
-    b: str
+    name: str = Field(pattern=NAME, max_length=MAX_NAME_CHARS)
+    a: str = Field(max_length=MAX_PROMPT_CHARS)
+    b: str = Field(max_length=MAX_PROMPT_CHARS)
 
     def describe(self) -> str:
-        return f"tokenize {self.name}: {self.a!r} vs {self.b!r}"
+        return f"tokenize {self.name}: {clip(repr(self.a), 100)} vs {clip(repr(self.b), 100)}"
 
 
 Action = Union[StepAction, RunUntil, AddRequest, Configure, RunAction, Tokenize]
@@ -240,14 +292,14 @@ ACTIONS: dict[str, type] = {a.kind: a for a in (StepAction, RunUntil, AddRequest
 def parse_action(raw: Any) -> Action:
     """One ``- key: value`` item of an ``actions`` block; FieldError names the part that is wrong."""
     if not isinstance(raw, dict) or len(raw) != 1:
-        raise FieldError("", f"an action is a mapping with exactly one key ({', '.join(ACTIONS)}), got {raw!r}")
+        raise FieldError("", f"an action is a mapping with exactly one key ({', '.join(ACTIONS)}), got {shown(raw)}")
     (key, value), = raw.items()
     if key not in ACTIONS:
-        raise FieldError(str(key), f"unknown action {key!r}; use one of {', '.join(ACTIONS)}")
+        raise FieldError(clip(str(key), 40), f"unknown action {shown(key)}; use one of {', '.join(ACTIONS)}")
     try:
         if key == "step":
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS:
-                raise FieldError(key, f"takes a number of engine steps (1 to {MAX_STEPS}), got {value!r}")
+                raise FieldError(key, f"takes a number of engine steps (1 to {MAX_STEPS}), got {shown(value)}")
             return StepAction(count=value)
         if key == "run_until":
             if isinstance(value, dict):
@@ -256,14 +308,15 @@ def parse_action(raw: Any) -> Action:
                 except FieldError as e:
                     raise FieldError(f"{key}.{e.field}" if e.field else key, e.problem) from None
             if value not in ("preemption", "end"):
-                raise FieldError(key, f"takes preemption, end or a check {{that: PATH, <op>: VALUE}}; got {value!r}")
+                raise FieldError(key, f"takes preemption, end or a check {{that: PATH, <op>: VALUE}}; got "
+                                      f"{shown(value)}")
             return RunUntil(until=value)
         if key == "configure":
             if not isinstance(value, dict) or not value:
-                raise FieldError(key, f"takes a mapping of EngineConfig fields to new values, got {value!r}")
+                raise FieldError(key, f"takes a mapping of EngineConfig fields to new values, got {shown(value)}")
             return Configure(changes=value)
         if not isinstance(value, dict):
-            raise FieldError(key, f"takes a mapping of fields, got {value!r}")
+            raise FieldError(key, f"takes a mapping of fields, got {shown(value)}")
         return ACTIONS[key].model_validate(value)
     except ValidationError as e:
         raise pydantic_problems(e, key) from None
@@ -273,10 +326,10 @@ def parse_action(raw: Any) -> Action:
 
 
 class FrontMatter(_Model):
-    id: str = Field(pattern=LESSON_ID)
-    title: str = Field(min_length=1)
-    summary: str = Field(min_length=1)
-    seed: int = 0
+    id: str = Field(pattern=LESSON_ID, max_length=MAX_NAME_CHARS)
+    title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS)
+    summary: str = Field(min_length=1, max_length=MAX_SUMMARY_CHARS)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, strict=True)
     config: dict[str, Any] = Field(default_factory=dict)
     workload: WorkloadSpec
 

@@ -20,7 +20,7 @@ import streamlit as st
 from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff, load_lesson
 from pykv.lessons.checks import format_value
 from pykv.lessons.loader import read_course
-from pykv.ui import live_views, state
+from pykv.ui import budgets, live_views, safe_text, seats, state
 from pykv.ui.style import LESSON_DOTS_CSS, PAGE_CSS, PRESENTER_CSS, current_dot_css
 from pykv.viz.token_diff import token_diff_figure
 
@@ -38,7 +38,7 @@ def render() -> None:
         return
     lesson = next((lesson for lesson in lessons if lesson.id == lesson_id), None)
     if lesson is None:
-        st.error(f"There is no lesson {lesson_id!r} in this course. Pick one below.")
+        st.error(f"There is no lesson {safe_text.code(lesson_id)} in this course. Pick one below.")
         course_list(lessons, problems)
         return
     player_page(lesson)
@@ -108,7 +108,7 @@ def player_page(lesson: Lesson) -> None:
             with st.spinner(f"Running the lesson to step {wanted}…"):
                 player.goto(wanted - 1)
     except Exception as e:  # a broken action must not take the page down; the lesson stays navigable
-        st.error(f"The lesson could not run to step {wanted}: {e}")
+        st.error(f"The lesson could not run to step {wanted}: {safe_text.plain(e)}")
     _sync_url(lesson.id, player.index + 1, presenter)
 
     step_state: StepState = player.state
@@ -128,14 +128,15 @@ def player_page(lesson: Lesson) -> None:
 
 def _wanted_step(n: int) -> int:
     raw = st.query_params.get("step", "1")
-    if not raw.isdigit():
-        st.warning(f"step={raw!r} in the link is not a step number; showing step 1 of {n}.")
+    step = state.parse_step(raw)  # ASCII digits only ("²" is no step), at most 9 of them
+    if step is None:
+        st.warning(f"step={safe_text.code(raw)} in the link is not a step number; showing step 1 of {n}.")
         return 1
-    if not 1 <= int(raw) <= n:
-        shown = min(max(int(raw), 1), n)
-        st.warning(f"This lesson has {n} steps (1 to {n}); step {raw} does not exist, showing step {shown}.")
+    if not 1 <= step <= n:
+        shown = min(max(step, 1), n)
+        st.warning(f"This lesson has {n} steps (1 to {n}); step {step} does not exist, showing step {shown}.")
         return shown
-    return int(raw)
+    return step
 
 
 def _player(lesson: Lesson) -> Optional[LessonPlayer]:
@@ -146,10 +147,13 @@ def _player(lesson: Lesson) -> Optional[LessonPlayer]:
         try:
             with st.spinner(f"Starting “{lesson.title}” on the `{state.model_name()}` model…"):
                 app = state.default_config()  # the app's model, device, dtype and backend, as the Playground's
-                loaded = state.shared_model(app.model, app.device, app.dtype)
-                player = players[lesson.id] = LessonPlayer(lesson, loaded, app)
+                loaded = state.model_for(app)
+                if "engine_seat" not in st.session_state:  # the app-wide engine cap holds for lessons too
+                    seats.claim_seat(app, loaded)
+                player = players[lesson.id] = LessonPlayer(lesson, loaded, app,
+                                                           action_budget_s=budgets.LESSON_ACTION_BUDGET_S)
         except Exception as e:  # a missing model or a lesson config the engine refuses: a message, not a traceback
-            st.error(f"Could not start the lesson {lesson.id!r}: {e}")
+            st.error(f"Could not start the lesson {safe_text.code(lesson.id)}: {safe_text.plain(e)}")
             st.button("All lessons", key="lesson_home", on_click=_open, args=(None,))
             return None
     return player

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.lab import Lab
-from pykv.ui import live_views, sidebar, state
+from pykv.lab import Lab, has_preempted
+from pykv.ui import budgets, live_views, safe_text, sidebar, state
 from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
@@ -41,6 +41,8 @@ def _act(fn, *args) -> None:
         fn(*args)
     except ValueError as e:  # an engine message, never a traceback
         st.session_state.flash = str(e)
+    except Exception as e:  # an engine failure (e.g. a kernel): a message; the recorded steps stay viewable
+        st.session_state.flash = f"The engine failed: {type(e).__name__}: {e}"
 
 
 def _toggle_play() -> None:
@@ -50,15 +52,27 @@ def _toggle_play() -> None:
 
 
 def _next_preemption(lab: Lab) -> None:
-    if not lab.run_to_next_preemption():
-        st.session_state.flash_info = ("No further preemption: the run reached its end." if lab.at_end() else
-                                       f"No preemption within the time budget; stopped at step {lab.cursor}.")
+    note = budgets.run_action(lab, "Next preemption", lab.run_to_next_preemption, budgets.NEXT_PREEMPTION_BUDGET_S)
+    if note:
+        st.session_state.flash_warning = note
+    elif not has_preempted(lab.view):
+        st.session_state.flash_info = "No further preemption: the run reached its end."
+
+
+def _run_to_end(lab: Lab) -> None:
+    note = budgets.run_action(lab, "Run to end", lab.run_to_end, budgets.RUN_TO_END_BUDGET_S)
+    if note:
+        st.session_state.flash_warning = note
 
 
 def _live(lab: Lab) -> None:
     acted = st.session_state.pop("acted", False)
     if st.session_state.get("playing") and not acted:
-        if not lab.step():  # a Play tick; stop at the end
+        try:
+            moved = lab.step()  # a Play tick; stop at the end
+        except Exception as e:  # an engine failure: stop playing and say so
+            moved, st.session_state.flash = False, f"The engine failed: {type(e).__name__}: {e}"
+        if not moved:
             st.session_state.playing = False
             st.session_state.replan = True
     if st.session_state.pop("replan", False):
@@ -66,7 +80,9 @@ def _live(lab: Lab) -> None:
 
     _controls(lab)
     if msg := st.session_state.pop("flash", None):
-        st.error(msg)
+        st.error(safe_text.plain(msg))
+    if msg := st.session_state.pop("flash_warning", None):
+        st.warning(msg)
     if msg := st.session_state.pop("flash_info", None):
         st.info(msg)
     state.sync_url(lab)
@@ -97,7 +113,7 @@ def _controls(lab: Lab) -> None:
                              help="Play speed: a step every 1 s, 0.5 s or 0.2 s.")
         st.button("Next preemption", key="next_preemption", icon=":material/fast_forward:", on_click=_act,
                   args=(_next_preemption, lab), disabled=end, help="Step until a step preempts a request.")
-        st.button("Run to end", key="run_end", on_click=_act, args=(lab.run_to_end,),
+        st.button("Run to end", key="run_end", on_click=_act, args=(_run_to_end, lab),
                   disabled=end, help="Step until every request has finished.")
         st.button("Reset", key="reset", on_click=_act, args=(lab.reset,),
                   help="Back to step 0 (requests added by hand are dropped).")

@@ -11,7 +11,7 @@ import torch
 
 from pykv.config import Knob, knob_named, knobs
 from pykv.lab import Lab
-from pykv.ui import state
+from pykv.ui import safe_text, state
 from pykv.units import fmt_bytes
 from pykv.workload import PRESETS
 
@@ -48,6 +48,8 @@ def widget(spec: Knob, value: Any, lab: Lab) -> Any:
                             help=help_text)
     if spec.kind == "int":
         low, high = int(spec.ge or 0), spec.maximum
+        if value is not None:  # never beyond the widget's own bounds (Streamlit would raise)
+            value = max(low, value if high is None else min(int(high), value))
         if spec.widget == "slider" and high is not None:
             return st.slider(label, low, int(high), value, key=key, help=help_text)
         return st.number_input(label, low, None if high is None else int(high), value, step=1, key=key,
@@ -79,7 +81,7 @@ def apply(lab: Lab, changes: dict, preset: str) -> None:
     try:
         new_lab = state.make_lab(lab.config.replace(**changes), None if preset == "none" else preset)
     except ValueError as e:
-        st.error(f"Not applied: {e}")
+        st.error(f"Not applied: {safe_text.plain(e)}")
         return
     st.session_state.lab = new_lab
     st.session_state.playing = False

@@ -19,7 +19,7 @@ import streamlit as st
 from pykv import EngineConfig
 from pykv.loader import LoadedModel
 from pykv.pcie import PCIE_GBPS
-from pykv.sweep import MODES, StormShape, SweepSpec, iter_runs, parse_values, storm_shape, sweep_result
+from pykv.sweep import MODES, StormShape, SweepSpec, count_values, iter_runs, parse_values, storm_shape, sweep_result
 from pykv.ui import state
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.workload import PRESETS
@@ -108,13 +108,14 @@ def _form(axis: str) -> Optional[SweepSpec]:
         if not st.form_submit_button("Run sweep", type="primary"):
             return None
     try:
-        base = EngineConfig(model=state.model_name(), **({"block_size": 16} | fixed))
-        spec = SweepSpec(workload=preset, workload_args={"n": int(n), "max_tokens": int(max_tokens)}, axis=axis,
-                         values=parse_values(values), modes=tuple(modes), base=base)
-        runs = len(spec.configs())  # validates every run's config up front
+        runs = count_values(values) * len(modes)  # counted, not listed: 1:300000:1 costs nothing
         if runs > MAX_RUNS:
             raise ValueError(f"That is {runs} runs; the page runs at most {MAX_RUNS}. Use fewer values or modes "
                              "(or the command line: python -m pykv sweep).")
+        base = EngineConfig(model=state.model_name(), **({"block_size": 16} | fixed))
+        spec = SweepSpec(workload=preset, workload_args={"n": int(n), "max_tokens": int(max_tokens)}, axis=axis,
+                         values=parse_values(values), modes=tuple(modes), base=base)
+        spec.configs()  # validates every run's config up front
         return spec
     except ValueError as e:
         st.error(str(e))
