@@ -85,21 +85,30 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
     m = engine.metrics
     out_tokens = m.value("vllm:generation_tokens_total")
+    hits = m.value("pykv:prefix_cache_hits_own_total") + m.value("pykv:prefix_cache_hits_shared_total")
     lines += [
         "",
         f"steps: {engine.step_count}   wall: {seconds:.2f} s on {engine.config.device}   "
         f"output tokens/s: {out_tokens / max(seconds, 1e-9):.1f}",
-        f"preemptions: {m.value('vllm:num_preemptions_total'):.0f}   recomputed tokens: "
+        f"preemptions: {m.value('pykv:num_preemptions_total'):.0f} "
+        f"(vllm:num_preemptions_total {m.value('vllm:num_preemptions_total'):.0f})   recomputed tokens: "
         f"{m.value('pykv:recomputed_tokens_total'):.0f} "
         f"({m.value('pykv:recompute_seconds_total') * 1e3:.1f} ms measured)   "
         f"swapped out: {m.value('pykv:swapped_out_bytes_total') / 1024:.0f} KiB "
         f"({m.value('pykv:swap_out_seconds_total') * 1e3:.2f} ms measured)",
-        f"prefix cache: {m.value('vllm:prefix_cache_hits_total'):.0f} / "
-        f"{m.value('vllm:prefix_cache_queries_total'):.0f} "
-        f"tokens hit (own after preemption: {m.value('pykv:prefix_cache_hits_own_total'):.0f}, "
+        f"prefix cache: {hits:.0f} / {m.value('pykv:prefix_cache_queries_total'):.0f} tokens hit at admission "
+        f"(own after preemption: {m.value('pykv:prefix_cache_hits_own_total'):.0f}, "
         f"shared: {m.value('pykv:prefix_cache_hits_shared_total'):.0f})",
     ]
     return "\n".join(lines)
+
+
+def engine_header(engine: LLMEngine) -> str:
+    """What the engine follows, said once before a run (the log's header)."""
+    c, p = engine.config, engine.config.profile
+    lines = [f"pykv: vllm_profile={p.name} follows vLLM {p.release} ({p.engine}): {p.summary}. "
+             f"{c.num_gpu_blocks} blocks x {c.block_size} tokens on {c.device}, max_model_len {engine.max_model_len}."]
+    return "\n".join(lines + engine.startup_lines)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -114,6 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with open(args.export_workload, "w") as f:
             f.write(workload.to_json())
     engine = LLMEngine(config)
+    print(engine_header(engine), file=sys.stderr)
     runner = WorkloadRunner(engine, workload)
     t0 = time.perf_counter()
     runner.run(max_steps=args.max_steps)
@@ -185,8 +195,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(file=sys.stderr)  # end the progress line, so the error gets its own
         raise
     print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    columns = ["mode", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s", "tokens_per_s",
-               "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
+    columns = ["mode", "vllm_profile", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s",
+               "tokens_per_s", "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
         print(result.runs[columns].rename(columns={"value": axis}).to_string(index=False))
     print(f"device: {spec.base.device} (measured); modelled_pcie_* columns are modelled, not measured")

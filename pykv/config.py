@@ -21,6 +21,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pykv.pcie import DEFAULT_PCIE_GBPS, PCIE_COPY_OVERHEAD_US
+from pykv.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfileName, profile
 
 PreemptionMode = Literal["recompute", "swap", "auto"]
 AttentionBackendName = Literal["auto", "torch", "triton"]
@@ -31,6 +32,7 @@ SwapCopy = Literal["batched", "per_block"]
 # Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
 EVERYWHERE = ("cli", "sidebar", "url", "lesson")
 HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
+V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
@@ -38,13 +40,14 @@ MAX_POOL_BLOCKS = 1_000_000
 
 def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
          app_owned: bool = False, app_max: Optional[int] = None, widget: Optional[str] = None,
-         options: Optional[str] = None, **bounds) -> Any:
+         options: Optional[str] = None, profiles: Optional[tuple[str, ...]] = None, **bounds) -> Any:
     """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
     app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
     caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
-    slider instead of a number box; ``options`` names a list the app fills at run time."""
+    slider instead of a number box; ``options`` names a list the app fills at run time; ``profiles`` names
+    the vLLM profiles that have the knob (None: all of them)."""
     extra = {"expose": list(expose), "not_in_lessons": not_in_lessons, "app_owned": app_owned, "app_max": app_max,
-             "widget": widget, "options": options}
+             "widget": widget, "options": options, "profiles": None if profiles is None else list(profiles)}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
@@ -61,6 +64,9 @@ class EngineConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid", allow_inf_nan=False)
 
+    vllm_profile: VllmProfileName = knob(
+        DEFAULT_PROFILE, "the vLLM release whose rules the engine follows: v0.6 (V0: swap, whole-prompt admission), "
+        "v0.10 (V1 as first shipped) or v0.33 (today's V1)", expose=EVERYWHERE)
     model: str = knob("tiny", "'tiny' (the shipped model) or a local Hugging Face Llama/Qwen2 checkpoint folder",
                       expose=("cli",), not_in_lessons="the model comes from the app (the shipped one by default)",
                       app_owned=True, max_length=4096)
@@ -81,10 +87,10 @@ class EngineConfig(BaseModel):
         expose=("cli",), gt=0, le=1,
         not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine")
     swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0,
-                             le=64)
+                             le=64, profiles=V0)
     num_cpu_blocks: Optional[int] = knob(
         None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
-        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096)
+        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096, profiles=V0)
     max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, le=1024,
                        app_max=256)
     max_num_batched_tokens: int = knob(256, "token budget of one step (prefill chunks + decodes)", expose=EVERYWHERE,
@@ -93,7 +99,7 @@ class EngineConfig(BaseModel):
                                               "model's context length", ge=1, le=1_048_576)
     preemption_mode: PreemptionMode = knob(
         "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
-        "(copy its blocks to the CPU pool) or auto (vLLM V0's rule)", expose=EVERYWHERE)
+        "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)", expose=EVERYWHERE)
     enable_prefix_caching: bool = knob(False, "reuse full blocks whose token prefix was computed before (hash kept "
                                               "after free)", expose=EVERYWHERE)
     enable_chunked_prefill: bool = knob(True, "split long prompts over several steps to fit the token budget",
@@ -103,9 +109,12 @@ class EngineConfig(BaseModel):
                                     "the engine", ge=0, lt=2**63)
     # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
     swap_fallback: SwapFallback = knob("recompute", "when the CPU pool is full: recompute the victim instead, or "
-                                                    "abort it with vLLM V0's message")
-    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)")
-    swap_watermark: float = knob(0.01, "share of the device pool kept free when swapping back in", ge=0, lt=1)
+                                                    "abort it with vLLM V0's message", profiles=V0)
+    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)", profiles=V0)
+    watermark: Optional[float] = knob(
+        None, "share of the device pool an admission must leave free; none = the profile's (v0.6: 0.01 on every "
+        "admission and swap-in; v0.33: 0, on admissions while something runs)", ge=0, lt=1,
+        profiles=("v0.6", "v0.33"))
     # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
     pcie_bandwidth_gbps: float = knob(DEFAULT_PCIE_GBPS, "modelled PCIe bandwidth for swaps, GB/s (not measured)",
                                       gt=0, le=100_000)
@@ -116,7 +125,10 @@ class EngineConfig(BaseModel):
         50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1,
         le=1_000_000)
     log_stats_interval: Optional[int] = knob(
-        None, "steps between vLLM-style stats log lines; none = no stats lines", ge=1, le=1_000_000)
+        None, "steps between vLLM-style stats log lines; none = no stats lines by step count", ge=1, le=1_000_000)
+    log_stats_interval_s: Optional[float] = knob(
+        None, "seconds of measured engine time between stats lines, as vLLM's timer (v0.6: 5, V1: 10); none = "
+        "no timed stats lines", gt=0, le=86_400)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -129,6 +141,27 @@ class EngineConfig(BaseModel):
         """A copy with some fields changed (validated like a new config)."""
         return type(self)(**(self.model_dump() | changes))
 
+    def with_profile(self, name: str, **changes: Any) -> tuple["EngineConfig", list[str]]:
+        """A copy under another vLLM profile (with ``changes``), with the knobs that profile lacks put back to
+        their defaults; returns it and the names of those knobs (for a note to the user)."""
+        values = self.model_dump() | changes | {"vllm_profile": name}
+        modes = PROFILES[name].preemption_modes if name in PROFILES else ()
+        reset = {spec.name: spec.default for spec in knobs() if spec.profiles is not None and
+                 name not in spec.profiles and values[spec.name] != spec.default}
+        if modes and values["preemption_mode"] not in modes:
+            reset["preemption_mode"] = "recompute"
+        return type(self)(**(values | reset)), sorted(reset)
+
+    @property
+    def profile(self):
+        """The vLLM release this config follows (``pykv.vllm_profiles.VllmProfile``)."""
+        return profile(self.vllm_profile)
+
+    @property
+    def effective_watermark(self) -> float:
+        """The watermark share in force: the knob, else the profile's default (0 where the release has none)."""
+        return self.watermark if self.watermark is not None else (self.profile.default_watermark or 0.0)
+
 
 def _check_combination(c: EngineConfig) -> None:
     """Rules that tie several fields together; the field named is the one to change."""
@@ -137,11 +170,38 @@ def _check_combination(c: EngineConfig) -> None:
     if c.gpu_memory_utilization is not None and not c.device.startswith("cuda"):
         raise ConfigError("gpu_memory_utilization",
                           "gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
+    _check_profile(c)
+    if c.log_stats_interval is not None and c.log_stats_interval_s is not None:
+        raise ConfigError("log_stats_interval_s", "Set log_stats_interval (steps) or log_stats_interval_s (seconds), "
+                                                  "not both.")
     if c.preemption_mode == "swap" and c.swap_space == 0 and c.num_cpu_blocks is None:
         raise ConfigError(
             "preemption_mode",
             "preemption_mode='swap' needs a CPU swap pool: set swap_space (GiB, as vLLM's --swap-space) or "
             "num_cpu_blocks. (num_cpu_blocks=0 is allowed on purpose: every swap then falls back.)")
+
+
+def _check_profile(c: EngineConfig) -> None:
+    """A knob or a mode the chosen vLLM release does not have is an error that names the profile that has it."""
+    p = profile(c.vllm_profile)
+    if c.preemption_mode not in p.preemption_modes:
+        having = [name for name, q in PROFILES.items() if c.preemption_mode in q.preemption_modes]
+        raise ConfigError("preemption_mode", f"preemption_mode={c.preemption_mode!r} does not exist in vllm_profile="
+                          f"{p.name!r} (vLLM {p.release}, {p.engine} always recomputes); it is in vllm_profile="
+                          f"{having[0]!r} (vLLM {PROFILES[having[0]].release}, V0).")
+    for spec in knobs():
+        if spec.profiles is None or p.name in spec.profiles or getattr(c, spec.name) == spec.default:
+            continue
+        having = " or ".join(repr(name) for name in spec.profiles)
+        raise ConfigError(spec.name, f"{spec.name} is not a knob of vllm_profile={p.name!r} (vLLM {p.release}); "
+                                     f"use vllm_profile={having}, or leave {spec.name} at its default.")
+    if p.name == "v0.10" and not c.enable_chunked_prefill:
+        raise ConfigError("enable_chunked_prefill", "vLLM 0.10.2 always chunks prefills (V1's default args force it "
+                          "on); enable_chunked_prefill=False exists in vllm_profile='v0.6' and 'v0.33'.")
+    if p.is_v0 and c.enable_chunked_prefill and c.enable_prefix_caching and c.max_num_batched_tokens % c.block_size:
+        raise ConfigError("max_num_batched_tokens", f"vLLM {p.release} needs max_num_batched_tokens to be a multiple "
+                          f"of block_size with chunked prefill and prefix caching (got {c.max_num_batched_tokens} and "
+                          f"{c.block_size}).")
 
 
 def _one_line(error: ValidationError) -> ConfigError:
@@ -211,6 +271,7 @@ class Knob:
     app_max: Optional[int] = None
     widget: Optional[str] = None
     options: Optional[str] = None
+    profiles: Optional[tuple[str, ...]] = None  # the vLLM profiles that have it (None: all)
 
     def range_text(self) -> str:
         low = f"[{self.ge}" if self.ge is not None else (f"({self.gt}" if self.gt is not None else "(-inf")
@@ -245,7 +306,7 @@ def _make_knob(name: str) -> Knob:
                 choices=choices, ge=_bound(info, "ge"), gt=_bound(info, "gt"), le=_bound(info, "le"),
                 lt=_bound(info, "lt"), expose=tuple(extra["expose"]), not_in_lessons=extra["not_in_lessons"],
                 app_owned=extra["app_owned"], app_max=extra["app_max"], widget=extra["widget"],
-                options=extra["options"])
+                options=extra["options"], profiles=None if extra["profiles"] is None else tuple(extra["profiles"]))
 
 
 _KNOBS = {name: _make_knob(name) for name in EngineConfig.model_fields}

@@ -15,12 +15,15 @@ from pykv.costs import CostLedger, PreemptionCost
 from pykv.kv_budget import check_pool_budget, kv_pool_budget
 from pykv.kv_cache_manager import KVCacheManager
 from pykv.loader import LoadedModel, load_model
+from pykv.max_model_len import fit_max_model_len, fitted_because
 from pykv.metrics import EngineMetrics, logger
 from pykv.model_runner import ModelRunner, RunResult
 from pykv.observer import StepObserver, StepOutcome
 from pykv.prompt_checks import Prompt, checked_request_id, token_ids_of
 from pykv.request import Request, RequestOutput, SamplingParams
-from pykv.scheduler import Scheduler, SchedulerOutput
+from pykv.scheduler import SchedulerOutput
+from pykv.scheduler_v0 import V0Scheduler
+from pykv.scheduler_v1 import V1Scheduler
 from pykv.snapshot import Snapshot
 from pykv.snapshot_builder import build_snapshot
 from pykv.step_report import StepReport
@@ -40,27 +43,31 @@ class LLMEngine:
         self.config = config
         self.loaded = loaded or load_model(config.model, config.device, config.dtype)
         model_cfg = self.loaded.config
-        self.max_model_len = min(config.max_model_len or model_cfg.max_position_embeddings,
-                                 model_cfg.max_position_embeddings)
         self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)
         if config.gpu_memory_utilization is not None:
             config = config.replace(num_gpu_blocks=self._blocks_from_gpu_memory(config))
             self.config = config
+        self.max_model_len, self.startup_lines = fit_max_model_len(config, model_cfg.max_position_embeddings,
+                                                                   self.bytes_per_block)
+        self._max_model_len_note = fitted_because(config, self.max_model_len, model_cfg.max_position_embeddings)
+        for line in self.startup_lines:
+            logger.info(line)
         num_cpu_blocks = config.num_cpu_blocks
         if num_cpu_blocks is None:
             num_cpu_blocks = int(config.swap_space * 2**30) // self.bytes_per_block
         check_pool_budget(config, self.bytes_per_block, num_cpu_blocks)  # before any block or tensor is allocated
         self.kv = KVCacheManager(BlockPool(config.num_gpu_blocks), config.block_size, config.enable_prefix_caching,
                                  cpu_pool=BlockPool(num_cpu_blocks))
-        self.scheduler = Scheduler(config, self.kv, self.max_model_len)
+        scheduler_class = V0Scheduler if config.profile.is_v0 else V1Scheduler
+        self.scheduler = scheduler_class(config, self.kv, self.max_model_len)
         self.cache = CacheEngine(model_cfg, config.num_gpu_blocks, num_cpu_blocks, config.block_size, config.dtype,
                                  config.device, config.swap_copy)
         self.backend = resolve_backend(config.attention_backend, config.device)
         self.runner = ModelRunner(self.loaded, self.cache, self.kv, self.backend, config.device)
         self.ledger = CostLedger(self.bytes_per_block, config.device, config.pcie_bandwidth_gbps,
                                  config.pcie_copy_overhead_us)
-        self.metrics = EngineMetrics()
-        self.observer = StepObserver(self.metrics, config.log_stats_interval)
+        self.metrics = EngineMetrics(config.profile)
+        self.observer = StepObserver(self.metrics, config)
         self.step_count = 0  # steps taken so far; changed by step() only
         self.outputs: dict[str, RequestOutput] = {}  # finished requests, in finishing order
         self._num_added = 0
@@ -86,23 +93,18 @@ class LLMEngine:
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be a SamplingParams (or None for the defaults), got {show_value(params)} "
                              f"({type(params).__name__}).")
-        token_ids = token_ids_of(prompt, self.loaded.encode, self.max_model_len)
+        token_ids = token_ids_of(prompt, self.loaded.encode, self.max_model_len, self._max_model_len_note)
         if not token_ids:
             raise ValueError("The prompt is empty (no tokens); give at least one character or token id.")
         vocab = self.loaded.config.vocab_size
         if any(not 0 <= t < vocab for t in token_ids):
             raise ValueError(f"Prompt token ids must lie in [0, {vocab}); got {min(token_ids)}..{max(token_ids)}.")
-        if len(token_ids) >= self.max_model_len:
-            raise ValueError(f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}; "
-                             "shorten it.")
-        need = min(len(token_ids) + params.max_tokens - 1, self.max_model_len)
-        if not self.config.enable_chunked_prefill and need > self.config.max_num_batched_tokens:
-            raise ValueError(
-                f"With chunked prefill off, a request must fit in one step's budget even when re-prefilled after a "
-                f"preemption: prompt ({len(token_ids)}) + max_tokens ({params.max_tokens}) needs {need} tokens but "
-                f"max_num_batched_tokens is {self.config.max_num_batched_tokens}. "
-                f"Raise the budget or enable chunked prefill."
-            )
+        # 0.33 also refuses a prompt of exactly max_model_len: no room for one output token (_validate_prompt_len).
+        full = len(token_ids) == self.max_model_len and self.config.vllm_profile == "v0.33"
+        if len(token_ids) > self.max_model_len or full:
+            raise ValueError(f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}"
+                             f"{self._max_model_len_note}"
+                             f"{' and vLLM 0.33 keeps room for one output token' if full else ''}; shorten it.")
         index = self._num_added + offset
         if request_id is None:
             request_id = self._free_request_id(auto_prefix, index, reserved)
@@ -160,7 +162,8 @@ class LLMEngine:
         done = self.scheduler.update_from_output(out, result.sampled, self.step_count, time.perf_counter())
         self.ledger.on_forward(out.chunks, result.forward_s, self.step_count)
         finished = [self._record_finished(r) for r in out.ignored + out.aborted + done]
-        log_lines = self.observer.after_step(self._outcome(out, result, preempted, swapped_in, finished))
+        log_lines = self.observer.after_step(
+            self._outcome(out, result, preempted, swapped_in, finished, time.perf_counter() - t0))
         return StepReport(
             step=self.step_count, scheduled=[c.request_id for c in out.chunks], chunks=out.chunks,
             preempted=[c.view() for c in preempted], swapped_in=[c.view() for c in swapped_in],
@@ -169,12 +172,13 @@ class LLMEngine:
         )
 
     def _outcome(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionCost],
-                 swapped_in: list[PreemptionCost], finished: list[RequestOutput]) -> StepOutcome:
+                 swapped_in: list[PreemptionCost], finished: list[RequestOutput], step_time_s: float) -> StepOutcome:
         sched, kv = self.scheduler, self.kv
         return StepOutcome(
             step=self.step_count, chunks=out.chunks, num_sampled=len(result.sampled), preempted=preempted,
             swapped_in=swapped_in, finished=finished, recompute=self.ledger.make_recompute_stats(),
             prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
+            output_events=sched.take_output_events(), step_time_s=step_time_s,
             num_running=len(sched.running), num_waiting=len(sched.waiting), num_swapped=len(sched.swapped),
             gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
         )
@@ -196,7 +200,8 @@ class LLMEngine:
         output = RequestOutput(
             request_id=request.request_id, prompt_token_ids=list(request.prompt_token_ids),
             output_token_ids=list(request.output_token_ids), text=self.loaded.decode(request.output_token_ids),
-            finish_reason=request.status.finish_reason, num_preemptions=request.num_preemptions,
+            finish_reason=request.status.finish_reason, status=request.status.value,
+            num_preemptions=request.num_preemptions,
             message=request.finish_message, arrival_step=request.arrival_step,
             first_token_step=request.first_token_step, finish_step=self.step_count, ttft_s=ttft,
             latency_s=time.perf_counter() - request.arrival_time,
@@ -243,7 +248,8 @@ class LLMEngine:
     def snapshot(self, report: Optional[StepReport] = None) -> Snapshot:
         """The engine's whole state now (a copy); ``report`` adds this step's events."""
         return build_snapshot(
-            step=self.step_count, device=self.config.device, bytes_per_block=self.bytes_per_block, kv=self.kv,
+            step=self.step_count, device=self.config.device, vllm_profile=self.config.vllm_profile,
+            bytes_per_block=self.bytes_per_block, kv=self.kv,
             scheduler=self.scheduler, outputs=self.outputs.values(), ledger=self.ledger,
             metrics=self.metrics.as_dict(), decode=self.loaded.decode, report=report)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from pykv.block_pool import BlockHash, BlockPool
@@ -15,18 +15,25 @@ def cdiv(a: int, b: int) -> int:
 
 def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> BlockHash:
     """Chained block hash: a block's hash covers every token before it too, so equal hashes mean
-    equal prefixes (up to 64-bit collisions, as with vLLM's default builtin hash)."""
+    equal prefixes up to 64-bit collisions. vLLM 0.6 hashed the same way with Python's builtin hash; V1
+    hashes with SHA-256 over pickled (parent, tokens, extra keys such as LoRA and cache salt), from a seed.
+    pykv keeps the builtin hash in every profile: the chaining, not the hash function, is the lesson."""
     return hash((parent, tuple(token_ids)))
 
 
 @dataclass(frozen=True)
 class PrefixCacheStats:
-    """Prefix-cache lookups in tokens, counted once per admission (as vLLM counts them)."""
+    """Prefix-cache lookups in tokens, one per admission, plus those that did not admit; the observer
+    exports what the profile's vLLM release counts."""
 
     queries: int = 0  # tokens looked up (vLLM: prefix_cache_queries)
     hits: int = 0  # of which found cached (vLLM: prefix_cache_hits)
     hits_own: int = 0  # hits on blocks the same request computed before a preemption
     hits_shared: int = 0  # hits on blocks another request computed
+    preempted_queries: int = 0  # of the queries, those by requests preempted before (today's V1 leaves them out)
+    preempted_hits: int = 0  # of the hits, those by requests preempted before
+    unadmitted_queries: int = 0  # lookups that did not lead to admission (not in the fields above)
+    unadmitted_hits: int = 0
 
 
 class KVCacheManager:
@@ -53,7 +60,7 @@ class KVCacheManager:
         self.block_tables: dict[str, list[int]] = {}  # request id -> physical block ids
         self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
-        self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_admission
+        self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_lookup
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -78,27 +85,30 @@ class KVCacheManager:
             hits.append(block_id)
         return hits
 
-    def can_fit(self, num_tokens: int) -> bool:
-        return cdiv(num_tokens, self.block_size) <= self.pool.num_blocks
+    def num_blocks_to_allocate(self, request: Request, num_tokens: int, new_computed_blocks: Sequence[int] = ()) -> int:
+        """Free blocks the request needs to hold ``num_tokens`` tokens: new ones, plus cached hits that sit in the
+        free queue (reviving one takes it out of the free count, as in vLLM V1's get_num_blocks_to_allocate)."""
+        table = self.block_tables.get(request.request_id, ())
+        num_new = max(cdiv(num_tokens, self.block_size) - len(table) - len(new_computed_blocks), 0)
+        return num_new + sum(1 for b in new_computed_blocks if self.pool.blocks[b].ref_cnt == 0)
 
-    def allocate_slots(
-        self, request: Request, num_new_tokens: int, new_computed_blocks: Sequence[int] = ()
-    ) -> Optional[list[int]]:
+    def allocate_slots(self, request: Request, num_new_tokens: int, new_computed_blocks: Sequence[int] = (), *,
+                       num_reserved_tokens: int = 0, keep_free: int = 0) -> Optional[list[int]]:
         """Make room for ``num_new_tokens`` more tokens of ``request``.
 
         ``new_computed_blocks`` are prefix-cache hits for a request being admitted; they cover the
-        first tokens. Returns the newly allocated block ids, or None (changing nothing) if the
-        pool lacks free blocks.
+        first tokens. ``num_reserved_tokens`` asks for blocks up to that many tokens now (vLLM V0 allocates
+        a whole prompt at admission), though only the computed ones are filled. ``keep_free`` blocks must
+        stay free afterwards (a watermark). Returns the newly allocated block ids, or None (changing
+        nothing) if the pool lacks free blocks.
         """
-        table = self.block_tables.setdefault(request.request_id, [])
         num_computed = request.num_computed_tokens + len(new_computed_blocks) * self.block_size
         total = num_computed + num_new_tokens
-        num_required = cdiv(total, self.block_size) - len(table) - len(new_computed_blocks)
-        num_revived = sum(1 for b in new_computed_blocks if self.pool.blocks[b].ref_cnt == 0)
-        if max(num_required, 0) + num_revived > self.pool.num_free_blocks():
-            if not table:
-                del self.block_tables[request.request_id]
+        need = self.num_blocks_to_allocate(request, max(total, num_reserved_tokens), new_computed_blocks)
+        if need + keep_free > self.pool.num_free_blocks():
             return None
+        table = self.block_tables.setdefault(request.request_id, [])
+        num_required = cdiv(max(total, num_reserved_tokens), self.block_size) - len(table) - len(new_computed_blocks)
         self.pool.touch(new_computed_blocks)
         table.extend(new_computed_blocks)
         new_blocks = self.pool.allocate(max(num_required, 0))
@@ -122,17 +132,25 @@ class KVCacheManager:
             self.pool.cache_block(table[i], hashes[i])
         self._num_registered[request.request_id] = max(start, num_full)
 
-    def record_admission(self, request: Request, hit_blocks: Sequence[int]) -> None:
-        """Count a lookup once per admission (vLLM counts queries and hits in tokens), splitting
-        hits into the request's own blocks (surviving its preemption) and other requests' blocks."""
+    def record_lookup(self, request: Request, hit_blocks: Sequence[int], admitted: bool = True) -> None:
+        """Count one prefix-cache lookup in tokens, splitting hits into the request's own blocks (surviving
+        its preemption) and other requests' blocks, and noting lookups by requests preempted before. A lookup
+        that did not lead to admission (``admitted=False``) is kept apart: vLLM 0.10 counted those too."""
         if not self.enable_prefix_caching:
             return
+        s, hits = self.prefix_stats, len(hit_blocks) * self.block_size
+        if not admitted:
+            self.prefix_stats = replace(s, unadmitted_queries=s.unadmitted_queries + request.num_tokens,
+                                        unadmitted_hits=s.unadmitted_hits + hits)
+            return
         own = sum(1 for b in hit_blocks if self.pool.blocks[b].computed_by == request.request_id)
-        s = self.prefix_stats
-        self.prefix_stats = PrefixCacheStats(
-            queries=s.queries + request.num_tokens, hits=s.hits + len(hit_blocks) * self.block_size,
+        preempted = request.num_preemptions > 0
+        self.prefix_stats = replace(
+            s, queries=s.queries + request.num_tokens, hits=s.hits + hits,
             hits_own=s.hits_own + own * self.block_size,
-            hits_shared=s.hits_shared + (len(hit_blocks) - own) * self.block_size)
+            hits_shared=s.hits_shared + (len(hit_blocks) - own) * self.block_size,
+            preempted_queries=s.preempted_queries + (request.num_tokens if preempted else 0),
+            preempted_hits=s.preempted_hits + (hits if preempted else 0))
 
     def make_prefix_cache_stats(self) -> PrefixCacheStats:
         """Get (and reset) the prefix-cache stats since the last call (vLLM V1's hand-over of per-step deltas)."""

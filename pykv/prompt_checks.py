@@ -12,8 +12,9 @@ from pykv.limits import MAX_PROMPT_CHARS, MAX_REQUEST_ID_CHARS
 Prompt = Union[str, Sequence[int]]
 
 
-def token_ids_of(prompt: Prompt, encode: Callable[[str], list[int]], max_model_len: int) -> list[int]:
-    """A prompt's token ids: text is bounded in characters before it is tokenized; token ids must be ints."""
+def token_ids_of(prompt: Prompt, encode: Callable[[str], list[int]], max_model_len: int, why: str = "") -> list[int]:
+    """A prompt's token ids: text is bounded in characters before it is tokenized; token ids must be ints.
+    ``why`` says where max_model_len comes from, for the message."""
     if isinstance(prompt, str):
         if len(prompt) > MAX_PROMPT_CHARS:
             raise ValueError(f"The prompt has {len(prompt)} characters; at most {MAX_PROMPT_CHARS} are accepted. "
@@ -23,8 +24,8 @@ def token_ids_of(prompt: Prompt, encode: Callable[[str], list[int]], max_model_l
         hint = " Decode bytes to text first." if isinstance(prompt, (bytes, bytearray)) else ""
         raise ValueError(f"A prompt must be text or a list of integer token ids, got {show_value(prompt)} "
                          f"({type(prompt).__name__}).{hint}")
-    if len(prompt) >= max_model_len:  # before looking at each id
-        raise ValueError(f"The prompt has {len(prompt)} tokens but max_model_len is {max_model_len}; "
+    if len(prompt) > max_model_len:  # before looking at each id
+        raise ValueError(f"The prompt has {len(prompt)} tokens but max_model_len is {max_model_len}{why}; "
                          "shorten it.")
     for i, t in enumerate(prompt):
         if not isinstance(t, numbers.Integral) or isinstance(t, bool):

@@ -35,7 +35,7 @@ class RequestStatus(enum.Enum):
             RequestStatus.FINISHED_STOPPED: "stop",
             RequestStatus.FINISHED_LENGTH: "length",
             RequestStatus.FINISHED_ABORTED: "abort",
-            RequestStatus.FINISHED_IGNORED: "ignored",
+            RequestStatus.FINISHED_IGNORED: "length",  # vLLM V0's reason for a request it ignored
         }.get(self)
 
 
@@ -117,6 +117,7 @@ class Request:
     status: RequestStatus = RequestStatus.WAITING
     num_computed_tokens: int = 0
     num_preemptions: int = 0
+    undelivered_preemptions: int = 0  # preemptions not yet reported on an output (vLLM V1's event delivery)
     tokens_since_preemption: int = 0  # output tokens produced since the last preemption (livelock guard)
     preemptions_without_progress: int = 0  # consecutive preemptions with no token produced in between
     output_token_ids: list[int] = field(default_factory=list)
@@ -138,12 +139,6 @@ class Request:
         return len(self.prompt_token_ids)
 
     @property
-    def max_total_tokens(self) -> int:
-        """Tokens whose KV the request may need at once: prompt + max_tokens - 1 (the last sampled
-        token is never fed back)."""
-        return self.num_prompt_tokens + self.sampling_params.max_tokens - 1
-
-    @property
     def is_finished(self) -> bool:
         return self.status.is_finished
 
@@ -158,6 +153,7 @@ class RequestOutput:
     text: str
     finish_reason: Optional[str]
     num_preemptions: int
+    status: Optional[str] = None  # the final RequestStatus value ("finished_ignored" finishes with "length")
     message: Optional[str] = None  # why it was ignored or aborted
     arrival_step: int = 0
     first_token_step: Optional[int] = None

@@ -1,5 +1,5 @@
-"""Continuous batching with a token budget, chunked prefill and preemption by recompute or swap
-(vLLM V1's scheduling loop, with vLLM V0's swapped queue and preemption modes)."""
+"""Continuous batching with a token budget, chunked prefill and preemption by recompute or swap: the
+parts every vLLM profile shares. Each profile's scheduling order lives in its own module."""
 
 from __future__ import annotations
 
@@ -38,6 +38,15 @@ class PreemptionEvent:
     reason: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class OutputEvents:
+    """What vLLM V1 learns from requests' outputs, not from the scheduler: preemption events ride on a
+    request's next output, and a prompt is counted once, when its first token comes."""
+
+    delivered_preemptions: int = 0
+    first_token_prompts: int = 0  # prompt tokens of requests that produced their first token
+
+
 @dataclass
 class SchedulerOutput:
     chunks: list[ScheduledChunk] = field(default_factory=list)
@@ -53,22 +62,18 @@ class SchedulerOutput:
 
 
 class Scheduler:
-    """Decides, each step, which requests run and how many of their tokens.
+    """Queues, preemption and bookkeeping shared by every vLLM profile; ``schedule()`` is the profile's
+    (``pykv.scheduler_v0`` for vLLM V0, ``pykv.scheduler_v1`` for V1).
 
-    1. Running requests first, in queue order, each getting the tokens it still lacks (1 for a
-       decode, the rest of its prompt for a chunked prefill), within ``max_num_batched_tokens``.
-       A running request that cannot get a block preempts the *last* running request (possibly
-       itself). Recompute: all its blocks are released, ``num_computed_tokens`` returns to 0 and
-       it goes to the *front* of the waiting queue keeping every token id. Swap: its blocks move
-       to the CPU pool and it joins the back of the swapped queue, keeping its progress.
-    2. Only if nobody was preempted this step: swapped requests come back in order, while the
-       device pool keeps ``swap_watermark`` of its blocks free (ignored when nothing runs).
-    3. Only if nobody was preempted and nothing is left swapped: waiting requests are admitted in
-       order while ``max_num_seqs``, the budget and the pool allow, reusing prefix-cache hits.
+    Shared by all: a victim is the *last* request of the running queue (possibly the request being
+    scheduled itself). Recompute frees all its blocks, sets ``num_computed_tokens`` to 0 and puts it
+    at the *front* of the waiting queue keeping every token id. Swap (V0 only) moves its blocks to the
+    CPU pool and appends it to the swapped queue, keeping its progress.
     """
 
     def __init__(self, config: EngineConfig, kv: KVCacheManager, max_model_len: int) -> None:
         self.config = config
+        self.profile = config.profile
         self.kv = kv
         self.max_model_len = max_model_len
         self.waiting: deque[Request] = deque()  # changed by Scheduler only
@@ -76,7 +81,8 @@ class Scheduler:
         self.swapped: deque[Request] = deque()  # changed by Scheduler only
         self.requests: dict[str, Request] = {}  # every unfinished request
         self.num_preemptions = 0
-        self.watermark_blocks = int(config.swap_watermark * kv.pool.num_blocks)
+        self._events = OutputEvents()  # since the last take_output_events()
+        self.watermark_blocks = int(config.effective_watermark * kv.pool.num_blocks)
 
     def add_request(self, request: Request) -> None:
         self.waiting.append(request)
@@ -86,71 +92,7 @@ class Scheduler:
         return bool(self.waiting or self.running or self.swapped)
 
     def schedule(self, step: int) -> SchedulerOutput:
-        out = SchedulerOutput()
-        budget = self._schedule_running(out, step, self.config.max_num_batched_tokens)
-        if out.preempted:
-            return out  # vLLM swaps in and admits nothing in a step that preempted
-        budget = self._schedule_swapped(out, budget)
-        if not self.swapped:
-            self._schedule_waiting(out, budget)
-        return out
-
-    def _schedule_running(self, out: SchedulerOutput, step: int, budget: int) -> int:
-        i = 0
-        while i < len(self.running) and budget > 0:
-            request = self.running[i]
-            num_new = min(request.num_tokens - request.num_computed_tokens, budget)
-            while self.kv.allocate_slots(request, num_new) is None:
-                victim = self.running.pop()
-                out.preempted.append(self._preempt(victim, step, out))
-                if victim is request:
-                    return budget  # the request preempted itself: nobody after it is left
-            out.chunks.append(self._chunk(request, num_new))
-            budget -= num_new
-            i += 1
-        return budget
-
-    def _schedule_swapped(self, out: SchedulerOutput, budget: int) -> int:
-        while self.swapped and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            request = self.swapped[0]
-            num_new = min(request.num_tokens - request.num_computed_tokens, budget)
-            need = self.kv.num_blocks_to_swap_in(request, num_new)
-            watermark = self.watermark_blocks if self.running else 0
-            if self.kv.pool.num_free_blocks() - need < watermark:
-                break
-            self.swapped.popleft()
-            out.swap_in[request.request_id] = self.kv.swap_in(request)
-            new_blocks = self.kv.allocate_slots(request, num_new)
-            assert new_blocks is not None, "swap-in room was checked above"
-            request.status = RequestStatus.RUNNING
-            self.running.append(request)
-            out.chunks.append(self._chunk(request, num_new))
-            budget -= num_new
-        return budget
-
-    def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
-        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            request = self.waiting[0]
-            if not self.kv.can_fit(min(request.max_total_tokens, self.max_model_len)):
-                self.waiting.popleft()
-                out.ignored.append(self._ignore(request))
-                continue
-            hits = self.kv.get_computed_blocks(request)
-            num_hit = len(hits) * self.kv.block_size
-            num_new = request.num_tokens - num_hit
-            if num_new > budget:
-                if not self.config.enable_chunked_prefill:
-                    break
-                num_new = budget
-            if self.kv.allocate_slots(request, num_new, hits) is None:
-                break
-            self.waiting.popleft()
-            self.kv.record_admission(request, hits)
-            request.status = RequestStatus.RUNNING
-            request.num_computed_tokens = num_hit
-            self.running.append(request)
-            out.chunks.append(self._chunk(request, num_new, num_hit))
-            budget -= num_new
+        raise NotImplementedError
 
     def _chunk(self, request: Request, num_new: int, num_cached: int = 0) -> ScheduledChunk:
         start = request.num_computed_tokens
@@ -175,6 +117,7 @@ class Scheduler:
             self._finish(victim, RequestStatus.FINISHED_ABORTED)
             out.aborted.append(victim)
             return PreemptionEvent(mode="abort", reason="livelock guard", **event)
+        victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
         if self.config.preemption_mode != "swap":
             self._preempt_by_recompute(victim)
             return PreemptionEvent(mode="recompute", **event)
@@ -187,6 +130,7 @@ class Scheduler:
         reason = (f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
                   f"{self.kv.cpu_pool.num_blocks}; the victim needs {num_blocks}")
         if self.config.swap_fallback == "abort":
+            victim.undelivered_preemptions -= 1
             victim.finish_message = SWAP_ABORT_MESSAGE
             self._finish(victim, RequestStatus.FINISHED_ABORTED)
             out.aborted.append(victim)
@@ -198,21 +142,11 @@ class Scheduler:
         self.kv.free(victim)
         victim.status = RequestStatus.PREEMPTED
         victim.num_computed_tokens = 0
-        self.waiting.appendleft(victim)
+        self._requeue(victim)
 
-    def _ignore(self, request: Request) -> Request:
-        need = min(request.max_total_tokens, self.max_model_len)
-        capacity = self.kv.pool.num_blocks * self.kv.block_size
-        request.status = RequestStatus.FINISHED_IGNORED
-        request.finish_message = (
-            f"Input prompt ({request.num_prompt_tokens} tokens) plus max_tokens "
-            f"({request.sampling_params.max_tokens}) needs {need} KV slots ({cdiv(need, self.kv.block_size)} blocks) "
-            f"and exceeds the capacity of the KV cache ({self.kv.pool.num_blocks} blocks = {capacity} tokens). "
-            "Raise num_gpu_blocks or lower max_tokens."
-        )
-        del self.requests[request.request_id]
-        self.kv.forget(request)
-        return request
+    def _requeue(self, victim: Request) -> None:
+        """A recompute victim goes back to the front of the waiting queue (V1's prepend_request)."""
+        self.waiting.appendleft(victim)
 
     # ---- after the forward pass ---------------------------------------------------------------
 
@@ -228,8 +162,11 @@ class Scheduler:
                 continue  # a prefill chunk that has not reached the end of the known tokens
             request.output_token_ids.append(token)
             request.tokens_since_preemption += 1
+            self._deliver_preemptions(request)
             if request.first_token_step is None:
                 request.first_token_step, request.first_token_time = step, now
+                e = self._events
+                self._events = OutputEvents(e.delivered_preemptions, e.first_token_prompts + request.num_prompt_tokens)
             status = self._stop_status(request, token)
             if status is not None:
                 self._finish(request, status)
@@ -244,8 +181,21 @@ class Scheduler:
             return RequestStatus.FINISHED_LENGTH
         return None
 
+    def _deliver_preemptions(self, request: Request) -> None:
+        """vLLM V1 reports a preemption as an event on the request's next output (a token, or its end), so
+        its vllm:num_preemptions lags the preemption itself."""
+        e = self._events
+        self._events = OutputEvents(e.delivered_preemptions + request.undelivered_preemptions, e.first_token_prompts)
+        request.undelivered_preemptions = 0
+
+    def take_output_events(self) -> OutputEvents:
+        """What requests' outputs reported since the last call (V1's view); resets it."""
+        events, self._events = self._events, OutputEvents()
+        return events
+
     def _finish(self, request: Request, status: RequestStatus) -> None:
         request.status = status
+        self._deliver_preemptions(request)
         for queue in (self.running, self.waiting, self.swapped):
             if request in queue:
                 queue.remove(request)
@@ -280,3 +230,4 @@ class Scheduler:
             assert cpu_blocks == cdiv(request.num_computed_tokens, self.kv.block_size), "swapped KV lost or padded"
         queued = [r.request_id for q in (self.running, self.waiting, self.swapped) for r in q]
         assert len(queued) == len(set(queued)) == len(self.requests), "a request is in two queues or none"
+

@@ -56,6 +56,7 @@ class Snapshot:
     preemptions: list[PreemptionView]  # every preemption so far, with its cost as known at this step
     metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
     report: Optional[StepReport] = None  # the step that led here
+    vllm_profile: str = "v0.33"  # the vLLM release whose rules and metric names the engine follows
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

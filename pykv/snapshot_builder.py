@@ -38,9 +38,10 @@ def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list
     return views
 
 
-def build_snapshot(*, step: int, device: str, bytes_per_block: int, kv: KVCacheManager, scheduler: Scheduler,
-                   outputs: Iterable[RequestOutput], ledger: CostLedger, metrics: dict[str, float],
-                   decode: Callable[[list[int]], str], report: Optional[StepReport] = None) -> Snapshot:
+def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block: int, kv: KVCacheManager,
+                   scheduler: Scheduler, outputs: Iterable[RequestOutput], ledger: CostLedger,
+                   metrics: dict[str, float], decode: Callable[[list[int]], str],
+                   report: Optional[StepReport] = None) -> Snapshot:
     """The state now, from the engine's parts (typed; never the engine itself)."""
 
     def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text) -> RequestView:
@@ -60,9 +61,10 @@ def build_snapshot(*, step: int, device: str, bytes_per_block: int, kv: KVCacheM
              decode(r.output_token_ids))
         for r in scheduler.requests.values()
     ]
-    status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished}  # "stop" -> "finished_stopped"
+    status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished and s.finish_reason != "length"}
+    status_of["length"] = RequestStatus.FINISHED_LENGTH.value
     done = [
-        view(o.request_id, status_of[o.finish_reason], len(o.prompt_token_ids), o.output_token_ids, 0,
+        view(o.request_id, o.status or status_of[o.finish_reason], len(o.prompt_token_ids), o.output_token_ids, 0,
              o.num_preemptions, o.ttft_s, o.text)
         for o in outputs
     ]
@@ -81,4 +83,5 @@ def build_snapshot(*, step: int, device: str, bytes_per_block: int, kv: KVCacheM
         preemptions=[c.view() for c in ledger.records],
         metrics=metrics,
         report=report,
+        vllm_profile=vllm_profile,
     )

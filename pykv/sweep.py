@@ -1,6 +1,7 @@
 """Sweeps: one seeded workload run to completion over a range of pool sizes (or block sizes, or
-max_num_seqs), once per preemption mode, collecting what each run really cost on this device; and
-the storm's shape, which says where its preemption count provably follows the pool size."""
+max_num_seqs), once per preemption mode (swap modes under vLLM V0's profile, the only one that swaps),
+collecting what each run really cost on this device; and the storm's shape, which says where its
+preemption count provably follows the pool size."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ MODES: dict[str, dict] = {
     "recompute+prefix": {"preemption_mode": "recompute", "enable_prefix_caching": True},
     "swap+prefix": {"preemption_mode": "swap", "enable_prefix_caching": True, "swap_copy": "batched"},
 }
+SWAP_PROFILE = "v0.6"  # swap modes run under vLLM V0's rules: V1 has no swap
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 RUN_COLUMNS = [
-    "mode", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode", "prefix_caching",
-    "swap_copy", "steps", "wall_s", "output_tokens", "tokens_per_s", "preemptions", "recomputed_tokens", "recompute_s",
-    "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s", "modelled_pcie_gen5_s", "ttft_p50_s",
-    "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "device",
+    "mode", "vllm_profile", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode",
+    "prefix_caching", "swap_copy", "steps", "wall_s", "output_tokens", "tokens_per_s", "preemptions",
+    "recomputed_tokens", "recompute_s", "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s",
+    "modelled_pcie_gen5_s", "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "device",
 ]
 PREEMPTION_COLUMNS = [
     "mode", "value", "preemption_mode", "block_size", "seq_len", "num_bytes", "measured_s",
@@ -154,9 +156,11 @@ class SweepSpec:
                 else:
                     changes[self.axis] = value
                 blocks = changes.get("num_gpu_blocks", self.base.num_gpu_blocks)
+                profile = self.base.vllm_profile
                 if changes["preemption_mode"] == "swap":
                     changes["num_cpu_blocks"] = self.cpu_pool_factor * blocks
-                runs.append((mode, value, self.base.replace(**changes)))
+                    profile = profile if self.base.profile.is_v0 else SWAP_PROFILE  # only V0 swaps
+                runs.append((mode, value, self.base.with_profile(profile, **changes)[0]))
         return runs
 
 
@@ -181,7 +185,8 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
     ttft = pd.Series([o.ttft_s for o in run.outputs if o.ttft_s is not None], dtype=float)
     tpot = pd.Series([o.tpot_s for o in run.outputs if o.tpot_s is not None], dtype=float)
     row = {
-        "mode": mode, "axis": spec.axis, "value": value, "num_gpu_blocks": config.num_gpu_blocks,
+        "mode": mode, "vllm_profile": config.vllm_profile, "axis": spec.axis, "value": value,
+        "num_gpu_blocks": config.num_gpu_blocks,
         "block_size": config.block_size, "max_num_seqs": config.max_num_seqs, "preemption_mode": config.preemption_mode,
         "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy, **run.totals(),
         "ttft_p50_s": ttft.quantile(0.5), "ttft_p95_s": ttft.quantile(0.95),

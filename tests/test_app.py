@@ -44,6 +44,7 @@ def test_app_loads_at_step_zero_with_every_view(app):
 
 
 def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
+    app.query_params["vllm_profile"] = "v0.6"  # V0 writes a warning on the first preemption
     ok(app.run())
     app.button(key="step").click().run()
     app.button(key="step").click().run()
@@ -53,7 +54,7 @@ def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
     app.button(key="next_preemption").click().run()
     step = shown_step(ok(app))
     assert step > 1 and "preempted by recompute" in narration(app)
-    assert any("preempted by PreemptionMode.RECOMPUTE" in c.value for c in app.code)  # vLLM's log line
+    assert any("preempted by PreemptionMode.RECOMPUTE" in c.value for c in app.code)  # vLLM 0.6's log line
     assert app.metric[1].value != "0"
     app.button(key="reset").click().run()
     assert shown_step(ok(app)) == 0
@@ -62,7 +63,12 @@ def test_step_back_reset_and_next_preemption_change_the_shown_step(app):
 def test_valid_config_rebuilds_the_engine(app):
     ok(app.run())
     app.button(key="step").click().run()
+    assert "cfg_num_cpu_blocks" not in app.session_state  # today's V1 has no swap: no CPU pool knob
+    assert app.button_group(key="cfg_preemption_mode").options == ["recompute"]
     app.slider(key="cfg_num_gpu_blocks").set_value(32)
+    app.button_group(key="cfg_vllm_profile").set_value("v0.6")
+    app.button(key=APPLY).click().run()
+    ok(app)
     app.button_group(key="cfg_preemption_mode").set_value("swap")
     app.number_input(key="cfg_num_cpu_blocks").set_value(16)
     app.button(key=APPLY).click().run()
@@ -71,10 +77,20 @@ def test_valid_config_rebuilds_the_engine(app):
     lab = app.session_state["lab"]
     assert lab.config.num_gpu_blocks == 32 and lab.config.preemption_mode == "swap" and lab.config.num_cpu_blocks == 16
     assert shown_step(app) == 0 and app.query_params["num_gpu_blocks"] in ("32", ["32"])
+    assert app.query_params["vllm_profile"] in ("v0.6", ["v0.6"])
+    app.button_group(key="cfg_vllm_profile").set_value("v0.33")  # back to V1: swap's knobs go back to defaults
+    app.button(key=APPLY).click().run()
+    ok(app)
+    config = app.session_state["lab"].config
+    assert (config.vllm_profile, config.preemption_mode, config.num_cpu_blocks) == ("v0.33", "recompute", None)
+    assert any("has no num_cpu_blocks, preemption_mode" in i.value for i in app.info)
 
 
 def test_invalid_config_shows_the_engine_message_and_keeps_the_engine(app):
     ok(app.run())
+    app.button(key="step").click().run()
+    app.button_group(key="cfg_vllm_profile").set_value("v0.6")
+    app.button(key=APPLY).click().run()
     app.button(key="step").click().run()
     before = app.session_state["lab"]
     app.button_group(key="cfg_preemption_mode").set_value("swap")  # no CPU pool: EngineConfig refuses
@@ -169,12 +185,13 @@ def test_a_missing_model_is_an_error_message_not_a_traceback(tmp_path, monkeypat
 def test_sidebar_and_url_are_derived_from_the_config_table(app):
     from pykv.config import knobs
 
+    app.query_params["vllm_profile"] = "v0.6"
     app.query_params["num_cpu_blocks"] = "0"  # 0 = a CPU pool with no room, as in the API and the CLI
     app.query_params["max_num_seqs"] = "4"
     ok(app.run())
     lab = app.session_state["lab"]
     assert lab.config.num_cpu_blocks == 0 and lab.config.max_num_seqs == 4
-    for spec in knobs("sidebar"):
+    for spec in knobs("sidebar"):  # v0.6 has every knob
         assert f"cfg_{spec.name}" in app.session_state, f"no sidebar widget for {spec.name}"
     assert app.number_input(key="cfg_max_num_seqs").value == 4
     assert app.query_params["num_cpu_blocks"] in ("0", ["0"])  # written back as it was read

@@ -72,8 +72,8 @@ def test_bad_prompts_lose_nothing(make_engine):
         engine.add_request("")
     with pytest.raises(ValueError, match="must lie in"):
         engine.add_request([1, 10_000])
-    with pytest.raises(ValueError, match="Raise the budget or enable chunked prefill"):
-        engine.add_request(list(range(1, 8)), SamplingParams(max_tokens=4))
+    with pytest.raises(ValueError, match="max_model_len is 8 .fitted to max_num_batched_tokens: chunked prefill"):
+        engine.add_request(list(range(1, 10)), SamplingParams(max_tokens=4))
     with pytest.raises(ValueError, match="already in use"):
         engine.add_request([1], SamplingParams(max_tokens=2), request_id="0")
     with pytest.raises(ValueError, match="one per prompt"):

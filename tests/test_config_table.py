@@ -25,9 +25,9 @@ def test_every_cli_knob_is_a_flag_of_every_command(command):
 
 def test_cli_flags_carry_the_table_types_choices_and_defaults():
     parser = build_parser()
-    args = parser.parse_args(["run", "--preemption-mode", "swap", "--num-cpu-blocks", "0", "--swap-watermark", "0.2",
-                              "--no-enable-chunked-prefill"])
-    assert (args.preemption_mode, args.num_cpu_blocks, args.swap_watermark) == ("swap", 0, 0.2)
+    args = parser.parse_args(["run", "--vllm-profile", "v0.6", "--preemption-mode", "swap", "--num-cpu-blocks", "0",
+                              "--watermark", "0.2", "--no-enable-chunked-prefill"])
+    assert (args.vllm_profile, args.preemption_mode, args.num_cpu_blocks, args.watermark) == ("v0.6", "swap", 0, 0.2)
     assert args.enable_chunked_prefill is False and args.log_stats_interval == 10  # `run` prints stats lines
     assert parser.parse_args(["generate", "x"]).log_stats_interval is None  # headless: none
     assert parser.parse_args(["run", "--max-model-len", "none"]).max_model_len is None
@@ -50,11 +50,12 @@ def test_choices_are_the_literal_types():
 def test_num_cpu_blocks_zero_means_a_pool_with_no_room_everywhere():
     spec = knob_named("num_cpu_blocks")
     assert parse_knob_text(spec, "0") == 0 and parse_knob_text(spec, "none") is None
-    assert EngineConfig(preemption_mode="swap", num_cpu_blocks=0).num_cpu_blocks == 0
+    v0 = {"vllm_profile": "v0.6", "preemption_mode": "swap"}
+    assert EngineConfig(**v0, num_cpu_blocks=0).num_cpu_blocks == 0
     assert build_parser().parse_args(["run", "--num-cpu-blocks", "0"]).num_cpu_blocks == 0
-    assert check_config({"num_cpu_blocks": 0, "preemption_mode": "swap"}, {}, "config")["num_cpu_blocks"] == 0
+    assert check_config({"num_cpu_blocks": 0, **v0}, {}, "config")["num_cpu_blocks"] == 0
     with pytest.raises(ConfigError, match="needs a CPU swap pool"):
-        EngineConfig(preemption_mode="swap")  # None: sized from swap_space, which is 0
+        EngineConfig(**v0)  # None: sized from swap_space, which is 0
 
 
 @pytest.mark.parametrize("changes, field, words", [
@@ -63,7 +64,9 @@ def test_num_cpu_blocks_zero_means_a_pool_with_no_room_everywhere():
     ({"max_model_len": 1.5}, "max_model_len", "must be an integer or None"),
     ({"num_cpu_blocks": "3"}, "num_cpu_blocks", "must be an integer or None"),
     ({"swap_space": float("nan")}, "swap_space", "finite"),
-    ({"swap_watermark": 1.0}, "swap_watermark", "out of range"),
+    ({"watermark": 1.0}, "watermark", "out of range"),
+    ({"vllm_profile": "v1"}, "vllm_profile", "must be one of"),
+    ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark", "not a knob of vllm_profile='v0.10'"),
     ({"preemption_mode": "pause"}, "preemption_mode", "must be one of"),
     ({"blocks": 3}, "blocks", "not an EngineConfig field"),
     ({"device": "tpu"}, "device", "'cpu' or 'cuda'"),

@@ -53,7 +53,8 @@ CATALOGUE = [
     ("3 num_gpu_blocks 1e8", config(num_gpu_blocks=10**8), "out of range", "num_gpu_blocks"),
     ("3 swap_space 1e6", config(swap_space=10**6), "out of range", "swap_space"),
     ("3 num_cpu_blocks 1e9", config(num_cpu_blocks=10**9), "out of range", "num_cpu_blocks"),
-    ("3 swap_space 64 GiB over the budget", engine_with(swap_space=64.0), "set swap_space to at most", "swap_space"),
+    ("3 swap_space 64 GiB over the budget", engine_with(vllm_profile="v0.6", swap_space=64.0),
+     "set swap_space to at most", "swap_space"),
     # 4: type slips
     ("4 device None", config(device=None), "device must be text", "device"),
     ("4 model None", config(model=None), "model must be text", "model"),
@@ -158,9 +159,10 @@ def test_pool_budget_gives_the_largest_allowed_before_allocating(make_engine, mo
         LLMEngine(engine.config.replace(num_gpu_blocks=11), loaded=engine.loaded)
     assert e.value.field == "num_gpu_blocks" and time.perf_counter() - t0 < 1.0
     with pytest.raises(ConfigError, match="use at most 10 blocks") as e:
-        LLMEngine(engine.config.replace(num_cpu_blocks=11), loaded=engine.loaded)
+        LLMEngine(engine.config.replace(vllm_profile="v0.6", num_cpu_blocks=11), loaded=engine.loaded)
     assert e.value.field == "num_cpu_blocks"
-    assert LLMEngine(engine.config.replace(num_gpu_blocks=10, num_cpu_blocks=10), loaded=engine.loaded)
+    assert LLMEngine(engine.config.replace(vllm_profile="v0.6", num_gpu_blocks=10, num_cpu_blocks=10),
+                     loaded=engine.loaded)
     monkeypatch.setenv(MAX_KV_BYTES_ENV, "lots")
     with pytest.raises(ConfigError, match="whole number of bytes"):
         LLMEngine(engine.config, loaded=engine.loaded)

@@ -225,8 +225,8 @@ def test_the_seat_reserves_pools_and_history_before_allocation(random_llama, ran
     from pykv.lab import memory_estimate
 
     small = memory_estimate(EngineConfig(model=str(random_llama_path)), random_llama)
-    big = memory_estimate(EngineConfig(model=str(random_llama_path), num_gpu_blocks=512, num_cpu_blocks=4096),
-                          random_llama)
+    big = memory_estimate(EngineConfig(model=str(random_llama_path), num_gpu_blocks=512, num_cpu_blocks=4096,
+                                       vllm_profile="v0.6"), random_llama)
     assert 0 < small < big
     registry = seats.Seats()
     seat = registry.claim(None, small)

@@ -11,7 +11,7 @@ def admit(kv, r):
     hits = kv.get_computed_blocks(r)
     num_hit = len(hits) * kv.block_size
     assert kv.allocate_slots(r, r.num_tokens - num_hit, hits) is not None
-    kv.record_admission(r, hits)
+    kv.record_lookup(r, hits)
     r.num_computed_tokens = r.num_tokens
     return num_hit
 

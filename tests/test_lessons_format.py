@@ -104,7 +104,7 @@ def test_actions_of_every_kind_parse(tmp_path):
 - run_until: end
 - run_until: {that: queue.waiting.length, equals: 0}
 - add_request: {request_id: z, prompt: "x = 1", max_tokens: 2, ignore_eos: true}
-- configure: {num_gpu_blocks: 8, preemption_mode: swap, num_cpu_blocks: 8}
+- configure: {vllm_profile: "v0.6", num_gpu_blocks: 8, preemption_mode: swap, num_cpu_blocks: 8}
 - run: {name: r1, config: {num_gpu_blocks: 32}, workload: {preset: storm, args: {n: 2, max_tokens: 4}}}
 - tokenize: {name: t1, a: "abc", b: "abd"}
 """
@@ -114,7 +114,8 @@ def test_actions_of_every_kind_parse(tmp_path):
     assert step.actions[0] == StepAction(count=3)
     assert step.actions[2].until == Check(that="queue.waiting.length", op="equals", operand=0)
     assert step.actions[3] == AddRequest(request_id="z", prompt="x = 1", max_tokens=2, ignore_eos=True)
-    assert step.actions[4] == Configure(changes={"num_gpu_blocks": 8, "preemption_mode": "swap", "num_cpu_blocks": 8})
+    assert step.actions[4] == Configure(changes={"vllm_profile": "v0.6", "num_gpu_blocks": 8, "preemption_mode": "swap",
+                                                 "num_cpu_blocks": 8})
     assert step.actions[0].describe() == "step 3" and step.actions[5].describe() == "side run r1 with num_gpu_blocks=32"
 
 
@@ -158,7 +159,11 @@ def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
     # impossible configs
     (FRONT.replace("block_size: 4", "block_size: 0"), BODY, "config.block_size", "positive integer"),
     (FRONT.replace("block_size: 4", "preemption_mode: pause"), BODY, "config.preemption_mode", "must be one of"),
-    (FRONT.replace("block_size: 4", "preemption_mode: swap"), BODY, "config.preemption_mode", "needs a CPU swap pool"),
+    (FRONT.replace("block_size: 4", "vllm_profile: \"v0.6\"\n  preemption_mode: swap"), BODY, "config.preemption_mode",
+     "needs a CPU swap pool"),
+    (FRONT.replace("block_size: 4", "preemption_mode: swap\n  num_cpu_blocks: 8"), BODY, "config.preemption_mode",
+     "does not exist in vllm_profile='v0.33'"),
+    (FRONT.replace("block_size: 4", "vllm_profile: \"v0.7\""), BODY, "config.vllm_profile", "must be one of"),
     (FRONT.replace("block_size: 4", "blocks: 4"), BODY, "config.blocks", "unknown EngineConfig field"),
     (FRONT.replace("block_size: 4", "model: gpt2"), BODY, "config.model", "comes from the app"),
     (FRONT.replace("block_size: 4", "seed: 3"), BODY, "config.seed", "front matter"),
@@ -166,8 +171,10 @@ def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
      "must be true or false"),
     (FRONT, step_with("- configure: {num_gpu_blocks: -1}\n"), S + ".actions[0].configure.num_gpu_blocks",
      "positive integer"),
-    (FRONT, step_with("- run: {name: r, config: {preemption_mode: swap}}\n"),
+    (FRONT, step_with("- run: {name: r, config: {vllm_profile: \"v0.6\", preemption_mode: swap}}\n"),
      S + ".actions[0].run.config.preemption_mode", "swap pool"),
+    (FRONT, step_with("- configure: {preemption_mode: swap, num_cpu_blocks: 8}\n"),
+     S + ".actions[0].configure.preemption_mode", "it is in vllm_profile='v0.6'"),
     # workloads
     (FRONT.replace("requests:\n    - {request_id: a, prompt: \"def add(x, y):\", max_tokens: 8}", "preset: hurricane"),
      BODY, "workload.preset", "unknown preset 'hurricane'"),
@@ -287,4 +294,4 @@ def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch(
             "print(len(lessons), len(problems), 'pykv.engine' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
-    assert out.stdout.split() == ["12", "0", "False", "False"], out.stderr
+    assert out.stdout.split() == ["13", "0", "False", "False"], out.stderr

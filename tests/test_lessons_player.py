@@ -194,8 +194,8 @@ def test_actions_step_run_until_and_conditions(tiny):
 def test_run_and_tokenize_save_their_results(tiny):
     lesson = lesson_of(step("Runs", """\
         - run: {name: base}
-        - run: {name: swap, config: {preemption_mode: swap, num_cpu_blocks: 16}}
-        - run: {name: other, workload: {preset: burst, args: {n: 2, max_tokens: 4}}}
+        - run: {name: swap, config: {vllm_profile: "v0.6", preemption_mode: swap, num_cpu_blocks: 16}}
+        - run: {name: other, config: {num_gpu_blocks: 64}, workload: {preset: burst, args: {n: 2, max_tokens: 4}}}
         - tokenize: {name: t, a: "hello world", b: "hello world"}
         """, """\
         - that: run.base.preemptions

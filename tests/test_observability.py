@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import pytest
 from rules import step_checked
 
 from pykv import SamplingParams, Snapshot
@@ -25,15 +26,30 @@ def drain(engine):
         step_checked(engine)
 
 
-def test_exposition_uses_vllm_metric_names(make_engine):
-    engine = crowded_engine(make_engine)
+EVERY_PROFILE = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_preemptions_total",
+                 "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "pykv:num_preemptions_total",
+                 "pykv:prefill_tokens_total", "pykv:recomputed_tokens_total", "pykv:swapped_out_bytes_total",
+                 "pykv:prefix_cache_hits_own_total", "pykv:request_preemptions_bucket")
+V0_ONLY = ("vllm:num_requests_swapped", "vllm:gpu_cache_usage_perc", "vllm:cpu_cache_usage_perc",
+           "vllm:gpu_prefix_cache_hit_rate")
+V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
+
+
+@pytest.mark.parametrize("profile, present, absent", [
+    ("v0.6", V0_ONLY, V1_ONLY + ("vllm:request_num_preemptions_bucket",)),
+    ("v0.10", V1_ONLY, V0_ONLY + ("vllm:request_num_preemptions_bucket",)),
+    ("v0.33", V1_ONLY + ("vllm:request_num_preemptions_bucket",), V0_ONLY),
+])
+def test_each_profile_exports_its_releases_metric_names(make_engine, profile, present, absent):
+    """Names from vllm/engine/metrics.py Metrics.__init__ (0.6.3.post1) and vllm/v1/metrics/loggers.py
+    PrometheusStatLogger.__init__ (0.10.2, 0.33.0): no release had both V0's and V1's gauges."""
+    engine = crowded_engine(make_engine, vllm_profile=profile)
     drain(engine)
     text = engine.metrics.exposition()
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_swapped",
-                 "vllm:kv_cache_usage_perc", "vllm:cpu_cache_usage_perc", "vllm:num_preemptions_total",
-                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "pykv:recomputed_tokens_total",
-                 "pykv:swapped_out_bytes_total", "pykv:request_preemptions_bucket"):
+    for name in EVERY_PROFILE + present:
         assert f"\n{name}" in text or text.startswith(name), name
+    for name in absent:
+        assert f"\n{name}" not in text and not text.startswith(name), name
     assert "_created" not in text
 
 
@@ -48,36 +64,68 @@ def test_recompute_cost_is_measured_and_metrics_sum_the_events(make_engine):
         assert r.recompute_s > 0 or r.num_tokens == 0
         assert r.device == "cpu"
     m = engine.metrics
-    assert m.value("vllm:num_preemptions_total") == len(records)
+    assert m.value("pykv:num_preemptions_total") == len(records)
+    assert m.value("vllm:num_preemptions_total") == len(records)  # drained: V1's lagging count has caught up
     assert m.value("pykv:recomputed_tokens_total") == sum(r.recomputed_tokens for r in records)
     assert abs(m.value("pykv:recompute_seconds_total") - sum(r.recompute_s for r in records)) < 1e-9
     assert m.value("pykv:request_preemptions_sum") == sum(o.num_preemptions for o in engine.outputs.values())
 
 
 def test_prefix_hits_after_preemption_count_as_own(make_engine):
-    engine = crowded_engine(make_engine, enable_prefix_caching=True)
+    """vLLM 0.33.0 leaves re-admissions after preemption out of vllm:prefix_cache_* (vllm/v1/metrics/stats.py
+    PrefixCacheStats.record, preempted=True); pykv's own counters keep them."""
+    engine = crowded_engine(make_engine, enable_prefix_caching=True, vllm_profile="v0.33")
     drain(engine)
     m = engine.metrics
-    assert m.value("pykv:prefix_cache_hits_own_total") > 0
-    assert m.value("pykv:prefix_cache_hits_own_total") + m.value("pykv:prefix_cache_hits_shared_total") == m.value(
-        "vllm:prefix_cache_hits_total")
+    own, shared = m.value("pykv:prefix_cache_hits_own_total"), m.value("pykv:prefix_cache_hits_shared_total")
+    assert own > 0 and shared == 0  # distinct prompts: every hit is a request's own block after its preemption
+    assert m.value("vllm:prefix_cache_hits_total") == 0  # invisible in today's vLLM counters
+    assert m.value("pykv:prefix_cache_queries_total") > m.value("vllm:prefix_cache_queries_total") > 0
     assert any(r.prefix_hit_tokens > 0 for r in engine.ledger.records)
 
 
-def test_stats_line_every_interval_in_vllm_words(make_engine, caplog):
-    engine = crowded_engine(make_engine, log_stats_interval=3)
+def test_v0_10_counts_every_lookup_failed_admissions_included(make_engine):
+    """vLLM 0.10.2 counts in KVCacheManager.get_computed_blocks, before allocate_slots may fail
+    (vllm/v1/core/kv_cache_manager.py): a head-of-line request is counted again each step it waits."""
+    engine = crowded_engine(make_engine, enable_prefix_caching=True, vllm_profile="v0.10")
+    drain(engine)
+    m = engine.metrics
+    admitted = m.value("pykv:prefix_cache_queries_total")
+    assert m.value("vllm:prefix_cache_queries_total") > admitted > 0
+    assert m.value("vllm:prefix_cache_hits_total") >= m.value("pykv:prefix_cache_hits_own_total") > 0
+
+
+@pytest.mark.parametrize("profile, start, parts", [
+    ("v0.6", "Avg prompt throughput", ("Running: ", "Swapped: 0 reqs", "Pending: ", "GPU KV cache usage: ",
+                                       "CPU KV cache usage: 0.0%.")),
+    ("v0.10", "Engine 000: Avg prompt throughput", ("Running: ", "Waiting: ", "GPU KV cache usage: ",
+                                                    "Prefix cache hit rate: 0.0%")),
+    ("v0.33", "Engine 000: Avg prompt throughput", ("Running: ", "Waiting: ", "CPU KV cache usage: ")),
+])
+def test_stats_line_every_interval_in_the_releases_words(make_engine, caplog, profile, start, parts):
+    """Formats of LoggingStatLogger.log: vllm/engine/metrics.py (0.6.3.post1), vllm/v1/metrics/loggers.py
+    (0.10.2, 0.33.0; the latter names the KV cache's device: CPU here)."""
+    engine = crowded_engine(make_engine, log_stats_interval=3, vllm_profile=profile)
     with caplog.at_level("INFO", logger="pykv"):
         reports = [step_checked(engine) for _ in range(6)]
-    stats = [line for r in reports for line in r.log_lines if line.startswith("Avg prompt throughput")]
+    stats = [line for r in reports for line in r.log_lines if line.startswith(start)]
     assert len(stats) == 2 and [r.step for r in reports if any("Running:" in x for x in r.log_lines)] == [3, 6]
-    assert "Running: " in stats[0] and "Swapped: 0 reqs" in stats[0] and "GPU KV cache usage: " in stats[0]
-    assert "CPU KV cache usage: 0.0%." in stats[0]
+    assert all(part in stats[0] for part in parts), stats[0]
+    assert ("Waiting" not in stats[0]) if profile == "v0.6" else ("Swapped" not in stats[0])
     assert stats[0] in caplog.text
+
+
+def test_timed_stats_line_follows_measured_engine_time(make_engine):
+    engine = crowded_engine(make_engine, log_stats_interval_s=1e-9)  # every step takes longer than 1 ns
+    reports = [step_checked(engine) for _ in range(3)]
+    assert all(any(line.startswith("Engine 000:") for line in r.log_lines) for r in reports)
+    with pytest.raises(ValueError, match="not both"):
+        make_engine(log_stats_interval=3, log_stats_interval_s=5.0)
 
 
 def test_livelock_guard_ends_a_request_that_never_progresses(make_engine):
     engine = make_engine(block_size=2, num_gpu_blocks=13, max_num_seqs=4, max_num_batched_tokens=4,
-                         max_preemptions_without_progress=1)
+                         max_preemptions_without_progress=1, vllm_profile="v0.10")
     for i in range(4):
         engine.add_request([5 + i] + list(range(30, 39)), LONG)
     drain(engine)
@@ -88,7 +136,8 @@ def test_livelock_guard_ends_a_request_that_never_progresses(make_engine):
 
 def test_same_config_and_workload_replay_the_same_steps(make_engine):
     def trace():
-        engine = make_engine(num_gpu_blocks=24, preemption_mode="swap", num_cpu_blocks=64, enable_prefix_caching=True)
+        engine = make_engine(num_gpu_blocks=24, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=64,
+                             enable_prefix_caching=True)
         reports = WorkloadRunner(engine, make_workload("storm", seed=3, n=6, max_tokens=40)).run()
         timeless = ("swap_out_s", "swap_in_s", "recompute_s", "modelled_pcie_out_s", "modelled_pcie_in_s",
                     "swap_out_bandwidth", "swap_in_bandwidth")
@@ -105,7 +154,7 @@ def test_same_config_and_workload_replay_the_same_steps(make_engine):
 
 
 def test_snapshot_round_trips_through_json_and_diffs(make_engine):
-    engine = crowded_engine(make_engine, preemption_mode="swap", num_cpu_blocks=8)
+    engine = crowded_engine(make_engine, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=8)
     before = engine.snapshot()
     report = step_checked(engine)
     after = engine.snapshot()
@@ -122,7 +171,8 @@ def test_snapshot_round_trips_through_json_and_diffs(make_engine):
 
 
 def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
-    engine = crowded_engine(make_engine, num_gpu_blocks=7, preemption_mode="swap", num_cpu_blocks=8)
+    engine = crowded_engine(make_engine, num_gpu_blocks=7, vllm_profile="v0.6", preemption_mode="swap",
+                            num_cpu_blocks=8)
     for _ in range(50):
         step_checked(engine)
         if engine.scheduler.swapped:

@@ -1,18 +1,22 @@
 """The central invariant: greedy tokens never depend on pool size, preemption, prefix caching,
 chunking or batch composition.
 
-Examples per run come from the "pykv" Hypothesis profile (tests/conftest.py): 200 by default,
-``PYKV_HYPOTHESIS_EXAMPLES=1000`` for a deeper run."""
+It runs under every vLLM profile; the "pykv" Hypothesis profile's examples (tests/conftest.py: 200 by
+default, ``PYKV_HYPOTHESIS_EXAMPLES=1000`` for a deeper run) are shared among them, a third each."""
 
 from __future__ import annotations
 
 import math
 
-from hypothesis import event, given
+import pytest
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
+from pykv.vllm_profiles import PROFILES
+
+PER_PROFILE = math.ceil(settings().max_examples / len(PROFILES))
 
 _solo_cache: dict[tuple, list[int]] = {}
 
@@ -35,6 +39,8 @@ request = st.tuples(
 )
 
 
+@pytest.mark.parametrize("vllm_profile", list(PROFILES))
+@settings(max_examples=PER_PROFILE)
 @given(
     prefix=shared_prefix,
     requests=st.lists(request, min_size=1, max_size=5),
@@ -50,23 +56,29 @@ request = st.tuples(
     swap_copy=st.sampled_from(["batched", "per_block"]),
 )
 def test_tokens_identical_under_preemption(
-    make_engine, prefix, requests, block_size, pool_slack, enable_prefix_caching, enable_chunked_prefill, budget,
-    max_num_seqs, preemption_mode, cpu_slack, swap_fallback, swap_copy,
+    make_engine, vllm_profile, prefix, requests, block_size, pool_slack, enable_prefix_caching, enable_chunked_prefill,
+    budget, max_num_seqs, preemption_mode, cpu_slack, swap_fallback, swap_copy,
 ):
     workload = [((prefix if shared else []) + own, max_tokens, arrival)
                 for own, max_tokens, arrival, shared in requests]
     workload = [(p[:200], m, a) for p, m, a in workload]
-    largest = max(len(p) + m - 1 for p, m, _ in workload)
-    smallest_pool = math.ceil(largest / block_size)
+    largest = max(len(p) + m - 1 for p, m, _ in workload)  # KV slots: the last sampled token has none
+    # max_model_len is fitted to the pool and counts every token (vLLM's check_stop): the pool holds len + m.
+    smallest_pool = math.ceil((largest + 1) / block_size)
     ample = math.ceil(sum(len(p) + m for p, m, _ in workload) / block_size)
     num_blocks = smallest_pool + round(pool_slack * max(0, ample - smallest_pool))
+    if vllm_profile == "v0.10":
+        enable_chunked_prefill = True  # 0.10 always chunks
     if not enable_chunked_prefill:
-        budget = max(budget, largest)  # a whole request must fit one step (the engine says so otherwise)
+        budget = max(budget, largest + 1)  # max_model_len (len + m) must fit one step (vLLM refuses to start)
+    if enable_prefix_caching and enable_chunked_prefill and PROFILES[vllm_profile].is_v0:
+        budget = max(block_size, budget // block_size * block_size)  # V0 needs whole blocks per chunk then
+    swap = {"preemption_mode": preemption_mode, "num_cpu_blocks": int(cpu_slack * num_blocks),
+            "swap_fallback": swap_fallback, "swap_copy": swap_copy} if PROFILES[vllm_profile].is_v0 else {}
     engine = make_engine(
-        block_size=block_size, num_gpu_blocks=num_blocks, max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
-        enable_prefix_caching=enable_prefix_caching, enable_chunked_prefill=enable_chunked_prefill,
-        preemption_mode=preemption_mode, num_cpu_blocks=int(cpu_slack * num_blocks), swap_fallback=swap_fallback,
-        swap_copy=swap_copy,
+        vllm_profile=vllm_profile, block_size=block_size, num_gpu_blocks=num_blocks, max_num_batched_tokens=budget,
+        max_num_seqs=max_num_seqs, enable_prefix_caching=enable_prefix_caching,
+        enable_chunked_prefill=enable_chunked_prefill, **swap,
     )
     ids = {}
     pending = sorted(enumerate(workload), key=lambda x: x[1][2])
@@ -85,7 +97,8 @@ def test_tokens_identical_under_preemption(
         out = engine.outputs[ids[i]]
         expected = solo_tokens(make_engine, prompt, max_tokens)
         if out.finish_reason == "abort":  # only a full CPU pool with swap_fallback="abort" may do this
-            assert preemption_mode == "swap" and swap_fallback == "abort" and "lack of CPU swap space" in out.message
+            assert swap.get("preemption_mode") == "swap" and swap_fallback == "abort"
+            assert "lack of CPU swap space" in out.message
             event("aborted for lack of swap space")
             assert out.output_token_ids == expected[: len(out.output_token_ids)], f"request {i} diverged before abort"
             continue

@@ -42,7 +42,8 @@ def test_cache_engine_round_trip_is_bit_identical(swap_copy):
 
 
 def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=8)
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
+                         preemption_mode="swap", num_cpu_blocks=8)
     crowd(engine)
     while True:
         before = engine.cache.gpu_cache.clone()
@@ -76,19 +77,21 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
 
 
 def test_full_cpu_pool_falls_back_to_recompute_and_says_so(make_engine, caplog):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=0)
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
+                         preemption_mode="swap", num_cpu_blocks=0)
     crowd(engine)
     with caplog.at_level("WARNING", logger="pykv"):
         report = run_until(engine, lambda r: r.preempted)
     (event,) = report.preempted
     assert (event.mode, event.fallback) == ("recompute", "recompute")
     assert "CPU swap pool has 0 free blocks" in event.reason
-    assert 'swap_fallback="recompute"' in report.log_lines[0]
+    assert any('swap_fallback="recompute"' in line and line.startswith("pykv:") for line in report.log_lines)
     assert "PreemptionMode.RECOMPUTE" in caplog.text
 
 
 def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=1,
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
+                         preemption_mode="swap", num_cpu_blocks=1,
                          swap_fallback="abort")
     crowd(engine)
     report = run_until(engine, lambda r: r.preempted)
@@ -107,7 +110,8 @@ def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_eng
 
 
 def test_auto_mode_recomputes_single_sequence_requests(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, preemption_mode="auto", num_cpu_blocks=16)
+    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
+                         preemption_mode="auto", num_cpu_blocks=16)
     crowd(engine)
     report = run_until(engine, lambda r: r.preempted)
     assert report.preempted[0].mode == "recompute" and report.preempted[0].fallback is None
@@ -115,8 +119,8 @@ def test_auto_mode_recomputes_single_sequence_requests(make_engine):
 
 def test_watermark_holds_back_swap_in_while_others_run(make_engine):
     # 10 blocks, watermark 50%: a swapped request returns only if 5 blocks stay free afterwards.
-    engine = make_engine(block_size=4, num_gpu_blocks=10, max_num_seqs=3, preemption_mode="swap", num_cpu_blocks=16,
-                         swap_watermark=0.5)
+    engine = make_engine(block_size=4, num_gpu_blocks=10, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="swap",
+                         num_cpu_blocks=16, watermark=0.5)
     crowd(engine, n=3, prompt_len=8)
     run_until(engine, lambda r: r.preempted)
     while engine.scheduler.swapped:
@@ -133,9 +137,18 @@ def test_watermark_holds_back_swap_in_while_others_run(make_engine):
 
 def test_swap_without_a_cpu_pool_is_a_clear_error(make_engine):
     with pytest.raises(ValueError, match="needs a CPU swap pool"):
-        make_engine(preemption_mode="swap")
+        make_engine(vllm_profile="v0.6", preemption_mode="swap")
+
+
+def test_swap_under_a_v1_profile_names_the_profile_that_has_it(make_engine):
+    for profile in ("v0.10", "v0.33"):
+        with pytest.raises(ValueError, match=r"preemption_mode='swap' does not exist in vllm_profile='%s'.*"
+                                             r"vllm_profile='v0.6'" % profile):
+            make_engine(vllm_profile=profile, preemption_mode="swap", num_cpu_blocks=8)
+        with pytest.raises(ValueError, match=r"num_cpu_blocks is not a knob of vllm_profile='%s'" % profile):
+            make_engine(vllm_profile=profile, num_cpu_blocks=8)
 
 
 def test_swap_space_in_gib_sizes_the_cpu_pool(make_engine):
-    engine = make_engine(block_size=4, preemption_mode="swap", swap_space=0.001)
+    engine = make_engine(block_size=4, vllm_profile="v0.6", preemption_mode="swap", swap_space=0.001)
     assert engine.kv.cpu_pool.num_blocks == int(0.001 * 2**30) // engine.bytes_per_block

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pykv.request import RequestOutput
 from pykv.snapshot import Snapshot
 from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
@@ -61,10 +63,19 @@ def test_fallback_abort_swap_in_prefix_hit_and_finish():
 def test_metrics_strip_names_the_device():
     strip = dict((label, value) for label, value, _ in metrics_strip(snap_with(
         report(num_batched_tokens=100, step_time_s=0.01),
-        {"vllm:kv_cache_usage_perc": 0.5, "vllm:num_preemptions_total": 3.0, "pykv:recomputed_tokens_total": 80.0,
-         "pykv:swapped_out_bytes_total": 2048.0})))
+        {"vllm:kv_cache_usage_perc": 0.5, "pykv:num_preemptions_total": 3.0, "vllm:num_preemptions_total": 2.0,
+         "pykv:recomputed_tokens_total": 80.0, "pykv:swapped_out_bytes_total": 2048.0})))
     assert strip == {"KV usage": "50%", "Preemptions": "3", "Recomputed tokens": "80", "Swapped out": "2 KiB",
                      "Tokens/s (cpu)": "10,000", "Step time (cpu)": "10.00 ms"}
+    helps = {label: text for label, _, text in metrics_strip(snap_with(report(), {"vllm:num_preemptions_total": 2.0}))}
+    assert "vllm:num_preemptions_total reads 2 (V1 counts a preemption on the request's next output)" in \
+        helps["Preemptions"]
+
+
+def test_metrics_strip_reads_v0_names_under_v0():
+    snap = dataclasses.replace(snap_with(report(), {"vllm:gpu_cache_usage_perc": 0.25}), vllm_profile="v0.6")
+    (usage,) = [(value, text) for label, value, text in metrics_strip(snap) if label == "KV usage"]
+    assert usage[0] == "25%" and usage[1].startswith("vllm:gpu_cache_usage_perc")
 
 
 def test_bytes_format():

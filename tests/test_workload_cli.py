@@ -48,11 +48,13 @@ def test_runner_adds_requests_at_their_arrival_step(make_engine):
 def test_cli_run_prints_logs_and_summary(random_llama_path, tmp_path, capsys):
     out_file = tmp_path / "w.json"
     code = main(["run", "--model", str(random_llama_path), "--workload", "storm", "--num-requests", "4",
-                 "--max-tokens", "40", "--num-gpu-blocks", "16", "--preemption-mode", "swap", "--num-cpu-blocks", "32",
-                 "--enable-prefix-caching", "--export-workload", str(out_file), "--log-stats-interval", "5"])
+                 "--max-tokens", "40", "--num-gpu-blocks", "16", "--vllm-profile", "v0.6", "--preemption-mode", "swap",
+                 "--num-cpu-blocks", "32", "--enable-prefix-caching", "--export-workload", str(out_file),
+                 "--log-stats-interval", "5"])
     captured = capsys.readouterr()
     assert code == 0
     assert "request" in captured.out and "preemptions:" in captured.out and "finished_length" in captured.out
+    assert captured.err.startswith("pykv: vllm_profile=v0.6 follows vLLM 0.6.3.post1 (V0)")
     assert json.loads(out_file.read_text())["name"] == "storm"
     assert main(["run", "--model", str(random_llama_path), "--workload", str(out_file), "--num-gpu-blocks", "16"]) == 0
 
@@ -62,5 +64,8 @@ def test_cli_bad_input_is_a_message_not_a_traceback(random_llama_path, capsys):
     assert "num_gpu_blocks must be a positive integer" in capsys.readouterr().err
     assert main(["run", "--model", str(random_llama_path), "--workload", "nope.json"]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert main(["run", "--model", str(random_llama_path), "--preemption-mode", "swap"]) == 2
+    assert main(["run", "--model", str(random_llama_path), "--vllm-profile", "v0.6", "--preemption-mode", "swap"]) == 2
     assert "needs a CPU swap pool" in capsys.readouterr().err
+    assert main(["run", "--model", str(random_llama_path), "--preemption-mode", "swap"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --preemption-mode: ") and "vllm_profile='v0.6'" in err and err.count("\n") == 1

@@ -38,9 +38,9 @@ REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView 
 
 @lru_cache(maxsize=1)
 def metric_names() -> tuple[str, ...]:
-    from pykv.metrics import EngineMetrics
+    from pykv.metrics import all_metric_names
 
-    return tuple(EngineMetrics().as_dict())
+    return all_metric_names()
 
 
 @dataclass(frozen=True)

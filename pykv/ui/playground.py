@@ -97,8 +97,11 @@ def _controls(lab: Lab) -> None:
         where += f" · history (the engine is at step {lab.head}; Step replays it)"
     elif end:
         where += " · every request has finished"
+    p = lab.config.profile
     st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} attention on "
-                f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens")
+                f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens · "
+                f"follows vLLM {p.release} ({p.engine})", help=f"vllm_profile={p.name}: {p.summary}. "
+                + " ".join(lab.engine.startup_lines))
     playing = st.session_state.playing
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls"):
         st.button("Step", key="step", shortcut="Right", type="primary", on_click=_act,

@@ -25,12 +25,20 @@ PRESET_LABELS = {
 }
 
 
-def _options(spec: Knob, current: Any) -> list:
-    """The choices of a knob: its Literal's, or a list only known at run time (``options`` in the table)."""
+def _options(spec: Knob, current: Any, lab: Lab) -> list:
+    """The choices of a knob: its Literal's (the preemption modes the profile's release has), or a list only
+    known at run time (``options`` in the table)."""
     if spec.options == "devices":
         found = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         return found + ([current] if current not in found else [])
+    if spec.name == "preemption_mode":
+        return list(lab.config.profile.preemption_modes)
     return list(spec.choices)
+
+
+def shown_knobs(lab: Lab) -> list[Knob]:
+    """The sidebar's knobs that the engine's vLLM profile has (swap's only under v0.6)."""
+    return [k for k in knobs("sidebar") if k.profiles is None or lab.config.vllm_profile in k.profiles]
 
 
 def widget(spec: Knob, value: Any, lab: Lab) -> Any:
@@ -41,7 +49,7 @@ def widget(spec: Knob, value: Any, lab: Lab) -> Any:
     if spec.kind == "bool":
         return st.toggle(label, value, key=key, help=help_text)
     if spec.kind == "choice" or spec.options:
-        options = _options(spec, value)
+        options = _options(spec, value, lab)
         if spec.kind == "choice" and len(options) <= 3:
             return st.segmented_control(label, options, default=value, key=key, required=True, help=help_text)
         return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key,
@@ -62,7 +70,7 @@ def render(lab: Lab) -> None:
     with st.sidebar:
         st.markdown("### Engine")
         with st.form("config", border=False):
-            shown = {spec.name: widget(spec, getattr(cfg, spec.name), lab) for spec in knobs("sidebar")}
+            shown = {spec.name: widget(spec, getattr(cfg, spec.name), lab) for spec in shown_knobs(lab)}
             st.markdown("### Workload")
             options = list(PRESETS) + ["none"]
             preset = st.selectbox("preset", options, index=options.index(lab.preset or "none"), key="cfg_preset",
@@ -73,16 +81,25 @@ def render(lab: Lab) -> None:
             # A widget cleared to None keeps the current value unless the knob itself may be None.
             changes = {name: value for name, value in shown.items() if value is not None or knob_named(name).optional}
             apply(lab, changes, preset)
+        note = st.session_state.pop("profile_note", None)
+        if note:
+            st.info(note)
         st.caption(f"Model: `{cfg.model}` · {lab.engine.backend.name} attention on {cfg.device}")
 
 
 def apply(lab: Lab, changes: dict, preset: str) -> None:
-    """Rebuild the session's engine; on ValueError show it and keep the current one."""
+    """Rebuild the session's engine; on ValueError show it and keep the current one. A new vLLM profile puts
+    the knobs it lacks back to their defaults, and says which."""
+    profile = changes.pop("vllm_profile", lab.config.vllm_profile)
     try:
-        new_lab = state.make_lab(lab.config.replace(**changes), None if preset == "none" else preset)
+        config, reset = lab.config.with_profile(profile, **changes)
+        new_lab = state.make_lab(config, None if preset == "none" else preset)
     except ValueError as e:
         st.error(f"Not applied: {safe_text.plain(e)}")
         return
+    if reset:
+        st.session_state.profile_note = (f"vllm_profile={profile} has no {', '.join(reset)}: "
+                                         f"{'it is' if len(reset) == 1 else 'they are'} back at the default.")
     st.session_state.lab = new_lab
     st.session_state.playing = False
     st.rerun()

@@ -69,7 +69,9 @@ class SweepRun:
 def render() -> None:
     st.title("Sweep")
     st.caption("One seeded workload run to completion at each setting, once per preemption mode, timed on this "
-               "machine. Each run is one step of the progress bar; Cancel stops after the run in progress.")
+               "machine. Recompute modes follow today's vLLM (`vllm_profile=v0.33`); swap modes follow vLLM 0.6 "
+               "(`v0.6`), the last release that swapped: the CSV's `vllm_profile` column says which. Each run is one "
+               "step of the progress bar; Cancel stops after the run in progress.")
     axis = st.segmented_control("Sweep over", list(AXIS_NAMES), format_func=AXIS_NAMES.get, key="sweep_axis",
                                 default="num_gpu_blocks", required=True)
     spec = _form(axis)

@@ -79,11 +79,14 @@ def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
     report = snapshot.report
     step_s = report.step_time_s if report else None
     tps = report.num_batched_tokens / step_s if report and step_s else None
+    usage_name = "vllm:gpu_cache_usage_perc" if "vllm:gpu_cache_usage_perc" in m else "vllm:kv_cache_usage_perc"
     return [
-        ("KV usage", f"{m.get('vllm:kv_cache_usage_perc', 0.0) * 100:.0f}%",
-         "vllm:kv_cache_usage_perc — device pool blocks in use."),
-        ("Preemptions", f"{m.get('vllm:num_preemptions_total', 0.0):.0f}",
-         "vllm:num_preemptions_total — all modes, so far."),
+        ("KV usage", f"{m.get(usage_name, 0.0) * 100:.0f}%", f"{usage_name} — device pool blocks in use."),
+        ("Preemptions", f"{m.get('pykv:num_preemptions_total', 0.0):.0f}",
+         "pykv:num_preemptions_total — all modes, counted when they happen. vllm:num_preemptions_total reads "
+         f"{m.get('vllm:num_preemptions_total', 0.0):.0f}" + ("" if snapshot.vllm_profile == "v0.6" else
+                                                           " (V1 counts a preemption on the request's next output)")
+         + "."),
         ("Recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0.0):.0f}",
          "pykv:recomputed_tokens_total — tokens re-prefilled after recompute preemptions."),
         ("Swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0)),

@@ -1,0 +1,82 @@
+"""vLLM V1's scheduling step (profiles "v0.10" and "v0.33"): ``vllm/v1/core/sched/scheduler.py``,
+``Scheduler.schedule``, with each release's admission rule from ``vllm/v1/core/kv_cache_manager.py``,
+``KVCacheManager.allocate_slots``."""
+
+from __future__ import annotations
+
+from pykv.request import Request, RequestStatus
+from pykv.scheduler import Scheduler, SchedulerOutput
+
+
+class V1Scheduler(Scheduler):
+    """1. Running requests first, in queue order, each getting the tokens it still lacks within
+       ``max_num_batched_tokens``; one that cannot get a block preempts the last running request, again
+       and again, until it fits or has preempted itself (which ends the scan).
+    2. Only if nobody was preempted this step: waiting requests in order, while ``max_num_seqs``, the
+       budget and the pool allow, reusing prefix-cache hits. The first that does not fit stops the
+       scan (head-of-line blocking). What "fits" means is the release's:
+       - v0.10: blocks for this step's chunk only;
+       - v0.33: the whole current input (prompt, plus output so far after a preemption) must fit in
+         the free blocks first (``scheduler_reserve_full_isl=True``; a gate, nothing is held), and a
+         waiting or preempted request must leave ``watermark`` of the pool free while anything runs.
+       With chunked prefill off (v0.33 only: 0.10 always chunks), a request whose prompt exceeds the
+       remaining budget ends the scan.
+    V1 never ignores a request: the engine refuses at start-up a KV cache too small for max_model_len.
+    """
+
+    def schedule(self, step: int) -> SchedulerOutput:
+        out = SchedulerOutput()
+        budget = self._schedule_running(out, step, self.config.max_num_batched_tokens)
+        if not out.preempted:  # V1: `if not preempted_reqs:` guards the whole waiting loop
+            self._schedule_waiting(out, budget)
+        return out
+
+    def _schedule_running(self, out: SchedulerOutput, step: int, budget: int) -> int:
+        i = 0
+        while i < len(self.running) and budget > 0:
+            request = self.running[i]
+            num_new = min(request.num_tokens - request.num_computed_tokens, budget)
+            while self.kv.allocate_slots(request, num_new) is None:
+                victim = self.running.pop()
+                out.preempted.append(self._preempt(victim, step, out))
+                if victim is request:
+                    return budget  # the request preempted itself: the scan ends
+            out.chunks.append(self._chunk(request, num_new))
+            budget -= num_new
+            i += 1
+        return budget
+
+    def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
+            request = self.waiting[0]
+            hits = self.kv.get_computed_blocks(request)
+            num_new = request.num_tokens - len(hits) * self.kv.block_size
+            if num_new > budget and not self.config.enable_chunked_prefill:
+                break  # 0.33: "If chunked_prefill is disabled, we can stop the scheduling here."
+            num_new = min(num_new, budget)
+            if not self._fits(request, num_new, hits):
+                self.kv.record_lookup(request, hits, admitted=False)
+                break
+            self.kv.record_lookup(request, hits)
+            self._admit(out, request, num_new, hits)
+            budget -= num_new
+
+    def _admit(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int]) -> None:
+        """A waiting request whose blocks were just allocated joins the back of the running queue."""
+        self.waiting.popleft()
+        request.status = RequestStatus.RUNNING
+        request.num_computed_tokens = len(hits) * self.kv.block_size
+        self.running.append(request)
+        out.chunks.append(self._chunk(request, num_new, request.num_computed_tokens))
+
+    def _fits(self, request: Request, num_new: int, hits: list[int]) -> bool:
+        """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
+        keep_free = 0
+        if self.profile.watermark_scope == "v1" and self.running:
+            assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
+            keep_free = self.watermark_blocks
+        if self.profile.admission == "full_input":
+            full = min(request.num_tokens, self.max_model_len)
+            if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
+                return False
+        return self.kv.allocate_slots(request, num_new, hits, keep_free=keep_free) is not None
