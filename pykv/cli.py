@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 from pykv.cli_errors import UsageError, check_writable, one_line, quoted
 from pykv.config import ConfigError, EngineConfig, Knob, knob_text, knobs
 from pykv.engine import LLMEngine
+from pykv.limits import MAX_STEPS
 from pykv.request import SamplingParams
 from pykv.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
 from pykv.workload_runner import WorkloadRunner
@@ -206,6 +207,69 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it there: never a half-written file."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pykv-", suffix=".part", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Run a workload (to its end, or --max-steps) and write the review pack: one HTML page, or a zip with it."""
+    import os
+
+    from pykv.lab import Lab
+    from pykv.review_pack import record_from_lab, render_html, run_pack
+    from pykv.review_pack.bundle import bundle
+
+    check_writable(args.out, "--out")
+    for name in ("kaleido", "choreographer"):  # the image export's browser logs each start and exit at INFO
+        logging.getLogger(name).setLevel(logging.WARNING)
+    fmt = REPORT_FORMATS.get(os.path.splitext(args.out)[1].lower())
+    if fmt is None:
+        raise UsageError(f"--out {quoted(args.out)}: name an .html file (the page) or a .zip file (the page, "
+                         "figures as SVG and PNG, CSVs and the final snapshot).")
+    if not 1 <= args.max_steps <= MAX_STEPS:
+        raise UsageError(f"--max-steps {args.max_steps} is out of range; a review pack covers 1 to {MAX_STEPS:,} "
+                         "steps (it keeps every step's snapshot).")
+    config = config_from_args(args)
+    given = _check_preset_flags(args, file_ok=True)
+    workload = load_workload(args)
+    lab = Lab(config, workload=workload)
+    lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
+    print(engine_header(lab.engine), file=sys.stderr)
+    lab.goto(args.max_steps)
+    note = None if lab.engine_done() else (f"The run stopped after --max-steps {lab.head} with requests unfinished; "
+                                           "the pack shows the steps run.")
+    record = record_from_lab(lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given,
+                             seed=args.seed, note=note)
+    pack = run_pack(record)
+    html = render_html(pack)
+    data, problem = bundle(pack, html) if fmt == "zip" else (html, None)
+    if problem:  # a zip without its figures is not what was asked for: say so and write nothing
+        print(f"error: the zip's SVG/PNG figures could not be made: {problem} (an .html pack needs no image "
+              "export)", file=sys.stderr)
+        return 1
+    write_atomic(args.out, data)
+    print(f"wrote {args.out} ({len(data) / 2**20:.1f} MiB, {lab.head} steps, {len(pack.figures())} figures)")
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pykv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -231,6 +295,16 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
     sweep.add_argument("--out", default=None, help="write the runs as CSV")
     sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
+    report = sub.add_parser("report", help="run a workload and write its review pack: one self-contained HTML "
+                            "page (or a zip with it, every figure as SVG and PNG, and the CSVs)")
+    add_engine_flags(report, log_stats_interval=10)  # the same flags and defaults as run
+    report.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
+    report.add_argument("--num-requests", type=int, default=None, help="preset size")
+    report.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
+    report.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"stop after this many steps (at most "
+                        f"{MAX_STEPS:,}: the pack keeps every step)")
+    report.add_argument("--out", required=True, help="the pack: a .html file, or a .zip file")
+    report.set_defaults(func=cmd_report)
     gen = sub.add_parser("generate", help="complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")

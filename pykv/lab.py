@@ -105,6 +105,11 @@ class Lab:
         return self._engine
 
     @property
+    def live_engine(self) -> Optional[LLMEngine]:
+        """The engine if this Lab holds one, else None: never replays one (unlike ``engine``)."""
+        return None if self._detached else self._engine
+
+    @property
     def runner(self) -> Optional[WorkloadRunner]:
         if self._detached:
             self._replay_engine()

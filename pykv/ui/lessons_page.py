@@ -12,15 +12,18 @@ shows exactly what was shown before. The live views are the Playground's (``live
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Optional
+from urllib.parse import quote
 
 import streamlit as st
 
 from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff, load_lesson
 from pykv.lessons.checks import format_value
 from pykv.lessons.loader import read_course
-from pykv.ui import budgets, live_views, safe_text, seats, state
+from pykv.ui import budgets, live_views, review_pack_button, safe_text, seats, state
+from pykv.ui.export_buttons import export_controls
 from pykv.ui.style import LESSON_DOTS_CSS, PAGE_CSS, PRESENTER_CSS, current_dot_css
 from pykv.viz.token_diff import token_diff_figure
 
@@ -112,6 +115,7 @@ def player_page(lesson: Lesson) -> None:
     _sync_url(lesson.id, player.index + 1, presenter)
 
     step_state: StepState = player.state
+    link = f"lessons?lesson={quote(lesson.id)}&step={player.index + 1}"  # what an exported figure names
     text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
     with text_col:
         _navigation(lesson, player, presenter)
@@ -122,8 +126,9 @@ def player_page(lesson: Lesson) -> None:
             earlier = player.states[player.index - 1].tokens if player.index else {}
             for name, tokens in step_state.tokens.items():
                 with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
-                    _token_diff(name, tokens)
-        live_views.render(step_state.lab, key_prefix="lesson_", split=(1, 1) if presenter else (3, 2), grid_height=420)
+                    _token_diff(name, tokens, link)
+        live_views.render(step_state.lab, key_prefix="lesson_", split=(1, 1) if presenter else (3, 2), grid_height=420,
+                          link=link)
 
 
 def _wanted_step(n: int) -> int:
@@ -200,6 +205,8 @@ def _navigation(lesson: Lesson, player: LessonPlayer, presenter: bool) -> None:
         st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
                   args=(lesson.id,), help="Run the lesson again from its first step.")
         st.button("All lessons", key="lesson_home", icon=":material/list:", on_click=_open, args=(None,))
+        review_pack_button.review_pack_controls(review_pack_button.lesson_pack_maker(lesson, player.states),
+                                                f"pykv_review_{lesson.id}", "lesson", "this lesson, the steps played")
     st.toggle("Presenter mode", value=presenter, key="lesson_presenter", on_change=_toggle_presenter,
               help="Larger type and the speaker notes (?presenter=1 in the link).")
 
@@ -223,12 +230,14 @@ def _narration(lesson: Lesson, index: int, step_state: StepState, presenter: boo
         st.success("End of the lesson. Restart it, or pick the next one from All lessons.")
 
 
-def _token_diff(name: str, tokens: TokenDiff) -> None:
+def _token_diff(name: str, tokens: TokenDiff, link: str) -> None:
     clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
     st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")
-    fig = token_diff_figure(tokens.a, tokens.b, tokens.a_pieces, tokens.b_pieces, block_size=tokens.block_size,
-                            dark=state.is_dark())
-    st.plotly_chart(fig, theme=None, key=f"lesson_tokens_{name}", config=live_views.PLOT_CONFIG)
+    draw = partial(token_diff_figure, tokens.a, tokens.b, tokens.a_pieces, tokens.b_pieces,
+                   block_size=tokens.block_size)
+    st.plotly_chart(draw(dark=state.is_dark()), theme=None, key=f"lesson_tokens_{name}", config=live_views.PLOT_CONFIG)
+    export_controls(partial(draw, dark=False), f"pykv_tokens_{name}", f"pykv lesson token diff tokens.{name} · "
+                    f"a: {clip(tokens.a_text)} · b: {clip(tokens.b_text)}", link, f"lesson_tokens_{name}")
 
 
 def _runs_rows(runs: dict) -> list[dict]:

@@ -1,5 +1,5 @@
 """The Playground page: controls, then the live views (``live_views``: metrics strip, block grid,
-queues, narration, the tables).
+queues, narration, the run timeline, the tables). A click on the timeline shows that step.
 
 All the live views sit in one fragment, so a Step (or a Play tick) redraws them without rerunning
 the sidebar. Every figure comes from ``pykv.viz`` and is drawn with ``theme=None`` and a stable key.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lab import Lab, has_preempted
-from pykv.ui import budgets, live_views, safe_text, sidebar, state
+from pykv.ui import budgets, live_views, review_pack_button, safe_text, sidebar, state
 from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
@@ -65,7 +65,18 @@ def _run_to_end(lab: Lab) -> None:
         st.session_state.flash_warning = note
 
 
+def _goto_clicked(lab: Lab) -> None:
+    """Show the step clicked on the timeline; the click counts as an action (no Play tick this rerun)."""
+    step = live_views.clicked_step(lab)
+    if step is None:
+        return
+    st.session_state.acted = True
+    # A recorded step: goto only moves the cursor. The budget guards it all the same, as for a link.
+    lab.goto(step, time_budget_s=budgets.DEEP_LINK_BUDGET_S, should_stop=budgets.session_gone())
+
+
 def _live(lab: Lab) -> None:
+    _goto_clicked(lab)  # first, so the controls, the URL and the views all show the step clicked
     acted = st.session_state.pop("acted", False)
     if st.session_state.get("playing") and not acted:
         try:
@@ -87,7 +98,9 @@ def _live(lab: Lab) -> None:
         st.info(msg)
     state.sync_url(lab)
 
-    live_views.render(lab)
+    # While playing, the timeline takes no clicks: a selectable chart that changes on every tick makes the browser
+    # send reruns of its own, which swallowed the Pause click (the e2e Play/Pause test caught it).
+    live_views.render(lab, timeline_select=not st.session_state.playing)
 
 
 def _controls(lab: Lab) -> None:
@@ -131,3 +144,5 @@ def _controls(lab: Lab) -> None:
                         st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
                     except ValueError as e:
                         st.session_state.flash = str(e)
+        review_pack_button.review_pack_controls(review_pack_button.playground_pack(lab), f"pykv_review_step{lab.head}",
+                                                "playground", "this run, every step so far")

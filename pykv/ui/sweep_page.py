@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Optional
 
 import streamlit as st
@@ -20,8 +21,10 @@ from pykv import EngineConfig
 from pykv.loader import LoadedModel
 from pykv.pcie import PCIE_GBPS
 from pykv.sweep import MODES, StormShape, SweepSpec, count_values, iter_runs, parse_values, storm_shape, sweep_result
-from pykv.ui import state
+from pykv.ui import review_pack_button, state
+from pykv.ui.export_buttons import export_controls
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
+from pykv.viz.captions import sweep_caption, sweep_command
 from pykv.workload import PRESETS
 
 AXIS_NAMES = {"num_gpu_blocks": "pool size (blocks)", "block_size": "block size", "max_num_seqs": "max_num_seqs"}
@@ -154,14 +157,19 @@ def _show(run: Optional[SweepRun]) -> None:
     capacity = None
     if run.shape is not None and spec.axis == "max_num_seqs":
         capacity = run.shape.carried(spec.base.num_gpu_blocks)
-    st.plotly_chart(runs_figure(runs, dark=dark, capacity=capacity), theme=None, key="sweep_runs", config=PLOT_CONFIG)
+    export = _exporter(run, device)
+    draw_runs = partial(runs_figure, runs, capacity=capacity)
+    st.plotly_chart(draw_runs(dark=dark), theme=None, key="sweep_runs", config=PLOT_CONFIG)
+    export(draw_runs, "runs", "sweep_runs")
     if run.shape is not None and spec.axis == "num_gpu_blocks" and spec.base.max_num_seqs >= run.shape.num_requests:
         st.caption(_band_note(run.shape))
     if spec.axis == "block_size":
-        st.plotly_chart(block_size_cost_figure(result.preemptions, dark=dark), theme=None, key="sweep_block_size",
-                        config=PLOT_CONFIG)
-    st.plotly_chart(preemption_cost_figure(result.preemptions, dark=dark), theme=None, key="sweep_costs",
-                    config=PLOT_CONFIG)
+        draw_block_size = partial(block_size_cost_figure, result.preemptions)
+        st.plotly_chart(draw_block_size(dark=dark), theme=None, key="sweep_block_size", config=PLOT_CONFIG)
+        export(draw_block_size, "block_size_cost", "sweep_block_size")
+    draw_costs = partial(preemption_cost_figure, result.preemptions)
+    st.plotly_chart(draw_costs(dark=dark), theme=None, key="sweep_costs", config=PLOT_CONFIG)
+    export(draw_costs, "preemption_cost", "sweep_costs")
     st.caption(f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
                f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
                f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {spec.base.pcie_copy_overhead_us:g} µs per copy issued. "
@@ -172,6 +180,24 @@ def _show(run: Optional[SweepRun]) -> None:
                        icon=":material/download:")
     c2.download_button("Preemptions (CSV)", result.preemptions.to_csv(index=False), "sweep_preemptions.csv",
                        "text/csv", key="sweep_preemptions_csv", icon=":material/download:")
+    review_pack_button.review_pack_controls(
+        review_pack_button.sweep_pack_maker(spec, result, run.total, run.seconds, capacity),
+        f"pykv_review_sweep_{spec.axis}", "sweep", "this sweep")
+
+
+def _exporter(run: SweepRun, device: str):
+    """``export(draw, name, key)``: a chart's Export control; its link is the command that reruns the sweep."""
+    spec = run.spec
+    what = dict(workload=spec.workload, workload_args=spec.workload_args, axis=spec.axis, values=spec.values,
+                modes=spec.modes)
+    caption = sweep_caption(spec.base, device, runs=len(run.rows), total=run.total, **what)
+    command = sweep_command(spec.base, seed=spec.seed, **what)
+
+    def export(draw, name: str, key: str) -> None:
+        export_controls(partial(draw, dark=False), f"pykv_sweep_{spec.axis}_{name}", caption, command, key,
+                        width=1100, link_label="reproduce")
+
+    return export
 
 
 def _band_note(shape: StormShape) -> str:

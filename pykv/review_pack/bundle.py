@@ -1,0 +1,66 @@
+"""The pack as a zip: the HTML page, every figure as SVG and PNG, the CSVs, the other files and a README.
+When static export cannot run here the zip still comes, without images and with a README that says
+why. Deterministic: same pack, same bytes (fixed member times and order)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Optional
+
+from pykv.export import ExportUnavailable, export_image
+from pykv.review_pack.page import PAGE_WIDTH_PX, ReviewPack, render_html
+
+HTML_NAME = "review.html"
+PNG_SCALE = 2
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], Optional[str]]:
+    """``figures/NAME.svg`` and ``.png`` for every figure, or ({}, why) when static export is unavailable."""
+    out: dict[str, bytes] = {}
+    try:
+        for f in pack.figures():
+            for fmt in ("svg", "png"):
+                size = {"width": PAGE_WIDTH_PX} if f.half else {}  # small multiples: a narrower image
+                out[f"figures/{f.name}.{fmt}"] = export_image(
+                    f.figure, fmt, scale=PNG_SCALE if fmt == "png" else 1, caption=f.caption, link=pack.link, **size)
+    except ExportUnavailable as e:
+        return {}, str(e) or type(e).__name__
+    return out, None
+
+
+def readme(pack: ReviewPack, names: list[str], problem: Optional[str]) -> str:
+    lines = [pack.title, "", pack.subtitle, "", f"{HTML_NAME}: the whole pack as one page; it needs no network "
+             "(plotly.js is inside) and prints to PDF one section per page.", ""]
+    if problem:
+        lines += ["NO SVG/PNG FIGURES IN THIS ZIP: static export could not run where the pack was made.",
+                  f"Why: {problem}", f"Every figure is still in {HTML_NAME} (interactive), and every table is in "
+                  "the CSVs.", ""]
+    if pack.link:
+        lines += [f"Playground link (relative to the lab's address): {pack.link}", ""]
+    lines += ["Files:"] + [f"  {name}" for name in names]
+    return "\n".join(lines) + "\n"
+
+
+def build_zip(pack: ReviewPack, html: Optional[bytes] = None) -> bytes:
+    """The zip's bytes. ``html`` is the page if already rendered (else it is rendered here)."""
+    return bundle(pack, html)[0]
+
+
+def bundle(pack: ReviewPack, html: Optional[bytes] = None) -> tuple[bytes, Optional[str]]:
+    """(the zip's bytes, why it has no SVG/PNG figures or None)."""
+    figures, problem = export_figures(pack)
+    members: dict[str, bytes] = {HTML_NAME: html if html is not None else render_html(pack)}
+    members |= {name: text.encode("utf-8") for name, text in pack.csvs.items()}
+    members |= {name: text.encode("utf-8") for name, text in pack.files.items()}
+    members |= figures
+    members = {"README.txt": readme(pack, list(members), problem).encode("utf-8")} | members
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data)
+    return buffer.getvalue(), problem

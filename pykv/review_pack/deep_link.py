@@ -1,0 +1,53 @@
+"""The Playground link that reproduces a run, built as the app builds its own address bar
+(``pykv.ui.state.query_for``: the preset, the step, and every knob exposed to URLs that differs from
+the lab's default), and what such a link cannot carry, said plainly. Relative: the pack never names a
+host."""
+
+from __future__ import annotations
+
+from typing import Optional
+from urllib.parse import urlencode
+
+from pykv.config import EngineConfig, knob_text, knobs
+from pykv.lab import lab_config
+
+APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says
+
+
+def playground_query(config: EngineConfig, preset: Optional[str], step: int) -> str:
+    """``?preset=storm&step=42&num_gpu_blocks=24...``: exactly what the Playground writes for this view."""
+    base = lab_config(model=config.model)
+    query = {"preset": preset or "none", "step": str(step)}
+    for spec in knobs("url"):
+        value = getattr(config, spec.name)
+        if value != getattr(base, spec.name):
+            query[spec.name] = knob_text(value)
+    return "?" + urlencode(query)
+
+
+def link_caveats(config: EngineConfig, file_workload: bool = False, seed: int = 0,
+                 preset_args: Optional[dict] = None, manual_requests: int = 0) -> list[str]:
+    """Why the Playground, opened on :func:`playground_query`, would not replay this run exactly (empty: it would).
+    ``file_workload``: the workload came from a file or a lesson, not from a preset."""
+    notes = []
+    if file_workload:
+        return notes
+    if preset_args:
+        given = ", ".join(f"{k}={v}" for k, v in sorted(preset_args.items()))
+        notes.append(f"The run sized the preset ({given}); the Playground runs presets at their default size.")
+    if seed:
+        notes.append(f"The run used seed {seed}; the Playground seeds its presets with 0.")
+    if manual_requests:
+        notes.append(f"{manual_requests} request(s) added by hand are not in the link.")
+    base, url = lab_config(model=config.model), {spec.name for spec in knobs("url")}
+    hidden = [f"{spec.name}={knob_text(getattr(config, spec.name))}" for spec in knobs()
+              if spec.name not in url and spec.name not in APP_OWNED_NOTE
+              and getattr(config, spec.name) != getattr(base, spec.name)]
+    if hidden:
+        notes.append("Not in the link (the Playground does not set these): " + ", ".join(hidden) + ".")
+    over = [f"{spec.name}={getattr(config, spec.name)} (the app allows at most {spec.maximum})" for spec in knobs("url")
+            if isinstance(getattr(config, spec.name), int) and not isinstance(getattr(config, spec.name), bool)
+            and spec.maximum is not None and getattr(config, spec.name) > spec.maximum]
+    if over:
+        notes.append("Over the app's limits, so the link's value is refused: " + ", ".join(over) + ".")
+    return notes

@@ -1,0 +1,76 @@
+"""RunRecord: one run to review, whichever front end made it: a config, the whole history of snapshots
+and the engine's Prometheus text after the last one, with what the link back into the lab needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pykv.config import EngineConfig
+from pykv.lab import Lab
+from pykv.max_model_len import fit_max_model_len
+from pykv.review_pack.deep_link import link_caveats, playground_query
+from pykv.snapshot import Snapshot
+from pykv.workload import Workload
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run to review: ``snapshots`` is its whole history (steps 0..N), ``metrics_text`` the engine's
+    Prometheus text after the last of them."""
+
+    config: EngineConfig
+    snapshots: tuple[Snapshot, ...]
+    metrics_text: str
+    workload: Optional[Workload] = None
+    preset: Optional[str] = None  # the preset the workload came from (None: a file, a lesson, none)
+    preset_args: dict = field(default_factory=dict)  # preset arguments other than its defaults (n, max_tokens)
+    seed: int = 0  # the workload's seed
+    manual_requests: int = 0  # requests added by hand (the Playground's Add request)
+    done: bool = True  # every request finished
+    note: Optional[str] = None  # why the run stopped where it did, when that is not its end
+    view_step: Optional[int] = None  # the step the app showed when the pack was asked for
+    app_link: Optional[str] = None  # a link into the app that stands for the run instead (a lesson's step)
+    max_model_len: Optional[int] = None  # the length the engine ran with (pykv fits an unset one to the pool)
+
+    @property
+    def last(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    @property
+    def file_workload(self) -> bool:
+        """The workload came from a file or a lesson, which no Playground link can name."""
+        return self.workload is not None and self.preset is None
+
+    @property
+    def link(self) -> Optional[str]:
+        """The Playground link to the run's last step (relative), or None where no link can name the workload."""
+        return None if self.file_workload else playground_query(self.config, self.preset, self.last.step)
+
+    def link_caveats(self) -> list[str]:
+        return link_caveats(self.config, self.file_workload, self.seed, self.preset_args, self.manual_requests)
+
+
+def metrics_from_snapshot(snapshot: Snapshot) -> str:
+    """Prometheus-style text rebuilt from a snapshot's samples (a snapshot keeps no HELP, TYPE or histogram
+    buckets), for a history whose engine is gone."""
+    lines = [f"# rebuilt from the snapshot of step {snapshot.step}: samples only, no HELP/TYPE or buckets"]
+    lines += [f"{name} {value!r}" for name, value in sorted(snapshot.metrics.items())]
+    return "\n".join(lines) + "\n"
+
+
+def record_from_lab(lab: Lab, **extra) -> RunRecord:
+    """The Lab's whole history (to its head) as a RunRecord; ``extra`` sets other fields. Never steps or
+    replays the engine: the metrics text is the live engine's when it stands at the head, else it is
+    rebuilt from the last snapshot."""
+    snapshots = tuple(lab.snapshots)
+    engine = lab.live_engine
+    if engine is not None and engine.step_count == snapshots[-1].step:
+        metrics = engine.metrics.exposition()
+    else:
+        metrics = metrics_from_snapshot(snapshots[-1])
+    fitted, _ = fit_max_model_len(lab.config, lab.loaded.config.max_position_embeddings, snapshots[-1].bytes_per_block)
+    values = dict(config=lab.config, snapshots=snapshots, metrics_text=metrics, workload=lab.workload,
+                  preset=lab.preset, seed=lab.seed, manual_requests=len(lab.manual), done=lab.engine_done(),
+                  view_step=lab.cursor, max_model_len=fitted)
+    return RunRecord(**(values | extra))

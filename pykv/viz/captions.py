@@ -1,0 +1,68 @@
+"""Caption lines for exported figures: what configuration drew them, on which device, and what was
+measured or modelled; and the command line that reproduces a sweep. Pure text from border types.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Iterable, Optional
+
+from pykv.config import EngineConfig, knob_text
+
+SWEEP_AXIS_FLAGS = {"num_gpu_blocks": "--pool-sizes", "block_size": "--block-sizes",
+                    "max_num_seqs": "--max-num-seqs-values"}
+
+
+def config_summary(config: EngineConfig) -> str:
+    """profile · pool blocks x block size · max_num_seqs · budget · preemption mode (+ what it adds)."""
+    p = config.profile
+    mode = f"preemption {config.preemption_mode}"
+    if config.preemption_mode != "recompute" and config.num_cpu_blocks is not None:
+        mode += f" ({config.num_cpu_blocks} CPU blocks)"
+    parts = [f"vLLM {p.release} rules ({p.name})", f"{config.num_gpu_blocks} blocks × {config.block_size} tokens",
+             f"max_num_seqs {config.max_num_seqs}", f"budget {config.max_num_batched_tokens} tokens/step", mode]
+    if config.enable_prefix_caching:
+        parts.append("prefix caching")
+    return " · ".join(parts)
+
+
+def state_caption(config: EngineConfig, device: str, *, preset: Optional[str], step: int,
+                  manual_requests: int = 0) -> str:
+    """The caption of a figure of engine state (block grids, queues, block tables): nothing timed in it."""
+    workload = f"preset {preset}" if preset else "no preset"
+    extra = f" + {manual_requests} request(s) added by hand" if manual_requests else ""
+    return (f"pykv engine state after step {step} ({workload}{extra}) on {device} · model {config.model} · "
+            f"{config_summary(config)}")
+
+
+def sweep_caption(base: EngineConfig, device: str, *, workload: str, workload_args: dict, axis: str,
+                  values: Iterable[int], modes: Iterable[str], runs: int, total: int) -> str:
+    """The caption of a sweep chart: times measured on ``device``, PCIe times modelled."""
+    sized = ", ".join(f"{k}={v}" for k, v in sorted(workload_args.items()))
+    stopped = f" (stopped: {runs} of {total} runs)" if runs < total else f" ({runs} runs)"
+    return (f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{stopped} · "
+            f"workload {workload} ({sized}) · model {base.model} · base: {config_summary(base)} · "
+            f"times measured on {device}; PCIe times modelled, not measured")
+
+
+def sweep_command(base: EngineConfig, *, workload: str, workload_args: dict, axis: str, values: Iterable[int],
+                  modes: Iterable[str], seed: int = 0) -> str:
+    """``python -m pykv sweep ...`` that runs the same sweep headless (the Sweep page has no URL)."""
+    args = ["python -m pykv sweep", "--workload", workload]
+    if "n" in workload_args:
+        args += ["--num-requests", str(workload_args["n"])]
+    if "max_tokens" in workload_args:
+        args += ["--max-tokens", str(workload_args["max_tokens"])]
+    args += [SWEEP_AXIS_FLAGS[axis], ",".join(map(str, values)), "--modes", ",".join(modes)]
+    defaults = EngineConfig()
+    for name, value in base.model_dump().items():
+        if name == "seed" or value == getattr(defaults, name):  # the sweep's seed is --seed below
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else f"--no-{flag[2:]}")
+        else:
+            args += [flag, knob_text(value)]
+    if seed:
+        args += ["--seed", str(seed)]
+    return args[0] + " " + " ".join(shlex.quote(a) for a in args[1:])

@@ -1,0 +1,68 @@
+"""A review pack in a real browser (Debian's Chromium, Playwright), opened from file:// with every other
+request blocked and recorded: every figure draws, nothing is logged as an error, nothing leaves the page,
+and printing to PDF gives one run of pages per section (the PDF is saved under artifacts/)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from pykv.lab import Lab, lab_config
+from pykv.review_pack import record_from_lab, render_html, run_pack
+from pykv.workload import make_workload
+
+A4_CONTENT_PX = (297 - 2 * 12) / 25.4 * 96  # the page's height less its 12 mm margins (the pack's @page), in px
+
+
+@pytest.fixture(scope="module")
+def review(random_llama, random_llama_path, tmp_path_factory):
+    """A v0.6 swap run with preemptions on the random checkpoint, as a pack on disk: (path, pack)."""
+    config = lab_config(model=str(random_llama_path), vllm_profile="v0.6", num_gpu_blocks=24, block_size=8,
+                        preemption_mode="swap", num_cpu_blocks=48)
+    lab = Lab(config, random_llama, workload=make_workload("storm", n=4, max_tokens=24))
+    lab.goto(60)
+    pack = run_pack(record_from_lab(lab, preset="storm", preset_args={"n": 4, "max_tokens": 24}))
+    path = tmp_path_factory.mktemp("review") / "review.html"
+    path.write_bytes(render_html(pack))
+    return path, pack
+
+
+def test_the_pack_draws_every_figure_offline_and_prints_a_page_run_per_section(browser, review, artifacts):
+    path, pack = review
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    left, errors = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            left.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    try:
+        page.goto(path.as_uri())
+        figures = len(pack.figures())
+        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}",
+                               timeout=30_000)
+        assert page.locator(".js-plotly-plot").count() == figures
+        assert page.locator(".main-svg").count() >= figures  # plotly draws 2-3 layers per figure
+        assert page.locator("section h2").count() == len(pack.sections)
+        page.emulate_media(media="print")
+        heights = page.evaluate("() => [...document.querySelectorAll('main > section')]"
+                                ".map(s => s.getBoundingClientRect().height)")
+        expected = sum(max(1, math.ceil(h / A4_CONTENT_PX)) for h in heights)
+        pdf = page.pdf(prefer_css_page_size=True, print_background=True)
+        (artifacts / "review_pack.pdf").write_bytes(pdf)
+        pages = len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+        assert abs(pages - expected) <= 1, (pages, expected, heights)
+        assert pages >= len(pack.sections) + 1  # the cover, then each section from a page of its own
+        assert not errors, errors
+        assert not left, left
+    finally:
+        context.close()

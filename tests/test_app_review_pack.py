@@ -1,0 +1,147 @@
+"""The Review pack control on the Playground, the Sweep page and the Lessons page (AppTest): it is there,
+and what its buttons hand Streamlit makes a non-empty page and zip. AppTest cannot press a download
+button (its bytes are made at the click), so the callables are caught where Streamlit files them."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.testing.v1 import AppTest
+
+import pykv.review_pack.bundle as bundle
+
+APP = str(Path(__file__).parent.parent / "app.py")
+LABELS = ["HTML page", "Zip"]
+LESSON = """---
+id: pack
+title: A lesson in a pack
+summary: Two steps, for the review pack test.
+seed: 0
+config: {num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4}
+workload:
+  requests:
+    - {request_id: a, prompt: "def add(x, y):", max_tokens: 6, ignore_eos: true}
+---
+
+## First
+
+One **engine** step: `a` runs.
+
+```actions
+- step: 1
+```
+
+```expect
+- that: engine.step
+  equals: 1
+```
+
+## Second
+
+Two more.
+
+```actions
+- step: 2
+```
+"""
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, at.exception
+    return at
+
+
+def pack_buttons(at: AppTest) -> list[str]:
+    return [d.proto.label for d in at.get("download_button") if d.proto.label in LABELS]
+
+
+@pytest.fixture
+def deferred(monkeypatch) -> dict:
+    """element key -> (the callable a download button runs when clicked, file name), filled as pages run."""
+    made: dict = {}
+    original = MediaFileManager.add_deferred
+
+    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, element_id=""):
+        made[element_id.rsplit("-", 1)[-1]] = (data_callable, file_name)
+        return original(self, data_callable, mimetype, coordinates, file_name=file_name, element_id=element_id)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+    return made
+
+
+def check_pack(deferred: dict, page: str, stem: str, *words: str) -> zipfile.ZipFile:
+    """The page's two buttons: a whole HTML page holding ``words``, and a zip holding that page."""
+    (html, html_name), (zipped, zip_name) = deferred[f"{page}_review_html"], deferred[f"{page}_review_zip"]
+    assert (html_name, zip_name) == (f"{stem}.html", f"{stem}.zip")
+    text = html().decode()
+    assert text.startswith("<!DOCTYPE html>") and len(text) > 1_000_000  # plotly.js is inside
+    for w in words:
+        assert w in text, w
+    z = zipfile.ZipFile(io.BytesIO(zipped()))
+    assert z.read("review.html") and "README.txt" in z.namelist()
+    return z
+
+
+@pytest.fixture(autouse=True)
+def no_browser(monkeypatch):
+    """The zip's images are pykv.export's business (tested there): a stand-in keeps these tests fast."""
+    monkeypatch.setattr(bundle, "export_image", lambda fig, fmt, **kw: b"<svg/>" if fmt == "svg" else b"\x89PNG")
+
+
+def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatch, deferred):
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
+    assert pack_buttons(at) == LABELS
+    at.button(key="step").click().run()
+    at.button(key="step").click().run()
+    assert pack_buttons(ok(at)) == LABELS
+    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2")
+    assert "snapshot_step_2.json" in z.namelist()
+
+
+def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypatch, deferred):
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    at = ok(AppTest.from_function(_sweep_page, default_timeout=60).run())
+    assert not pack_buttons(at)  # nothing to pack before a sweep
+    at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
+    at.number_input(key="sw_n_num_gpu_blocks").set_value(4)
+    at.number_input(key="sw_max_tokens_num_gpu_blocks").set_value(16)
+    at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
+    at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
+    assert pack_buttons(ok(at)) == LABELS
+    z = check_pack(deferred, "sweep", "pykv_review_sweep_num_gpu_blocks", '<section id="charts">',
+                   '<section id="runs">', "4 of 4", "--preemption-mode swap", "--swap-space 0.00")
+    assert {"sweep_runs.csv", "sweep_preemptions.csv"} <= set(z.namelist())
+
+
+def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypatch, deferred):
+    from pykv.ui import lessons_page
+
+    monkeypatch.delenv("PYKV_MODEL", raising=False)
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "01-pack.md").write_text(LESSON)
+    monkeypatch.setattr(lessons_page, "LESSONS_DIR", course)
+    at = AppTest.from_function(_lessons_page, default_timeout=180)
+    at.query_params["lesson"] = "pack"
+    at.query_params["step"] = "2"
+    ok(at.run())
+    assert pack_buttons(at) == LABELS
+    check_pack(deferred, "lesson", "pykv_review_pack", '<section id="step-1">', '<section id="step-2">', "✓ pass",
+               "<strong>engine</strong>", "lessons?lesson=pack&amp;step=2")
+
+
+def _sweep_page():
+    from pykv.ui import sweep_page
+
+    sweep_page.render()
+
+
+def _lessons_page():
+    from pykv.ui import lessons_page
+
+    lessons_page.render()

@@ -1,0 +1,196 @@
+"""Figure export (pykv/export.py): SVG / PNG through kaleido and Debian's Chromium, HTML with plotly.js
+inside. Real renders are few (one figure, rendered once per format and scale it needs, ~0.3 s each
+after a ~3 s browser start); failures are provoked without touching the shared browser."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+
+import plotly.graph_objects as go
+import pytest
+
+from pykv import EngineConfig, export
+from pykv.cli import build_parser, config_from_args
+from pykv.export import ExportUnavailable, export_figure, export_html, export_image, png_size
+from pykv.viz.captions import config_summary, state_caption, sweep_caption, sweep_command
+from pykv.viz.theme import LIGHT, figure, template
+
+TITLE = "Export check · bars and cells"
+CAPTION = ("pykv engine state after step 3 (preset storm) on cpu · model tiny · vLLM 0.6 rules (v0.6) · 32 blocks × 16 "
+           "tokens · max_num_seqs 8 · budget 256 tokens/step · preemption swap (16 CPU blocks)")
+LINK = "?preset=storm&step=3&num_gpu_blocks=32&vllm_profile=v0.6"
+WIDTH = 640
+
+
+def make_figure(dark: bool = False) -> go.Figure:
+    data = [dict(type="bar", x=["a", "b", "c"], y=[3, 1, 2], name="bars"),
+            dict(type="heatmap", z=[[0, 1], [1, 0]], x0=2.5, y0=0, showscale=False, name="cells")]
+    return figure(TITLE, 300, dark, data, title_subtitle_text="its own subtitle", margin=dict(l=40, r=8, t=60, b=30))
+
+
+@pytest.fixture(scope="module")
+def fig() -> go.Figure:
+    return make_figure()
+
+
+@pytest.fixture(scope="module")
+def svgs(fig) -> tuple[bytes, bytes]:
+    return tuple(export_image(fig, "svg", caption=CAPTION, link=LINK, width=WIDTH) for _ in range(2))
+
+
+@pytest.fixture(scope="module")
+def pngs(fig) -> dict[int, bytes]:
+    return {s: export_image(fig, "png", scale=s, caption=CAPTION, link=LINK, width=WIDTH) for s in (1, 2, 3)}
+
+
+def svg_text(svg: bytes) -> str:
+    root = ET.fromstring(svg)
+    return " ".join("".join(el.itertext()) for el in root.iter() if el.tag.endswith("}text"))
+
+
+# ---- the exported figure (no browser) ------------------------------------------------------------------
+
+def test_the_export_is_a_light_captioned_copy_and_the_figure_is_untouched():
+    dark = make_figure(dark=True)
+    before = dark.to_json()
+    out = export_figure(dark, caption=CAPTION, link=LINK, width=WIDTH)
+    assert dark.to_json() == before  # the caller's figure is not changed
+    assert out.layout.template.layout.paper_bgcolor == template(False).layout.paper_bgcolor == LIGHT["paper"]
+    subtitle = out.layout.title.subtitle.text
+    assert subtitle.startswith("its own subtitle<br>") and "link: ?preset=storm&amp;step=3" in subtitle
+    assert out.layout.width == WIDTH and out.layout.height > 300 and out.layout.title.text == TITLE
+    assert [t.uid for t in out.data] == ["trace0", "trace1"]  # no random ids for plotly.js to make up
+
+
+def test_svg_ids_are_renumbered_in_order_with_their_references():
+    svg = (b'<svg><defs id="defs-ab12cd"><clipPath id="clipab12cdxy"/><clipPath id="clipab12cdx"/></defs>'
+           b'<g clip-path="url(#clipab12cdxy)" style="fill: url(&quot;#clipab12cdx&quot;)"><use href="#defs-ab12cd"/>'
+           b'</g><text>#clipab12cdxyz is not a reference</text></svg>')
+    out = export.normalise_svg(svg).decode()
+    assert re.findall(r'id="([^"]+)"', out) == ["pykv0", "pykv1", "pykv2"]
+    assert 'url(#pykv1)' in out and 'url(&quot;#pykv2&quot;)' in out and 'href="#pykv0"' in out
+    assert "#clipab12cdxyz" in out and "ab12cd" not in out.replace("#clipab12cdxyz", "")
+
+
+def test_png_text_and_time_chunks_are_dropped():
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
+    rest = chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b"")
+    meta = chunk(b"tIME", b"\x07\xea\x01\x01\x00\x00\x00") + chunk(b"tEXt", b"a\x00b")
+    png = b"\x89PNG\r\n\x1a\n" + ihdr + meta + rest
+    assert export.normalise_png(png) == b"\x89PNG\r\n\x1a\n" + ihdr + rest
+    assert png_size(png) == (2, 1)
+
+
+def test_html_needs_no_network_and_is_deterministic(fig):
+    page = export_html(fig, caption=CAPTION, link=LINK)
+    assert page == export_html(fig, caption=CAPTION, link=LINK)
+    text = page.decode()
+    assert not re.search(r"<script[^>]*\bsrc\s*=\s*[\"']?(https?:)?//", text, re.I)
+    assert len(page) > 1_000_000 and "plotly.js" in text[:20_000]  # plotly.js itself is inside
+    assert f"<title>{TITLE}</title>" in text and "budget 256 tokens" in text and "pykv-figure" in text
+
+
+# ---- real renders ----------------------------------------------------------------------------------------
+
+def test_svg_is_xml_with_the_title_caption_and_link(svgs):
+    text = svg_text(svgs[0])
+    assert TITLE in text and "its own subtitle" in text
+    for word in ("pykv engine state after step 3", "max_num_seqs 8", "preemption swap (16 CPU blocks)"):
+        assert word in text
+    assert f"link: {LINK}" in text
+    assert set(re.findall(r'\bid="([^"]+)"', svgs[0].decode())) <= {f"pykv{i}" for i in range(1000)}
+
+
+def test_same_figure_same_bytes(svgs, pngs, fig):
+    assert svgs[0] == svgs[1]
+    assert pngs[1] == export_image(fig, "png", scale=1, caption=CAPTION, link=LINK, width=WIDTH)
+
+
+def test_png_has_the_size_asked_for_at_each_scale(pngs, fig):
+    height = export_figure(fig, caption=CAPTION, link=LINK, width=WIDTH).layout.height
+    for scale, png in pngs.items():
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png_size(png) == (WIDTH * scale, height * scale)
+
+
+# ---- failures: one line, never a hang, HTML unaffected ---------------------------------------------------
+
+def test_a_missing_browser_is_one_line_and_html_still_works(fig, monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    problem = export.static_export_problem()
+    assert problem and "/nonexistent/chromium" in problem and "\n" not in problem
+    with pytest.raises(ExportUnavailable, match="no browser at /nonexistent/chromium") as e:
+        export_image(fig, "svg", caption=CAPTION, link=LINK)
+    assert "\n" not in str(e.value)
+    assert export_html(fig, caption=CAPTION, link=LINK).startswith(b"<!doctype html>")
+
+
+def test_a_browser_that_will_not_start_is_one_line_and_remembered(fig, monkeypatch):
+    monkeypatch.setattr(export, "_BROWSER", export._Browser())  # the shared browser stays up for the others
+    monkeypatch.setenv("BROWSER_PATH", "/bin/false")
+    with pytest.raises(ExportUnavailable, match="did not start") as e:
+        export_image(fig, "png", caption=CAPTION, link=LINK)
+    assert "\n" not in str(e.value)
+    assert export.static_export_problem() == str(e.value)  # the page disables the image buttons and says why
+
+
+def test_a_render_that_hangs_times_out(fig, monkeypatch):
+    class Hanging:
+        async def calc_fig(self, *args, **kwargs):
+            await asyncio.sleep(30)
+
+        async def close(self):
+            pass
+
+    browser = export._Browser()
+    browser._kaleido, browser._path = Hanging(), export.browser_path()
+    monkeypatch.setattr(export, "_BROWSER", browser)
+    with pytest.raises(ExportUnavailable, match="took longer than 0.5 s") as e:
+        export_image(fig, "svg", caption=CAPTION, link=LINK, timeout_s=0.5)
+    assert "\n" not in str(e.value) and browser._kaleido is None  # closed: the next export starts afresh
+
+
+def test_kaleido_missing_is_one_line(fig, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "kaleido", None)  # import kaleido -> ImportError
+    problem = export.static_export_problem()
+    assert problem and "kaleido" in problem and "\n" not in problem
+    with pytest.raises(ExportUnavailable, match="kaleido"):
+        export_image(fig, "svg", caption=CAPTION)
+
+
+# ---- captions ---------------------------------------------------------------------------------------------
+
+def test_captions_name_the_config_device_and_what_is_measured():
+    config = EngineConfig(vllm_profile="v0.6", num_gpu_blocks=32, preemption_mode="swap", num_cpu_blocks=16,
+                          enable_prefix_caching=True)
+    summary = config_summary(config)
+    for part in ("vLLM 0.6", "v0.6", "32 blocks × 16 tokens", "max_num_seqs 8", "budget 256 tokens/step",
+                 "preemption swap (16 CPU blocks)", "prefix caching"):
+        assert part in summary
+    assert state_caption(config, "cuda:0", preset="storm", step=7, manual_requests=1).startswith(
+        "pykv engine state after step 7 (preset storm + 1 request(s) added by hand) on cuda:0")
+    caption = sweep_caption(config, "cpu", workload="storm", workload_args={"n": 4}, axis="num_gpu_blocks",
+                            values=(24, 60), modes=("recompute", "swap"), runs=3, total=4)
+    assert "stopped: 3 of 4 runs" in caption and "measured on cpu" in caption and "modelled" in caption
+
+
+@pytest.mark.parametrize("axis, values, modes", [("num_gpu_blocks", (24, 60), ("recompute", "swap")),
+                                                 ("block_size", (4, 8), ("recompute", "swap per-block"))])
+def test_the_sweep_command_reruns_the_same_sweep(axis, values, modes):
+    base = EngineConfig(model="/some path/ckpt", block_size=4 if axis != "block_size" else 16, max_num_seqs=16,
+                        num_gpu_blocks=48 if axis != "num_gpu_blocks" else 64, enable_chunked_prefill=False)
+    command = sweep_command(base, workload="storm", workload_args={"n": 4, "max_tokens": 16}, axis=axis,
+                            values=values, modes=modes, seed=3)
+    assert command.startswith("python -m pykv sweep ")
+    args = build_parser().parse_args(shlex.split(command)[3:])  # past "python -m pykv"
+    assert config_from_args(args) == base.replace(seed=3)
+    flag = {"num_gpu_blocks": args.pool_sizes, "block_size": args.block_sizes}[axis]
+    assert flag == ",".join(map(str, values)) and tuple(args.modes.split(",")) == modes
+    assert (args.workload, args.num_requests, args.max_tokens, args.seed) == ("storm", 4, 16, 3)

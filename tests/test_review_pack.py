@@ -1,0 +1,337 @@
+"""The review pack (issue 16, part 3): one self-contained HTML page with every section and no network
+request, the vLLM command per profile, the zip (with and without static export) and the CLI, whose
+bad input is one ``error:`` line, a non-zero exit code and no file, half-written or whole."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import pykv.review_pack.bundle as bundle
+from pykv.cli import main
+from pykv.config import EngineConfig
+from pykv.export import ExportUnavailable
+from pykv.lab import Lab, lab_config
+from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
+from pykv.review_pack.deep_link import link_caveats, playground_query
+from pykv.review_pack.page import Figures, ReviewPack, Section, plotly_js
+from pykv.review_pack.run import grid_figures
+from pykv.review_pack.text import markdown_html
+from pykv.snapshot import Snapshot
+from pykv.vllm_command import NOT_IN_RELEASE, PYKV_ONLY, RELEASE_FLAGS, knob_mappings, llm_kwargs, serve_command
+from pykv.workload import Workload, make_workload
+
+SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "metrics", "logs"]
+VLLM_SRC = Path("/tmp/vllm_src")
+RELEASES = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
+
+
+@pytest.fixture(scope="module")
+def record(random_llama, random_llama_path):
+    """A v0.6 swap run of a small storm on the random checkpoint, to its end (about 50 steps), with preemptions."""
+    config = lab_config(model=str(random_llama_path), vllm_profile="v0.6", num_gpu_blocks=24, block_size=8,
+                        preemption_mode="swap", num_cpu_blocks=48)
+    lab = Lab(config, random_llama, workload=make_workload("storm", n=4, max_tokens=24))
+    lab.goto(60)
+    assert lab.view.preemptions, "the fixture must preempt"
+    return record_from_lab(lab, preset="storm", preset_args={"n": 4, "max_tokens": 24})
+
+
+@pytest.fixture(scope="module")
+def pack(record):
+    return run_pack(record)
+
+
+@pytest.fixture(scope="module")
+def html(pack) -> str:
+    return render_html(pack).decode("utf-8")
+
+
+class Tags(HTMLParser):
+    """Every start tag and its attributes (script bodies are data, not tags)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_the_page_has_every_section_and_figure(html, pack):
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in html and f'href="#{sid}"' in html
+    for words in ("vllm serve", "LLM(", "pykv only, no vLLM flag", "Preemption bill", "TPOT ms",
+                  "# TYPE vllm:num_preemptions_total counter", "[step 1"):
+        assert words in html, words
+    figures = pack.figures()
+    assert [f.name for f in figures][0] == "timeline" and any(f.name.startswith("grid-step-") for f in figures)
+    assert html.count("Plotly.newPlot(") == len(figures)
+    assert len({f.name for f in figures}) == len(figures)
+
+
+def test_plotly_js_is_embedded_once_and_nothing_is_fetched(html):
+    assert html.count(plotly_js()) == 1
+    parser = Tags()
+    parser.feed(html)
+    urls = [(tag, k, v) for tag, attrs in parser.tags for k, v in attrs.items() if k in ("src", "href") and v]
+    assert all(not re.match(r"(?i)\s*(https?:)?//", v) for _, _, v in urls), urls
+    assert not [t for t, a in parser.tags if t in ("link", "img", "iframe") or (t == "script" and "src" in a)]
+    rest = html.replace(plotly_js(), "")
+    assert not re.search(r"(?i)https?://|mathjax|@import|@font-face|cdn\.", rest)
+
+
+def test_hostile_text_in_a_run_stays_text(random_llama, random_llama_path):
+    evil = '<img src="https://evil.invalid/x.png">'
+    workload = Workload(name=evil, requests=[{"prompt": evil + "</script>", "max_tokens": 3, "request_id": evil}])
+    lab = Lab(lab_config(model=str(random_llama_path)), random_llama, workload=workload)
+    lab.goto(5)
+    page = render_html(run_pack(record_from_lab(lab))).decode()
+    parser = Tags()
+    parser.feed(page.replace(plotly_js(), ""))
+    assert not [t for t, _ in parser.tags if t == "img"] and "evil.invalid" in page  # shown, escaped, never fetched
+    assert page.count("</script>") == 1 + page.count("Plotly.newPlot(")  # plotly.js's, then one per figure
+
+
+def test_print_css_breaks_pages_between_sections_and_never_splits_a_figure(html):
+    assert "@media print" in html and "break-before: page" in html
+    assert re.search(r"figure \{[^}]*break-inside: avoid", html)
+
+
+def test_the_page_is_the_same_bytes_for_the_same_pack(pack):
+    assert render_html(pack) == render_html(pack)
+
+
+def test_the_link_is_relative_and_says_what_it_cannot_carry(record, html):
+    assert record.link.startswith(f"?preset=storm&step={record.last.step}&") and "num_gpu_blocks=24" in record.link
+    assert "vllm_profile=v0.6" in record.link and "preemption_mode=swap" in record.link
+    assert any("n=4" in note for note in record.link_caveats())
+    assert record.link.replace("&", "&amp;") in html
+    config = EngineConfig(num_gpu_blocks=1024, max_model_len=64)
+    notes = " ".join(link_caveats(config, seed=3, manual_requests=2))
+    assert "seed 3" in notes and "max_model_len=64" in notes and "at most 512" in notes and "2 request" in notes
+    assert playground_query(EngineConfig(), "burst", 0) == "?preset=burst&step=0"
+
+
+@pytest.mark.parametrize("profile, has, lacks", [
+    ("v0.6", ["--swap-space", "--preemption-mode swap", "--device cpu", "--num-gpu-blocks-override 24"],
+     ["--watermark", "--no-enable-prefix-caching"]),
+    ("v0.10", ["--num-gpu-blocks-override 24", "--no-enable-prefix-caching", "--enable-chunked-prefill"],
+     ["--swap-space", "--preemption-mode", "--watermark", "--device"]),
+    ("v0.33", ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8"],
+     ["--swap-space", "--preemption-mode", "--device"]),
+])
+def test_the_vllm_command_follows_the_release(profile, has, lacks):
+    extra = {"preemption_mode": "swap", "num_cpu_blocks": 64} if profile == "v0.6" else {}
+    extra |= {"watermark": 0.05} if profile == "v0.33" else {}
+    config = EngineConfig(vllm_profile=profile, num_gpu_blocks=24, **extra)
+    command = serve_command(config, bytes_per_block=32768)
+    assert command.startswith("vllm serve pykv/assets/tiny ")
+    for words in has:
+        assert words in command, (words, command)
+    for words in lacks:
+        assert words not in command, (words, command)
+    status = {m.knob: m.status for m in knob_mappings(config)}
+    assert {k for k, s in status.items() if s == "pykv_only"} == set(PYKV_ONLY)
+    assert "num_cpu_blocks" in PYKV_ONLY and "swap_copy" in PYKV_ONLY and "attention_backend" in PYKV_ONLY
+    assert llm_kwargs(config)["num_gpu_blocks_override"] == 24
+
+
+def test_v0_swap_space_comes_from_the_cpu_pool_in_blocks():
+    config = EngineConfig(vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=64)
+    kwargs = llm_kwargs(config, bytes_per_block=32768)
+    assert int(kwargs["swap_space"] * 2**30) // 32768 == 64  # what vLLM 0.6 makes of it: the same 64 blocks
+    assert "--enable-chunked-prefill false" in serve_command(config.replace(enable_chunked_prefill=False))
+    assert "--enable-prefix-caching" in serve_command(config.replace(enable_prefix_caching=True))
+    note = next(m.note for m in knob_mappings(config.replace(block_size=4)) if m.knob == "block_size")
+    assert "8, 16, 32" in note  # 0.6.3.post1's --block-size choices: said, not hidden
+
+
+def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
+    assert record.config.max_model_len is None and record.max_model_len == 24 * 8  # fitted to the pool
+    assert f"--max-model-len {record.max_model_len}" in html  # else vLLM would refuse to start
+    note = next(m.note for m in knob_mappings(EngineConfig(), max_model_len=1024) if m.knob == "max_model_len")
+    assert "--max-model-len -1" in note  # 0.33.0 can fit it itself
+    assert "--max-model-len" not in serve_command(EngineConfig())  # unknown: the release's default, said so
+
+
+def test_every_knob_is_classified_for_every_release():
+    for name in RELEASE_FLAGS:
+        config = EngineConfig(vllm_profile=name)
+        assert len(knob_mappings(config)) == len(EngineConfig.model_fields)
+        flags = set(RELEASE_FLAGS[name])
+        assert not flags & set(NOT_IN_RELEASE[name]) and not flags & set(PYKV_ONLY)
+
+
+@pytest.mark.skipif(not VLLM_SRC.exists(), reason="vLLM sources not unpacked in /tmp/vllm_src")
+@pytest.mark.parametrize("profile", list(RELEASES))
+def test_every_flag_is_in_the_release_source(profile):
+    source = (VLLM_SRC / RELEASES[profile] / "vllm" / "engine" / "arg_utils.py").read_text()
+    for knob, flag in RELEASE_FLAGS[profile].items():
+        assert f'"{flag.flag}"' in source or f"'{flag.flag}'" in source, (profile, flag.flag)
+        assert re.search(rf"^\s+{flag.kwarg}\s*:", source, re.M), (profile, flag.kwarg)  # an EngineArgs field
+    for knob in NOT_IN_RELEASE[profile]:
+        flag = "--" + knob.replace("_", "-")
+        if profile == "v0.33" or knob in ("watermark", "device"):
+            assert f'"{flag}"' not in source and f"'{flag}'" not in source, (profile, flag)
+
+
+def fake_export(fig, fmt, *, scale=1, caption, link=None, **kwargs) -> bytes:
+    return b"<svg/>" if fmt == "svg" else b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_zip_holds_the_page_every_figure_the_csvs_and_the_snapshot(pack, record, monkeypatch):
+    monkeypatch.setattr(bundle, "export_image", fake_export)
+    z = zipfile.ZipFile(io.BytesIO(build_zip(pack)))
+    names = z.namelist()
+    figures = [f"figures/{f.name}.{ext}" for f in pack.figures() for ext in ("svg", "png")]
+    snapshot = next(n for n in names if n.startswith("snapshot_step_"))
+    files = ["README.txt", "review.html", "requests.csv", "preemptions.csv", snapshot, "workload.json"]
+    assert names == files + figures
+    assert Workload.from_json(z.read("workload.json").decode()) == record.workload  # runs again with --workload
+    assert Snapshot.from_json(z.read(snapshot).decode()) == record.last
+    assert z.read("preemptions.csv").decode().startswith("step,request_id,mode")
+    assert "NO SVG/PNG" not in z.read("README.txt").decode()
+    assert build_zip(pack) == build_zip(pack)  # same bytes
+
+
+def test_the_zip_exports_real_images_where_chromium_runs(record):
+    from pykv.export import static_export_problem
+
+    if problem := static_export_problem():
+        pytest.skip(problem)
+    grids = Figures(tuple(grid_figures(record.last, None, "g", "c")))  # the device pool's and the CPU pool's
+    small = ReviewPack("t", "s", (Section("grids", "Grids", (grids,)),))
+    z = zipfile.ZipFile(io.BytesIO(build_zip(small)))
+    assert z.read("figures/g-gpu.svg").startswith(b"<svg") and z.read("figures/g-cpu.png").startswith(b"\x89PNG")
+
+
+def test_without_static_export_the_zip_says_so_and_keeps_the_rest(pack, monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise ExportUnavailable("SVG/PNG export needs Chromium (apt-get install chromium)")
+
+    monkeypatch.setattr(bundle, "export_image", unavailable)
+    z = zipfile.ZipFile(io.BytesIO(build_zip(pack)))
+    assert not [n for n in z.namelist() if n.startswith("figures/")]
+    assert {"review.html", "requests.csv", "preemptions.csv"} <= set(z.namelist())
+    readme = z.read("README.txt").decode()
+    assert "NO SVG/PNG FIGURES" in readme and "apt-get install chromium" in readme
+
+
+def test_lesson_narration_is_escaped_and_links_stay_text():
+    out = markdown_html("A **bold** `<b>` move, *see* [docs](https://example.com)\n\n- one\n- two\n\n```\nx < 1\n```")
+    assert "<strong>bold</strong>" in out and "<code>&lt;b&gt;</code>" in out and "<em>see</em>" in out
+    assert "<ul><li>one</li><li>two</li></ul>" in out and "<pre>x &lt; 1</pre>" in out
+    assert "<a " not in out and 'href' not in out
+
+
+# ---- the CLI -------------------------------------------------------------------------------------------
+
+def cli_args(model: Path, out: Path, *extra: str, workload: tuple[str, ...] = ("storm", "--num-requests", "3",
+                                                                             "--max-tokens", "8")) -> list[str]:
+    return ["report", "--model", str(model), "--workload", *workload, "--num-gpu-blocks", "24", "--block-size", "8",
+            "--out", str(out), *extra]
+
+
+def one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
+    return lines[0]
+
+
+def test_cli_writes_the_page_and_exits_0(random_llama_path, tmp_path, capsys):
+    out = tmp_path / "review.html"
+    assert main(cli_args(random_llama_path, out, "--vllm-profile", "v0.6")) == 0
+    text = out.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "vLLM 0.6.3.post1" in text and "?preset=storm" in text
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["review.html"]  # no temporary file left
+
+
+def test_cli_max_steps_writes_the_steps_run_and_says_the_run_was_cut(random_llama_path, tmp_path, capsys):
+    out = tmp_path / "review.html"
+    assert main(cli_args(random_llama_path, out, "--max-steps", "3")) == 0
+    assert "The run stopped after --max-steps 3 with requests unfinished" in out.read_text()
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "--max-steps 3" in warnings[0]
+
+
+def test_cli_zip_without_static_export_is_one_line_and_writes_nothing(random_llama_path, tmp_path, capsys,
+                                                                       monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise ExportUnavailable("SVG/PNG export: the browser did not start")
+
+    monkeypatch.setattr(bundle, "export_image", unavailable)
+    out = tmp_path / "review.zip"
+    assert main(cli_args(random_llama_path, out)) == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "browser did not start" in errors[0]
+
+
+def test_the_zip_without_static_export_still_builds_with_the_note(random_llama, random_llama_path, monkeypatch):
+    """The app's button still offers the zip (page, CSVs, snapshot) and says in it why the images are missing."""
+    def unavailable(*args, **kwargs):
+        raise ExportUnavailable("SVG/PNG export: the browser did not start")
+
+    monkeypatch.setattr(bundle, "export_image", unavailable)
+    lab = Lab(EngineConfig(model=str(random_llama_path), num_gpu_blocks=24), loaded=random_llama)
+    lab.goto(5)
+    pack = run_pack(record_from_lab(lab, preset="storm", preset_args={}, seed=0))
+    data, problem = bundle.bundle(pack, render_html(pack))
+    z = zipfile.ZipFile(io.BytesIO(data))
+    assert "browser did not start" in problem
+    assert "NO SVG/PNG FIGURES" in z.read("README.txt").decode() and "review.html" in z.namelist()
+
+
+def test_cli_bad_input_is_one_line_and_writes_nothing(random_llama_path, tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"name": "empty", "requests": []}))
+    out = tmp_path / "out" / "review.html"
+    out.parent.mkdir()
+    cases = [
+        ((str(empty),), (), "requests"),  # a run with no request
+        (("storm",), ("--max-steps", "0"), "--max-steps 0 is out of range"),
+        (("nope",), (), "does not exist"),
+        (("storm",), ("--num-gpu-blocks", "0"), "--num-gpu-blocks"),
+    ]
+    for workload, extra, words in cases:
+        assert main(cli_args(random_llama_path, out, *extra, workload=workload)) == 2, extra
+        assert words in one_error(capsys), extra
+    for bad_out, words in ((tmp_path / "missing" / "r.html", "does not exist"), (tmp_path, "is a folder"),
+                           (tmp_path / "r.txt", "name an .html file")):
+        assert main(cli_args(random_llama_path, bad_out)) == 2
+        assert words in one_error(capsys)
+    assert not list(out.parent.iterdir()) and not (tmp_path / "r.txt").exists()
+
+
+def test_cli_failure_while_writing_leaves_no_file(random_llama_path, tmp_path, capsys, monkeypatch):
+    import pykv.review_pack as review_pack
+
+    out = tmp_path / "review.html"
+
+    def broken(pack):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(review_pack, "render_html", broken)
+    assert main(cli_args(random_llama_path, out)) == 1
+    assert "disk on fire" in one_error(capsys)
+    assert not list(tmp_path.iterdir())
+
+    def rename_fails(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "replace", rename_fails)
+    code = main(cli_args(random_llama_path, out))
+    monkeypatch.undo()
+    assert code == 1 and "No space left" in one_error(capsys)
+    assert not list(tmp_path.iterdir())  # the temporary file went too
