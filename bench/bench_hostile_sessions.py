@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from conftest import free_port, start_streamlit, wait_healthy  # noqa: E402
+
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
@@ -42,12 +43,6 @@ HOSTILE = [
     "playground?preset=%5Bsession%20expired%20%E2%80%94%20log%20in%5D(http://evil)&step=!%5Bx%5D(http://evil/t.png)",
 ]
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -77,20 +72,6 @@ class Meter:
         return rss, cores
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"streamlit exited: {proc.stderr.read().decode(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"streamlit did not answer on {url} within {timeout_s} s")
-
-
 def open_page(browser, url: str, wait_s: float):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
@@ -114,13 +95,9 @@ def main() -> int:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = os.environ | {"PYKV_MODEL": args.model, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless=true",
-           f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-           "--logger.level=error"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = start_streamlit(args.model, port)  # the browser tests' own launcher and health wait
     try:
-        wait_healthy(url, proc)
+        wait_healthy(url, proc, timeout_s=90.0)
         meter = Meter(proc.pid)
         meter.sample("server started")
         with sync_playwright() as p:

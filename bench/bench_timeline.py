@@ -21,7 +21,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pykv import default_model_path  # noqa: E402
+from bench_ui import pick_model  # noqa: E402  (the same model choice as the UI benchmark)
+
 from pykv.lab import Lab, lab_config  # noqa: E402
 from pykv.limits import MAX_STEPS  # noqa: E402
 from pykv.runtime import configure_torch_threads  # noqa: E402
@@ -38,18 +38,6 @@ from pykv.viz.timeline import timeline_series  # noqa: E402
 from pykv.workload import Workload, WorkloadRequest, make_workload  # noqa: E402
 
 GOAL_MS = 50.0
-
-
-def pick_model(arg: str | None) -> str:
-    if arg:
-        return arg
-    if (default_model_path() / "config.json").exists():
-        return "tiny"
-    from checkpoints import make_checkpoint
-
-    folder = Path(tempfile.mkdtemp(prefix="pykv-bench-")) / "llama"
-    print(f"(shipped model not found: using a random Llama checkpoint in {folder})")
-    return str(make_checkpoint(folder, "llama"))
 
 
 def storms(every: int = 100, n: int = 8, max_tokens: int = 96, bursts: int = MAX_STEPS // 100) -> Workload:

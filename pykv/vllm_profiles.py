@@ -33,7 +33,6 @@ class VllmProfile:
     watermark_scope: Optional[str]
     preemption_warning_every: Optional[int]  # V0 warns on the 1st, 51st, 101st... preemption; V1 never
     stats_format: str  # "v0" | "v0.10" | "v0.33": the periodic stats line's wording
-    stats_interval_s: float  # vLLM's logging timer
     prompt_tokens_include_reprefill: bool  # vllm:prompt_tokens_total counts re-prefilled tokens (V0)
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
@@ -52,21 +51,21 @@ PROFILES: dict[str, VllmProfile] = {
         name="v0.6", release="0.6.3.post1", engine="V0",
         summary="V0 scheduler and block manager: swap or recompute, whole-prompt admission, 1% watermark",
         preemption_modes=("recompute", "swap", "auto"), admission="whole_prompt", default_watermark=0.01,
-        watermark_scope="v0", preemption_warning_every=50, stats_format="v0", stats_interval_s=5.0,
+        watermark_scope="v0", preemption_warning_every=50, stats_format="v0",
         prompt_tokens_include_reprefill=True, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=False),
     "v0.10": VllmProfile(
         name="v0.10", release="0.10.2", engine="V1",
         summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",
         preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
-        preemption_warning_every=None, stats_format="v0.10", stats_interval_s=10.0,
+        preemption_warning_every=None, stats_format="v0.10",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
         has_request_preemptions_histogram=False),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
         summary="today's V1: recompute only, the full input reserved before admission, admission watermark",
         preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
-        preemption_warning_every=None, stats_format="v0.33", stats_interval_s=10.0,
+        preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=True),
 }
@@ -75,7 +74,3 @@ PROFILES: dict[str, VllmProfile] = {
 def profile(name: str) -> VllmProfile:
     return PROFILES[name]
 
-
-def profiles_with(predicate) -> list[str]:
-    """Names of the profiles a predicate holds for, e.g. those that have swap."""
-    return [name for name, p in PROFILES.items() if predicate(p)]

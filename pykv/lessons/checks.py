@@ -128,6 +128,13 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def format_short(value: Any, max_items: int = 12) -> str:
+    """``format_value`` with a long list cut to its first ``max_items`` and its length (a check's value on a page)."""
+    if isinstance(value, (list, tuple)) and len(value) > max_items:
+        return format_value(list(value[:max_items]))[:-1] + f", … ({len(value)} items)]"
+    return format_value(value)
+
+
 def parse_template(expr: str) -> tuple[str, Optional[str]]:
     """``" request.a.swap_s | ms "`` -> ("request.a.swap_s", "ms"); FieldError on an unknown filter."""
     path, _, name = expr.partition("|")

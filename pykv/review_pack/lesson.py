@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 from urllib.parse import urlencode
 
 from pykv.lessons import CheckResult, Lesson, StepState
-from pykv.lessons.checks import format_value
+from pykv.lessons.checks import format_short
 from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, para, table
 from pykv.review_pack.record import RunRecord, record_from_lab
 from pykv.review_pack.run import grid_figures, run_files, run_sections, summary_html
@@ -18,7 +18,6 @@ from pykv.viz import queues_figure
 
 RUN_COLUMNS = ("steps", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes", "swap_s", "wall_s",
                "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
-SHORT_LIST = 12  # list items of a check's value shown
 
 
 def lesson_link(lesson: Lesson, step: int) -> str:
@@ -26,20 +25,14 @@ def lesson_link(lesson: Lesson, step: int) -> str:
     return "lessons?" + urlencode({"lesson": lesson.id, "step": str(step)})
 
 
-def _short(value) -> str:
-    if isinstance(value, (list, tuple)) and len(value) > SHORT_LIST:
-        return format_value(list(value[:SHORT_LIST]))[:-1] + f", … ({len(value)} items)]"
-    return format_value(value)
-
-
 def check_html(c: CheckResult) -> str:
     if c.passed:
-        line = f'<span class="pass">✓ pass</span> {esc(c.description)} — got <code>{esc(_short(c.actual))}</code>'
+        line = f'<span class="pass">✓ pass</span> {esc(c.description)} — got <code>{esc(format_short(c.actual))}</code>'
     elif c.error:
         line = f'<span class="fail">✗ fail</span> {esc(c.description)} — {esc(c.error)}'
     else:
-        line = (f'<span class="fail">✗ fail</span> {esc(c.description)} — got <code>{esc(_short(c.actual))}</code>, '
-                f"expected <code>{esc(_short(c.expected))}</code>")
+        line = (f'<span class="fail">✗ fail</span> {esc(c.description)} — got '
+                f"<code>{esc(format_short(c.actual))}</code>, expected <code>{esc(format_short(c.expected))}</code>")
     return f"<li>{line}" + (f"<br><em>{esc(c.why)}</em>" if c.why else "") + "</li>"
 
 

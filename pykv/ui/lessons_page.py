@@ -20,7 +20,7 @@ from urllib.parse import quote
 import streamlit as st
 
 from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff, load_lesson
-from pykv.lessons.checks import format_value
+from pykv.lessons.checks import format_short, format_value
 from pykv.lessons.loader import read_course
 from pykv.ui import budgets, live_views, review_pack_button, safe_text, seats, state
 from pykv.ui.export_buttons import export_controls
@@ -247,18 +247,13 @@ def _runs_rows(runs: dict) -> list[dict]:
     return rows
 
 
-def _short(value) -> str:
-    if isinstance(value, (list, tuple)) and len(value) > 12:
-        return format_value(list(value[:12]))[:-1] + f", … ({len(value)} items)]"
-    return format_value(value)
-
-
 def check_line(check: CheckResult) -> str:
     """One Markdown list line: ✓/✗, what was checked, the actual value (and the expected one if it failed)."""
     if check.passed:
-        line = f"- :green[✓] {check.description} — got `{_short(check.actual)}`"
+        line = f"- :green[✓] {check.description} — got `{format_short(check.actual)}`"
     elif check.error:
         line = f"- :red[✗ {check.description}] — {check.error}"
     else:
-        line = f"- :red[✗ {check.description}] — got `{_short(check.actual)}`, expected `{_short(check.expected)}`"
+        line = (f"- :red[✗ {check.description}] — got `{format_short(check.actual)}`, "
+                f"expected `{format_short(check.expected)}`")
     return line + (f"  \n  *{check.why}*" if check.why else "")
