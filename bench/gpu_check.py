@@ -12,6 +12,10 @@ then prints and writes to ``bench/results/<date>-<gpu>.txt``:
     prefill  causal, 4096 tokens, same heads, vs torch SDPA (flash)   (goal: >= 0.5x SDPA throughput)
     store    KV store kernel bandwidth (bytes read + written), as a % of BW*
     H2D/D2H  pinned vs pageable host<->device copy bandwidth, one large and one block-sized copy
+    lab      the Playground's default workload end to end on compiled Triton (the lab's "auto"): step
+             times beside the torch backend's, and whether the tokens are identical
+    model    the GPU cost model (pykv.gpu_model) against this GPU: a real run's measured step times beside
+             the predictions for the same steps, and measured copy bandwidths beside the link model's
 
 Each kernel figure is printed for the launcher's default configuration and for a few tile
 configurations around it, so the next tuning step starts from data. A failing section prints its
@@ -37,6 +41,7 @@ HEADS, KV_HEADS, HEAD_DIM, BLOCK = 32, 8, 128, 16
 DEVICE = "cuda"  # module-level device and shapes: tests/test_kernels_gpu_check.py dry-runs the sections on CPU
 DECODE_BATCH, DECODE_CONTEXT, LONG_CONTEXT, PREFILL_TOKENS = 64, 4096, 32768, 4096
 STORE_TOKENS, COPY_BYTES = (256, 16384), 2 << 30
+PLAYGROUND_STEPS = None  # the Playground section runs the whole storm (the CPU dry run: a few steps)
 
 
 class Report:
@@ -246,6 +251,28 @@ def host_copies(out: Report) -> None:
             out(f"  {label:28s} {kind}  H2D {gbps(nbytes, h2d):6.1f} GB/s   D2H {gbps(nbytes, d2h):6.1f} GB/s")
 
 
+def playground(out: Report) -> None:
+    """The Playground's default workload (storm preset, default config, shipped model) end to end, as the
+    lab runs it (``attention_backend="auto"``, a stepwise engine: compiled Triton on CUDA), beside torch."""
+    import statistics
+
+    from pykv.lab import Lab, lab_config
+    from pykv.loader import load_model
+
+    loaded = load_model("tiny", DEVICE)
+    runs = {}
+    for backend in ("auto", "torch"):
+        lab = Lab(lab_config(model="tiny", device=DEVICE, attention_backend=backend), loaded, "storm")
+        while lab.step() and (PLAYGROUND_STEPS is None or lab.head < PLAYGROUND_STEPS):
+            pass
+        ms = sorted(1e3 * snap.report.step_time_s for snap in lab.snapshots[1:])
+        label = lab.engine.backend.label
+        runs[backend] = {r.request_id: r.output_token_ids for r in lab.view.requests}
+        out(f"  {label:28s} {len(ms):4d} steps  median {statistics.median(ms):7.2f} ms  "
+            f"p95 {ms[min(len(ms) - 1, int(0.95 * len(ms)))]:7.2f} ms  max {ms[-1]:7.2f} ms")
+    out(f"  tokens identical to torch: {runs['auto'] == runs['torch']}")
+
+
 def main() -> int:
     import torch
 
@@ -278,6 +305,11 @@ def main() -> int:
     out.section("paged prefill vs torch SDPA", prefill)
     out.section("KV store", store, bw_star)
     out.section("host <-> device copies (pinned vs pageable)", host_copies)
+    out.section("Playground default workload, end to end (compiled Triton vs torch)", playground)
+    import gpu_model_check  # bench/gpu_model_check.py, beside this file
+
+    out.section("GPU cost model: measured steps vs predicted (pykv.gpu_model)", gpu_model_check.steps)
+    out.section("GPU cost model: measured copies vs the link model", gpu_model_check.copies)
 
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,12 @@ The one door into Triton is ``kernels.triton_utils``: it calls
 (``store_kv``, ``paged_decode``, ``paged_prefill``) takes ``triton`` and ``tl`` from it. So every path
 to a kernel (the engine's ``"triton"`` backend, the tests, the benchmarks, ``python -m
 kernels.<kernel>``) switches the interpreter on first, and a process that never chooses the Triton
-backend (``import pykv``, the ``torch`` and ``auto``-on-CPU backends) keeps its environment as it was.
+backend (``import pykv``, the ``torch`` backend, a headless ``auto`` on CPU) keeps its environment as it
+was. The app, whose Playground and Lessons run ``auto`` as interpreted Triton on a CPU, switches it on at
+start-up (``pykv.attention.prepare_stepwise_attention``), before loading the model imports triton.
+
+Under the interpreter the decode and prefill launchers pick a CPU launch configuration
+(``paged_batched``, planned by ``batched_plan``); ``launch_record`` keeps what each launch was.
 On a machine with CUDA nothing changes; without CUDA the interpreter is switched on unless the user
 set ``TRITON_INTERPRET`` explicitly (their choice wins).
 """

@@ -38,7 +38,9 @@ import math
 
 import torch
 
+from kernels import launch_record
 from kernels.launch_utils import check_attention_inputs, next_pow2
+from kernels.paged_batched import batched_attention
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
 from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
@@ -172,7 +174,14 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,  # (num_seqs,) tokens in the cache, the new one included
     scale: float,
 ) -> torch.Tensor:
-    """One query token per request against its whole paged context; same contract as the reference."""
+    """One query token per request against its whole paged context; same contract as the reference.
+
+    Compiled (a GPU): the kernel above. Interpreted (a CPU): the work-list kernel of ``paged_batched``,
+    whose few wide programs suit the interpreter (its cost is per operation and per program).
+    """
+    if interpreted():
+        starts = torch.arange(block_tables.shape[0] + 1, dtype=torch.int32, device=query.device)
+        return batched_attention(query, k_cache, v_cache, block_tables, seq_lens, starts, scale, block_q=1)
     return launch_decode(query, k_cache, v_cache, block_tables, seq_lens, scale)
 
 
@@ -218,7 +227,34 @@ def launch_decode(
             out, part_out, part_lse, num_heads, *out.stride(),
             HEAD_DIM=head_dim, NUM_SPLITS=num_splits, BLOCK_S=next_pow2(num_splits), BLOCK_D=block_d,
         )
+    if launch_record.recording():
+        _record(block_tables.tolist(), seq_lens.tolist(), block_size, num_kv_heads, num_heads, num_splits,
+                tokens_per_split, block_n)
     return out
+
+
+def _record(tables, lens, block_size, num_kv_heads, num_heads, num_splits, tokens_per_split, block_n) -> None:
+    """The launches as the launcher set them up (grid, splits, tiles; blocks from the tables it passed)."""
+    R = launch_record
+    programs = []
+    for s, n in enumerate(lens):
+        for h in range(num_kv_heads):
+            for k in range(num_splits):
+                lo, hi = k * tokens_per_split, min(n, (k + 1) * tokens_per_split)
+                items = () if lo >= hi else (R.WorkItem(
+                    s, h, k if num_splits > 1 else None, (s, s + 1), (n - 1, n), lo, hi, n - 1,
+                    R.tiles_of(lo, hi, block_n), R.table_walk(tables[s], lo, hi, block_size)),)
+                programs.append(R.ProgramRecord((s, h, k), items))
+    grid = (len(lens), num_kv_heads, num_splits)
+    R.add(R.LaunchRecord("paged_decode_kernel", "decode", grid, block_size,
+                         (("BLOCK_N", block_n), ("NUM_SPLITS", num_splits)), tuple(programs), False))
+    if num_splits > 1:
+        group = num_heads // num_kv_heads
+        reduce = tuple(R.ProgramRecord((s, h, 0), (R.WorkItem(s, h // group, None, (s, s + 1), (n - 1, n), 0, 0, 0,
+                                                              (), ()),)) for s, n in enumerate(lens)
+                       for h in range(num_heads))
+        R.add(R.LaunchRecord("paged_decode_reduce_kernel", "reduce", (len(lens), num_heads, 1), block_size,
+                             (("NUM_SPLITS", num_splits),), reduce, False))
 
 
 if __name__ == "__main__":

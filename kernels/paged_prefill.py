@@ -37,7 +37,9 @@ import math
 
 import torch
 
+from kernels import launch_record
 from kernels.launch_utils import check_attention_inputs, next_pow2
+from kernels.paged_batched import batched_attention
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
 from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
@@ -161,7 +163,12 @@ def paged_prefill_attention(
     query_start_loc: torch.Tensor,  # (num_seqs + 1,) offsets of each request's chunk in `query`
     scale: float,
 ) -> torch.Tensor:
-    """Each request's new chunk attends to its cached prefix and causally to itself; same contract as the reference."""
+    """Each request's new chunk attends to its cached prefix and causally to itself; same contract as the reference.
+
+    Compiled (a GPU): the kernel above. Interpreted (a CPU): the work-list kernel of ``paged_batched``.
+    """
+    if interpreted():
+        return batched_attention(query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale)
     return launch_prefill(query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale)
 
 
@@ -193,7 +200,32 @@ def launch_prefill(
         BLOCK_N=block_n, BLOCK_D=max(16, next_pow2(head_dim)), NATIVE_DOT=native_dot(query, k_cache),
         num_warps=num_warps or (8 if block_m >= 128 else 4), num_stages=num_stages,
     )
+    if launch_record.recording():
+        _record(grid, block_tables.tolist(), seq_lens.tolist(), query_start_loc.tolist(), block_size, block_q, block_n,
+                block_m)
     return out
+
+
+def _record(grid, tables, lens, starts, block_size, block_q, block_n, block_m) -> None:
+    """The launch as the launcher set it up: each program's query tile by the kernel's own numbering (spare
+    tiles own nothing), its key tiles and the blocks the tables it passed lead to."""
+    R = launch_record
+    first = [starts[s] // block_q + s for s in range(len(lens))]
+    programs = []
+    for tile in range(grid[0]):
+        s = max(i for i in range(len(lens)) if first[i] <= tile)
+        q_len, q_block = starts[s + 1] - starts[s], tile - first[s]
+        items = []
+        if q_block * block_q < q_len:
+            ctx = lens[s] - q_len
+            t0, t1 = q_block * block_q, min((q_block + 1) * block_q, q_len)
+            items = [R.WorkItem(s, h, None, (starts[s] + t0, starts[s] + t1), (ctx + t0, ctx + t1), 0, ctx + t1,
+                                ctx + t0, R.tiles_of(0, ctx + t1, block_n), R.table_walk(tables[s], 0, ctx + t1,
+                                                                                          block_size))
+                     for h in range(grid[1])]
+        programs.extend(R.ProgramRecord((tile, h, 0), tuple(items[h:h + 1])) for h in range(grid[1]))
+    R.add(R.LaunchRecord("paged_prefill_kernel", "prefill", R.grid3(grid), block_size,
+                         (("BLOCK_Q", block_q), ("BLOCK_M", block_m), ("BLOCK_N", block_n)), tuple(programs), False))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ Pseudocode, one program per (tile of BLOCK_T tokens, KV head)::
     rows  = key[t0 : t0 + BLOCK_T, h, :]                     # (BLOCK_T, head_dim)
     k_cache[slots // block_size, slots % block_size, h, :] = rows    (same for V)
 
+Under Triton's interpreter (a CPU) the launcher picks ``store_rows_kernel`` where the layout allows (the
+engine's always does): the same writes over a (slot, row) view, every KV head of a token in one row and up
+to 512 tokens a program, in half the interpreted operations.
+
 Pure data movement: no arithmetic on the values, only a cast to the cache dtype, so bf16 is safe
 even under Triton's interpreter. Run ``python -m kernels.store_kv`` for the check and benchmark.
 """
@@ -24,10 +28,11 @@ from __future__ import annotations
 
 import torch
 
+from kernels import launch_record
 from kernels.launch_utils import check_cache, check_float_dtype, next_pow2
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
-from kernels.triton_utils import tl, triton
+from kernels.triton_utils import interpreted, tl, triton
 
 
 @triton.jit
@@ -62,6 +67,31 @@ def store_kv_kernel(
     tl.store(v_cache_ptr + dst, v.to(v_cache_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def store_rows_kernel(
+    key_ptr, value_ptr,  # (num_tokens, row): a token's K (V) for every KV head, back to back
+    k_cache_ptr, v_cache_ptr,  # (num_blocks * block_size, row): one row per slot
+    slot_mapping_ptr,  # (num_tokens,) int
+    num_tokens,
+    stride_kt, stride_vt, stride_cs,  # token stride of key, of value; slot stride of the caches
+    ROW: tl.constexpr,  # num_kv_heads * head_dim
+    BLOCK_T: tl.constexpr,  # tokens per program
+    BLOCK_R: tl.constexpr,  # ROW padded to a power of two
+):
+    """The CPU configuration of the store: the same writes as ``store_kv_kernel`` with a cache whose
+    (block, offset) and (head, dim) axes merge into (slot, row), in half the interpreted operations."""
+    offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)  # (BLOCK_T,)
+    offs_r = tl.arange(0, BLOCK_R)[None, :]  # (1, BLOCK_R)
+    mask = (offs_t < num_tokens)[:, None] & (offs_r < ROW)  # (BLOCK_T, BLOCK_R)
+    slots = tl.load(slot_mapping_ptr + offs_t, mask=offs_t < num_tokens, other=0).to(tl.int64)
+    dst = slots[:, None] * stride_cs + offs_r  # (BLOCK_T, BLOCK_R)
+    rows = offs_t.to(tl.int64)[:, None]
+    k = tl.load(key_ptr + rows * stride_kt + offs_r, mask=mask)
+    v = tl.load(value_ptr + rows * stride_vt + offs_r, mask=mask)
+    tl.store(k_cache_ptr + dst, k.to(k_cache_ptr.dtype.element_ty), mask=mask)
+    tl.store(v_cache_ptr + dst, v.to(v_cache_ptr.dtype.element_ty), mask=mask)
+
+
 def store_kv(
     key: torch.Tensor,  # (num_tokens, num_kv_heads, head_dim)
     value: torch.Tensor,  # (num_tokens, num_kv_heads, head_dim)
@@ -84,12 +114,49 @@ def store_kv(
     if num_tokens == 0:
         return
     block_t = 16
+    if interpreted():  # the CPU: as few programs as possible (the interpreter's cost is per program)
+        block_t = min(512, next_pow2(num_tokens))
+        if _slot_rows(key, value, k_cache):
+            grid = (triton.cdiv(num_tokens, block_t), 1)
+            row = num_kv_heads * head_dim
+            store_rows_kernel[grid](key, value, k_cache, v_cache, slot_mapping, num_tokens, key.stride(0),
+                                    value.stride(0), k_cache.stride(1), ROW=row, BLOCK_T=block_t,
+                                    BLOCK_R=next_pow2(row))
+            if launch_record.recording():
+                launch_record.add(_record(grid, block_t, block_size, slot_mapping, heads_merged=True,
+                                          kernel="store_rows_kernel"))
+            return
     grid = (triton.cdiv(num_tokens, block_t), num_kv_heads)
     store_kv_kernel[grid](
         key, value, k_cache, v_cache, slot_mapping, num_tokens,
         *key.stride(), *value.stride(), *k_cache.stride(),
         HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_T=block_t, BLOCK_D=next_pow2(head_dim),
     )
+    if launch_record.recording():
+        launch_record.add(_record(grid, block_t, block_size, slot_mapping, heads_merged=False))
+
+
+def _slot_rows(key, value, k_cache) -> bool:
+    """Whether a token's heads are one contiguous row in key, value and the cache, and slots evenly strided."""
+    _, block_size, heads, dim = k_cache.shape
+    flat = all(t.stride(-1) == 1 and t.stride(-2) == dim for t in (key, value, k_cache))
+    return flat and k_cache.stride(0) == block_size * k_cache.stride(1)
+
+
+def _record(grid, block_t: int, block_size: int, slot_mapping: torch.Tensor, heads_merged: bool,
+            kernel: str = "store_kv_kernel"):
+    """Each program's tokens and the blocks it wrote (from the slot mapping it was given)."""
+    slots = slot_mapping.tolist()
+    programs = []
+    for t in range(grid[0]):
+        lo, hi = t * block_t, min(len(slots), (t + 1) * block_t)
+        blocks = launch_record.runs([s // block_size for s in slots[lo:hi]])
+        for h in range(grid[1]):
+            item = launch_record.WorkItem(None, None if heads_merged else h, None, (lo, hi), (lo, hi), 0, 0, 0, (),
+                                          blocks)
+            programs.append(launch_record.ProgramRecord((t, h, 0), (item,)))
+    return launch_record.LaunchRecord(kernel, "store", launch_record.grid3(grid), block_size,
+                                      (("BLOCK_T", block_t),), tuple(programs), False)
 
 
 if __name__ == "__main__":

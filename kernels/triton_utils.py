@@ -20,7 +20,13 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
-__all__ = ["dot_operand", "interpreted", "native_dot", "tl", "triton"]
+__all__ = ["MAX_COMBINE", "SUM_COMBINE", "dot_operand", "interpreted", "native_dot", "tl", "triton"]
+
+# ``tl.reduce(x, axis, MAX_COMBINE)`` is ``tl.max(x, axis)`` for fp32 ``x`` (likewise SUM_COMBINE and tl.sum) minus
+# the @jit wrapper: under the interpreter every call of a @jit function re-patches triton.language (~2 ms), and the
+# interpreter maps exactly these two combine functions onto numpy. Compiled, both spellings are the same.
+MAX_COMBINE = tl.standard._elementwise_max
+SUM_COMBINE = tl.standard._sum_combine
 
 
 @triton.jit

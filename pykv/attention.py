@@ -7,35 +7,56 @@ backend swaps the kernels and nothing else.
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
 
 import torch
 
-from kernels import reference
+from kernels import torch_paged
+
+# What ``attention_backend="auto"`` runs on a CPU for a *stepwise* engine (the lab's Playground and Lessons):
+# "triton" (the default: the real kernels, through Triton's interpreter) or "torch". The test suite sets "torch" so
+# its many app and lesson replays stay fast; a few tests run the Triton path explicitly.
+STEPWISE_CPU_ENV = "PYKV_STEPWISE_CPU_BACKEND"
 
 
 @dataclass(frozen=True)
 class AttentionBackend:
-    name: str
+    name: Literal["torch", "triton"]
     store_kv: Callable[..., None]
     prefill: Callable[..., torch.Tensor]
     decode: Callable[..., torch.Tensor]
+    how: Literal["torch", "compiled", "interpreted"] = "torch"
+
+    @property
+    def label(self) -> str:
+        """What ran, as the app and the CLI say it: "torch (SDPA)", "triton (interpreted on CPU)"."""
+        if self.name == "torch":
+            return "torch (SDPA)"
+        return "triton (compiled)" if self.how == "compiled" else "triton (interpreted on CPU)"
 
 
+# Plain torch: kernels.torch_paged (SDPA over gathered contexts, decodes bucketed by length), tested against the
+# references in kernels.reference, which stay the ground truth of every backend.
 TORCH_BACKEND = AttentionBackend(
-    "torch", reference.store_kv, reference.paged_prefill_attention, reference.paged_decode_attention
+    "torch", torch_paged.store_kv, torch_paged.paged_prefill_attention, torch_paged.paged_decode_attention
 )
 
 
-def resolve_backend(name: str, device: str) -> AttentionBackend:
-    """``"torch"``: the references. ``"triton"``: our kernels, compiled on CUDA, interpreted on CPU.
-    ``"auto"``: Triton on CUDA (falling back to torch where Triton is not installed), torch on CPU,
-    since the interpreter is ~1000x slower than eager torch.
+def resolve_backend(name: str, device: str, stepwise: bool = False) -> AttentionBackend:
+    """``"torch"``: plain torch (``kernels.torch_paged``). ``"triton"``: our kernels, compiled on CUDA,
+    interpreted on CPU.
+    ``"auto"``: Triton compiled on CUDA (falling back to torch where Triton is not installed). On a CPU,
+    Triton through its interpreter for a ``stepwise`` engine (the lab's Playground and Lessons, where each
+    step is looked at; the kernels' CPU launch configuration keeps a step near 100 ms), else torch (runs
+    to completion at scale: the Sweep, the CLI, the benchmarks). ``$PYKV_STEPWISE_CPU_BACKEND=torch`` keeps
+    stepwise engines on torch; so does a process where triton is missing or was imported before the
+    interpreter could be switched on (``prepare_stepwise_attention`` does that at start-up).
 
-    Only the ``"triton"`` choice (and ``"auto"`` on CUDA) imports triton: importing the kernels goes
-    through ``kernels.triton_utils``, which switches the interpreter on first on a machine without
-    CUDA. ``"torch"`` and ``"auto"`` on CPU leave triton unimported and the environment as it was.
+    Only a choice of Triton imports triton: importing the kernels goes through ``kernels.triton_utils``,
+    which switches the interpreter on first on a machine without CUDA. ``"torch"`` and a headless
+    ``"auto"`` on CPU leave triton unimported and the environment as it was.
     """
     if name == "torch":
         return TORCH_BACKEND
@@ -45,10 +66,32 @@ def resolve_backend(name: str, device: str) -> AttentionBackend:
 
             if not tb.interpreted():  # a GPU box started with TRITON_INTERPRET=1 stays on fast torch
                 return _triton_backend(device)
+        elif not device.startswith("cuda") and stepwise and _stepwise_triton_wanted():
+            try:
+                return _triton_backend(device)
+            except ValueError:  # triton missing, or imported too early to interpret: plain torch serves
+                return TORCH_BACKEND
         return TORCH_BACKEND
     if name == "triton":
         return _triton_backend(device)
     raise ValueError(f"Unknown attention_backend {name!r}; use 'auto', 'torch' or 'triton'.")
+
+
+def _stepwise_triton_wanted() -> bool:
+    return os.environ.get(STEPWISE_CPU_ENV, "triton").strip().lower() != "torch"
+
+
+def prepare_stepwise_attention() -> None:
+    """For a process that will run stepwise engines on a CPU (the app): switch Triton's interpreter on now,
+    before loading a model imports triton (torch's meta-device init imports torch._dynamo, which imports
+    triton). Does nothing with CUDA, without triton, or when stepwise engines are kept on torch."""
+    if _triton_installed() and _stepwise_triton_wanted():
+        from kernels.launch_utils import use_interpreter_without_cuda
+
+        try:
+            use_interpreter_without_cuda()
+        except RuntimeError:  # triton already imported compiled: "auto" falls back to torch (resolve_backend)
+            pass
 
 
 def _triton_installed() -> bool:
@@ -75,7 +118,8 @@ def _triton_backend(device: str) -> AttentionBackend:
             "compiled for CUDA (TRITON_INTERPRET was not 1 when they were first imported). Start the process with "
             "TRITON_INTERPRET=1, use device='cuda', or use attention_backend='torch'."
         )
-    return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention)
+    how = "interpreted" if tb.interpreted() else "compiled"
+    return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention, how)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,11 @@ from typing import Iterable, Optional
 BlockHash = int
 
 
+def cdiv(a: int, b: int) -> int:
+    """Blocks of ``b`` slots that ``a`` tokens fill (a ceiling division)."""
+    return -(-a // b)
+
+
 @dataclass(slots=True)  # one per block of a pool: slots halve its memory
 class Block:
     """One physical block of ``block_size`` token slots.
@@ -104,6 +109,13 @@ class BlockPool:
             return  # another block already holds this prefix; this one stays private
         block.block_hash = block_hash
         self.cached[block_hash] = block_id
+
+    def uncache(self, block_id: int) -> None:
+        """Take a block's hash out of the prefix map (its KV was never computed: its chunk was unscheduled)."""
+        block = self.blocks[block_id]
+        if block.block_hash is not None and self.cached.get(block.block_hash) == block_id:
+            del self.cached[block.block_hash]
+        block.block_hash = None
 
     def check_invariants(self) -> None:
         for block in self.blocks:

@@ -52,6 +52,10 @@ class CacheEngine:
         """Copy CPU blocks back to device blocks: ``mapping`` is ``[(cpu_block, gpu_block), ...]``."""
         return self._copy(self.cpu_cache, self.gpu_cache, mapping)
 
+    def copy_on_write(self, mapping: list[tuple[int, int]]) -> CopyTiming:
+        """Copy device blocks to other device blocks (``[(src, dst), ...]``): a shared block's copy on write."""
+        return self._copy(self.gpu_cache, self.gpu_cache, mapping)
+
     def _copy(self, src: torch.Tensor, dst: torch.Tensor, mapping: list[tuple[int, int]]) -> CopyTiming:
         num_bytes = len(mapping) * src[:, :, 0].numel() * src.element_size()
         self._sync()

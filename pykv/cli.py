@@ -9,10 +9,13 @@ import sys
 from typing import Any, Optional, Sequence
 
 from pykv.cli_errors import UsageError, check_writable, one_line, quoted
+from pykv.cli_estimate import add_parser as add_estimate_parser
+from pykv.cli_summary import engine_header, summary
 from pykv.config import ConfigError, EngineConfig, Knob, knob_text, knobs
 from pykv.engine import LLMEngine
 from pykv.limits import MAX_STEPS
 from pykv.request import SamplingParams
+from pykv.victim_policy import POLICY_LABELS
 from pykv.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
 from pykv.workload_runner import WorkloadRunner
 
@@ -72,44 +75,6 @@ def load_workload(args: argparse.Namespace) -> Workload:
     if args.workload in PRESETS:
         return make_workload(args.workload, seed=args.seed, **kwargs)
     return Workload.load(args.workload)
-
-
-def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
-    snap = engine.snapshot()
-    rows = [("request", "status", "prompt", "output", "preempt", "recomputed", "swap KiB", "TTFT ms")]
-    for rid in workload_ids:
-        r = snap.request(rid)
-        ttft = "-" if r.ttft_s is None else f"{r.ttft_s * 1e3:.1f}"
-        rows.append((rid, r.status, str(r.num_prompt_tokens), str(r.num_output_tokens), str(r.num_preemptions),
-                     str(r.recomputed_tokens), f"{r.swapped_bytes / 1024:.0f}", ttft))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
-    m = engine.metrics
-    out_tokens = m.value("vllm:generation_tokens_total")
-    hits = m.value("pykv:prefix_cache_hits_own_total") + m.value("pykv:prefix_cache_hits_shared_total")
-    lines += [
-        "",
-        f"steps: {engine.step_count}   wall: {seconds:.2f} s on {engine.config.device}   "
-        f"output tokens/s: {out_tokens / max(seconds, 1e-9):.1f}",
-        f"preemptions: {m.value('pykv:num_preemptions_total'):.0f} "
-        f"(vllm:num_preemptions_total {m.value('vllm:num_preemptions_total'):.0f})   recomputed tokens: "
-        f"{m.value('pykv:recomputed_tokens_total'):.0f} "
-        f"({m.value('pykv:recompute_seconds_total') * 1e3:.1f} ms measured)   "
-        f"swapped out: {m.value('pykv:swapped_out_bytes_total') / 1024:.0f} KiB "
-        f"({m.value('pykv:swap_out_seconds_total') * 1e3:.2f} ms measured)",
-        f"prefix cache: {hits:.0f} / {m.value('pykv:prefix_cache_queries_total'):.0f} tokens hit at admission "
-        f"(own after preemption: {m.value('pykv:prefix_cache_hits_own_total'):.0f}, "
-        f"shared: {m.value('pykv:prefix_cache_hits_shared_total'):.0f})",
-    ]
-    return "\n".join(lines)
-
-
-def engine_header(engine: LLMEngine) -> str:
-    """What the engine follows, said once before a run (the log's header)."""
-    c, p = engine.config, engine.config.profile
-    lines = [f"pykv: vllm_profile={p.name} follows vLLM {p.release} ({p.engine}): {p.summary}. "
-             f"{c.num_gpu_blocks} blocks x {c.block_size} tokens on {c.device}, max_model_len {engine.max_model_len}."]
-    return "\n".join(lines + engine.startup_lines)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -173,8 +138,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         values = parse_values(text)
     except ValueError as e:
         raise UsageError(f"{flag}: {e}") from None
+    base = config_from_args(args)
+    policies = (base.preemption_victim,) if args.policies is None else \
+        tuple(p.strip() for p in args.policies.split(","))
+    bad = [p for p in policies if p not in POLICY_LABELS]
+    if bad:
+        raise UsageError(f"--policies: unknown policy {quoted(bad[0])}; give a comma list of: "
+                         f"{', '.join(POLICY_LABELS)}.")
     spec = SweepSpec(workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed,
-                     axis=axis, values=values, modes=modes, base=config_from_args(args))
+                     axis=axis, values=values, modes=modes, base=base, policies=policies)
     try:
         spec.configs()  # every run's config, validated before the model loads
     except ConfigError as e:
@@ -289,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     axis.add_argument("--block-sizes", default=None, help="block sizes at a fixed pool capacity, e.g. 4,8,16,32")
     axis.add_argument("--max-num-seqs-values", default=None, help="max_num_seqs values, e.g. 2,4,8,16")
     sweep.add_argument("--modes", default="recompute,swap", help="comma list of: recompute, swap, swap per-block, "
-                       "recompute+prefix, swap+prefix")
+                       "recompute+prefix, swap+prefix, recompute+offload")
+    sweep.add_argument("--policies", default=None, help="comma list of victim policies to run each mode with: "
+                       f"{', '.join(POLICY_LABELS)} (default: --preemption-victim)")
     sweep.add_argument("--workload", default="storm", help=f"a preset: {', '.join(PRESETS)}")
     sweep.add_argument("--num-requests", type=int, default=None, help="preset size (default 8)")
     sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
@@ -305,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{MAX_STEPS:,}: the pack keeps every step)")
     report.add_argument("--out", required=True, help="the pack: a .html file, or a .zip file")
     report.set_defaults(func=cmd_report)
+    add_estimate_parser(sub)
     gen = sub.add_parser("generate", help="complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")

@@ -28,11 +28,13 @@ AttentionBackendName = Literal["auto", "torch", "triton"]
 DtypeName = Literal["float32", "float16", "bfloat16"]
 SwapFallback = Literal["recompute", "abort"]
 SwapCopy = Literal["batched", "per_block"]
+VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
 
 # Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
 EVERYWHERE = ("cli", "sidebar", "url", "lesson")
 HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
 V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
+OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (vLLM 0.11+)
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
@@ -74,8 +76,9 @@ class EngineConfig(BaseModel):
                        expose=("cli", "sidebar", "url"), options="devices",
                        not_in_lessons="the device comes from the app", app_owned=True, max_length=32)
     attention_backend: AttentionBackendName = knob(
-        "auto", "torch = reference attention; triton = the project's kernels (on CPU through Triton's interpreter: "
-        "much slower steps, watch the step time); auto = triton on CUDA, torch on CPU",
+        "auto", "torch = plain torch attention (SDPA); triton = the project's kernels (on CPU through Triton's "
+        "interpreter: ~100 ms steps, its CPU launch configuration); auto = triton on CUDA; on CPU, triton in the "
+        "lab's Playground and Lessons, torch where runs go to completion (Sweep, CLI, benchmarks)",
         expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True)
     dtype: DtypeName = knob("float32", "weights and KV cache dtype", expose=("cli",),
                             not_in_lessons="the dtype comes from the app", app_owned=True)
@@ -100,6 +103,18 @@ class EngineConfig(BaseModel):
     preemption_mode: PreemptionMode = knob(
         "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
         "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)", expose=EVERYWHERE)
+    preemption_victim: VictimPolicyName = knob(
+        "last", "which running request is preempted: last (vLLM's default: the last of the running queue), priority "
+        "(vLLM's priority scheduling: the worst (priority, arrival)), lcf (least computed tokens first: loses the "
+        "least work; a proposal, not vLLM) or sglang (SGLang's retract order: fewest outputs, then longest input)",
+        expose=EVERYWHERE)
+    kv_offloading_size: Optional[float] = knob(
+        None, "V1's CPU offloading tier in GiB (vLLM 0.11+'s --kv-offloading-size, native backend): full blocks are "
+        "stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides it",
+        gt=0, le=64, profiles=OFFLOADING)
+    num_offload_blocks: Optional[int] = knob(
+        None, "the CPU offloading tier in blocks; none = sized from kv_offloading_size (none there too: no tier)",
+        expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=4096, profiles=OFFLOADING)
     enable_prefix_caching: bool = knob(False, "reuse full blocks whose token prefix was computed before (hash kept "
                                               "after free)", expose=EVERYWHERE)
     enable_chunked_prefill: bool = knob(True, "split long prompts over several steps to fit the token budget",
@@ -171,9 +186,16 @@ def _check_combination(c: EngineConfig) -> None:
         raise ConfigError("gpu_memory_utilization",
                           "gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
     _check_profile(c)
+    if c.max_num_batched_tokens < c.max_num_seqs:  # every release's SchedulerConfig refuses this too
+        raise ConfigError("max_num_batched_tokens", f"max_num_batched_tokens ({c.max_num_batched_tokens}) must be "
+                          f"greater than or equal to max_num_seqs ({c.max_num_seqs}), as vLLM requires: raise it or "
+                          "lower max_num_seqs.")
     if c.log_stats_interval is not None and c.log_stats_interval_s is not None:
         raise ConfigError("log_stats_interval_s", "Set log_stats_interval (steps) or log_stats_interval_s (seconds), "
                                                   "not both.")
+    if c.kv_offloading_size is not None and c.num_offload_blocks is not None:
+        raise ConfigError("kv_offloading_size", "Set kv_offloading_size (GiB, as vLLM's --kv-offloading-size) or "
+                                                "num_offload_blocks (blocks), not both.")
     if c.preemption_mode == "swap" and c.swap_space == 0 and c.num_cpu_blocks is None:
         raise ConfigError(
             "preemption_mode",

@@ -32,6 +32,8 @@ class PreemptionCost:
     device: str  # where the times were measured
     fallback: Optional[str] = None
     reason: Optional[str] = None
+    why: Optional[str] = None  # why the victim policy chose this request
+    blocks_copied: Optional[int] = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
     # swap: measured copy times and the modelled PCIe equivalent
     swap_out_s: Optional[float] = None
     swap_in_s: Optional[float] = None
@@ -40,6 +42,7 @@ class PreemptionCost:
     modelled_pcie_in_s: Optional[float] = None
     # recompute: what the re-prefill cost
     prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
+    loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
     recomputed_tokens: int = 0
     recompute_s: float = 0.0  # apportioned forward time, see the module docstring
     # both
@@ -63,10 +66,18 @@ class PreemptionCost:
 
 @dataclass(frozen=True)
 class RecomputeStats:
-    """Re-prefill work since the last hand-over (see ``CostLedger.make_recompute_stats``)."""
+    """Re-prefill work since the last hand-over (see ``CostLedger.make_recompute_stats``), and all the prefill
+    work it is a share of: the recompute tax is ``tokens / prefill_tokens`` (and ``seconds / prefill_seconds``)."""
 
     tokens: int
     seconds: float
+    prefill_tokens: int = 0  # every prefill token computed (re-prefills included, cache hits and loads not)
+    prefill_seconds: float = 0.0  # forward time apportioned to them
+
+
+def recompute_tax(recomputed: float, prefill: float) -> Optional[float]:
+    """The share of prefill work that recomputed tokens already computed once; None before any prefill."""
+    return recomputed / prefill if prefill > 0 else None
 
 
 class CostLedger:
@@ -79,15 +90,19 @@ class CostLedger:
         self.records: list[PreemptionCost] = []
         self.open: dict[str, PreemptionCost] = {}  # request id -> its last, unrecovered preemption
         self._recompute_tokens, self._recompute_s = 0, 0.0  # since the last make_recompute_stats()
+        self._prefill_tokens, self._prefill_s = 0, 0.0  # since the last make_recompute_stats()
 
     def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionCost:
         record = PreemptionCost(
             step=event.step, request_id=event.request_id, mode=event.mode, num_blocks=event.num_blocks,
-            num_tokens=event.num_tokens, num_bytes=event.num_blocks * self.bytes_per_block, device=self.device,
-            fallback=event.fallback, reason=event.reason,
+            num_tokens=event.num_tokens, device=self.device,
+            # a swap bills the bytes it copied (a block shared with a sibling sequence crosses once)
+            num_bytes=swap_out.num_bytes if swap_out is not None else event.num_blocks * self.bytes_per_block,
+            fallback=event.fallback, reason=event.reason, why=event.why,
         )
         if swap_out is not None:
             record.swap_out_s, record.swap_copies = swap_out.seconds, swap_out.num_copies
+            record.blocks_copied = swap_out.num_bytes // self.bytes_per_block
             record.modelled_pcie_out_s = modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies,
                                                                self.bandwidth, self.overhead)
         self.records.append(record)
@@ -104,13 +119,18 @@ class CostLedger:
         return record
 
     def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
-        """Charge this step's re-prefill tokens their share of the forward time."""
+        """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time."""
         total = sum(c.num_new_tokens for c in chunks)
+        prefill = sum(c.num_new_tokens for c in chunks if c.is_prefill)
+        self._prefill_tokens += prefill
+        self._prefill_s += forward_s * prefill / total if total else 0.0
         for chunk in chunks:
             record = self.open.get(chunk.request_id)
             if record is None or record.mode != "recompute":
                 continue
             record.prefix_hit_tokens += min(chunk.num_cached_tokens, record.num_tokens)
+            record.loaded_tokens += max(0, min(chunk.num_cached_tokens + chunk.num_loaded_tokens, record.num_tokens)
+                                        - chunk.num_cached_tokens)
             end = chunk.start + chunk.num_new_tokens
             redone = max(0, min(end, record.num_tokens) - chunk.start)
             record.recomputed_tokens += redone
@@ -124,8 +144,9 @@ class CostLedger:
     def make_recompute_stats(self) -> RecomputeStats:
         """Get (and reset) the re-prefill work charged since the last call: the metrics take deltas,
         as vLLM's ``make_prefix_cache_stats()`` hands over prefix-cache stats."""
-        stats = RecomputeStats(self._recompute_tokens, self._recompute_s)
+        stats = RecomputeStats(self._recompute_tokens, self._recompute_s, self._prefill_tokens, self._prefill_s)
         self._recompute_tokens, self._recompute_s = 0, 0.0
+        self._prefill_tokens, self._prefill_s = 0, 0.0
         return stats
 
     def on_finished(self, request_id: str) -> None:

@@ -12,6 +12,23 @@ from pykv.config import MAX_POOL_BLOCKS, ConfigError, EngineConfig, show_value
 from pykv.limits import MAX_KV_BYTES, MAX_KV_BYTES_ENV
 
 
+def cpu_pool_blocks(config: EngineConfig, bytes_per_block: int) -> int:
+    """Blocks of the CPU pool: V0's swap pool (num_cpu_blocks, else swap_space GiB), or V1's offloading tier
+    (num_offload_blocks, else kv_offloading_size GiB); at most one of them is set (each belongs to one profile)."""
+    if config.num_offload_blocks is not None:
+        return config.num_offload_blocks
+    if config.kv_offloading_size is not None:
+        blocks = int(config.kv_offloading_size * 2**30) // bytes_per_block
+        if blocks < 1:
+            raise ConfigError("kv_offloading_size", f"kv_offloading_size={config.kv_offloading_size:g} GiB is under "
+                              f"one KV block ({bytes_per_block:,} B on this model): give at least "
+                              f"{bytes_per_block / 2**30:.3g} GiB, or set num_offload_blocks.")
+        return blocks
+    if config.num_cpu_blocks is not None:
+        return config.num_cpu_blocks
+    return int(config.swap_space * 2**30) // bytes_per_block
+
+
 def check_pool_budget(config: EngineConfig, bytes_per_block: int, num_cpu_blocks: int) -> None:
     """Each pool's bytes within its budget (see ``kv_pool_budget``), and its blocks within the table's cap;
     the message gives the largest number of blocks allowed."""
@@ -26,6 +43,12 @@ def check_pool_budget(config: EngineConfig, bytes_per_block: int, num_cpu_blocks
     cpu_budget = kv_pool_budget("cpu")
     largest = min(MAX_POOL_BLOCKS, cpu_budget // bytes_per_block)
     if num_cpu_blocks > largest:
+        if config.num_offload_blocks is not None or config.kv_offloading_size is not None:
+            name = "num_offload_blocks" if config.num_offload_blocks is not None else "kv_offloading_size"
+            raise ConfigError(
+                name, f"The CPU offloading tier of {num_cpu_blocks} blocks needs "
+                f"{_gib(num_cpu_blocks * bytes_per_block)} ({bytes_per_block} B per block) but its budget is "
+                f"{_gib(cpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).")
         if config.num_cpu_blocks is None:
             most = largest * bytes_per_block / 2**30
             raise ConfigError(

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-from pykv.block_pool import BlockHash, BlockPool
+from pykv.block_pool import BlockHash, BlockPool, cdiv
+from pykv.kv_moves import KVMoves
+from pykv.offload_tier import OffloadTier
 from pykv.request import Request
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> BlockHash:
@@ -34,9 +32,15 @@ class PrefixCacheStats:
     preempted_hits: int = 0  # of the hits, those by requests preempted before
     unadmitted_queries: int = 0  # lookups that did not lead to admission (not in the fields above)
     unadmitted_hits: int = 0
+    # The CPU offloading tier, looked up after the device cache (vLLM: external_prefix_cache_*): tokens past the
+    # local hit, and those found in the tier; the preempted_ ones are re-admissions (0.33 leaves them out).
+    external_queries: int = 0
+    external_hits: int = 0
+    external_preempted_queries: int = 0
+    external_preempted_hits: int = 0
 
 
-class KVCacheManager:
+class KVCacheManager(KVMoves):
     """Maps each request's logical blocks to physical blocks of the pool.
 
     Token position -> slot::
@@ -51,9 +55,11 @@ class KVCacheManager:
     """
 
     def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool,
-                 cpu_pool: Optional[BlockPool] = None) -> None:
+                 cpu_pool: Optional[BlockPool] = None, offload: bool = False) -> None:
         self.pool = pool
-        self.cpu_pool = cpu_pool or BlockPool(0)  # the swap pool; no prefix caching there
+        self.cpu_pool = cpu_pool or BlockPool(0)  # V0: the swap pool; V1 with offloading: the tier's blocks
+        self.offload = OffloadTier(self.cpu_pool, block_size) if offload else None
+        self._num_offered: dict[str, int] = {}  # request id -> its blocks already offered to the tier
         self.cpu_block_tables: dict[str, list[int]] = {}  # swapped-out request id -> CPU block ids
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
@@ -61,6 +67,7 @@ class KVCacheManager:
         self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
         self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_lookup
+        self.device_ops: list[tuple] = []  # copies decided since take_device_ops(), in order (swaps, copy on write)
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -105,9 +112,12 @@ class KVCacheManager:
         num_computed = request.num_computed_tokens + len(new_computed_blocks) * self.block_size
         total = num_computed + num_new_tokens
         need = self.num_blocks_to_allocate(request, max(total, num_reserved_tokens), new_computed_blocks)
-        if need + keep_free > self.pool.num_free_blocks():
+        shared_tail = self._shared_tail(request) if num_new_tokens else None
+        if need + (shared_tail is not None) + keep_free > self.pool.num_free_blocks():
             return None
         table = self.block_tables.setdefault(request.request_id, [])
+        if shared_tail is not None:
+            self._copy_on_write(request, table, shared_tail)
         num_required = cdiv(max(total, num_reserved_tokens), self.block_size) - len(table) - len(new_computed_blocks)
         self.pool.touch(new_computed_blocks)
         table.extend(new_computed_blocks)
@@ -119,6 +129,32 @@ class KVCacheManager:
         if self.enable_prefix_caching:
             self._register_full_blocks(request, table, total)
         return new_blocks
+
+    def _shared_tail(self, request: Request) -> Optional[int]:
+        """The index of the partly filled block the request writes next, if other sequences share it (a forked
+        sequence's last prompt block); None otherwise."""
+        table, i = self.block_tables.get(request.request_id, ()), request.num_computed_tokens // self.block_size
+        if request.num_computed_tokens % self.block_size and i < len(table) and self.pool.blocks[table[i]].ref_cnt > 1:
+            return i
+        return None
+
+    def _copy_on_write(self, request: Request, table: list[int], i: int) -> None:
+        """Copy-on-write (vLLM V0's ``append_slots``): the first sequence to append to a shared partial block gets a
+        copy of it; the last holder writes in place. The engine copies the KV before the forward pass."""
+        src = table[i]
+        (dst,) = self.pool.allocate(1)
+        self.pool.blocks[dst].computed_by = self.pool.blocks[src].computed_by
+        self.pool.blocks[dst].num_tokens_filled = self.pool.blocks[src].num_tokens_filled
+        table[i] = dst
+        self.pool.free([src])
+        self.device_ops.append(("cow", request.request_id, src, dst))
+
+    def fork(self, parent: Request, child: Request) -> None:
+        """Parallel sampling: the child sequence shares every block of the parent (one more reference each)."""
+        table = list(self.block_tables[parent.request_id])
+        self.pool.touch(table)
+        self.block_tables[child.request_id] = table
+        self._num_registered[child.request_id] = self._num_registered.get(parent.request_id, 0)
 
     def _set_filled(self, pool: BlockPool, table: list[int], num_tokens: int) -> None:
         for i, block_id in enumerate(table):
@@ -152,50 +188,33 @@ class KVCacheManager:
             preempted_queries=s.preempted_queries + (request.num_tokens if preempted else 0),
             preempted_hits=s.preempted_hits + (hits if preempted else 0))
 
+    def record_external_lookup(self, request: Request, num_local_tokens: int, num_loaded_tokens: int) -> None:
+        """Count one lookup in the offloading tier (vLLM 0.33.0 ``Scheduler.schedule``: queries are the tokens past
+        the local hit, hits the tokens loaded)."""
+        s, queries = self.prefix_stats, request.num_tokens - num_local_tokens
+        if request.num_preemptions:
+            self.prefix_stats = replace(s, external_preempted_queries=s.external_preempted_queries + queries,
+                                        external_preempted_hits=s.external_preempted_hits + num_loaded_tokens)
+        else:
+            self.prefix_stats = replace(s, external_queries=s.external_queries + queries,
+                                        external_hits=s.external_hits + num_loaded_tokens)
+
     def make_prefix_cache_stats(self) -> PrefixCacheStats:
         """Get (and reset) the prefix-cache stats since the last call (vLLM V1's hand-over of per-step deltas)."""
         stats, self.prefix_stats = self.prefix_stats, PrefixCacheStats()
         return stats
 
-    # ---- swapping ---------------------------------------------------------------------------
-
-    def swap_out(self, request: Request) -> Optional[list[tuple[int, int]]]:
-        """Move the request's block table to the CPU pool; returns ``[(gpu, cpu), ...]`` to copy, or
-        None (changing nothing) when the CPU pool lacks room. Shared device blocks only lose a reference."""
-        table = self.block_tables.get(request.request_id, [])
-        if len(table) > self.cpu_pool.num_free_blocks():
-            return None
-        cpu_ids = self.cpu_pool.allocate(len(table))
-        self.cpu_block_tables[request.request_id] = cpu_ids
-        self._set_filled(self.cpu_pool, cpu_ids, request.num_computed_tokens)
-        self.free(request)
-        return list(zip(table, cpu_ids))
-
-    def num_blocks_to_swap_in(self, request: Request, num_new_tokens: int) -> int:
-        return max(len(self.cpu_block_tables[request.request_id]),
-                   cdiv(request.num_computed_tokens + num_new_tokens, self.block_size))
-
-    def swap_in(self, request: Request) -> list[tuple[int, int]]:
-        """Bring a swapped request's blocks back to fresh device blocks; returns ``[(cpu, gpu), ...]``."""
-        cpu_ids = self.cpu_block_tables.pop(request.request_id)
-        gpu_ids = self.pool.allocate(len(cpu_ids))
-        for block_id in gpu_ids:
-            self.pool.blocks[block_id].computed_by = request.request_id
-        self.block_tables[request.request_id] = gpu_ids
-        self._set_filled(self.pool, gpu_ids, request.num_computed_tokens)
-        self.cpu_pool.free(cpu_ids)
-        if self.enable_prefix_caching:
-            self._register_full_blocks(request, gpu_ids, request.num_computed_tokens)
-        return list(zip(cpu_ids, gpu_ids))
-
-    def free_swapped(self, request: Request) -> None:
-        self.cpu_pool.free(self.cpu_block_tables.pop(request.request_id, []))
-
     def free(self, request: Request) -> None:
-        """Release the request's blocks tail-first, so its prefix stays cached longest."""
+        """Release the request's blocks tail-first, so its prefix stays cached longest. A block registered for a
+        chunk that never ran (a victim unscheduled in the step that allocated it) loses its hash with its last
+        holder: nobody may hit KV that was never computed."""
         table = self.block_tables.pop(request.request_id, [])
+        for block_id in table[request.num_computed_tokens // self.block_size:]:
+            if self.pool.blocks[block_id].ref_cnt == 1:
+                self.pool.uncache(block_id)
         self.pool.free(reversed(table))
         self._num_registered.pop(request.request_id, None)
+        self._num_offered.pop(request.request_id, None)  # re-admitted, it offers every block again (as vLLM)
 
     def forget(self, request: Request) -> None:
         """Drop per-request bookkeeping once a request is finished."""
@@ -217,3 +236,5 @@ class KVCacheManager:
                     f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables"
                 )
         assert not self.block_tables.keys() & self.cpu_block_tables.keys(), "a request holds blocks in both pools"
+        if self.offload is not None:
+            self.offload.check_invariants()

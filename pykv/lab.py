@@ -26,9 +26,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from kernels.launch_record import LaunchRecord
 from pykv.cache_engine import CacheEngine
 from pykv.config import EngineConfig
 from pykv.engine import LLMEngine
+from pykv.kv_budget import cpu_pool_blocks
 from pykv.limits import MAX_STEPS
 from pykv.loader import LoadedModel
 from pykv.request import SamplingParams
@@ -48,11 +50,9 @@ SNAPSHOT_BYTES_ESTIMATE = 45_000  # bytes of one recorded step on the default co
 
 def memory_estimate(config: EngineConfig, loaded: LoadedModel) -> int:
     """Bytes a Lab on ``config`` may come to hold, known before anything is allocated: its KV pools
-    (device + CPU) plus a full history of MAX_STEPS snapshots."""
+    (device + CPU: the swap pool or the offloading tier) plus a full history of MAX_STEPS snapshots."""
     per_block = CacheEngine.bytes_per_block(loaded.config, config.block_size, config.dtype)
-    cpu_blocks = config.num_cpu_blocks
-    if cpu_blocks is None:
-        cpu_blocks = int(config.swap_space * 2**30) // per_block
+    cpu_blocks = cpu_pool_blocks(config, per_block)
     return (config.num_gpu_blocks + cpu_blocks) * per_block + MAX_STEPS * SNAPSHOT_BYTES_ESTIMATE
 
 
@@ -73,6 +73,11 @@ class ManualRequest:
     max_tokens: int
     request_id: str
     ignore_eos: bool = False
+    n: int = 1  # parallel sampling: sequences forked on the first token
+    priority: int = 0  # read by preemption_victim="priority"
+
+    def params(self) -> SamplingParams:
+        return SamplingParams(max_tokens=self.max_tokens, ignore_eos=self.ignore_eos, n=self.n)
 
 
 class Lab:
@@ -118,27 +123,31 @@ class Lab:
     def _restart(self) -> None:
         self._detached = False  # True after fork(): the engine went to the child; replay one on demand
         self._done_when_detached = False
-        self._engine = LLMEngine(self.config, loaded=self.loaded)
+        self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
         self.loaded = self._engine.loaded
+        self._engine.runner.record_kernels = True
         self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
         self.snapshots: list[Snapshot] = [self.engine.snapshot()]
+        self.kernel_launches: dict[int, tuple[LaunchRecord, ...]] = {}  # step -> its layer-0 kernel launches
         self.cursor = 0  # the step on screen
 
     def _replay_engine(self) -> None:
         """A fresh engine brought to ``head``; the recorded snapshots stay exactly as they were."""
         self._detached = False
-        self._engine = LLMEngine(self.config, loaded=self.loaded)
+        self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
         self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
+        self._engine.runner.record_kernels = False  # the replayed steps' launches are recorded already
         while self._engine.step_count < self.head:
             self._runner.step() if self._runner else self._engine.step()
             self._apply_manual(self._engine.step_count)
+        self._engine.runner.record_kernels = True
 
     def release(self) -> None:
         """Give back the engine (KV pools) and the recorded history: the Lab goes back to step 0 and would
         replay an engine only if asked for one. For a session that is gone but not yet dropped."""
-        self.snapshots, self.cursor = self.snapshots[:1], 0
+        self.snapshots, self.cursor, self.kernel_launches = self.snapshots[:1], 0, {}
         self._engine = self._runner = None
         self._detached, self._done_when_detached = True, False
 
@@ -147,6 +156,7 @@ class Lab:
         and manual log never change because of the fork; it replays an engine only if asked for one."""
         child = copy.copy(self)
         child.snapshots, child.manual = list(self.snapshots), list(self.manual)
+        child.kernel_launches = dict(self.kernel_launches)
         if not self._detached:
             self._done_when_detached = self.engine_done()
             self._engine = self._runner = None
@@ -156,8 +166,7 @@ class Lab:
     def _apply_manual(self, step: int) -> None:
         for m in self.manual:
             if m.step == step:
-                params = SamplingParams(max_tokens=m.max_tokens, ignore_eos=m.ignore_eos)
-                self.engine.add_request(m.prompt, params, m.request_id)
+                self.engine.add_request(m.prompt, m.params(), m.request_id, priority=m.priority)
 
     def _advance(self) -> Snapshot:
         """Run the engine one step past ``head`` and record the snapshot."""
@@ -165,6 +174,8 @@ class Lab:
         self._apply_manual(self.engine.step_count)
         snap = self.engine.snapshot(report)
         self.snapshots.append(snap)
+        if self.engine.runner.last_launches:
+            self.kernel_launches[self.head] = self.engine.runner.last_launches
         return snap
 
     # ---- where we are ---------------------------------------------------------------------
@@ -263,10 +274,10 @@ class Lab:
         self._restart()
 
     def add_request(self, prompt: str, max_tokens: int, request_id: Optional[str] = None,
-                    ignore_eos: bool = False) -> str:
+                    ignore_eos: bool = False, n: int = 1, priority: int = 0) -> str:
         """Queue a request by hand at the step on screen (rewriting any later steps); ids default to
         m1, m2, ... Raises ValueError with the engine's message on bad input; then nothing changes."""
-        params = SamplingParams(max_tokens=int(max_tokens), ignore_eos=bool(ignore_eos))  # ValueError on bad max_tokens
+        params = SamplingParams(max_tokens=int(max_tokens), ignore_eos=bool(ignore_eos), n=n)  # ValueError if bad
         if request_id is None:
             numbers = [int(m.request_id[1:]) for m in self.manual if re.fullmatch(r"m\d+", m.request_id)]
             request_id = f"m{max(numbers, default=0) + 1}"
@@ -278,10 +289,11 @@ class Lab:
                              "pick another.")
         if self.cursor < self.head:
             # Check the prompt before throwing the later steps away (tokenize + limits; no state change).
-            self.engine.check_request(prompt, params, request_id)
+            self.engine.check_request(prompt, params, request_id, priority)
             self._rewind(self.cursor)
-        self.engine.add_request(prompt, params, request_id)  # ValueError: nothing logged
-        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos))
+        self.engine.add_request(prompt, params, request_id, priority)  # ValueError: nothing logged
+        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos,
+                                         params.n, priority))
         self.snapshots[self.cursor] = self.engine.snapshot(self.view.report)
         return request_id
 

@@ -7,6 +7,7 @@ MAX_PROMPT_CHARS = 100_000  # characters of prompt text, checked before tokenizi
 MAX_REQUEST_ID_CHARS = 200  # characters of a caller's request id
 MAX_TOKENS = 1_000_000  # SamplingParams.max_tokens (max_model_len cuts a request off long before)
 MAX_STOP_TOKEN_IDS = 1_000  # SamplingParams.stop_token_ids entries
+MAX_N = 64  # SamplingParams.n: parallel sequences of one request (max_num_seqs bounds it further)
 # Temperature: 0 is greedy; otherwise it must lie in [MIN_TEMPERATURE, MAX_TEMPERATURE]. vLLM treats anything below
 # 1e-5 as greedy; pykv refuses the gap instead of guessing (a tiny positive value overflows logits / T to inf).
 MIN_TEMPERATURE = 0.01

@@ -50,6 +50,23 @@ class EngineMetrics:
             self.vllm_request_preemptions = Histogram(
                 "vllm:request_num_preemptions", "Preemptions per finished request.", buckets=PREEMPTION_BUCKETS,
                 registry=r)
+        if p.has_kv_offloading:  # 0.33.0: v1/metrics/loggers.py and the OffloadingConnector's metrics.py
+            self.external_queries = Counter(
+                "vllm:external_prefix_cache_queries", "Offloading-tier lookups, in tokens past the device hit "
+                "(re-admissions after preemption left out, as 0.33 does).", registry=r)
+            self.external_hits = Counter(
+                "vllm:external_prefix_cache_hits", "Offloading-tier hits, in tokens loaded (re-admissions left out).",
+                registry=r)
+            self.offload_store_bytes = Counter("vllm:kv_offload_store_bytes", "Bytes stored device -> CPU tier.",
+                                               registry=r)
+            self.offload_store_time = Counter("vllm:kv_offload_store_time", "Measured store time, seconds.",
+                                              registry=r)
+            self.offload_load_bytes = Counter("vllm:kv_offload_load_bytes", "Bytes loaded CPU tier -> device.",
+                                              registry=r)
+            self.offload_load_time = Counter("vllm:kv_offload_load_time", "Measured load time, seconds.", registry=r)
+            self.offload_loaded_tokens = Counter(
+                "pykv:offload_loaded_tokens", "Tokens loaded from the CPU tier instead of computed, re-admissions "
+                "after preemption included.", registry=r)
         # pykv's own, in every profile.
         self.pykv_preemptions = Counter(
             "pykv:num_preemptions", "Preemptions, counted when they happen (any mode).", registry=r)
@@ -67,6 +84,13 @@ class EngineMetrics:
             "pykv:recomputed_tokens", "Tokens re-prefilled after recompute preemptions.", registry=r)
         self.recompute_seconds = Counter(
             "pykv:recompute_seconds", "Forward time apportioned to re-prefilled tokens.", registry=r)
+        self.prefill_seconds = Counter(
+            "pykv:prefill_seconds", "Forward time apportioned to prefill tokens (re-prefills included).", registry=r)
+        self.recompute_tax = Gauge(
+            "pykv:recompute_tax", "The recompute tax so far: the share of prefill tokens that recomputed tokens "
+            "already computed once, 0-1.", registry=r)
+        self.recompute_tax_time = Gauge(
+            "pykv:recompute_tax_time", "The same share of prefill forward time, 0-1.", registry=r)
         self.swap_out_bytes = Counter("pykv:swapped_out_bytes", "KV bytes copied device -> CPU.", registry=r)
         self.swap_in_bytes = Counter("pykv:swapped_in_bytes", "KV bytes copied CPU -> device.", registry=r)
         self.swap_out_seconds = Counter("pykv:swap_out_seconds", "Measured swap-out copy time.", registry=r)
@@ -112,6 +136,14 @@ def preemption_log_line(request_id: str, mode: str, total: int) -> str:
         "space. This can affect the end-to-end performance. Increase gpu_memory_utilization or "
         f"tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption={total}"
     )
+
+
+def sglang_retract_line(num_retracted: int, tokens_freed: int) -> str:
+    """SGLang's warning when it retracts requests (sglang 0.5.23 ``python/sglang/srt/managers/scheduler.py``), shown
+    with ``preemption_victim="sglang"``, labelled as SGLang's; SGLang's ``#new_token_ratio`` part has no pykv
+    counterpart and is left out."""
+    return (f"[SGLang's log line] KV cache pool is full. Retract requests. #retracted_reqs: {num_retracted}, "
+            f"#new_tokens_gained: {tokens_freed}")
 
 
 def pykv_preemption_note(request_id: str, mode: str, fallback: Optional[str], reason: Optional[str]) -> Optional[str]:

@@ -17,12 +17,20 @@ from dataclasses import dataclass
 from typing import Optional
 
 from pykv.config import EngineConfig
-from pykv.costs import PreemptionCost, RecomputeStats
+from pykv.costs import PreemptionCost, RecomputeStats, recompute_tax
 from pykv.kv_cache_manager import PrefixCacheStats
-from pykv.metrics import EngineMetrics, StatsWindow, logger, preemption_log_line, pykv_preemption_note, stats_log_lines
+from pykv.metrics import (
+    EngineMetrics,
+    StatsWindow,
+    logger,
+    preemption_log_line,
+    pykv_preemption_note,
+    sglang_retract_line,
+    stats_log_lines,
+)
 from pykv.request import RequestOutput
 from pykv.scheduler import OutputEvents
-from pykv.step_report import ScheduledChunk
+from pykv.step_report import OffloadTransfer, ScheduledChunk
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class StepOutcome:
     swapped_in: list[PreemptionCost]
     finished: list[RequestOutput]
     recompute: RecomputeStats  # re-prefill work charged this step
+    offload: list[OffloadTransfer]  # copies to and from the CPU offloading tier this step
     prefix: PrefixCacheStats  # prefix-cache lookups this step
     total_preemptions: int  # the scheduler's cumulative count, after this step
     output_events: OutputEvents  # what V1 learns from this step's outputs (delivered preemptions, first prompts)
@@ -57,7 +66,11 @@ class StepObserver:
         self.every_s = config.log_stats_interval_s  # None: no timed stats lines
         self.prefix_caching = config.enable_prefix_caching
         self.device_name = "GPU" if config.device.startswith("cuda") else "CPU"
+        self.sglang_victims = config.preemption_victim == "sglang"
+        self.block_size = config.block_size
         self._queries = self._hits = 0  # what the release's prefix-cache counters count, so far
+        self._recomputed = self._prefill = 0  # tokens, so far: the recompute tax
+        self._recomputed_s = self._prefill_s = 0.0
         self._new_window()
 
     def _new_window(self) -> None:
@@ -66,6 +79,11 @@ class StepObserver:
 
     def after_step(self, o: StepOutcome) -> list[str]:
         lines = self._preemptions(o)
+        retracted = [c for c in o.preempted if c.mode != "abort"]
+        if self.sglang_victims and retracted:
+            line = sglang_retract_line(len(retracted), sum(c.num_blocks for c in retracted) * self.block_size)
+            logger.warning(line)
+            lines.append(line)
         self._counters(o)
         self._window_engine_s += o.step_time_s
         due = (self.every_steps is not None and o.step % self.every_steps == 0) or \
@@ -103,6 +121,15 @@ class StepObserver:
         m, p, pc = self.metrics, self.profile, o.prefix
         m.recomputed_tokens.inc(o.recompute.tokens)
         m.recompute_seconds.inc(o.recompute.seconds)
+        m.prefill_seconds.inc(o.recompute.prefill_seconds)
+        if p.has_kv_offloading:
+            self._offload(o)
+        self._recomputed += o.recompute.tokens
+        self._recomputed_s += o.recompute.seconds
+        self._prefill += o.recompute.prefill_tokens
+        self._prefill_s += o.recompute.prefill_seconds
+        m.recompute_tax.set(recompute_tax(self._recomputed, self._prefill) or 0.0)
+        m.recompute_tax_time.set(recompute_tax(self._recomputed_s, self._prefill_s) or 0.0)
         m.prefix_queries_all.inc(pc.queries)  # pykv's: one lookup per admission, in every profile
         m.prefix_hits_own.inc(pc.hits_own)
         m.prefix_hits_shared.inc(pc.hits_shared)
@@ -139,6 +166,15 @@ class StepObserver:
         # 0.33's line counts the prompt tokens computed (_track_iteration_stats); older lines, the counter's.
         self._window_prompt += computed if p.stats_format == "v0.33" else prompt
         self._window_generation += o.num_sampled
+
+    def _offload(self, o: StepOutcome) -> None:
+        m, pc = self.metrics, o.prefix
+        m.external_queries.inc(pc.external_queries)
+        m.external_hits.inc(pc.external_hits)
+        m.offload_loaded_tokens.inc(sum(c.num_loaded_tokens for c in o.chunks))
+        for t in o.offload:
+            (m.offload_store_bytes if t.direction == "store" else m.offload_load_bytes).inc(t.num_bytes)
+            (m.offload_store_time if t.direction == "store" else m.offload_load_time).inc(t.seconds)
 
     def _hit_rate(self) -> Optional[float]:
         if not self.prefix_caching:

@@ -48,3 +48,15 @@ def checked_request_id(request_id: object) -> str:
         raise ValueError(f"request_id must be 1 to {MAX_REQUEST_ID_CHARS} printable characters, got "
                          f"{show_value(request_id)}; leave it out for an automatic one.")
     return request_id
+
+
+MAX_PRIORITY = 2**31  # vLLM's priority is a plain int; pykv bounds it so a message never quotes a huge number
+
+
+def checked_priority(priority: object) -> int:
+    """A request priority: an integer (lower runs first, as in vLLM), not a bool, float or text."""
+    if isinstance(priority, bool) or not isinstance(priority, numbers.Integral) or \
+            not -MAX_PRIORITY <= priority < MAX_PRIORITY:
+        raise ValueError(f"priority must be an integer in [-2**31, 2**31) (lower runs first, as in vLLM), got "
+                         f"{show_value(priority)} ({type(priority).__name__}).")
+    return int(priority)

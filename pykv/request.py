@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from pykv.config import show_value
-from pykv.limits import MAX_STOP_TOKEN_IDS, MAX_TEMPERATURE, MAX_TOKENS, MIN_TEMPERATURE
+from pykv.limits import MAX_N, MAX_STOP_TOKEN_IDS, MAX_TEMPERATURE, MAX_TOKENS, MIN_TEMPERATURE
 
 if TYPE_CHECKING:
     import torch
@@ -41,7 +41,8 @@ class RequestStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to pick each next token. ``temperature=0`` is greedy (the default)."""
+    """How to pick each next token. ``temperature=0`` is greedy (the default). ``n`` sequences are sampled from
+    one prompt (parallel sampling): greedy ones are identical, as in vLLM."""
 
     max_tokens: int = 16
     temperature: float = 0.0
@@ -49,6 +50,7 @@ class SamplingParams:
     seed: Optional[int] = None
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
+    n: int = 1
 
     def __post_init__(self) -> None:
         """Type and range checks, with no silent conversion (no ``int(1.5)``, no ``True`` as 1, no ``"0.5"``)."""
@@ -73,10 +75,13 @@ class SamplingParams:
         bad = [t for t in ids if not _is_int(t) or not 0 <= t < 2**31][:1]
         if bad:
             raise ValueError(f"stop_token_ids must hold non-negative integer token ids, got {show_value(bad[0])}.")
+        if not _is_int(self.n) or not 1 <= self.n <= MAX_N:
+            raise ValueError(f"n (sequences per prompt) must be an integer in [1, {MAX_N}], got {show_value(self.n)}.")
         if not isinstance(self.ignore_eos, bool):
             raise ValueError(f"ignore_eos must be True or False, got {show_value(self.ignore_eos)}.")
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in ids))
         object.__setattr__(self, "max_tokens", int(self.max_tokens))
+        object.__setattr__(self, "n", int(self.n))
         object.__setattr__(self, "temperature", float(t) if t else 0.0)
         object.__setattr__(self, "top_p", float(self.top_p))
         object.__setattr__(self, "seed", None if self.seed is None else int(self.seed))
@@ -113,6 +118,9 @@ class Request:
     arrival_step: int = 0
     eos_token_ids: frozenset[int] = frozenset()
     arrival_time: float = 0.0  # perf_counter() at add_request
+    priority: int = 0  # vLLM's request priority: lower runs first (read by preemption_victim="priority")
+    parent_id: Optional[str] = None  # a forked sequence of parallel sampling: the request it forked from
+    fork_generators: list = field(default_factory=list, repr=False)  # n > 1 and temperature: one per future sibling
     # Mutated by the scheduler only (scheduling, preemption, update_from_output, abort):
     status: RequestStatus = RequestStatus.WAITING
     num_computed_tokens: int = 0
@@ -142,6 +150,21 @@ class Request:
     def is_finished(self) -> bool:
         return self.status.is_finished
 
+    @property
+    def pending_forks(self) -> int:
+        """Sequences this request will fork into on its first token (n - 1 until then, 0 after and for n = 1)."""
+        return self.sampling_params.n - 1 if self.parent_id is None and not self.output_token_ids else 0
+
+    @property
+    def num_seqs(self) -> int:
+        """Sequences it counts as against max_num_seqs: itself and those it will fork (V0 counts a group's n)."""
+        return 1 + self.pending_forks
+
+
+def sequence_id(request_id: str, k: int) -> str:
+    """The id of a request's k-th forked sequence (k >= 1; the request itself is sequence 0)."""
+    return f"{request_id}#{k}"
+
 
 @dataclass(frozen=True)
 class RequestOutput:
@@ -160,6 +183,8 @@ class RequestOutput:
     finish_step: Optional[int] = None
     ttft_s: Optional[float] = None  # measured wall time from add_request to the first token
     latency_s: Optional[float] = None  # measured wall time from add_request to finishing
+    parent_id: Optional[str] = None  # a forked sequence: the request it belongs to
+    sequences: Optional[list[list[int]]] = None  # generate() with n > 1: every sequence's tokens, this one first
 
     @property
     def tpot_s(self) -> Optional[float]:

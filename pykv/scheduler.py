@@ -3,14 +3,16 @@ parts every vLLM profile shares. Each profile's scheduling order lives in its ow
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
 from pykv.config import EngineConfig
 from pykv.kv_cache_manager import KVCacheManager, cdiv
-from pykv.request import Request, RequestStatus
+from pykv.request import Request, RequestStatus, sequence_id
 from pykv.step_report import ScheduledChunk
+from pykv.victim_policy import VictimChoice, choose_victim
 
 SWAP_ABORT_MESSAGE = (
     "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error. "
@@ -36,6 +38,7 @@ class PreemptionEvent:
     num_tokens: int  # computed tokens whose KV was dropped (recompute) or moved (swap)
     fallback: Optional[str] = None  # None | "recompute" | "abort"
     reason: Optional[str] = None
+    why: Optional[str] = None  # why the victim policy chose this request
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class SchedulerOutput:
     aborted: list[Request] = field(default_factory=list)
     swap_out: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(gpu, cpu)]
     swap_in: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(cpu, gpu)]
+    offload_load: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(tier, gpu)]
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -65,9 +69,10 @@ class Scheduler:
     """Queues, preemption and bookkeeping shared by every vLLM profile; ``schedule()`` is the profile's
     (``pykv.scheduler_v0`` for vLLM V0, ``pykv.scheduler_v1`` for V1).
 
-    Shared by all: a victim is the *last* request of the running queue (possibly the request being
-    scheduled itself). Recompute frees all its blocks, sets ``num_computed_tokens`` to 0 and puts it
-    at the *front* of the waiting queue keeping every token id. Swap (V0 only) moves its blocks to the
+    Shared by all: a victim is chosen by ``preemption_victim`` (``pykv.victim_policy``; by default the
+    *last* request of the running queue, possibly the request being scheduled itself). Recompute frees
+    all its blocks, sets ``num_computed_tokens`` to 0 and puts it at the *front* of the waiting queue
+    keeping every token id. Swap (V0 only) moves its blocks to the
     CPU pool and appends it to the swapped queue, keeping its progress.
     """
 
@@ -87,6 +92,16 @@ class Scheduler:
     def add_request(self, request: Request) -> None:
         self.waiting.append(request)
         self.requests[request.request_id] = request
+        self._order_waiting()
+
+    def _order_waiting(self) -> None:
+        """Under the priority policy the waiting queue is ordered by (priority, arrival), as vLLM's priority
+        request queue pops it (a stable sort: equal keys keep their order)."""
+        if self.config.preemption_victim == "priority":
+            self.waiting = deque(sorted(self.waiting, key=lambda r: (r.priority, r.arrival_time)))
+
+    def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
+        return choose_victim(self.config.preemption_victim, candidates)
 
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)
@@ -94,49 +109,69 @@ class Scheduler:
     def schedule(self, step: int) -> SchedulerOutput:
         raise NotImplementedError
 
-    def _chunk(self, request: Request, num_new: int, num_cached: int = 0) -> ScheduledChunk:
+    def _chunk(self, request: Request, num_new: int, num_cached: int = 0, num_loaded: int = 0) -> ScheduledChunk:
         start = request.num_computed_tokens
         is_prefill = not (num_new == 1 and start == request.num_tokens - 1 and request.output_token_ids)
-        return ScheduledChunk(request.request_id, start, num_new, is_prefill, num_cached)
+        return ScheduledChunk(request.request_id, start, num_new, is_prefill, num_cached, num_loaded)
 
     # ---- preemption ---------------------------------------------------------------------------
 
-    def _preempt(self, victim: Request, step: int, out: SchedulerOutput) -> PreemptionEvent:
-        """vLLM V0's modes: "swap" swaps (falling back when the CPU pool is full); "auto" swaps only
-        requests with several sequences, and until parallel sampling exists every request has one,
-        so "auto" recomputes; "recompute" always recomputes (vLLM V1's only mode)."""
-        self.num_preemptions += 1
-        victim.num_preemptions += 1
-        stalled = victim.tokens_since_preemption == 0
-        victim.preemptions_without_progress = victim.preemptions_without_progress + 1 if stalled else 1
-        victim.tokens_since_preemption = 0
-        num_blocks, num_tokens = self.kv.num_blocks_of(victim), victim.num_computed_tokens
-        event = dict(request_id=victim.request_id, step=step, num_blocks=num_blocks, num_tokens=num_tokens)
-        if victim.preemptions_without_progress > self.config.max_preemptions_without_progress:
-            victim.finish_message = LIVELOCK_MESSAGE.format(n=victim.preemptions_without_progress)
-            self._finish(victim, RequestStatus.FINISHED_ABORTED)
-            out.aborted.append(victim)
-            return PreemptionEvent(mode="abort", reason="livelock guard", **event)
-        victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
-        if self.config.preemption_mode != "swap":
+    def _preempt(self, victim: Request, step: int, out: SchedulerOutput, why: Optional[str] = None) -> PreemptionEvent:
+        return self._preempt_group([victim], step, out, why)[0]
+
+    def _preempt_group(self, group: list[Request], step: int, out: SchedulerOutput,
+                       why: Optional[str] = None) -> list[PreemptionEvent]:
+        """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole.
+
+        vLLM V0's modes: "swap" swaps (falling back when the CPU pool is full); "auto" swaps a group that has or
+        will have several sequences (``get_max_num_running_seqs() > 1``) and recomputes a single one; "recompute"
+        always recomputes (vLLM V1's only mode; vLLM 0.6.3 would assert on a group of several sequences, pykv
+        recomputes each)."""
+        events, live = [], []
+        for victim in group:
+            member_why = why if len(group) == 1 else (
+                f"its sequence group goes whole (vLLM V0 preempts a SequenceGroup), and for the chosen one {why}")
+            self.num_preemptions += 1
+            victim.num_preemptions += 1
+            stalled = victim.tokens_since_preemption == 0
+            victim.preemptions_without_progress = victim.preemptions_without_progress + 1 if stalled else 1
+            victim.tokens_since_preemption = 0
+            event = dict(request_id=victim.request_id, step=step, num_blocks=self.kv.num_blocks_of(victim),
+                         num_tokens=victim.num_computed_tokens, why=member_why)
+            if victim.preemptions_without_progress > self.config.max_preemptions_without_progress:
+                victim.finish_message = LIVELOCK_MESSAGE.format(n=victim.preemptions_without_progress)
+                self._finish(victim, RequestStatus.FINISHED_ABORTED)
+                out.aborted.append(victim)
+                events.append(PreemptionEvent(mode="abort", reason="livelock guard", **event))
+                continue
+            victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
+            live.append((victim, event))
+        mode = self.config.preemption_mode
+        swap = mode == "swap" or (mode == "auto" and sum(v.num_seqs for v, _ in live) > 1)
+        mappings = self.kv.swap_out([v for v, _ in live]) if swap and live else None
+        if mappings is not None:
+            for victim, event in live:
+                out.swap_out[victim.request_id] = mappings[victim.request_id]
+                victim.status = RequestStatus.SWAPPED
+                self.swapped.append(victim)
+                events.append(PreemptionEvent(mode="swap", **event))
+            return events
+        reason = None
+        if swap and live:
+            reason = (f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
+                      f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e['num_blocks'] for _, e in live)}")
+        for victim, event in live:
+            if reason and self.config.swap_fallback == "abort":
+                victim.undelivered_preemptions -= 1
+                victim.finish_message = SWAP_ABORT_MESSAGE
+                self._finish(victim, RequestStatus.FINISHED_ABORTED)
+                out.aborted.append(victim)
+                events.append(PreemptionEvent(mode="abort", fallback="abort", reason=reason, **event))
+                continue
             self._preempt_by_recompute(victim)
-            return PreemptionEvent(mode="recompute", **event)
-        mapping = self.kv.swap_out(victim)
-        if mapping is not None:
-            out.swap_out[victim.request_id] = mapping
-            victim.status = RequestStatus.SWAPPED
-            self.swapped.append(victim)
-            return PreemptionEvent(mode="swap", **event)
-        reason = (f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
-                  f"{self.kv.cpu_pool.num_blocks}; the victim needs {num_blocks}")
-        if self.config.swap_fallback == "abort":
-            victim.undelivered_preemptions -= 1
-            victim.finish_message = SWAP_ABORT_MESSAGE
-            self._finish(victim, RequestStatus.FINISHED_ABORTED)
-            out.aborted.append(victim)
-            return PreemptionEvent(mode="abort", fallback="abort", reason=reason, **event)
-        self._preempt_by_recompute(victim)
-        return PreemptionEvent(mode="recompute", fallback="recompute", reason=reason, **event)
+            events.append(PreemptionEvent(mode="recompute", fallback="recompute" if reason else None, reason=reason,
+                                          **event))
+        return events
 
     def _preempt_by_recompute(self, victim: Request) -> None:
         self.kv.free(victim)
@@ -145,14 +180,18 @@ class Scheduler:
         self._requeue(victim)
 
     def _requeue(self, victim: Request) -> None:
-        """A recompute victim goes back to the front of the waiting queue (V1's prepend_request)."""
+        """A recompute victim goes back to the front of the waiting queue (V1's prepend_request; under the
+        priority policy, to its (priority, arrival) place)."""
         self.waiting.appendleft(victim)
+        self._order_waiting()
 
     # ---- after the forward pass ---------------------------------------------------------------
 
-    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int], step: int, now: float) -> list[Request]:
+    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int], step: int, now: float,
+                           forks: Optional[dict[str, list[int]]] = None) -> list[Request]:
         """Advance each scheduled request; append sampled tokens (the first one stamped with ``step`` and
-        ``now``, a perf_counter() time); return the requests that finished."""
+        ``now``, a perf_counter() time); fork the sequences of parallel sampling (``forks``: request -> the
+        first tokens of its other sequences); return the requests that finished."""
         finished = []
         for chunk in out.chunks:
             request = self.requests[chunk.request_id]
@@ -160,7 +199,12 @@ class Scheduler:
             token = sampled.get(chunk.request_id)
             if token is None:
                 continue  # a prefill chunk that has not reached the end of the known tokens
+            children = self._fork(request, (forks or {}).get(request.request_id, []), step, now)
             request.output_token_ids.append(token)
+            for child in children:
+                if (status := self._stop_status(child, child.output_token_ids[-1])) is not None:
+                    self._finish(child, status)
+                    finished.append(child)
             request.tokens_since_preemption += 1
             self._deliver_preemptions(request)
             if request.first_token_step is None:
@@ -172,6 +216,30 @@ class Scheduler:
                 self._finish(request, status)
                 finished.append(request)
         return finished
+
+    def _fork(self, parent: Request, tokens: list[int], step: int, now: float) -> list[Request]:
+        """Parallel sampling: on its first token a request with ``n > 1`` forks ``n - 1`` sequences that share all
+        its blocks (vLLM V0's ``SequenceGroup`` fork); they join the running queue right after it."""
+        children = []
+        for k, token in enumerate(tokens, start=1):
+            child = dataclasses.replace(
+                parent, request_id=sequence_id(parent.request_id, k), prompt_token_ids=list(parent.prompt_token_ids),
+                output_token_ids=[token], parent_id=parent.request_id, fork_generators=[],
+                generator=parent.fork_generators[k - 1] if parent.fork_generators else None,
+                first_token_step=step, first_token_time=now, num_preemptions=0, undelivered_preemptions=0,
+                tokens_since_preemption=1, preemptions_without_progress=0)
+            self.kv.fork(parent, child)
+            self.requests[child.request_id] = child
+            children.append(child)
+        if children:
+            at = self.running.index(parent) + 1
+            self.running[at:at] = children
+        return children
+
+    def num_running_seqs(self) -> int:
+        """Running sequences as max_num_seqs counts them: a request yet to fork counts its n (as V0 counts a
+        group's sequences at admission)."""
+        return sum(r.num_seqs for r in self.running)
 
     def _stop_status(self, request: Request, token: int) -> Optional[RequestStatus]:
         params = request.sampling_params
@@ -214,7 +282,7 @@ class Scheduler:
 
     def check_invariants(self) -> None:
         self.kv.check_invariants()
-        assert len(self.running) <= self.config.max_num_seqs, "more running requests than max_num_seqs"
+        assert self.num_running_seqs() <= self.config.max_num_seqs, "more running sequences than max_num_seqs"
         for request in self.running:
             assert request.status == RequestStatus.RUNNING, f"{request.request_id} in running with {request.status}"
             assert request.num_computed_tokens <= request.num_tokens

@@ -73,7 +73,7 @@ class V0Scheduler(Scheduler):
             self.running = (running.leftover + swapped_in.decodes + swapped_in.prefills + running.decodes
                             + running.prefills + admitted)
         else:
-            budget.num_seqs = len(self.running)
+            budget.num_seqs = self.num_running_seqs()
             admitted = [] if self.swapped else self._schedule_prefills(out, budget, chunking)
             if admitted:
                 self.running += admitted
@@ -82,6 +82,7 @@ class V0Scheduler(Scheduler):
                 swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
                 self.running = running.leftover + running.decodes + swapped_in.decodes
         self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
+        self._order_waiting()
         return out
 
     def _num_new_tokens(self, request: Request, budget: _Budget, chunking: bool) -> int:
@@ -96,6 +97,7 @@ class V0Scheduler(Scheduler):
 
     def _schedule_running(self, out: SchedulerOutput, step: int, budget: _Budget, chunking: bool) -> _Scheduled:
         queue, self.running = deque(self.running), []
+        order = {id(r): i for i, r in enumerate(queue)}  # running-queue order, to preempt a group tail first
         done = _Scheduled()
         while queue:
             request = queue[0]
@@ -104,27 +106,54 @@ class V0Scheduler(Scheduler):
                 break
             queue.popleft()
             while self.kv.allocate_slots(request, num_new) is None:
-                victim = queue.pop() if queue else request  # the tail of the rest, else itself
-                out.preempted.append(self._preempt(victim, step, out))
-                if victim is request:
+                # V0 pops victims off the rest of the queue, else takes the request itself: candidates are the
+                # requests not yet scheduled this step ("last" = the tail of the rest). The victim's whole sequence
+                # group goes (parallel sampling), sequences scheduled earlier this step taken back.
+                choice = self._choose_victim([request] + list(queue))
+                group = group_of(choice.request, [request] + list(queue) + done.decodes + done.prefills)
+                group.sort(key=lambda r: -order[id(r)])  # tail first, as V0 pops them
+                for member in group:
+                    if member in queue:
+                        queue.remove(member)
+                    self._take_back(member, out, budget, done, chunking)
+                out.preempted.extend(self._preempt_group(group, step, out, choice.why))
+                if request in group:
                     break
             else:
                 chunk = self._chunk(request, num_new)
                 out.chunks.append(chunk)
                 (done.prefills if chunk.is_prefill else done.decodes).append(request)
-                budget.add(num_new, 1 if chunking else 0)  # without chunking, running seqs were counted up front
+                budget.add(num_new, request.num_seqs if chunking else 0)  # unchunked: running seqs counted up front
         done.leftover = list(queue)
         return done
 
+    def _take_back(self, request: Request, out: SchedulerOutput, budget: _Budget, done: _Scheduled,
+                   chunking: bool) -> None:
+        """Undo a sequence's scheduling earlier in this step (its group is being preempted): its chunk, its budget,
+        the block it was given for this step's token."""
+        chunk = next((c for c in out.chunks if c.request_id == request.request_id), None)
+        if chunk is None:
+            return
+        out.chunks.remove(chunk)
+        for queue in (done.decodes, done.prefills):
+            if request in queue:
+                queue.remove(request)
+        budget.num_batched_tokens -= chunk.num_new_tokens
+        budget.num_seqs -= request.num_seqs if chunking else 0
+        self.kv.trim(request)
+
     def _schedule_swapped(self, out: SchedulerOutput, budget: _Budget, chunking: bool,
                           running: _Scheduled) -> _Scheduled:
+        """Swapped requests come back first in, first out, a sequence group together (its shared blocks shared
+        again), while the blocks they touch plus the watermark fit."""
         done = _Scheduled()
         while self.swapped:
-            request = self.swapped[0]
-            num_new = self._num_new_tokens(request, budget, chunking)
-            touched = self.kv.num_blocks_to_swap_in(request, max(num_new, 1))
+            group = group_of(self.swapped[0], list(self.swapped))
+            nums = [self._num_new_tokens(r, budget, chunking) for r in group]
+            touched = self.kv.num_blocks_to_swap_in(group, [max(n, 1) for n in nums])
             if touched > self.kv.pool.num_blocks:
-                self._ignore(out, request, SWAP_IN_NEVER.format(id=request.request_id))
+                for request in group:
+                    self._ignore(out, request, SWAP_IN_NEVER.format(id=request.request_id))
                 continue
             # pykv: the watermark is waived when nothing runs, so a lone swapped request can return (V0 would wait
             # for room that never comes).
@@ -132,16 +161,18 @@ class V0Scheduler(Scheduler):
             watermark = self.watermark_blocks if busy else 0
             if self.kv.pool.num_free_blocks() - touched < watermark:
                 break
-            if num_new == 0 or not budget.can_schedule(num_new, 1):
+            if 0 in nums or not budget.can_schedule(sum(nums), sum(r.num_seqs for r in group)):
                 break
-            self.swapped.popleft()
-            out.swap_in[request.request_id] = self.kv.swap_in(request)
-            assert self.kv.allocate_slots(request, num_new) is not None, "swap-in room was checked above"
-            request.status = RequestStatus.RUNNING
-            chunk = self._chunk(request, num_new)
-            out.chunks.append(chunk)
-            (done.prefills if chunk.is_prefill else done.decodes).append(request)
-            budget.add(num_new, 1)
+            for request in group:
+                self.swapped.remove(request)
+            out.swap_in.update(self.kv.swap_in(group))
+            for request, num_new in zip(group, nums):
+                assert self.kv.allocate_slots(request, num_new) is not None, "swap-in room was checked above"
+                request.status = RequestStatus.RUNNING
+                chunk = self._chunk(request, num_new)
+                out.chunks.append(chunk)
+                (done.prefills if chunk.is_prefill else done.decodes).append(request)
+                budget.add(num_new, request.num_seqs)
         return done
 
     def _schedule_prefills(self, out: SchedulerOutput, budget: _Budget, chunking: bool) -> list[Request]:
@@ -162,7 +193,7 @@ class V0Scheduler(Scheduler):
             request.num_computed_tokens = num_hit  # pykv: hits are skipped and not charged to the budget
             num_new = self._num_new_tokens(request, budget, chunking)
             request.num_computed_tokens = 0
-            if num_new == 0 or not budget.can_schedule(num_new, 1):
+            if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
                 break
             blocks = self.kv.allocate_slots(request, num_new, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
@@ -171,7 +202,7 @@ class V0Scheduler(Scheduler):
             request.status = RequestStatus.RUNNING
             request.num_computed_tokens = num_hit
             out.chunks.append(self._chunk(request, num_new, num_hit))
-            budget.add(num_new, 1)
+            budget.add(num_new, request.num_seqs)
             admitted.append(request)
         return admitted
 
@@ -183,3 +214,10 @@ class V0Scheduler(Scheduler):
         request.finish_message = message
         self._finish(request, RequestStatus.FINISHED_IGNORED)
         out.ignored.append(request)
+
+
+def group_of(request: Request, pool: list[Request]) -> list[Request]:
+    """The sequences of ``request``'s group (parallel sampling) among ``pool``, in pool order; V0 schedules,
+    preempts and swaps a ``SequenceGroup`` whole."""
+    group_id = request.parent_id or request.request_id
+    return [r for r in pool if (r.parent_id or r.request_id) == group_id]

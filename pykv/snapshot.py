@@ -15,7 +15,7 @@ from pykv.step_report import PreemptionView, StepReport
 @dataclass(frozen=True)
 class BlockView:
     block_id: int
-    pool: str  # "gpu" (the device pool, whatever the device is) or "cpu" (the swap pool)
+    pool: str  # "gpu" (the device pool, whatever the device is) or "cpu" (the swap pool, or the offloading tier)
     ref_cnt: int
     owners: list[str]  # request ids whose block tables hold it
     logical_index: list[int]  # its index in each owner's block table (same order as owners)
@@ -57,6 +57,7 @@ class Snapshot:
     metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
     report: Optional[StepReport] = None  # the step that led here
     vllm_profile: str = "v0.33"  # the vLLM release whose rules and metric names the engine follows
+    cpu_pool: Optional[str] = None  # what the "cpu" blocks are: "swap" (V0's swap pool), "offload" (V1's tier), None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

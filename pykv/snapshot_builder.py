@@ -84,4 +84,5 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
         metrics=metrics,
         report=report,
         vllm_profile=vllm_profile,
+        cpu_pool="offload" if kv.offload is not None else ("swap" if kv.cpu_pool.num_blocks else None),
     )

@@ -18,6 +18,7 @@ class ScheduledChunk:
     num_new_tokens: int
     is_prefill: bool  # False for a single-token decode
     num_cached_tokens: int = 0  # prefix-cache hit taken at admission this step
+    num_loaded_tokens: int = 0  # tokens loaded from the CPU offloading tier at admission this step (after the hit)
 
 
 @dataclass(frozen=True)
@@ -34,18 +35,48 @@ class PreemptionView:
     device: str  # where the times were measured
     fallback: Optional[str] = None
     reason: Optional[str] = None
+    why: Optional[str] = None  # why the victim policy chose this request
+    blocks_copied: Optional[int] = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
     swap_out_s: Optional[float] = None  # measured copy times
     swap_in_s: Optional[float] = None
     swap_copies: Optional[int] = None  # copies issued each way
     modelled_pcie_out_s: Optional[float] = None  # the same copies modelled over PCIe (not measured)
     modelled_pcie_in_s: Optional[float] = None
     prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
+    loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
     recomputed_tokens: int = 0
     recompute_s: float = 0.0  # apportioned forward time (see pykv.costs)
     recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
     steps_lost: Optional[int] = None
     swap_out_bandwidth: Optional[float] = None  # measured bytes/s of the swap-out copy
     swap_in_bandwidth: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class CopyOnWrite:
+    """A shared partial block copied before ``request_id`` appended to it (parallel sampling)."""
+
+    request_id: str
+    src_block: int
+    dst_block: int
+
+
+@dataclass(frozen=True)
+class OffloadTransfer:
+    """One step's copies between the device pool and V1's CPU offloading tier: measured on ``device``, with the
+    same copy modelled over PCIe (labelled modelled wherever shown)."""
+
+    direction: str  # "store" (device -> CPU tier) | "load" (CPU tier -> device)
+    num_blocks: int
+    num_bytes: int
+    seconds: float  # measured copy time
+    modelled_pcie_s: float  # the same bytes and copies over the modelled PCIe link
+    device: str
+
+    @property
+    def bandwidth(self) -> Optional[float]:
+        """Measured bytes/s."""
+        return self.num_bytes / self.seconds if self.seconds > 0 else None
 
 
 @dataclass(frozen=True)
@@ -63,6 +94,16 @@ class StepReport:
     step_time_s: float  # measured whole step: schedule + copies + forward + sample + update
     device: str
     log_lines: list[str] = field(default_factory=list)  # vLLM-style log lines this step wrote
+    recomputed_tokens: int = 0  # prefill tokens this step that recomputed KV a recompute preemption dropped
+    offload: list[OffloadTransfer] = field(default_factory=list)  # loads (before the forward), stores (after)
+    copy_on_write: list[CopyOnWrite] = field(default_factory=list)  # shared blocks copied before the forward
+    forked: dict[str, list[str]] = field(default_factory=dict)  # request -> the sequences it forked this step
+
+    @property
+    def recompute_tax(self) -> Optional[float]:
+        """This step's share of prefill tokens that recomputed dropped KV; None in a step with no prefill."""
+        prefill = sum(c.num_new_tokens for c in self.chunks if c.is_prefill)
+        return self.recomputed_tokens / prefill if prefill else None
 
     @classmethod
     def from_dict(cls, raw: dict) -> "StepReport":
@@ -71,4 +112,6 @@ class StepReport:
             "preempted": [PreemptionView(**p) for p in raw["preempted"]],
             "swapped_in": [PreemptionView(**p) for p in raw["swapped_in"]],
             "finished": [RequestOutput(**o) for o in raw["finished"]],
+            "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
+            "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],
         })

@@ -15,6 +15,7 @@ from pykv.config import EngineConfig
 from pykv.kv_cache_manager import cdiv
 from pykv.loader import LoadedModel, load_model
 from pykv.pcie import PCIE_GBPS, modelled_copy_seconds
+from pykv.victim_policy import POLICY_LABELS
 from pykv.workload import PRESETS, check_preset_args, make_workload
 
 # Named modes: the engine settings each stands for.
@@ -23,14 +24,18 @@ MODES: dict[str, dict] = {
     "swap": {"preemption_mode": "swap", "enable_prefix_caching": False, "swap_copy": "batched"},
     "swap per-block": {"preemption_mode": "swap", "enable_prefix_caching": False, "swap_copy": "per_block"},
     "recompute+prefix": {"preemption_mode": "recompute", "enable_prefix_caching": True},
+    "recompute+offload": {"preemption_mode": "recompute", "enable_prefix_caching": False},
     "swap+prefix": {"preemption_mode": "swap", "enable_prefix_caching": True, "swap_copy": "batched"},
 }
 SWAP_PROFILE = "v0.6"  # swap modes run under vLLM V0's rules: V1 has no swap
+OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11+)
+OFFLOAD_MODES = ("recompute+offload",)
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 RUN_COLUMNS = [
     "mode", "vllm_profile", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode",
-    "prefix_caching", "swap_copy", "steps", "wall_s", "output_tokens", "tokens_per_s", "preemptions",
-    "recomputed_tokens", "recompute_s", "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s",
+    "prefix_caching", "swap_copy", "preemption_victim", "steps", "wall_s", "output_tokens", "tokens_per_s",
+    "preemptions", "recomputed_tokens", "recompute_s", "recompute_tax", "recompute_tax_time", "loaded_tokens",
+    "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s",
     "modelled_pcie_gen5_s", "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "device",
 ]
 PREEMPTION_COLUMNS = [
@@ -124,7 +129,8 @@ class SweepSpec:
     values: tuple[int, ...] = (24, 32, 40, 48, 56, 64)
     modes: tuple[str, ...] = ("recompute", "swap")
     base: EngineConfig = field(default_factory=EngineConfig)
-    cpu_pool_factor: int = 4  # swap modes get a CPU pool this many times the device pool
+    cpu_pool_factor: int = 4  # swap and offload modes get a CPU pool this many times the device pool
+    policies: tuple[str, ...] = ("last",)  # preemption_victim values; each mode runs once per policy
 
     def __post_init__(self) -> None:
         if self.axis not in AXES:
@@ -135,32 +141,41 @@ class SweepSpec:
         _check_values(tuple(self.values))
         if not self.modes:
             raise ValueError("Choose at least one mode.")
+        if not self.policies:
+            raise ValueError("Choose at least one victim policy.")
+        bad = [p for p in self.policies if p not in POLICY_LABELS]
+        if bad:
+            raise ValueError(f"Unknown victim policies {bad}; choose from {', '.join(POLICY_LABELS)}.")
         if self.workload not in PRESETS:
             raise ValueError(f"A sweep runs a workload preset ({', '.join(PRESETS)}), not {self.workload!r}.")
         check_preset_args(self.workload, seed=self.seed, **self.workload_args)
 
     @property
     def num_runs(self) -> int:
-        """How many runs :meth:`configs` gives (one per value and mode), without building them."""
-        return len(self.values) * len(self.modes)
+        """How many runs :meth:`configs` gives (one per value, mode and policy), without building them."""
+        return len(self.values) * len(self.modes) * len(self.policies)
 
     def configs(self) -> list[tuple[str, int, EngineConfig]]:
-        """Every run, in order: (mode, axis value, config). Configs are validated here, up front."""
+        """Every run, in order: (mode, axis value, config). With several policies a run's mode reads "mode ·
+        policy". Configs are validated here, up front."""
         runs = []
         capacity = self.base.num_gpu_blocks * self.base.block_size
-        for value in self.values:
-            for mode in self.modes:
-                changes = dict(MODES[mode])
-                if self.axis == "block_size":
-                    changes |= {"block_size": value, "num_gpu_blocks": max(1, capacity // value)}
-                else:
-                    changes[self.axis] = value
-                blocks = changes.get("num_gpu_blocks", self.base.num_gpu_blocks)
-                profile = self.base.vllm_profile
-                if changes["preemption_mode"] == "swap":
-                    changes["num_cpu_blocks"] = self.cpu_pool_factor * blocks
-                    profile = profile if self.base.profile.is_v0 else SWAP_PROFILE  # only V0 swaps
-                runs.append((mode, value, self.base.with_profile(profile, **changes)[0]))
+        for value, mode, policy in ((v, m, p) for v in self.values for m in self.modes for p in self.policies):
+            changes = dict(MODES[mode]) | {"preemption_victim": policy}
+            if self.axis == "block_size":
+                changes |= {"block_size": value, "num_gpu_blocks": max(1, capacity // value)}
+            else:
+                changes[self.axis] = value
+            blocks = changes.get("num_gpu_blocks", self.base.num_gpu_blocks)
+            profile = self.base.vllm_profile
+            if changes["preemption_mode"] == "swap":
+                changes["num_cpu_blocks"] = self.cpu_pool_factor * blocks
+                profile = profile if self.base.profile.is_v0 else SWAP_PROFILE  # only V0 swaps
+            if mode in OFFLOAD_MODES:
+                changes["num_offload_blocks"] = self.cpu_pool_factor * blocks
+                profile = OFFLOAD_PROFILE
+            label = f"{mode} · {policy}" if len(self.policies) > 1 else mode
+            runs.append((label, value, self.base.with_profile(profile, **changes)[0]))
         return runs
 
 
@@ -188,9 +203,11 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
         "mode": mode, "vllm_profile": config.vllm_profile, "axis": spec.axis, "value": value,
         "num_gpu_blocks": config.num_gpu_blocks,
         "block_size": config.block_size, "max_num_seqs": config.max_num_seqs, "preemption_mode": config.preemption_mode,
-        "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy, **run.totals(),
+        "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy,
+        "preemption_victim": config.preemption_victim, **run.totals(),
         "ttft_p50_s": ttft.quantile(0.5), "ttft_p95_s": ttft.quantile(0.95),
         "tpot_p50_s": tpot.quantile(0.5), "tpot_p95_s": tpot.quantile(0.95), "device": config.device,
+        "reports": run.reports,  # not a column: the schedule pykv.gpu_model prices for the page's modelled series
     }
     costs = []
     for r in records:
@@ -205,6 +222,7 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
             "mode": mode, "value": value, "preemption_mode": r.mode, "block_size": config.block_size,
             "seq_len": r.num_tokens, "num_bytes": r.num_bytes, "measured_s": measured,
             "recomputed_tokens": r.recomputed_tokens, "steps_lost": r.steps_lost, "device": r.device,
+            "step": r.step, "request_id": r.request_id,  # not columns: match the row to its modelled bill
             **{f"modelled_pcie_{gen}_s": None if r.mode != "swap" else
                modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
                for gen, gbps in PCIE_GBPS.items()},

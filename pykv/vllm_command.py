@@ -85,6 +85,7 @@ RELEASE_FLAGS: dict[str, dict[str, Flag]] = {
     "v0.33": _flags(*_COMMON,
                     ("block_size", Flag("--block-size", "block_size")),
                     ("watermark", Flag("--watermark", "watermark")),
+                    ("kv_offloading_size", Flag("--kv-offloading-size", "kv_offloading_size")),
                     ("enable_prefix_caching", Flag("--enable-prefix-caching", "enable_prefix_caching",
                                                    "bool_optional")),
                     ("enable_chunked_prefill", Flag("--enable-chunked-prefill", "enable_chunked_prefill",
@@ -95,6 +96,7 @@ NOT_IN_RELEASE: dict[str, dict[str, str]] = {
     "v0.6": {
         "watermark": "no flag in vLLM 0.6.3.post1: its block manager keeps its constructor default, 0.01 "
                      "(core/block_manager.py BlockSpaceManager)",
+        "kv_offloading_size": "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1 (0.11+)",
     },
     "v0.10": {
         "device": "no flag in vLLM 0.10.2: the platform is detected (DeviceConfig(current_platform.device_type))",
@@ -102,6 +104,7 @@ NOT_IN_RELEASE: dict[str, dict[str, str]] = {
         "preemption_mode": "not in this profile: V1 always recomputes (0.10.2 parses --preemption-mode, but setting "
                            "it leaves V1: EngineArgs._is_v1_supported_oracle)",
         "watermark": "no flag in vLLM 0.10.2 (the watermark came back in later V1 releases)",
+        "kv_offloading_size": "no flag in vLLM 0.10.2: --kv-offloading-size came in 0.11",
     },
     "v0.33": {
         "device": "no flag in vLLM 0.33.0: the platform is detected (DeviceConfig(current_platform.device_type))",
@@ -114,6 +117,8 @@ PYKV_ONLY: dict[str, str] = {
     "attention_backend": "pykv's torch reference or its Triton kernels (vLLM 0.33.0's --attention-backend chooses "
                          "among vLLM's own backends, a different list)",
     "num_cpu_blocks": "the CPU pool in blocks; vLLM sizes it from --swap-space only",
+    "num_offload_blocks": "the CPU offloading tier in blocks; vLLM (0.11+) sizes it from --kv-offloading-size "
+                          "only",
     "swap_fallback": "what pykv does when the CPU pool is full",
     "swap_copy": "how pykv issues the swap copies",
     "pcie_bandwidth_gbps": "the modelled PCIe figure (pykv's model, not measured)",
@@ -173,6 +178,20 @@ def _fitted_max_model_len(flag: Flag, p: VllmProfile, fitted: int) -> KnobMappin
                        f"none: pykv fitted it to the pool ({fitted} tokens, the length the engine ran with); {how}")
 
 
+def _victim(value: str) -> KnobMapping:
+    """vLLM has one knob for this, --scheduling-policy (fcfs | priority) in every profile's release."""
+    if value == "last":
+        return KnobMapping("preemption_victim", value, "unset", note="unset: the default policy (fcfs) preempts the "
+                                                                     "last running request")
+    if value == "priority":
+        return KnobMapping("preemption_victim", value, "flag", ("--scheduling-policy", "priority"),
+                           {"scheduling_policy": "priority"}, "priority scheduling: the victim is the worst "
+                           "(priority, arrival)")
+    return KnobMapping("preemption_victim", value, "pykv_only", note=f"{value}: no vLLM scheduling policy picks "
+                       "victims this way (" + ("a proposal to vLLM" if value == "lcf" else "SGLang's retract order")
+                       + "); vLLM would preempt the last running request")
+
+
 def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
                   max_model_len: Optional[int] = None) -> list[KnobMapping]:
     """Every knob of ``config`` in table order, as its profile's vLLM release would take it. ``bytes_per_block``
@@ -189,6 +208,8 @@ def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
             rows.append(_mapped(name, value, Flag("--model", "model"), p))
         elif name == "num_gpu_blocks" and config.gpu_memory_utilization is not None:
             rows.append(KnobMapping(name, value, "unset", note="unused: gpu_memory_utilization sizes the pool"))
+        elif name == "preemption_victim":
+            rows.append(_victim(value))
         elif name == "swap_space" and name in flags:
             rows.append(_swap_space(config, flags[name], bytes_per_block))
         elif name == "max_model_len" and value is None and max_model_len is not None:

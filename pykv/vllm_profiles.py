@@ -37,6 +37,7 @@ class VllmProfile:
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
     has_request_preemptions_histogram: bool  # vllm:request_num_preemptions (per finished request)
+    has_kv_offloading: bool = False  # the CPU offloading tier (--kv-offloading-size, vLLM 0.11+) and its metrics
 
     @property
     def is_v0(self) -> bool:
@@ -67,7 +68,7 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=True),
+        has_request_preemptions_histogram=True, has_kv_offloading=True),
 }
 
 

@@ -14,6 +14,8 @@ from typing import Annotated, Callable, Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pykv.limits import MAX_N
+
 # Limits on what a workload may ask for (a file, a preset's arguments): past these it is a typo or an attack.
 MAX_WORKLOAD_BYTES = 5_000_000  # a workload file, checked before it is read
 MAX_JSON_DEPTH = 32  # nesting of a workload file (a real one nests 4 deep)
@@ -57,6 +59,8 @@ class WorkloadRequest(BaseModel):
     arrival_step: int = Field(default=0, ge=0, le=MAX_ARRIVAL_STEP)
     request_id: Optional[str] = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
     ignore_eos: bool = False  # generate exactly max_tokens, as vLLM's benchmarks do
+    priority: int = Field(default=0, ge=-(2**31), lt=2**31)  # vLLM's: lower runs first (preemption_victim=priority)
+    n: int = Field(default=1, ge=1, le=MAX_N)  # parallel sampling: sequences forked on the first token
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "WorkloadRequest":

@@ -25,8 +25,8 @@ class WorkloadRunner:
         while self.pending and self.pending[0].arrival_step <= self.engine.step_count:
             r = self.pending.pop(0)
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
-            params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos)
-            self.request_ids.append(self.engine.add_request(prompt, params, r.request_id))
+            params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos, n=r.n)
+            self.request_ids.append(self.engine.add_request(prompt, params, r.request_id, priority=r.priority))
         return self.engine.step()
 
     def run(self, max_steps: int = 100_000, on_step: Optional[Callable[[StepReport], None]] = None) -> list[StepReport]:

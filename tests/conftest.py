@@ -11,6 +11,9 @@ if not torch.cuda.is_available():
     # The fixtures write checkpoints with transformers, whose torch._dynamo imports triton: switch the interpreter
     # on first (a process running the Triton backend on CPU must start so; the app and the CLI never import dynamo).
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# The lab's engines (Playground, Lessons) run "auto" as interpreted Triton on a CPU; the suite's many app and lesson
+# replays stay on torch for speed, and the tests of the Triton path choose it explicitly (pykv.attention).
+os.environ.setdefault("PYKV_STEPWISE_CPU_BACKEND", "torch")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from checkpoints import make_checkpoint  # noqa: E402

@@ -20,8 +20,9 @@ def step_checked(engine: LLMEngine):
     # (vllm/core/scheduler.py, _schedule_chunked_prefill); V1 and V0 without chunking never do.
     v0_chunked = cfg.profile.is_v0 and cfg.enable_chunked_prefill
     victims = [e.request_id for e in report.preempted]
-    # The victim is always the tail of the running queue (the last request (re-)admitted).
-    assert victims == running_before[::-1][: len(victims)], (victims, running_before)
+    assert len(set(victims)) == len(victims) and set(victims) <= set(running_before), (victims, running_before)
+    if cfg.preemption_victim == "last":  # the victim is the tail of the running queue (the last (re-)admitted)
+        assert victims == running_before[::-1][: len(victims)], (victims, running_before)
     if victims:
         # Nothing is swapped in in a step that preempted, and (but V0 chunked) nothing admitted.
         assert not report.swapped_in
@@ -29,8 +30,10 @@ def step_checked(engine: LLMEngine):
             assert set(report.scheduled) <= set(running_before)
     recomputed = [e.request_id for e in report.preempted if e.mode == "recompute"]
     swapped = [e.request_id for e in report.preempted if e.mode == "swap"]
-    # Recompute victims re-enter at the front of waiting; swap victims join the back of swapped.
-    assert [r.request_id for r in sched.waiting][: len(recomputed)] == recomputed[::-1]
+    # Recompute victims re-enter at the front of waiting (under "priority", at their (priority, arrival) place);
+    # swap victims join the back of swapped.
+    if cfg.preemption_victim != "priority":
+        assert [r.request_id for r in sched.waiting][: len(recomputed)] == recomputed[::-1]
     assert [r.request_id for r in sched.swapped][len(sched.swapped) - len(swapped):] == swapped
     for event in report.preempted:
         if event.mode == "abort":
@@ -42,7 +45,11 @@ def step_checked(engine: LLMEngine):
             assert request.status == RequestStatus.PREEMPTED and request.num_computed_tokens == 0
         else:
             assert request.status == RequestStatus.SWAPPED and request.num_computed_tokens == event.num_tokens
-            assert event.num_bytes == event.num_blocks * engine.bytes_per_block
+            # a swap bills what it copied: all its blocks, less those a sibling sequence's copy already moved
+            assert event.num_bytes % engine.bytes_per_block == 0
+            alone = request.parent_id is None and request.sampling_params.n == 1
+            assert (event.num_bytes == event.num_blocks * engine.bytes_per_block if alone
+                    else event.num_bytes <= event.num_blocks * engine.bytes_per_block)
             assert event.num_blocks == cdiv(event.num_tokens, cfg.block_size)
     # Swapped requests come back in order, and before any new prefill is admitted.
     back = [c.request_id for c in report.chunks if c.request_id in swapped_before]
@@ -53,9 +60,12 @@ def step_checked(engine: LLMEngine):
     assert len(sched.running) <= cfg.max_num_seqs
     for chunk in report.chunks:
         if chunk.request_id in waiting_tokens:
-            # An admitted (or re-admitted) request starts exactly at its prefix-cache hit ...
-            assert chunk.start == chunk.num_cached_tokens
-            assert chunk.num_cached_tokens % cfg.block_size == 0
+            # An admitted (or re-admitted) request starts exactly at its prefix-cache hit plus the blocks loaded
+            # from the CPU offloading tier ...
+            assert chunk.start == chunk.num_cached_tokens + chunk.num_loaded_tokens
+            assert chunk.num_cached_tokens % cfg.block_size == 0 and chunk.num_loaded_tokens % cfg.block_size == 0
+            if engine.kv.offload is None:
+                assert chunk.num_loaded_tokens == 0
             if not cfg.enable_prefix_caching:
                 assert chunk.num_cached_tokens == 0
             # ... and without chunked prefill it re-prefills every token it has, in one go.

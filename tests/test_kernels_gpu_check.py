@@ -48,3 +48,15 @@ def test_gpu_check_sections_dry_run_on_cpu(monkeypatch):
     assert text.count("% of BW*") == 6 + 6 + 2 and text.count("x SDPA") == 6
     errs = [float(tok) for line in out.lines if "max |err|" in line for tok in [line.rsplit(" ", 1)[-1]]]
     assert len(errs) == 3 and max(errs) < 5e-2, errs  # bf16 outputs agree to about one bf16 ulp
+
+
+def test_gpu_check_playground_section_dry_runs_on_cpu(monkeypatch):
+    gc = load_gpu_check()
+    monkeypatch.setattr(gc, "DEVICE", "cpu")
+    monkeypatch.setattr(gc, "PLAYGROUND_STEPS", 3)
+    monkeypatch.setenv("PYKV_STEPWISE_CPU_BACKEND", "triton")  # "auto" in the lab on CPU: interpreted Triton
+    out = gc.Report()
+    gc.playground(out)
+    text = "\n".join(out.lines)
+    assert "triton (interpreted on CPU)     3 steps" in text and "torch (SDPA)" in text
+    assert "tokens identical to torch: True" in text

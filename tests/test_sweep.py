@@ -119,3 +119,17 @@ def test_cli_sweep_writes_csv(random_llama_path, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "num_gpu_blocks" in text and "modelled" in text
     assert len(pd.read_csv(out)) == 4
+
+
+def test_offload_mode_and_victim_policies_sweep_the_recompute_tax(base, random_llama):
+    spec = small_spec(base, values=(30,), modes=("recompute", "recompute+offload"), policies=("last", "lcf"))
+    runs = run_sweep(spec, loaded=random_llama).runs.set_index("mode")
+    assert list(runs.index) == ["recompute · last", "recompute · lcf", "recompute+offload · last",
+                                "recompute+offload · lcf"]
+    assert (runs.loc["recompute+offload · last", ["vllm_profile", "preemption_victim"]] == ["v0.33", "last"]).all()
+    assert runs.loc["recompute · last", "recompute_tax"] > 0 and runs.loc["recompute · last", "loaded_tokens"] == 0
+    assert runs.loc["recompute+offload · last", "loaded_tokens"] > 0
+    assert runs.loc["recompute+offload · last", "recompute_tax"] < runs.loc["recompute · last", "recompute_tax"]
+    assert ((runs["recompute_tax"] >= 0) & (runs["recompute_tax"] <= 1)).all()
+    with pytest.raises(ValueError, match="Unknown victim policies"):
+        small_spec(base, policies=("youngest",))

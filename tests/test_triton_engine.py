@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pykv import SamplingParams
-from pykv.attention import TORCH_BACKEND, resolve_backend
+from pykv.attention import STEPWISE_CPU_ENV, TORCH_BACKEND, resolve_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM = list(range(100, 108))  # two full blocks of 4: a shared prefix
@@ -89,9 +89,20 @@ def test_backend_resolution_on_cpu():
         resolve_backend("cuda-graphs", "cpu")
 
 
+def test_auto_on_cpu_is_interpreted_triton_for_stepwise_engines_only(monkeypatch):
+    """The lab's engines (Playground, Lessons) run the kernels; runs to completion (Sweep, CLI) the reference."""
+    monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
+    stepwise = resolve_backend("auto", "cpu", stepwise=True)
+    assert stepwise.name == "triton" and stepwise.label == "triton (interpreted on CPU)"
+    assert resolve_backend("auto", "cpu") is TORCH_BACKEND and TORCH_BACKEND.label == "torch (SDPA)"
+    monkeypatch.setenv(STEPWISE_CPU_ENV, "torch")  # what the test suite sets for its app and lesson replays
+    assert resolve_backend("auto", "cpu", stepwise=True) is TORCH_BACKEND
+
+
 def test_missing_triton_is_a_clear_error_and_auto_falls_back(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` now raises ImportError, as on macOS
     with pytest.raises(ValueError, match="not installed"):
         resolve_backend("triton", "cpu")
     assert resolve_backend("auto", "cuda") is TORCH_BACKEND
     assert resolve_backend("auto", "cpu") is TORCH_BACKEND
+    assert resolve_backend("auto", "cpu", stepwise=True) is TORCH_BACKEND  # no triton: plain torch serves

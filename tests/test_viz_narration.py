@@ -38,7 +38,8 @@ def test_recompute_and_swap_preemptions_are_narrated_with_measured_costs():
     ])))
     assert "req 3 preempted by recompute: 5 blocks freed, 80 tokens to recompute." in lines
     swap = next(line for line in lines if line.startswith("req 2"))
-    assert "swapped out: 4 blocks, 64 KiB, 0.12 ms measured on cpu" in swap and "modelled over PCIe: 0.05 ms" in swap
+    assert "swapped out: 4 blocks, 64 KiB copied, 0.12 ms measured on cpu" in swap
+    assert "modelled over PCIe: 0.05 ms" in swap
 
 
 def test_fallback_abort_swap_in_prefix_hit_and_finish():
@@ -64,8 +65,8 @@ def test_metrics_strip_names_the_device():
     strip = dict((label, value) for label, value, _ in metrics_strip(snap_with(
         report(num_batched_tokens=100, step_time_s=0.01),
         {"vllm:kv_cache_usage_perc": 0.5, "pykv:num_preemptions_total": 3.0, "vllm:num_preemptions_total": 2.0,
-         "pykv:recomputed_tokens_total": 80.0, "pykv:swapped_out_bytes_total": 2048.0})))
-    assert strip == {"KV usage": "50%", "Preemptions": "3", "Recomputed tokens": "80", "Swapped out": "2 KiB",
+         "pykv:recomputed_tokens_total": 80.0, "pykv:swapped_out_bytes_total": 2048.0, "pykv:recompute_tax": 0.25})))
+    assert strip == {"KV usage": "50%", "Preemptions": "3", "Recomputed tokens": "80 · tax 25%", "Swapped out": "2 KiB",
                      "Tokens/s (cpu)": "10,000", "Step time (cpu)": "10.00 ms"}
     helps = {label: text for label, _, text in metrics_strip(snap_with(report(), {"vllm:num_preemptions_total": 2.0}))}
     assert "vllm:num_preemptions_total reads 2 (V1 counts a preemption on the request's next output)" in \
@@ -86,3 +87,23 @@ def test_tables():
     s = snap_with(None, preemptions=[cost("3", "recompute")])
     assert list(preemptions_frame(s)["mode"]) == ["recompute"]
     assert requests_frame(s).empty and "TTFT ms" in requests_frame(s).columns
+
+
+def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():
+    from pykv.step_report import CopyOnWrite, OffloadTransfer
+
+    lines = "\n".join(narrate(snap_with(report(
+        chunks=[ScheduledChunk("4", 32, 16, True, 0, 32), ScheduledChunk("5", 0, 16, True)],
+        preempted=[cost("6", "recompute", why="it has the fewest computed tokens (12) of 3 running")],
+        offload=[OffloadTransfer("load", 2, 32768, 0.0004, 0.0007, "cpu"),
+                 OffloadTransfer("store", 1, 16384, 0.0002, 0.0004, "cpu")],
+        copy_on_write=[CopyOnWrite("7#1", 3, 9)], forked={"8": ["8#1", "8#2"]}, recomputed_tokens=8))))
+    assert "req 6 was chosen because it has the fewest computed tokens (12) of 3 running." in lines
+    assert "req 4 loaded 32 tokens (2 blocks) from the CPU offloading tier instead of recomputing them." in lines
+    assert "2 block(s) loaded (CPU tier → device): 32 KiB, 0.40 ms measured on cpu, 0.08 GB/s (modelled over PCIe: " \
+        "0.70 ms)" in lines
+    assert "1 block(s) stored (device → CPU tier)" in lines
+    assert "req 7#1 copied shared block 3 to block 9 before appending to it (copy on write)" in lines
+    assert "req 8 forked 2 sequence(s) (8#1, 8#2) on its first token: they share all its blocks (reference count 3" \
+        in lines
+    assert "Recompute tax this step: 8 of the prefill tokens (25%)" in lines  # 8 of 32 prefill tokens

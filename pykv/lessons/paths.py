@@ -6,6 +6,7 @@ A path is a root, the root's own segments, then generic segments walked into the
     block . a . 0 . ref_cnt                   root "block": request id, logical index, field
     metric . vllm:num_preemptions_total       root "metric": the rest is one name
     run . short . preemption_records . 0 . mode
+    modelled . preemptions . 0 . delay_to_others_ms   the run so far priced on LESSON_TARGET
 
 Generic segments: a mapping key, a field name, a list index (``0``, ``last``) or ``length``.
 Each root is one row of ``ROOTS``: how to check a path when the lesson loads (roots, names, and every
@@ -19,9 +20,11 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from pykv.config import EngineConfig
+from pykv.gpu_model import DEFAULT_TARGET
+from pykv.gpu_model.schedule import ModelledView, modelled_view
 from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.run_summary import RunSummary
 from pykv.lessons.tokens import TokenDiff
@@ -34,6 +37,7 @@ QUEUES = ("waiting", "running", "swapped")
 POOLS = ("gpu", "cpu")
 POOL_FIELDS = ("free", "cached", "used", "total")
 REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView field
+LESSON_TARGET = DEFAULT_TARGET  # what `modelled.*` and `run.NAME.modelled_*` price on: H100-SXM + Llama-3.1-8B, bf16
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +66,7 @@ class Scope:
     runs: Mapping[str, RunSummary] = field(default_factory=dict)
     tokens: Mapping[str, TokenDiff] = field(default_factory=dict)
     arrivals: Mapping[str, int] = field(default_factory=dict)  # request id -> engine step it is added at
+    history: Sequence[Snapshot] = ()  # the snapshots from step 0 to ``view``: what `modelled.*` prices
 
 
 def _choices(items) -> str:
@@ -180,6 +185,17 @@ def _check_last_step(rest: list[str], path: str, known: Known) -> None:
 
 def _check_preemptions(rest: list[str], path: str, known: Known) -> None:
     check_type(rest, list[PreemptionView], "preemptions")
+
+
+def _check_modelled(rest: list[str], path: str, known: Known) -> None:
+    _need(rest, 1, path, "write modelled.FIELD, e.g. modelled.clock_ms or modelled.preemptions.0.modelled_ms")
+    _one_of(rest[0], tuple(_fields(ModelledView)), "modelled field", path)
+    check_type(rest[1:], _fields(ModelledView)[rest[0]], f"modelled.{rest[0]}")
+
+
+def _read_modelled(rest: list[str], path: str, scope: Scope) -> Any:
+    history = list(scope.history) or [scope.view]
+    return _walk(modelled_view(LESSON_TARGET.estimate(), history), rest, "modelled")
 
 
 def _saved_checker(root: str, names_of: Callable[[Known], frozenset[str]], tp: type, action: str):
@@ -301,6 +317,7 @@ ROOTS: dict[str, Root] = {
     "preemptions": Root(_check_preemptions,
                         lambda rest, path, scope: _walk(scope.view.preemptions, rest, "preemptions")),
     "run": Root(_saved_checker("run", lambda k: k.runs, RunSummary, "run"), _saved_reader("run", lambda s: s.runs)),
+    "modelled": Root(_check_modelled, _read_modelled),
     "tokens": Root(_saved_checker("tokens", lambda k: k.tokens, TokenDiff, "tokenize"),
                    _saved_reader("tokens", lambda s: s.tokens)),
 }

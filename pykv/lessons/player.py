@@ -216,7 +216,8 @@ class LessonPlayer:
     def _with_manual(self, lab: Lab) -> Workload:
         """The lesson's workload plus the requests added by hand so far, each arriving when it was added."""
         extra = [WorkloadRequest(prompt=m.prompt, max_tokens=m.max_tokens, arrival_step=m.step,
-                                 request_id=m.request_id, ignore_eos=m.ignore_eos) for m in lab.manual]
+                                 request_id=m.request_id, ignore_eos=m.ignore_eos, n=m.n, priority=m.priority)
+                 for m in lab.manual]
         return self.workload.model_copy(update={"requests": list(self.workload.requests) + extra})
 
     def _scope(self, lab: Lab, runs: dict, tokens: dict) -> Scope:
@@ -224,7 +225,7 @@ class LessonPlayer:
         arrivals = {r.request_id: r.arrival_step for r in self.workload.requests}
         arrivals |= {m.request_id: m.step for m in lab.manual}
         return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), runs=dict(runs), tokens=dict(tokens),
-                     arrivals=arrivals)
+                     arrivals=arrivals, history=tuple(lab.snapshots[:lab.cursor + 1]))
 
 
 def replay(lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> list[StepState]:

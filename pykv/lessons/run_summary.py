@@ -24,11 +24,19 @@ class RunSummary:
     preemptions: int
     recomputed_tokens: int
     recompute_s: float
+    recompute_tax: float  # share of prefill tokens that recomputed dropped KV, 0-1 (pykv:recompute_tax)
+    recompute_tax_time: float  # the same share of prefill forward time
+    loaded_tokens: int  # dropped tokens loaded back from the CPU offloading tier instead of recomputed
     swapped_bytes: int
     swap_s: float  # measured swap-out + swap-in copy time
     swap_copies: int
     modelled_pcie_gen4_s: float  # the same copies modelled over PCIe (not measured)
     modelled_pcie_gen5_s: float
+    modelled_target: str  # the GPU + model the modelled_* figures below price the run's schedule on
+    modelled_s: float  # the whole run's steps priced on it (modelled, not measured)
+    modelled_tokens_per_s: float  # output tokens / modelled_s
+    modelled_recompute_s: float  # its recompute bills
+    modelled_delay_to_others_s: float  # what its preemptions made the other requests wait, summed over them
     ttft_p50_s: Optional[float]
     tpot_p50_s: Optional[float]
     outputs: dict[str, list[int]]  # request id -> output token ids

@@ -8,6 +8,8 @@ from typing import Optional
 
 from pykv.completed_run import run_to_completion
 from pykv.config import EngineConfig
+from pykv.gpu_model.schedule import run_totals
+from pykv.lessons.paths import LESSON_TARGET
 from pykv.lessons.run_summary import RunSummary
 from pykv.limits import MAX_STEPS
 from pykv.loader import LoadedModel
@@ -27,8 +29,13 @@ def side_run(name: str, config: EngineConfig, workload: Workload, loaded: Loaded
         values = [v for v in values if v is not None]
         return statistics.median(values) if values else None
 
+    totals = run.totals()
+    est = LESSON_TARGET.estimate()
+    modelled = run_totals(est, run.reports, config.block_size, totals["output_tokens"])
     return RunSummary(
-        name=name, config=config.model_dump(), device=config.device, **run.totals(),
+        name=name, config=config.model_dump(), device=config.device, **totals, modelled_target=est.label,
+        modelled_s=modelled.modelled_s, modelled_tokens_per_s=modelled.tokens_per_s,
+        modelled_recompute_s=modelled.recompute_s, modelled_delay_to_others_s=modelled.delay_to_others_s,
         ttft_p50_s=median([o.ttft_s for o in run.outputs]), tpot_p50_s=median([o.tpot_s for o in run.outputs]),
         outputs={o.request_id: list(o.output_token_ids) for o in run.outputs}, metrics=run.engine.metrics.as_dict(),
         preemption_records=[r.view() for r in run.engine.ledger.records],

@@ -7,6 +7,7 @@ import torch
 
 from pykv.attention import resolve_backend
 from pykv.loader import resolve_model_path
+from pykv.preemption_choices import KV_FATES, VICTIM_POLICIES
 from pykv.ui import state
 
 INTRO = """
@@ -21,6 +22,14 @@ Measured figures are labelled with the device they were measured on; PCIe swap t
 """
 
 
+def choices_markdown() -> str:
+    """The victim policies and the fates of a victim's KV, two lines each with the profile that has them."""
+    policies = "\n".join(f"- `{name}`: {text}" for name, text in VICTIM_POLICIES.items())
+    fates = "\n".join(f"- `{name}`: {text}" for name, text in KV_FATES.items())
+    return (f"**Who is preempted** (`preemption_victim`)\n\n{policies}\n\n**Where the victim's KV goes** "
+            f"(`preemption_mode`, the offloading tier)\n\n{fates}")
+
+
 def render() -> None:
     st.title("About pykv lab")
     st.markdown(INTRO)
@@ -30,10 +39,12 @@ def render() -> None:
         backend = lab.engine.backend.name
     else:
         try:
-            backend = resolve_backend(cfg.attention_backend, cfg.device).name
+            backend = resolve_backend(cfg.attention_backend, cfg.device, stepwise=True).name
         except ValueError as e:
             backend = f"unavailable ({e})"
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none on this machine"
+    st.subheader("When the KV pool is full")
+    st.markdown(choices_markdown())
     st.subheader("Where it runs")
     st.markdown(
         f"- device: `{cfg.device}` (CUDA GPU: {gpu})\n"

@@ -22,7 +22,8 @@ import streamlit as st
 from pykv.lessons import CheckResult, Lesson, LessonPlayer, StepState, TokenDiff, load_lesson
 from pykv.lessons.checks import format_short, format_value
 from pykv.lessons.loader import read_course
-from pykv.ui import budgets, live_views, review_pack_button, safe_text, seats, state
+from pykv.lessons.paths import LESSON_TARGET
+from pykv.ui import budgets, kernel_view, live_views, review_pack_button, safe_text, seats, state
 from pykv.ui.export_buttons import export_controls
 from pykv.ui.style import LESSON_DOTS_CSS, PAGE_CSS, PRESENTER_CSS, current_dot_css
 from pykv.viz.token_diff import token_diff_figure
@@ -128,7 +129,9 @@ def player_page(lesson: Lesson) -> None:
                 with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
                     _token_diff(name, tokens, link)
         live_views.render(step_state.lab, key_prefix="lesson_", split=(1, 1) if presenter else (3, 2), grid_height=420,
-                          link=link)
+                          link=link, modelled_target=LESSON_TARGET)  # the target the lesson's text names
+        with st.expander("Attention kernels of this step"):
+            kernel_view.render(step_state.lab, key="lesson")
 
 
 def _wanted_step(n: int) -> int:

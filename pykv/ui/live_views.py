@@ -14,9 +14,10 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from pykv.gpu_model import Target
 from pykv.lab import Lab
 from pykv.snapshot import diff_snapshots
-from pykv.ui import state
+from pykv.ui import modelled_views, state, target
 from pykv.ui.export_buttons import export_controls
 from pykv.viz import (
     block_grid_figure,
@@ -30,16 +31,18 @@ from pykv.viz import (
     timeline_figure,
 )
 from pykv.viz.captions import state_caption
+from pykv.viz.modelled import with_modelled_bills, with_modelled_times
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 TIMELINE_HEIGHT = 500  # six panels: below ~450 px the strips get too thin to click
 
 
 def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid_height: int = 460,
-           link: Optional[str] = None, timeline_select: bool = False) -> None:
+           link: Optional[str] = None, timeline_select: bool = False, modelled_target: Optional[Target] = None) -> None:
     """Everything below the controls: metrics, grids | queues + narration, the run timeline, then the detail tabs.
     ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
-    ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``)."""
+    ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
+    ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's)."""
     snap, prev = lab.view, lab.previous
     diff = diff_snapshots(prev, snap) if prev is not None else None
     dark = state.is_dark()
@@ -48,6 +51,10 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
 
     for col, (label, value, help_text) in zip(st.columns(6), metrics_strip(snap)):
         col.metric(label, value, help=help_text)
+    modelled = modelled_views.modelled_for(lab, modelled_target)  # beside the measured row, never instead of it
+    modelled_views.strip(lab, snap, modelled)
+    if note := modelled_views.real_gpu_note(lab, snap):
+        st.caption(note)
 
     cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
     left, right = st.columns(list(split), gap="medium")
@@ -66,20 +73,23 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
                 cpu = partial(block_grid_figure, snap, "cpu", changed_blocks, height=grid_height, legend=False,
                               cols=4 if cpu_blocks <= 64 else 8)
                 st.plotly_chart(cpu(dark=dark), theme=None, key=f"{k}grid_cpu", config=PLOT_CONFIG)
-                export(cpu, "cpu_swap_pool", f"{k}grid_cpu", width=420)
+                name = "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool"
+                export(cpu, name, f"{k}grid_cpu", width=420)
     with right:
         queues = partial(queues_figure, snap, changed=diff.requests if diff else None, height=235)
         st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
         export(queues, "queues", f"{k}queues", width=800)
         st.markdown("**This step**")
         with st.container(height=215, key=f"{k}narration"):
-            st.markdown("\n".join(f"- {line}" for line in narrate(snap)))
+            lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
+            st.markdown("\n".join(f"- {line}" for line in lines))
             if log_lines := (snap.report.log_lines if snap.report else None):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
     timeline(lab, dark, key_prefix, timeline_select)
     export(partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT), "timeline",
            f"{k}timeline", width=1100, note=f" · step times measured on {snap.device}")  # a copy: the run grows
-    details(lab, snap, diff, dark, key_prefix, export)
+    details(lab, snap, diff, dark, key_prefix, export, modelled)
+    target.formulas_expander(modelled.est)
 
 
 def _exporter(lab: Lab, snap, link: Optional[str]):
@@ -96,7 +106,8 @@ def _exporter(lab: Lab, snap, link: Optional[str]):
     return export
 
 
-def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None) -> None:
+def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
+            modelled: Optional[modelled_views.Modelled] = None) -> None:
     k = key_prefix
     tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log (all steps)"])
     with tables:
@@ -105,14 +116,22 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None)
         if export is not None:
             export(block_tables, "block_tables", f"{k}block_tables", width=1000)
     with reqs:
-        st.dataframe(requests_frame(snap), hide_index=True, key=f"{k}requests_table", width="stretch")
+        frame = requests_frame(snap)
+        if modelled is not None:
+            frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
+        st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
     with costs:
         frame = preemptions_frame(snap)
         if frame.empty:
             st.caption("No preemption yet.")
         else:
-            st.caption(f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
+            caption = (f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
                        "recompute_s is the forward time apportioned to re-prefilled tokens.")
+            if modelled is not None:
+                frame = with_modelled_bills(frame, modelled.bills, modelled.label)
+                caption += (f" The last two columns are modelled on {modelled.label}: the re-prefill's share of its "
+                            "steps (or the swap's copies), and that time multiplied by the requests that waited.")
+            st.caption(caption)
             st.dataframe(frame, hide_index=True, key=f"{k}preemptions_table", width="stretch")
     with logs:
         lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lab import Lab, has_preempted
-from pykv.ui import budgets, live_views, review_pack_button, safe_text, sidebar, state
+from pykv.ui import budgets, kernel_view, live_views, review_pack_button, safe_text, sidebar, state
 from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
@@ -101,6 +101,9 @@ def _live(lab: Lab) -> None:
     # While playing, the timeline takes no clicks: a selectable chart that changes on every tick makes the browser
     # send reruns of its own, which swallowed the Pause click (the e2e Play/Pause test caught it).
     live_views.render(lab, timeline_select=not st.session_state.playing)
+    chosen = kernel_view.choice_key("playground") in st.session_state  # open once a program was chosen
+    with st.expander("Attention kernels of this step", expanded=chosen):
+        kernel_view.render(lab)
 
 
 def _controls(lab: Lab) -> None:
@@ -111,7 +114,7 @@ def _controls(lab: Lab) -> None:
     elif end:
         where += " · every request has finished"
     p = lab.config.profile
-    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.name} attention on "
+    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.label} attention on "
                 f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens · "
                 f"follows vLLM {p.release} ({p.engine})", help=f"vllm_profile={p.name}: {p.summary}. "
                 + " ".join(lab.engine.startup_lines))
@@ -137,11 +140,19 @@ def _controls(lab: Lab) -> None:
             with st.form("add_request", border=False):
                 prompt = st.text_area("prompt", "def fibonacci(n):", key="new_prompt")
                 max_tokens = st.number_input("max_tokens", 1, 4096, 32, key="new_max_tokens")
+                n_col, priority_col = st.columns(2)
+                n = n_col.number_input("n (sequences)", 1, 16, 1, key="new_n",
+                                       help="Parallel sampling: the first token forks n - 1 sequences sharing the "
+                                            "prompt's blocks (copy on write on the last, partial one).")
+                priority = priority_col.number_input("priority", -1000, 1000, 0, key="new_priority",
+                                                     help="vLLM's: lower runs first; read by preemption_victim="
+                                                          "priority.")
                 if st.form_submit_button("Queue it at this step"):
                     st.session_state.acted = True
                     try:
-                        rid = lab.add_request(prompt, int(max_tokens))
+                        rid = lab.add_request(prompt, int(max_tokens), n=int(n), priority=int(priority))
                         st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
+                        st.rerun()  # the controls above were drawn before it was queued (Step was off at the end)
                     except ValueError as e:
                         st.session_state.flash = str(e)
         review_pack_button.review_pack_controls(review_pack_button.playground_pack(lab), f"pykv_review_step{lab.head}",

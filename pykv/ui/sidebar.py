@@ -11,7 +11,7 @@ import torch
 
 from pykv.config import Knob, knob_named, knobs
 from pykv.lab import Lab
-from pykv.ui import safe_text, state
+from pykv.ui import safe_text, state, target
 from pykv.units import fmt_bytes
 from pykv.workload import PRESETS
 
@@ -44,7 +44,7 @@ def shown_knobs(lab: Lab) -> list[Knob]:
 def widget(spec: Knob, value: Any, lab: Lab) -> Any:
     """The widget the knob's type asks for (key ``cfg_<name>``); returns what it shows."""
     key, label, help_text = f"cfg_{spec.name}", spec.name, spec.help[:1].upper() + spec.help[1:] + "."
-    if spec.name == "num_cpu_blocks":
+    if spec.name in ("num_cpu_blocks", "num_offload_blocks"):
         help_text += f" One block here is {fmt_bytes(lab.engine.bytes_per_block)}."
     if spec.kind == "bool":
         return st.toggle(label, value, key=key, help=help_text)
@@ -84,7 +84,10 @@ def render(lab: Lab) -> None:
         note = st.session_state.pop("profile_note", None)
         if note:
             st.info(note)
-        st.caption(f"Model: `{cfg.model}` · {lab.engine.backend.name} attention on {cfg.device}")
+        st.caption(f"Model: `{cfg.model}` · {lab.engine.backend.label} attention on {cfg.device}")
+        st.markdown("### Modelled target")
+        target.picker("sb_", horizontal=False)
+        target.pool_in_gib(lab, apply, knob_named("num_gpu_blocks").maximum)
 
 
 def apply(lab: Lab, changes: dict, preset: str) -> None:

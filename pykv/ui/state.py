@@ -24,6 +24,7 @@ from typing import Optional
 import streamlit as st
 import torch
 
+from pykv.attention import prepare_stepwise_attention
 from pykv.config import EngineConfig, Knob, knob_text, knobs, parse_knob_text
 from pykv.lab import Lab, lab_config
 from pykv.loader import LoadedModel, load_model
@@ -56,6 +57,7 @@ def default_config() -> EngineConfig:
 @st.cache_resource(show_spinner="Loading model weights (once, shared by every session)…", max_entries=4)
 def shared_model(model: str, device: str, dtype: str) -> LoadedModel:
     configure_torch_threads()  # once per process, before any engine runs
+    prepare_stepwise_attention()  # Triton's interpreter on, before the model load imports triton (CPU only)
     return load_model(model, device, dtype)
 
 

@@ -18,13 +18,16 @@ from typing import Optional
 import streamlit as st
 
 from pykv import EngineConfig
+from pykv.attention import resolve_backend
 from pykv.loader import LoadedModel
 from pykv.pcie import PCIE_GBPS
 from pykv.sweep import MODES, StormShape, SweepSpec, count_values, iter_runs, parse_values, storm_shape, sweep_result
-from pykv.ui import review_pack_button, state
+from pykv.ui import review_pack_button, state, sweep_modelled, target
 from pykv.ui.export_buttons import export_controls
+from pykv.victim_policy import POLICY_LABELS
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.viz.captions import sweep_caption, sweep_command
+from pykv.viz.tax_chart import recompute_tax_figure
 from pykv.workload import PRESETS
 
 AXIS_NAMES = {"num_gpu_blocks": "pool size (blocks)", "block_size": "block size", "max_num_seqs": "max_num_seqs"}
@@ -69,12 +72,23 @@ class SweepRun:
         return len(self.rows) == self.total
 
 
+def _backend_label() -> str:
+    cfg = state.default_config()
+    try:
+        return resolve_backend(cfg.attention_backend, cfg.device).label
+    except ValueError:
+        return cfg.attention_backend
+
+
 def render() -> None:
     st.title("Sweep")
     st.caption("One seeded workload run to completion at each setting, once per preemption mode, timed on this "
                "machine. Recompute modes follow today's vLLM (`vllm_profile=v0.33`); swap modes follow vLLM 0.6 "
                "(`v0.6`), the last release that swapped: the CSV's `vllm_profile` column says which. Each run is one "
-               "step of the progress bar; Cancel stops after the run in progress.")
+               "step of the progress bar; Cancel stops after the run in progress. Attention: "
+               f"{_backend_label()} (runs to completion take the fast path; on a CPU the Playground and the Lessons "
+               "run the Triton kernels, interpreted).")
+    target.picker("sw_")  # the modelled target every run's schedule is priced on
     axis = st.segmented_control("Sweep over", list(AXIS_NAMES), format_func=AXIS_NAMES.get, key="sweep_axis",
                                 default="num_gpu_blocks", required=True)
     spec = _form(axis)
@@ -109,17 +123,20 @@ def _form(axis: str) -> Optional[SweepSpec]:
         if axis == "block_size":
             st.caption("Each block size keeps the pool's capacity in tokens (pool size x 16).")
         modes = st.multiselect("Modes", list(MODES), list(d.modes), key=f"sw_modes_{axis}",
-                               help="+prefix: with prefix caching; per-block: one copy per block, layer and K/V")
+                               help="+prefix: with prefix caching; +offload: V1's CPU offloading tier (vLLM 0.11+); "
+                                    "per-block: one copy per block, layer and K/V")
+        policies = st.multiselect("Victim policies", list(POLICY_LABELS), ["last"], key=f"sw_policies_{axis}",
+                                  help="; ".join(f"{k}: {v}" for k, v in POLICY_LABELS.items()))
         if not st.form_submit_button("Run sweep", type="primary"):
             return None
     try:
-        runs = count_values(values) * len(modes)  # counted, not listed: 1:300000:1 costs nothing
+        runs = count_values(values) * len(modes) * max(1, len(policies))  # counted, not listed: 1:300000:1 is free
         if runs > MAX_RUNS:
             raise ValueError(f"That is {runs} runs; the page runs at most {MAX_RUNS}. Use fewer values or modes "
                              "(or the command line: python -m pykv sweep).")
         base = EngineConfig(model=state.model_name(), **({"block_size": 16} | fixed))
         spec = SweepSpec(workload=preset, workload_args={"n": int(n), "max_tokens": int(max_tokens)}, axis=axis,
-                         values=parse_values(values), modes=tuple(modes), base=base)
+                         values=parse_values(values), modes=tuple(modes), base=base, policies=tuple(policies))
         spec.configs()  # validates every run's config up front
         return spec
     except ValueError as e:
@@ -150,6 +167,7 @@ def _show(run: Optional[SweepRun]) -> None:
                 "about 11 s on a 2-core CPU.")
         return
     result = sweep_result(run.rows, run.costs, cancelled=not run.done)
+    result = sweep_modelled.with_modelled(result, run.rows, run.costs, target.current_estimate())
     spec, runs, device = run.spec, result.runs, result.runs["device"].iloc[0]
     status = f"{len(runs)} of {run.total} runs in {run.seconds:.1f} s on `{device}`, model `{spec.base.model}`."
     (st.warning if result.cancelled else st.success)(("Stopped: " if result.cancelled else "") + status)
@@ -167,9 +185,13 @@ def _show(run: Optional[SweepRun]) -> None:
         draw_block_size = partial(block_size_cost_figure, result.preemptions)
         st.plotly_chart(draw_block_size(dark=dark), theme=None, key="sweep_block_size", config=PLOT_CONFIG)
         export(draw_block_size, "block_size_cost", "sweep_block_size")
+    draw_tax = partial(recompute_tax_figure, runs)
+    st.plotly_chart(draw_tax(dark=dark), theme=None, key="sweep_tax", config=PLOT_CONFIG)
+    export(draw_tax, "recompute_tax", "sweep_tax")
     draw_costs = partial(preemption_cost_figure, result.preemptions)
     st.plotly_chart(draw_costs(dark=dark), theme=None, key="sweep_costs", config=PLOT_CONFIG)
     export(draw_costs, "preemption_cost", "sweep_costs")
+    sweep_modelled.render(runs, spec.base.block_size, export, dark, capacity)
     st.caption(f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
                f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
                f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {spec.base.pcie_copy_overhead_us:g} µs per copy issued. "
@@ -189,7 +211,7 @@ def _exporter(run: SweepRun, device: str):
     """``export(draw, name, key)``: a chart's Export control; its link is the command that reruns the sweep."""
     spec = run.spec
     what = dict(workload=spec.workload, workload_args=spec.workload_args, axis=spec.axis, values=spec.values,
-                modes=spec.modes)
+                modes=spec.modes, policies=spec.policies)
     caption = sweep_caption(spec.base, device, runs=len(run.rows), total=run.total, **what)
     command = sweep_command(spec.base, seed=spec.seed, **what)
 

@@ -22,8 +22,8 @@ import plotly.graph_objects as go
 from pykv.snapshot import BlockView, Snapshot
 from pykv.viz.theme import colors, figure, request_color, text_color_on
 
-POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool"}
-SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap"}
+POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}
+SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap", "offload": "CPU tier"}
 HIDDEN_AXIS = dict(visible=False, fixedrange=True)
 
 
@@ -43,6 +43,22 @@ def cell_fill(block: BlockView, dark: bool = False) -> str:
 
 def cell_text(block: BlockView) -> str:
     return "" if block.state == "free" else str(block.ref_cnt)
+
+
+def tier_cell_text(block: BlockView) -> str:
+    """A tier block shows its LRU position (0 = evicted next); an empty one nothing."""
+    return "" if block.block_hash is None else str(block.free_queue_position)
+
+
+def tier_hover(block: BlockView) -> str:
+    if block.block_hash is None:
+        return f"<b>tier block {block.block_id}</b><br>empty"
+    return "<br>".join([
+        f"<b>tier block {block.block_id}</b> · CPU offloading tier",
+        f"hash: {block.block_hash[:12]}…",
+        f"LRU position: {block.free_queue_position} (0 = evicted next)",
+        f"tokens: {block.tokens_filled}",
+    ])
 
 
 def block_hover(block: BlockView, pool_name: str) -> str:
@@ -110,9 +126,11 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline;
     ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer)."""
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
-    used = sum(b.state == "used" for b in blocks)
-    name = POOL_TITLES.get(pool, pool)
-    title = f"{SHORT_TITLES.get(pool, name)} · {used}/{len(blocks)}" + (" blocks used" if pool == "gpu" else " used")
+    tier = pool == "cpu" and snapshot.cpu_pool == "offload"
+    used = sum(b.block_hash is not None if tier else b.state == "used" for b in blocks)
+    name = POOL_TITLES["offload" if tier else pool] if (tier or pool in POOL_TITLES) else pool
+    short = SHORT_TITLES["offload" if tier else pool] if (tier or pool in SHORT_TITLES) else name
+    title = f"{short} · {used}/{len(blocks)}" + (" blocks used" if pool == "gpu" else " stored" if tier else " used")
     cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
     height = height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0)))
@@ -120,8 +138,9 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     if not blocks:
         return _empty(title, height, dark, "no blocks in this pool")
     c = colors(dark)
-    data = grid_traces([cell_fill(b, dark) for b in blocks], [cell_text(b) for b in blocks],
-                       [block_hover(b, name) for b in blocks], cols, name)
+    data = grid_traces([cell_fill(b, dark) for b in blocks],
+                       [tier_cell_text(b) if tier else cell_text(b) for b in blocks],
+                       [tier_hover(b) if tier else block_hover(b, name) for b in blocks], cols, name)
     annotations = []
     if legend:
         owners = sorted({o for b in blocks for o in b.owners},

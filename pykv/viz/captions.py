@@ -36,17 +36,20 @@ def state_caption(config: EngineConfig, device: str, *, preset: Optional[str], s
 
 
 def sweep_caption(base: EngineConfig, device: str, *, workload: str, workload_args: dict, axis: str,
-                  values: Iterable[int], modes: Iterable[str], runs: int, total: int) -> str:
+                  values: Iterable[int], modes: Iterable[str], runs: int, total: int,
+                  policies: Iterable[str] = ("last",)) -> str:
     """The caption of a sweep chart: times measured on ``device``, PCIe times modelled."""
     sized = ", ".join(f"{k}={v}" for k, v in sorted(workload_args.items()))
     stopped = f" (stopped: {runs} of {total} runs)" if runs < total else f" ({runs} runs)"
-    return (f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{stopped} · "
+    policies = tuple(policies)
+    by = "" if policies == ("last",) else f" × victim policies {', '.join(policies)}"
+    return (f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{by}{stopped} · "
             f"workload {workload} ({sized}) · model {base.model} · base: {config_summary(base)} · "
             f"times measured on {device}; PCIe times modelled, not measured")
 
 
 def sweep_command(base: EngineConfig, *, workload: str, workload_args: dict, axis: str, values: Iterable[int],
-                  modes: Iterable[str], seed: int = 0) -> str:
+                  modes: Iterable[str], seed: int = 0, policies: Iterable[str] = ("last",)) -> str:
     """``python -m pykv sweep ...`` that runs the same sweep headless (the Sweep page has no URL)."""
     args = ["python -m pykv sweep", "--workload", workload]
     if "n" in workload_args:
@@ -54,6 +57,8 @@ def sweep_command(base: EngineConfig, *, workload: str, workload_args: dict, axi
     if "max_tokens" in workload_args:
         args += ["--max-tokens", str(workload_args["max_tokens"])]
     args += [SWEEP_AXIS_FLAGS[axis], ",".join(map(str, values)), "--modes", ",".join(modes)]
+    if tuple(policies) != ("last",):
+        args += ["--policies", ",".join(policies)]
     defaults = EngineConfig()
     for name, value in base.model_dump().items():
         if name == "seed" or value == getattr(defaults, name):  # the sweep's seed is --seed below

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from pykv.snapshot import Snapshot
-from pykv.step_report import PreemptionView
+from pykv.step_report import OffloadTransfer, PreemptionView
 from pykv.units import fmt_bytes
 
 
@@ -21,7 +21,7 @@ def describe_preemption(p: PreemptionView, block_size: int) -> str:
     if p.mode == "abort":
         return f"req {rid} aborted: {p.reason or 'no room left to preempt it into'}."
     if p.mode == "swap":
-        text = (f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
+        text = (f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)} copied, "
                 f"{fmt_ms(p.swap_out_s)} measured on {p.device}")
         if p.modelled_pcie_out_s is not None:
             text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_out_s)})"
@@ -30,6 +30,14 @@ def describe_preemption(p: PreemptionView, block_size: int) -> str:
     if p.fallback == "recompute":
         text += f" (swap fell back to recompute: {p.reason or 'CPU pool full'})"
     return text + "."
+
+
+def describe_offload(t: OffloadTransfer) -> str:
+    where = "device → CPU tier" if t.direction == "store" else "CPU tier → device"
+    verb = "stored" if t.direction == "store" else "loaded"
+    rate = f", {t.bandwidth / 1e9:.2f} GB/s" if t.bandwidth else ""
+    return (f"{t.num_blocks} block(s) {verb} ({where}): {fmt_bytes(t.num_bytes)}, {fmt_ms(t.seconds)} measured on "
+            f"{t.device}{rate} (modelled over PCIe: {fmt_ms(t.modelled_pcie_s)}).")
 
 
 def narrate(snapshot: Snapshot) -> list[str]:
@@ -56,13 +64,31 @@ def narrate(snapshot: Snapshot) -> list[str]:
                 note += (f", after reusing {c.num_cached_tokens} cached prompt tokens "
                          f"({c.num_cached_tokens // max(1, snapshot.block_size)} blocks) from the prefix cache")
             lines.append(note + ".")
-    lines += [describe_preemption(p, snapshot.block_size) for p in report.preempted]
+    for c in chunks:
+        if c.num_loaded_tokens:
+            lines.append(f"req {c.request_id} loaded {c.num_loaded_tokens} tokens "
+                         f"({c.num_loaded_tokens // max(1, snapshot.block_size)} blocks) from the CPU offloading tier "
+                         "instead of recomputing them.")
+    for c in report.copy_on_write:
+        lines.append(f"req {c.request_id} copied shared block {c.src_block} to block {c.dst_block} before appending "
+                     "to it (copy on write): the other sequences keep the original.")
+    for p in report.preempted:
+        lines.append(describe_preemption(p, snapshot.block_size))
+        if p.why is not None and p.mode != "abort":
+            lines.append(f"req {p.request_id} was chosen because {p.why}.")
+    lines += [describe_offload(t) for t in report.offload]
+    if report.recomputed_tokens and report.recompute_tax is not None:
+        lines.append(f"Recompute tax this step: {report.recomputed_tokens} of the prefill tokens "
+                     f"({report.recompute_tax:.0%}) recomputed KV a preemption had dropped.")
     for p in report.swapped_in:
         text = (f"req {p.request_id} swapped back in: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
                 f"{fmt_ms(p.swap_in_s)} measured on {p.device}")
         if p.modelled_pcie_in_s is not None:
             text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
+    for parent, children in report.forked.items():
+        lines.append(f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
+                     f"they share all its blocks (reference count {len(children) + 1} each).")
     for out in report.finished:
         text = f"req {out.request_id} finished ({out.finish_reason}): {len(out.output_token_ids)} tokens"
         if out.num_preemptions:
@@ -87,8 +113,10 @@ def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
          f"{m.get('vllm:num_preemptions_total', 0.0):.0f}" + ("" if snapshot.vllm_profile == "v0.6" else
                                                            " (V1 counts a preemption on the request's next output)")
          + "."),
-        ("Recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0.0):.0f}",
-         "pykv:recomputed_tokens_total — tokens re-prefilled after recompute preemptions."),
+        ("Recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0.0):.0f} · tax "
+         f"{m.get('pykv:recompute_tax', 0.0):.0%}",
+         "pykv:recomputed_tokens_total — tokens re-prefilled after recompute preemptions; pykv:recompute_tax — their "
+         "share of all prefill tokens so far (the recompute tax)."),
         ("Swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0)),
          "pykv:swapped_out_bytes_total — KV bytes copied device → CPU."),
         (f"Tokens/s ({device})", "—" if tps is None else f"{tps:,.0f}",

@@ -17,7 +17,7 @@ from pykv.viz.theme import colors, figure
 # One colour per sweep mode (Okabe-Ito), the same in every chart.
 MODE_COLORS = {
     "recompute": "#0072B2", "swap": "#D55E00", "swap per-block": "#E69F00", "recompute+prefix": "#56B4E9",
-    "swap+prefix": "#CC79A7",
+    "swap+prefix": "#CC79A7", "recompute+offload": "#009E73",
 }
 MODELLED = {"gen5": ("PCIe Gen5", "dash"), "gen4": ("PCIe Gen4", "dot")}
 AXIS_LABELS = {"num_gpu_blocks": "KV pool size (blocks)", "block_size": "block size (tokens)",
@@ -95,6 +95,9 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
     title = "Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled."
     subtitle = (f"Filled points: measured on {_device(preemptions)}.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
                 "markers: the same swaps' bytes and copies modelled across PCIe, not measured.")
+    if "modelled_target" in preemptions and preemptions["modelled_target"].notna().any():
+        subtitle += (f" Hollow points alone: each preemption's bill modelled on "
+                     f"{preemptions['modelled_target'].dropna().iloc[0]}.")
     if preemptions.empty:
         return _empty(title, subtitle, dark, height, "No preemption in this sweep: shrink the pool or add requests.")
     data = []
@@ -106,6 +109,10 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
             if not swaps.empty:
                 line = swaps.groupby("seq_len")[f"modelled_pcie_{gen}_s"].mean() * 1e3
                 data.append(_trace(f"{mode}, modelled {label}", line.index, line.values, mode, "ms", modelled=gen))
+        if "modelled_target_s" in group and group["modelled_target_s"].notna().any():  # the Sweep page's target
+            priced = group.dropna(subset=["modelled_target_s"])
+            data.append(_trace(f"{mode}, modelled {priced['modelled_target'].iloc[0]}", priced["seq_len"],
+                               priced["modelled_target_s"] * 1e3, mode, "ms", modelled="gen4", markers_only=True))
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,
                   xaxis=dict(title=dict(text="victim's sequence length (tokens whose KV was lost)")),
                   yaxis=dict(title=dict(text="cost of the preemption (ms, log scale)"), type="log"))

@@ -1,0 +1,173 @@
+r"""Paged attention over a work list: many (request, KV head, query tile) items per program.
+
+The decode and prefill launchers pick this kernel when Triton runs on the CPU through its
+interpreter, whose cost is per operation and per program, not per element: a GPU launch of
+``num_seqs x num_kv_heads`` programs walking 16-token tiles is hundreds of interpreted programs a
+step, while this one stacks the items along a leading batch dim and reads each item's whole context
+in one wide tile, so a whole decode batch is one program of ~50 tile operations. Same contract as
+``reference.paged_decode_attention`` and ``reference.paged_prefill_attention``.
+
+A work item is one request's query tile against one KV head (the launcher builds the list)::
+
+    item i:  seq[i]   request (row of block_tables)      head[i]  KV head
+             row[i]   its first query row in `query`      len[i]   query tokens (<= BLOCK_Q; 0 = padding)
+             pos[i]   position of its first query token   -> keys 0 .. pos[i] + len[i] - 1 are visible
+
+    row r of an item  ->  query token row[i] + r // GROUP,  query head head[i] * GROUP + r % GROUP
+    BLOCK_M = BLOCK_Q * GROUP rounded up to a power of two (extra rows write a spare output row)
+
+Pseudocode, one program per BLOCK_B items (every tile carries a leading item dim)::
+
+    q = rows of each item                                             # (BLOCK_B, BLOCK_M, head_dim)
+    m, l, acc = -inf, 0, 0
+    for tile of BLOCK_N key positions j (one tile when BLOCK_N covers the longest context):
+        block = block_tables[seq, j // block_size]   masked past each item's last position
+        K, V  = cache[block, j % block_size, head, :]                 # (BLOCK_B, BLOCK_N, head_dim)
+        scores = q @ K^T * scale, -inf where j > the row's position   # (BLOCK_B, BLOCK_M, BLOCK_N)
+        online softmax as in paged_decode.py
+    out[rows] = acc / l
+
+With ``TRACE`` the kernel writes the block of every key column it gathered (``launch_record``: the
+kernel view's block-table walk, as it ran). Math is fp32. The tiles are sized for the interpreter (a GPU runs
+``paged_decode.py`` / ``paged_prefill.py``; this kernel is not in the ahead-of-time compile check).
+Run ``python -m kernels.paged_batched`` for the check and benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from kernels import launch_record
+from kernels.batched_plan import BatchedPlan, launch_record_of, plan_attention, row_tables
+from kernels.launch_utils import next_pow2
+
+# triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
+from kernels.triton_utils import MAX_COMBINE, SUM_COMBINE, tl, triton
+
+
+@triton.jit
+def paged_batched_kernel(
+    out_ptr,  # (num_tokens + 1, num_heads, head_dim): the last row takes the padding rows' writes
+    query_ptr,  # (num_tokens, num_heads, head_dim)
+    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int
+    item_seq_ptr, item_head_ptr, item_kv_end_ptr,  # (padded_items,) int32: request, KV head, visible keys
+    row_q_ptr, row_o_ptr,  # (padded_items, BLOCK_M) int64: offset of each row's query / output vector
+    row_pos_ptr,  # (padded_items, BLOCK_M) int32: position of each row's token (it sees keys 0 .. pos)
+    trace_ptr,  # (padded_items, trace_width) int32: block of each key column read (TRACE only)
+    qk_scale,  # softmax scale * log2(e)
+    trace_width,
+    stride_qd, stride_od,
+    stride_cb, stride_co, stride_ch, stride_cd,
+    stride_bts, stride_btb,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
+    BLOCK_B: tl.constexpr,  # work items per program
+    BLOCK_M: tl.constexpr,  # rows per item: BLOCK_Q * GROUP padded to a power of two
+    BLOCK_N: tl.constexpr,  # key positions per tile
+    BLOCK_D: tl.constexpr,  # head_dim padded to a power of two >= 16
+    TRACE: tl.constexpr,
+):
+    item = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (BLOCK_B,); the list is padded to the grid
+    table_rows = block_tables_ptr + tl.load(item_seq_ptr + item).to(tl.int64) * stride_bts  # (BLOCK_B,)
+    head_off = tl.load(item_head_ptr + item).to(tl.int64) * stride_ch
+    kv_end = tl.load(item_kv_end_ptr + item)  # (BLOCK_B,) 0 for padding items: every key masked
+    offs_d = tl.arange(0, BLOCK_D)
+    rows = item[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]  # (BLOCK_B, BLOCK_M)
+    q_pos = tl.load(row_pos_ptr + rows)  # (BLOCK_B, BLOCK_M)
+    d_mask = (offs_d < HEAD_DIM)[None, None, :]
+    q = tl.load(query_ptr + tl.load(row_q_ptr + rows)[:, :, None] + offs_d[None, None, :] * stride_qd,
+                mask=d_mask, other=0.0).to(tl.float32)  # (BLOCK_B, BLOCK_M, BLOCK_D)
+
+    m_i = tl.full([BLOCK_B, BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.full([BLOCK_B, BLOCK_M], 0.0, tl.float32)  # tl.full, not tl.zeros: a @jit call (see triton_utils)
+    acc = tl.full([BLOCK_B, BLOCK_M, BLOCK_D], 0.0, tl.float32)
+    for start in range(0, tl.reduce(kv_end, 0, MAX_COMBINE), BLOCK_N):  # up to this program's last visible key
+        offs_n = start + tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions of this tile
+        mask_n = offs_n[None, :] < kv_end[:, None]  # (BLOCK_B, BLOCK_N)
+        block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n, other=0)
+        if TRACE:
+            tl.store(trace_ptr + item[:, None] * trace_width + offs_n[None, :], block, mask=mask_n)
+        slots = block.to(tl.int64) * stride_cb + ((offs_n % BLOCK_SIZE) * stride_co)[None, :] + head_off[:, None]
+        kv_offs = slots[:, :, None] + offs_d[None, None, :] * stride_cd  # (BLOCK_B, BLOCK_N, BLOCK_D)
+        kv_mask = mask_n[:, :, None] & d_mask
+        k = tl.load(k_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
+        s = tl.dot(q, tl.permute(k, (0, 2, 1)), input_precision="ieee") * qk_scale  # (BLOCK_B, BLOCK_M, BLOCK_N)
+        s = tl.where(offs_n[None, None, :] <= q_pos[:, :, None], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.reduce(s, 2, MAX_COMBINE))  # tl.max(s, 2), see triton_utils
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, :, None])
+        l_i = l_i * alpha + tl.reduce(p, 2, SUM_COMBINE)  # tl.sum(p, 2)
+        v = tl.load(v_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
+        acc = acc * alpha[:, :, None] + tl.dot(p, v, input_precision="ieee")  # (BLOCK_B, BLOCK_M, BLOCK_D)
+        m_i = m_new
+
+    out = out_ptr + tl.load(row_o_ptr + rows)[:, :, None] + offs_d[None, None, :] * stride_od
+    tl.store(out, (acc / l_i[:, :, None]).to(out_ptr.dtype.element_ty), mask=d_mask)
+
+
+def run_plan(plan: BatchedPlan, out, query, k_cache, v_cache, block_tables, scale: float) -> None:
+    """Launch one plan into ``out`` (num_tokens + 1 rows). While launches are recorded, the kernel also
+    writes the block of every key column it read, and the plan goes to the record with that trace."""
+    seq, head, kv_end, q_off, o_off, pos = (t.to(query.device) for t in row_tables(plan, query, out))
+    trace = None
+    if launch_record.recording():
+        width = triton.cdiv(plan.kv_len_max, plan.block_n) * plan.block_n
+        trace = torch.full((seq.shape[0], width), -1, dtype=torch.int32, device=query.device)
+    trace_arg = trace if trace is not None else seq
+    head_dim = k_cache.shape[3]
+    paged_batched_kernel[plan.grid](
+        out, query, k_cache, v_cache, block_tables, seq, head, kv_end, q_off, o_off, pos, trace_arg,
+        scale * math.log2(math.e), trace_arg.shape[-1],
+        query.stride(2), out.stride(2), *k_cache.stride(), *block_tables.stride(),
+        HEAD_DIM=head_dim, BLOCK_SIZE=k_cache.shape[1], BLOCK_B=plan.block_b, BLOCK_M=plan.block_m,
+        BLOCK_N=plan.block_n, BLOCK_D=max(16, next_pow2(head_dim)), TRACE=trace is not None,
+    )
+    if trace is not None:
+        launch_record.add(launch_record_of(plan, trace.cpu(), k_cache.shape[1]))
+
+
+def batched_attention(
+    query: torch.Tensor,  # (num_tokens, num_heads, head_dim), requests' chunks back to back
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # (num_seqs, max_blocks_per_seq) int
+    seq_lens: torch.Tensor,  # (num_seqs,) tokens in the cache after this step, chunk included
+    query_start_loc: torch.Tensor,  # (num_seqs + 1,) offsets of each request's chunk in `query`
+    scale: float,
+    *,
+    block_q: Optional[int] = None,
+    block_n: Optional[int] = None,
+    block_b: Optional[int] = None,
+) -> torch.Tensor:
+    """Prefill and decode alike (a decode is a one-token chunk); same contract as the references.
+    ``block_q`` / ``block_n`` / ``block_b`` force the tile sizes (tests); by default ``plan_attention`` picks."""
+    num_tokens, num_heads, head_dim = query.shape
+    out = torch.empty(num_tokens + 1, num_heads, head_dim, dtype=query.dtype, device=query.device)
+    if num_tokens and block_tables.shape[0]:
+        for plan in plan_attention(query, k_cache, block_tables, seq_lens, query_start_loc, block_q, block_n, block_b):
+            run_plan(plan, out, query, k_cache, v_cache, block_tables, scale)
+    return out[:num_tokens]
+
+
+if __name__ == "__main__":
+    from kernels import reference
+    from kernels.harness import KernelCase, Target, run_main
+    from kernels.testing import make_paged_case
+
+    def batched_case(t: Target) -> KernelCase:
+        seq_lens, query_lens = [1, 23, 40, 200, 90], [1, 23, 17, 1, 1]
+        c = make_paged_case(8, 2, 32, 16, seq_lens=seq_lens, query_lens=query_lens, dtype=t.dtype, device=t.device)
+        args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
+        kv_bytes = 2 * sum(seq_lens) * 2 * 32 * c.k_cache.element_size()
+        return KernelCase(
+            "paged_batched", f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size 16",
+            lambda: batched_attention(*args), lambda: reference.paged_prefill_attention(*args),
+            tol=t.pick(2e-2, 1e-5), work=kv_bytes / 1e9, unit="GB/s of K/V read",
+            checks={f"block_q={q}": lambda q=q: batched_attention(*args, block_q=q) for q in (1, 4, 64)},
+        )
+
+    run_main(batched_case)

@@ -1,0 +1,70 @@
+"""The Playground with a victim policy, V1's CPU offloading tier and parallel sampling: the tier is drawn beside the
+device pool, the narration says why a victim was chosen, what was loaded, what forked and what was copied on
+write, and bad values are one-line messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app import ADD, APP, narration, ok, shown_step
+
+
+@pytest.fixture
+def app(random_llama_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):
+    for name, value in dict(vllm_profile="v0.33", num_gpu_blocks="12", num_offload_blocks="32",
+                            preemption_victim="lcf").items():
+        app.query_params[name] = value
+    ok(app.run())
+    lab = app.session_state["lab"]
+    assert lab.config.num_offload_blocks == 32 and lab.config.preemption_victim == "lcf"
+    assert app.session_state["cfg_preemption_victim"] == "lcf"
+    titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in app.get("plotly_chart")]
+    assert "CPU tier · 0/32 stored" in titles, titles
+    app.button(key="next_preemption").click().run()
+    text = narration(ok(app))
+    assert "was chosen because it has the fewest computed tokens" in text
+    assert lab.engine.kv.offload.num_stored_blocks > 0
+    # Run the session's lab to the first load (the Lab is the page's domain object), then let the page draw it.
+    lab.run_until(lambda snap: snap.report is not None and any(c.num_loaded_tokens for c in snap.report.chunks))
+    app.run()
+    text = narration(app)
+    assert "from the CPU offloading tier instead of recomputing" in text, text
+    assert "loaded (CPU tier → device)" in text and "modelled over PCIe" in text
+    assert shown_step(app) > 1 and not app.error
+
+
+@pytest.mark.parametrize("name, value", [("preemption_victim", "oldest"), ("num_offload_blocks", "0"),
+                                         ("num_offload_blocks", "x")])
+def test_bad_policy_or_tier_values_in_the_url_warn_and_keep_the_default(app, name, value):
+    app.query_params["vllm_profile"] = "v0.33"
+    app.query_params[name] = value
+    ok(app.run())
+    lab = app.session_state["lab"]
+    assert getattr(lab.config, name) == ("last" if name == "preemption_victim" else None)
+    shown = (name, name.replace("_", "\\_"))  # markdown escapes the underscores
+    assert any(n in w.value for w in app.warning for n in shown) and shown_step(app) == 0 and not app.error
+
+
+def test_a_request_with_n_sequences_forks_and_copies_on_write_in_the_playground(app):
+    app.query_params["preset"] = "none"
+    ok(app.run())
+    app.text_area(key="new_prompt").set_value("def add(a, b):")
+    app.number_input(key="new_n").set_value(3)
+    app.number_input(key="new_priority").set_value(2)
+    app.button(key=ADD).click().run()
+    lab = app.session_state["lab"]
+    assert [(m.n, m.priority) for m in lab.manual] == [(3, 2)]
+    app.button(key="step").click().run()
+    assert "forked 2 sequence(s) (m1#1, m1#2) on its first token" in narration(ok(app))
+    app.button(key="step").click().run()
+    assert "(copy on write)" in narration(ok(app))  # a 16-token block: the prompt's last one is partial
+    app.button(key="back").click().run()  # replaying from the log keeps n and the priority
+    app.button(key="step").click().run()
+    assert {r.request_id for r in lab.view.requests} >= {"m1", "m1#1", "m1#2"}
