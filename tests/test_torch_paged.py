@@ -1,4 +1,4 @@
-"""The engine's torch backend (``kernels.torch_paged``: SDPA, decodes bucketed by length) against the references."""
+"""kernels.torch_paged (SDPA, decodes bucketed by length; benchmarked, not the engine's) against the references."""
 
 from __future__ import annotations
 
