@@ -67,11 +67,11 @@ class PreemptionCost:
 @dataclass(frozen=True)
 class RecomputeStats:
     """Re-prefill work since the last hand-over (see ``CostLedger.make_recompute_stats``), and all the prefill
-    work it is a share of: the recompute tax is ``tokens / prefill_tokens`` (and ``seconds / prefill_seconds``)."""
+    time it is a share of: the recompute tax is re-prefilled tokens over all prefill tokens (``pykv:prefill_tokens``),
+    and ``seconds / prefill_seconds``."""
 
     tokens: int
     seconds: float
-    prefill_tokens: int = 0  # every prefill token computed (re-prefills included, cache hits and loads not)
     prefill_seconds: float = 0.0  # forward time apportioned to them
 
 
@@ -90,7 +90,7 @@ class CostLedger:
         self.records: list[PreemptionCost] = []
         self.open: dict[str, PreemptionCost] = {}  # request id -> its last, unrecovered preemption
         self._recompute_tokens, self._recompute_s = 0, 0.0  # since the last make_recompute_stats()
-        self._prefill_tokens, self._prefill_s = 0, 0.0  # since the last make_recompute_stats()
+        self._prefill_s = 0.0  # forward time of all prefill tokens, since the last make_recompute_stats()
 
     def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionCost:
         record = PreemptionCost(
@@ -122,7 +122,6 @@ class CostLedger:
         """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time."""
         total = sum(c.num_new_tokens for c in chunks)
         prefill = sum(c.num_new_tokens for c in chunks if c.is_prefill)
-        self._prefill_tokens += prefill
         self._prefill_s += forward_s * prefill / total if total else 0.0
         for chunk in chunks:
             record = self.open.get(chunk.request_id)
@@ -144,9 +143,9 @@ class CostLedger:
     def make_recompute_stats(self) -> RecomputeStats:
         """Get (and reset) the re-prefill work charged since the last call: the metrics take deltas,
         as vLLM's ``make_prefix_cache_stats()`` hands over prefix-cache stats."""
-        stats = RecomputeStats(self._recompute_tokens, self._recompute_s, self._prefill_tokens, self._prefill_s)
+        stats = RecomputeStats(self._recompute_tokens, self._recompute_s, self._prefill_s)
         self._recompute_tokens, self._recompute_s = 0, 0.0
-        self._prefill_tokens, self._prefill_s = 0, 0.0
+        self._prefill_s = 0.0
         return stats
 
     def on_finished(self, request_id: str) -> None:

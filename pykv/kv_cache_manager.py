@@ -33,11 +33,9 @@ class PrefixCacheStats:
     unadmitted_queries: int = 0  # lookups that did not lead to admission (not in the fields above)
     unadmitted_hits: int = 0
     # The CPU offloading tier, looked up after the device cache (vLLM: external_prefix_cache_*): tokens past the
-    # local hit, and those found in the tier; the preempted_ ones are re-admissions (0.33 leaves them out).
+    # local hit, and those found in the tier; re-admissions after a preemption are left out, as 0.33 leaves them.
     external_queries: int = 0
     external_hits: int = 0
-    external_preempted_queries: int = 0
-    external_preempted_hits: int = 0
 
 
 class KVCacheManager(KVMoves):
@@ -191,13 +189,11 @@ class KVCacheManager(KVMoves):
     def record_external_lookup(self, request: Request, num_local_tokens: int, num_loaded_tokens: int) -> None:
         """Count one lookup in the offloading tier (vLLM 0.33.0 ``Scheduler.schedule``: queries are the tokens past
         the local hit, hits the tokens loaded)."""
-        s, queries = self.prefix_stats, request.num_tokens - num_local_tokens
         if request.num_preemptions:
-            self.prefix_stats = replace(s, external_preempted_queries=s.external_preempted_queries + queries,
-                                        external_preempted_hits=s.external_preempted_hits + num_loaded_tokens)
-        else:
-            self.prefix_stats = replace(s, external_queries=s.external_queries + queries,
-                                        external_hits=s.external_hits + num_loaded_tokens)
+            return  # a re-admission (its loads still count in pykv:offload_loaded_tokens)
+        s = self.prefix_stats
+        self.prefix_stats = replace(s, external_queries=s.external_queries + request.num_tokens - num_local_tokens,
+                                    external_hits=s.external_hits + num_loaded_tokens)
 
     def make_prefix_cache_stats(self) -> PrefixCacheStats:
         """Get (and reset) the prefix-cache stats since the last call (vLLM V1's hand-over of per-step deltas)."""

@@ -69,8 +69,6 @@ class StepObserver:
         self.sglang_victims = config.preemption_victim == "sglang"
         self.block_size = config.block_size
         self._queries = self._hits = 0  # what the release's prefix-cache counters count, so far
-        self._recomputed = self._prefill = 0  # tokens, so far: the recompute tax
-        self._recomputed_s = self._prefill_s = 0.0
         self._new_window()
 
     def _new_window(self) -> None:
@@ -124,12 +122,6 @@ class StepObserver:
         m.prefill_seconds.inc(o.recompute.prefill_seconds)
         if p.has_kv_offloading:
             self._offload(o)
-        self._recomputed += o.recompute.tokens
-        self._recomputed_s += o.recompute.seconds
-        self._prefill += o.recompute.prefill_tokens
-        self._prefill_s += o.recompute.prefill_seconds
-        m.recompute_tax.set(recompute_tax(self._recomputed, self._prefill) or 0.0)
-        m.recompute_tax_time.set(recompute_tax(self._recomputed_s, self._prefill_s) or 0.0)
         m.prefix_queries_all.inc(pc.queries)  # pykv's: one lookup per admission, in every profile
         m.prefix_hits_own.inc(pc.hits_own)
         m.prefix_hits_shared.inc(pc.hits_shared)
@@ -145,6 +137,11 @@ class StepObserver:
                 m.vllm_request_preemptions.observe(output.num_preemptions)
         computed = sum(c.num_new_tokens for c in o.chunks if c.is_prefill)
         m.prefill_tokens.inc(computed)
+        # the recompute tax so far, from the counters: re-prefilled share of prefill tokens, and of prefill time
+        m.recompute_tax.set(recompute_tax(m.value("pykv:recomputed_tokens_total"),
+                                          m.value("pykv:prefill_tokens_total")) or 0.0)
+        m.recompute_tax_time.set(recompute_tax(m.value("pykv:recompute_seconds_total"),
+                                               m.value("pykv:prefill_seconds_total")) or 0.0)
         if p.prompt_tokens_include_reprefill:  # V0: every prefill chunk, its cached tokens included
             prompt = sum(c.num_new_tokens + c.num_cached_tokens for c in o.chunks if c.is_prefill)
         else:  # V1: each request's prompt once, when its first token comes
