@@ -130,8 +130,9 @@ def test_add_request_by_hand_and_a_bad_one(app):
 def test_play_toggles_and_run_to_end_finishes(app):
     ok(app.run())
     app.button(key="play").click().run()
-    assert ok(app).session_state["playing"] and app.button(key="play").label == "Pause"
-    app.button(key="play").click().run()
+    assert ok(app).session_state["playing"] and app.button(key="pause").label == "Pause"
+    assert "play" not in {b.key for b in app.button}
+    app.button(key="pause").click().run()
     assert not ok(app).session_state["playing"]
     app.button(key="run_end").click().run()
     assert ok(app).session_state["lab"].at_end() and app.button(key="step").disabled

@@ -45,9 +45,11 @@ def _act(fn, *args) -> None:
         st.session_state.flash = f"The engine failed: {type(e).__name__}: {e}"
 
 
-def _toggle_play() -> None:
+def _set_playing(playing: bool) -> None:
+    """Play and Pause are two buttons, each idempotent: a click that lands on a stale button (a timer run
+    re-rendering under the pointer) can never toggle the state back (a toggle could)."""
     st.session_state.acted = True
-    st.session_state.playing = not st.session_state.playing
+    st.session_state.playing = playing
     st.session_state.replan = True  # run_every changes: the whole page reruns
 
 
@@ -124,9 +126,12 @@ def _controls(lab: Lab) -> None:
                   args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
         st.button("Back", key="back", shortcut="Left", on_click=_act, args=(lab.back,),
                   disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
-        st.button("Pause" if playing else "Play", key="play",
-                  icon=":material/pause:" if playing else ":material/play_arrow:",
-                  on_click=_toggle_play, disabled=end and not playing, help="Step on a timer.")
+        if playing:
+            st.button("Pause", key="pause", icon=":material/pause:", on_click=_set_playing, args=(False,),
+                      help="Stop the timer.")
+        else:
+            st.button("Play", key="play", icon=":material/play_arrow:", on_click=_set_playing, args=(True,),
+                      disabled=end, help="Step on a timer.")
         st.segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
                              on_change=lambda: st.session_state.update(replan=True, acted=True),
                              help="Play speed: a step every 1 s, 0.5 s or 0.2 s.")
