@@ -6,17 +6,21 @@ import streamlit as st
 st.set_page_config(page_title="pykv lab", page_icon=":material/grid_view:", layout="wide")
 
 # Cold start: an invisible chart first makes the browser fetch plotly.js while Python imports torch
-# and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once.
+# and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once, and drawn on a
+# session's first run only (a class follower's page reruns on every step of the instructor).
 boot = st.empty()
-boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
-from pykv.ui import about, lessons_page, playground, seats, sweep_page  # noqa: E402  (after the boot chart, on purpose)
+if not st.session_state.get("booted"):
+    boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
+    st.session_state.booted = True
+from pykv.ui import about, lessons_page, pages, playground, seats, sweep_page  # noqa: E402  (after the boot chart)
 
 boot.empty()
 seats.seats().maybe_reap()  # any page's run gives closed tabs' engines back (at most every 10 s)
 
-st.navigation([
-    st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground", default=True),
-    st.Page(sweep_page.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
-    st.Page(lessons_page.render, title="Lessons", icon=":material/school:", url_path="lessons"),
-    st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
-]).run()
+st.navigation(pages.routed({
+    "playground": st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground",
+                          default=True),
+    "sweep": st.Page(sweep_page.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
+    "lessons": st.Page(lessons_page.render, title="Lessons", icon=":material/school:", url_path="lessons"),
+    "about": st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
+})).run()

@@ -163,6 +163,17 @@ class Lab:
             self._detached = True
         return child
 
+    def branch(self) -> "Lab":
+        """A new Lab at the same step that never touches this one: it replays an engine of its own when it
+        first needs one. For a Lab other sessions read (a class's shared lesson), whose engine must stay."""
+        child = copy.copy(self)
+        child.snapshots, child.manual = list(self.snapshots), list(self.manual)
+        child.kernel_launches = dict(self.kernel_launches)
+        child._done_when_detached = self.engine_done()
+        child._engine = child._runner = None
+        child._detached = True
+        return child
+
     def _apply_manual(self, step: int) -> None:
         for m in self.manual:
             if m.step == step:

@@ -151,22 +151,30 @@ def test_next_prev_dots_and_restart_and_back_restores_the_exact_state(app, cours
     assert "lesson" not in ok(app).query_params and app.button(key=f"open_{lesson.id}")
 
 
-def test_presenter_mode_shows_the_speaker_notes(app, course):
+def notes_shown(at: AppTest, notes: str) -> bool:
+    return any(m.value == notes for m in at.markdown)
+
+
+def test_the_projector_view_never_shows_the_speaker_notes(app, course):
     lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps) if step.notes)
+    notes = lesson.steps[k - 1].notes
     open_link(app, lesson.id, k)
-    assert not any(m.value == "**Speaker notes**" for m in app.markdown)
+    assert notes_shown(app, notes) and any(e.label == "Speaker notes" for e in app.expander)  # folded, for a rehearsal
     app.toggle(key="lesson_presenter").set_value(True).run()
     assert ok(app).query_params["presenter"] in ("1", ["1"]) and shown(app)[0] == k
-    assert any(m.value == "**Speaker notes**" for m in app.markdown)
-    assert any(m.value == lesson.steps[k - 1].notes for m in app.markdown)
+    assert not notes_shown(app, notes) and not any(e.label == "Speaker notes" for e in app.expander)
     app.button(key="lesson_next").click().run()  # presenter=1 stays in the URL
     assert ok(app).query_params["presenter"] in ("1", ["1"])
 
 
-def test_presenter_deep_link(app, course):
+def test_projector_deep_link_folds_the_checks(app, course):
     lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps) if step.notes)
     open_link(app, lesson.id, k, presenter=True)
-    assert any(m.value == "**Speaker notes**" for m in app.markdown) and app.toggle(key="lesson_presenter").value
+    assert app.toggle(key="lesson_presenter").value and not notes_shown(app, lesson.steps[k - 1].notes)
+    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps) if step.expect)
+    open_link(app, lesson.id, k, presenter=True)
+    n = len(app.session_state["lesson_players"][lesson.id].state.checks)
+    assert any(e.label == f"Checks ✓ {n}/{n}" for e in app.expander)
 
 
 @pytest.mark.parametrize("step, shows, message", [
@@ -252,6 +260,12 @@ def test_every_lesson_plays_to_its_end_through_the_page_with_every_check_passing
         where = f"{path.name} step {k} ({lesson.steps[k - 1].title})"
         state = player(app, lesson.id).state
         assert state.passed, f"{where}: errors {state.errors}, failed {[vars(c) for c in state.failed_checks]}"
+        if state.prediction is not None:  # the question first, over the step before; answering reveals the step
+            assert any(state.prediction.question in m.value for m in app.markdown)
+            assert not any(state.narration == m.value for m in app.markdown), f"{where}: the narration gives it away"
+            app.radio(key=f"predict_{lesson.id}_{k - 1}").set_value(state.prediction.correct)
+            next(b for b in app.button if b.label == "Answer").click().run()
+            assert any(": right." in s.value for s in ok(app).success), where
         assert not failed_checks(app) and not app.error, f"{where}: {failed_checks(app)} {[e.value for e in app.error]}"
         assert sum("✓" in m.value for m in app.markdown) == (1 if lesson.steps[k - 1].expect else 0)
     assert app.button(key="lesson_next").disabled and any("End of the lesson" in s.value for s in app.success)

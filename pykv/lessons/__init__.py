@@ -22,6 +22,8 @@ _EXPORTS = {
     "LessonPlayer": "pykv.lessons.player",
     "StepState": "pykv.lessons.player",
     "replay": "pykv.lessons.player",
+    "Prediction": "pykv.lessons.predict",
+    "PredictionResult": "pykv.lessons.predict",
     "RunSummary": "pykv.lessons.run_summary",
     "Check": "pykv.lessons.schema",
     "Lesson": "pykv.lessons.schema",

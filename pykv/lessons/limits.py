@@ -32,6 +32,8 @@ MAX_SCALAR_CHARS = 20_000  # one YAML value written out (a prompt is the longest
 # ---- text fields (characters) ------------------------------------------------------------------
 MAX_TITLE_CHARS = 200  # the lesson's title and each step's "## " title
 MAX_SUMMARY_CHARS = 500
+MAX_OBJECTIVE_CHARS = 300  # the front matter's objective: one sentence
+MAX_TAKEAWAY_CHARS = 500  # the front matter's takeaway: one or two sentences
 MAX_NARRATION_CHARS = 20_000  # one step's narration
 MAX_NOTES_CHARS = 20_000  # one step's speaker notes
 MAX_NAME_CHARS = 64  # request ids, run and tokenization names
@@ -46,6 +48,7 @@ MAX_PROMPT_TOKEN_IDS = 2048  # a request given as prompt_token_ids
 MAX_ARRIVAL_STEP = MAX_STEPS  # arrival_step of an explicit request
 MAX_SIDE_RUNS = 20  # run: actions in one lesson (each runs a workload to the end)
 MAX_SEED = 2**32 - 1  # the front matter's seed: 0 to this
+MAX_LESSON_MINUTES = 240  # the front matter's minutes and core_minutes: 1 to this
 # (low, high) of each preset argument; every x n stays within MAX_STEPS
 PRESET_ARGS = {"n": (1, MAX_REQUESTS), "max_tokens": (1, MAX_TOKENS), "every": (0, MAX_STEPS // MAX_REQUESTS)}
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from pykv.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.lessons.checks import template_paths
+from pykv.lessons.differs import Differs, parse_differs
 from pykv.lessons.errors import FieldError, LessonError
 from pykv.lessons.limits import (
     CONFIG_CAPS,
@@ -30,7 +31,9 @@ from pykv.lessons.limits import (
 )
 from pykv.lessons.markdown import RawStep, split_front_matter, split_steps
 from pykv.lessons.paths import Known, check_path
+from pykv.lessons.predict import Prediction, parse_prediction
 from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
+from pykv.lessons.workshop import check_timing
 from pykv.lessons.schema import (
     AddRequest,
     Check,
@@ -177,7 +180,33 @@ class _Course:
             raise FieldError(f"{where}.narration", e.problem) from None
         notes = raw.blocks["notes"][0].strip() if "notes" in raw.blocks else None
         return LessonStep(title=raw.title, narration=raw.narration, actions=actions, expect=expect, notes=notes,
-                          line=raw.line)
+                          predict=self.prediction(raw, where), line=raw.line, optional=raw.optional,
+                          differs=self.differs(raw, where))
+
+    def differs(self, raw: RawStep, where: str) -> Differs | None:
+        """The step's ```differs callout (claim / vLLM / pykv), if it has one."""
+        if "differs" not in raw.blocks:
+            return None
+        text, line = raw.blocks["differs"]
+        try:
+            return parse_differs(parse_yaml(text, "", line, self.budget))
+        except FieldError as e:
+            raise FieldError(f"{where}.differs" + (f".{e.field}" if e.field else ""), e.problem) from None
+
+    def prediction(self, raw: RawStep, where: str) -> Prediction | None:
+        """The step's ```predict block, its answer path checked as after the step's actions (as expect's)."""
+        if "predict" not in raw.blocks:
+            return None
+        text, line = raw.blocks["predict"]
+        try:
+            prediction = parse_prediction(parse_yaml(text, "", line, self.budget))
+            try:
+                check_path(prediction.answer, self.known)
+            except FieldError as e:
+                raise FieldError("answer", e.problem) from None
+        except FieldError as e:
+            raise FieldError(f"{where}.predict" + (f".{e.field}" if e.field else ""), e.problem) from None
+        return prediction
 
 
 # ---- entry points -------------------------------------------------------------------------------
@@ -218,8 +247,10 @@ def _parse(text: str, path: Path) -> Lesson:
         raise problem from None
     course = _Course(front, budget)
     steps = [course.step(raw_step, i) for i, raw_step in enumerate(split_steps(body, body_line))]
+    check_timing(front, steps)
     return Lesson(id=front.id, title=front.title, summary=front.summary, seed=front.seed, config=front.config,
-                  workload=front.workload, steps=steps, path=path)
+                  workload=front.workload, steps=steps, path=path, objective=front.objective,
+                  takeaway=front.takeaway, minutes=front.minutes, core_minutes=front.core_minutes)
 
 
 def load_lesson(path: Path | str) -> Lesson:

@@ -1,16 +1,17 @@
 """Splitting a lesson file: YAML front matter, then ``## `` steps, each with its narration and its
-``actions`` / ``expect`` / ``notes`` fenced blocks. Fence-aware: a ``## `` line or ``{{ }}`` inside a
-fenced code block is code, not structure::
+``actions`` / ``expect`` / ``notes`` / ``predict`` / ``differs`` fenced blocks. Fence-aware: a ``## `` line
+or ``{{ }}`` inside a fenced code block is code, not structure::
 
     ---                       <- front matter (YAML) between two --- lines
     id: ...
     ---
                               <- nothing but blank lines here
     ## Step title             <- a step: heading, narration, optional blocks in any order
+                                 ("## Step title {optional}": a step the workshop path skips)
     Narration ...
     ```actions                <- lesson blocks are fences whose info string is exactly
-    - step: 1                    actions, expect or notes; any other fence stays narration
-    ```
+    - step: 1                    actions, expect, notes, predict or differs; any other
+    ```                          fence stays narration
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Callable, Iterator, Optional
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
 
-BLOCKS = ("actions", "expect", "notes")
+BLOCKS = ("actions", "expect", "notes", "predict", "differs")
+_MARKER = re.compile(r"\s*\{([A-Za-z_-]*)\}\s*$")  # "{optional}" at the end of a step heading
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
@@ -32,6 +34,7 @@ class RawStep:
     line: int  # 1-based line of the heading in the file
     narration: str
     blocks: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (text, line of its first text line)
+    optional: bool = False  # the heading ended in {optional}
 
 
 def fenced(lines: list[str]) -> Iterator[tuple[str, bool, Optional[str], bool]]:
@@ -85,7 +88,7 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
             continue
         if not in_code and re.match(r"^##(\s|$)", line):
             finish()
-            title = line[2:].strip()
+            title, optional = _title_and_marker(line[2:].strip(), len(steps), number)
             if not title:
                 raise FieldError(f"steps[{len(steps)}]", f"the step heading on line {number} has no title")
             if len(title) > MAX_TITLE_CHARS:
@@ -95,7 +98,7 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
             if len(steps) == MAX_LESSON_STEPS:
                 raise FieldError(f"steps[{len(steps)}]", f"more than {MAX_LESSON_STEPS} steps (line {number}); "
                                                          "split the lesson")
-            steps.append(RawStep(title=title, line=number, narration=""))
+            steps.append(RawStep(title=title, line=number, narration="", optional=optional))
             narration = []
             continue
         if not steps:
@@ -119,6 +122,19 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
     if not steps:
         raise FieldError("body", "the lesson has no steps; start each step with a '## Title' line")
     return steps
+
+
+def _title_and_marker(heading: str, index: int, number: int) -> tuple[str, bool]:
+    """A step heading's title and whether it ends in ``{optional}``; FieldError for any other ``{marker}``."""
+    m = _MARKER.search(heading)
+    if m is None:
+        return heading, False
+    title = heading[:m.start()].strip()
+    if m.group(1) != "optional":
+        raise FieldError(f"steps[{index}] ({clip(title, 40)})", f"the step heading on line {number} ends in "
+                                                                f"{{{clip(m.group(1), 20)}}}; the only step marker "
+                                                                "is {optional}")
+    return title, True
 
 
 def outside_code(markdown: str, fn: Callable[[str], str]) -> str:

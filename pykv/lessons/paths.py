@@ -7,6 +7,7 @@ A path is a root, the root's own segments, then generic segments walked into the
     metric . vllm:num_preemptions_total       root "metric": the rest is one name
     run . short . preemption_records . 0 . mode
     modelled . preemptions . 0 . delay_to_others_ms   the run so far priced on LESSON_TARGET
+    kv . llama-3.1-8b . bytes_per_token       root "kv": model (the engine's) or a catalogue name; see sizing.py
 
 Generic segments: a mapping key, a field name, a list index (``0``, ``last``) or ``length``.
 Each root is one row of ``ROOTS``: how to check a path when the lesson loads (roots, names, and every
@@ -27,6 +28,7 @@ from pykv.gpu_model import DEFAULT_TARGET
 from pykv.gpu_model.schedule import ModelledView, modelled_view
 from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.run_summary import RunSummary
+from pykv.lessons.sizing import ENGINE_MODEL, CatalogueKv, EngineKv, catalogue_kv, engine_kv, known_models, model_name
 from pykv.lessons.tokens import TokenDiff
 from pykv.snapshot import BlockView, RequestView, Snapshot
 from pykv.step_report import PreemptionView, StepReport
@@ -198,6 +200,24 @@ def _read_modelled(rest: list[str], path: str, scope: Scope) -> Any:
     return _walk(modelled_view(LESSON_TARGET.estimate(), history), rest, "modelled")
 
 
+def _check_kv(rest: list[str], path: str, known: Known) -> None:
+    _need(rest, 2, path, "write kv.model.FIELD or kv.NAME.FIELD with NAME a catalogue model, e.g. "
+                         "kv.llama-3.1-8b.bytes_per_token")
+    name, fields = model_name(rest)
+    if not name:
+        raise FieldError("", f"path {path!r}: model {'.'.join(rest[:-1])!r} is unknown; use one of "
+                             f"{_choices(known_models())}")
+    _need(fields, 1, path, f"write kv.{name}.FIELD")
+    check_type(fields, EngineKv if name == ENGINE_MODEL else CatalogueKv, f"kv.{name}")
+
+
+def _read_kv(rest: list[str], path: str, scope: Scope) -> Any:
+    name, fields = model_name(rest)
+    if name == ENGINE_MODEL:
+        return _walk(engine_kv(scope.config, scope.view), fields, "kv.model")
+    return _walk(catalogue_kv(name, scope.config.block_size), fields, f"kv.{name}")
+
+
 def _saved_checker(root: str, names_of: Callable[[Known], frozenset[str]], tp: type, action: str):
     def check(rest: list[str], path: str, known: Known) -> None:
         _need(rest, 2, path, f"write {root}.NAME.FIELD")
@@ -318,6 +338,7 @@ ROOTS: dict[str, Root] = {
                         lambda rest, path, scope: _walk(scope.view.preemptions, rest, "preemptions")),
     "run": Root(_saved_checker("run", lambda k: k.runs, RunSummary, "run"), _saved_reader("run", lambda s: s.runs)),
     "modelled": Root(_check_modelled, _read_modelled),
+    "kv": Root(_check_kv, _read_kv),
     "tokens": Root(_saved_checker("tokens", lambda k: k.tokens, TokenDiff, "tokenize"),
                    _saved_reader("tokens", lambda s: s.tokens)),
 }

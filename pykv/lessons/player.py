@@ -10,7 +10,9 @@ they were); ``configure`` builds a new Lab::
 
 Actions run in order when a step is first entered. An action that fails (a run that ends before a
 preemption, a prompt the engine refuses) stops that step's actions and becomes a failed check and an
-entry of ``StepState.errors``; the player itself never raises for it.
+entry of ``StepState.errors``; the player itself never raises for it. A step's ``predict`` block is
+answered by the value its path reads after the actions (``StepState.prediction``); a value that is
+none of the choices is a failed check, as a broken ``expect`` is.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Optional
 from pykv.config import EngineConfig, app_owned_knobs
 from pykv.lab import Lab, has_preempted, lab_config
 from pykv.lessons.checks import CheckResult, evaluate, render
-from pykv.lessons.errors import LessonError
-from pykv.lessons.paths import Scope
+from pykv.lessons.errors import LessonError, PathError
+from pykv.lessons.paths import Scope, resolve
+from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, PredictionResult, answer_text
 from pykv.lessons.runs import RunSummary, side_run
 from pykv.lessons.schema import (
     Action,
@@ -51,11 +54,12 @@ class StepState:
     lab: Lab  # cursor == head at this step's engine step; do not step it (fork() it to explore)
     runs: dict[str, RunSummary]  # side runs saved so far, by name
     tokens: dict[str, TokenDiff]  # tokenizations saved so far, by name
-    checks: list[CheckResult]  # failed actions first, then the step's expect checks in order
+    checks: list[CheckResult]  # failed actions first, the step's expect checks in order, then a failed prediction
     narration: str  # the step's Markdown with its {{ }} templates filled
     notes: Optional[str]  # speaker notes (Markdown)
     errors: list[str]  # failed actions and templates that could not be filled
     scope: Scope  # what paths read here (pykv.lessons.paths.resolve(path, state.scope))
+    prediction: Optional[PredictionResult] = None  # the step's predict block, answered by its actions' outcome
 
     @property
     def passed(self) -> bool:
@@ -159,9 +163,14 @@ class LessonPlayer:
                 break
         scope = self._scope(lab, runs, tokens)
         checks = failed + [evaluate(check, scope) for check in step.expect]
+        prediction = None
+        if step.predict is not None:
+            prediction, problem = _answered(step.predict, scope)
+            checks += [problem] if problem is not None else []
         narration, template_errors = render(step.narration, scope)
         return StepState(index=index, step=step, lab=lab, runs=runs, tokens=tokens, checks=checks,
-                         narration=narration, notes=step.notes, errors=errors + template_errors, scope=scope)
+                         narration=narration, notes=step.notes, errors=errors + template_errors, scope=scope,
+                         prediction=prediction)
 
     def _configured(self, lab: Lab, changes: dict) -> Lab:
         """A new Lab at engine step 0: new config, same workload, the requests added so far kept."""
@@ -226,6 +235,22 @@ class LessonPlayer:
         arrivals |= {m.request_id: m.step for m in lab.manual}
         return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), runs=dict(runs), tokens=dict(tokens),
                      arrivals=arrivals, history=tuple(lab.snapshots[:lab.cursor + 1]))
+
+
+def _answered(prediction: Prediction, scope: Scope) -> tuple[PredictionResult, Optional[CheckResult]]:
+    """The prediction's answer in ``scope`` (after the step's actions), and a failed check when that answer
+    cannot be read or is none of the choices (the lesson is broken: the CI replay must say so)."""
+    try:
+        answer, error = answer_text(resolve(prediction.answer, scope)), None
+    except PathError as e:
+        answer, error = None, str(e)
+    result = PredictionResult.of(prediction, answer)
+    if result.correct is not None:
+        return result, None
+    if error is None:
+        error = (f"{prediction.answer} reads {answer!r}, which is none of the choices "
+                 f"({', '.join(repr(c) for c in prediction.choices)})")
+    return result, CheckResult(CHECK_DESCRIPTION, False, answer, list(prediction.choices), prediction.why, error)
 
 
 def replay(lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> list[StepState]:

@@ -3,8 +3,10 @@
 
 A lesson file parses into::
 
-    Lesson ── id, title, summary, seed, config (EngineConfig changes), workload (WorkloadSpec)
-      └─ steps: [LessonStep ── title, narration, actions: [Action], expect: [Check], notes]
+    Lesson ── id, title, summary, seed, config (EngineConfig changes), workload (WorkloadSpec),
+      │       objective, takeaway, minutes, core_minutes (the course list and the workshop path)
+      └─ steps: [LessonStep ── title, narration, actions: [Action], expect: [Check], notes, predict,
+                               optional, differs]
 
 Actions and checks are written in YAML as one-key mappings (``- step: 3``) and operator mappings
 (``- that: PATH`` + ``equals: VALUE``); ``parse_action`` / ``Check.parse`` turn them into the models
@@ -19,18 +21,21 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import (
     MAX_ARRIVAL_STEP,
+    MAX_LESSON_MINUTES,
     MAX_NAME_CHARS,
+    MAX_OBJECTIVE_CHARS,
     MAX_PATH_CHARS,
     MAX_PROMPT_CHARS,
     MAX_PROMPT_TOKEN_IDS,
     MAX_REQUESTS,
     MAX_SEED,
     MAX_SUMMARY_CHARS,
+    MAX_TAKEAWAY_CHARS,
     MAX_TITLE_CHARS,
     MAX_TOKENS,
     MAX_WHY_CHARS,
@@ -38,6 +43,8 @@ from pykv.lessons.limits import (
     clip,
     shown,
 )
+from pykv.lessons.differs import Differs
+from pykv.lessons.predict import Prediction
 from pykv.limits import MAX_STEPS
 from pykv.workload import PRESETS, Workload, WorkloadRequest, make_workload
 
@@ -332,6 +339,21 @@ class FrontMatter(_Model):
     seed: int = Field(default=0, ge=0, le=MAX_SEED, strict=True)
     config: dict[str, Any] = Field(default_factory=dict)
     workload: WorkloadSpec
+    objective: Optional[str] = Field(default=None, min_length=1, max_length=MAX_OBJECTIVE_CHARS)  # shown at step 1
+    takeaway: Optional[str] = Field(default=None, min_length=1, max_length=MAX_TAKEAWAY_CHARS)  # shown at the end
+    minutes: Optional[int] = Field(default=None, ge=1, le=MAX_LESSON_MINUTES, strict=True)  # the whole lesson
+    core_minutes: Optional[int] = Field(default=None, ge=1, le=MAX_LESSON_MINUTES, strict=True)  # its core steps
+
+    @field_validator("objective", "takeaway")
+    @classmethod
+    def _one_line(cls, text: Optional[str]) -> Optional[str]:
+        if text is None:
+            return None
+        if not text.strip():
+            raise ValueError("is blank; write one sentence, or leave the field out")
+        if "\n" in text.strip():
+            raise ValueError("must be one line (a YAML string on one line, or a folded '>' block)")
+        return text.strip()
 
 
 class LessonStep(_Model):
@@ -340,7 +362,10 @@ class LessonStep(_Model):
     actions: list[Action] = Field(default_factory=list)
     expect: list[Check] = Field(default_factory=list)
     notes: Optional[str] = None  # speaker notes (Markdown), presenter mode only
+    predict: Optional[Prediction] = None  # asked before the actions run; answered by their outcome
     line: int = 0  # the line of its "## " heading in the file
+    optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.workshop)
+    differs: Optional[Differs] = None  # claim / vLLM / pykv callout (pykv.lessons.differs)
 
 
 class Lesson(_Model):
@@ -352,6 +377,10 @@ class Lesson(_Model):
     workload: WorkloadSpec
     steps: list[LessonStep]
     path: Path
+    objective: Optional[str] = None
+    takeaway: Optional[str] = None
+    minutes: Optional[int] = None  # the whole lesson
+    core_minutes: Optional[int] = None  # the core steps (None: as minutes, no step is optional)
 
     def build_workload(self) -> Workload:
         """The lesson's workload, seeded, every request named (see WorkloadSpec.build)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lab import Lab, has_preempted
-from pykv.ui import budgets, kernel_view, live_views, review_pack_button, safe_text, sidebar, state
+from pykv.ui import budgets, follower_page, kernel_view, live_views, review_pack_button, safe_text, sidebar, state
 from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
@@ -22,6 +22,7 @@ def render() -> None:
     if lab is None:
         return
     sidebar.render(lab)
+    follower_page.exploring_banner(lab)
     st.session_state.setdefault("playing", False)
     st.session_state.setdefault("speed", "normal")
     every = SPEEDS.get(st.session_state.speed, 0.5) if st.session_state.playing else None

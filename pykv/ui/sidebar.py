@@ -96,7 +96,8 @@ def apply(lab: Lab, changes: dict, preset: str) -> None:
     profile = changes.pop("vllm_profile", lab.config.vllm_profile)
     try:
         config, reset = lab.config.with_profile(profile, **changes)
-        new_lab = state.make_lab(config, None if preset == "none" else preset)
+        kept = lab.workload if preset == "none" and lab.preset is None else None  # e.g. a lesson's, explored
+        new_lab = state.make_lab(config, None if preset == "none" else preset, workload=kept)
     except ValueError as e:
         st.error(f"Not applied: {safe_text.plain(e)}")
         return

@@ -32,7 +32,7 @@ from pykv.runtime import configure_torch_threads
 from pykv.ui.budgets import DEEP_LINK_BUDGET_S, run_action
 from pykv.ui.safe_text import code, plain
 from pykv.ui.seats import ServerFull, claim_seat
-from pykv.workload import PRESETS
+from pykv.workload import PRESETS, Workload
 
 MODEL_ENV = "PYKV_MODEL"  # a checkpoint folder to run instead of the shipped "tiny" (tests use a random one)
 DEFAULT_PRESET = "storm"
@@ -69,12 +69,13 @@ def model_for(config: EngineConfig) -> LoadedModel:
         raise ModelError(str(e)) from None
 
 
-def make_lab(config: EngineConfig, preset: Optional[str], seed: int = 0) -> Lab:
-    """A new Lab on the shared weights. ModelError (model), ServerFull (app cap) or the engine's
-    ValueError (config) pass through; the seat is claimed before any pool is allocated."""
+def make_lab(config: EngineConfig, preset: Optional[str], seed: int = 0, workload: Optional[Workload] = None) -> Lab:
+    """A new Lab on the shared weights (``workload``, if given, instead of the preset's). ModelError (model),
+    ServerFull (app cap) or the engine's ValueError (config) pass through; the seat is claimed before any pool
+    is allocated."""
     loaded = model_for(config)
     seat = claim_seat(config, loaded)
-    lab = Lab(config, loaded, preset, seed)
+    lab = Lab(config, loaded, preset, seed, workload=workload)
     seat.labs.add(lab)
     lab.check_workload()  # a preset request the engine will refuse: say so now, not at its arrival step
     return lab

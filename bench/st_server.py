@@ -1,0 +1,113 @@
+"""A `streamlit run app.py` server for the websocket load tests, and its CPU / RSS read from /proc.
+
+The launch is the browser tests' (tests/e2e/conftest.py: ``free_port``, ``wait_healthy``, the same flags)
+with two additions: the app tree can be another checkout (``root``: e.g. ``git archive HEAD`` unpacked, to
+measure the committed app while the working tree is being edited), and the server's stderr goes to a file
+(a pipe nobody reads would block a chatty server). ``model=None`` leaves PYKV_MODEL unset: the shipped
+default model. The server reads ``root/.streamlit/config.toml`` (its cwd).
+
+    with serve(ROOT) as server:            # server.url, server.pid, server.cpu_s(), server.rss_mb()
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from conftest import free_port, wait_healthy  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """utime + stime of the process (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu_s(self) -> float:
+        return cpu_s(self.pid)
+
+    def rss_mb(self) -> float:
+        return rss_mb(self.pid)
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-n:]
+
+
+@contextlib.contextmanager
+def serve(root: Path = ROOT, model: Optional[str] = None, extra: tuple[str, ...] = ()) -> Iterator[Server]:
+    """Start the app in ``root`` on a free loopback port, wait for its health check, stop it at the end."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PYKV_MODEL"} | {"PYTHONPATH": str(root)}
+    if model:
+        env["PYKV_MODEL"] = model
+    cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless=true",
+           f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+           "--server.fileWatcherType=none", "--logger.level=error", *extra]
+    log = Path(tempfile.mkstemp(prefix="st_server_", suffix=".log")[1])
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        try:
+            wait_healthy(server.url, proc, timeout_s=120.0)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n{server.log_tail()}") from None
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+class Sampler:
+    """Server CPU (cores used) and RSS sampled every ``every_s`` in the background (call ``stop()``)."""
+
+    def __init__(self, server: Server, every_s: float = 1.0) -> None:
+        import threading
+        self.server, self.every_s, self.samples = server, every_s, []  # (t, cpu_s, rss_mb)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.server.cpu_s(), self.server.rss_mb()))
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak_rss_mb(self, t0: float = 0.0, t1: float = float("inf")) -> float:
+        return max((rss for t, _, rss in self.samples if t0 <= t <= t1), default=float("nan"))

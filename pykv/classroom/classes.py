@@ -1,0 +1,210 @@
+"""Classes: the rules of class mode, over any ClassStore.
+
+An instructor ``start``s a class on a lesson and gets its code (for the room) and a secret (kept by
+the instructor's browser only; the store keeps its SHA-256). Learners join with the code and follow
+``get(code)``, polling ``version(code)`` once a second and re-reading only when it moved.
+
+    start -> version 1 --drive(step=4)--> version 2 --drive(revealed=True)--> version 3 --end--> gone
+                          (revealed=False: a new step's question is open)      (answers closed)
+
+The rules, all here and none in the stores:
+
+- Only the secret's holder drives or ends a class (NotInstructor otherwise). A drive that changes
+  nothing changes nothing: no version bump, no new ``updated_at``, no longer life.
+- Changing lesson or step closes the reveal (``revealed=False``) unless the same drive sets it;
+  changing lesson also drops the previous lesson's answers (its steps are not this lesson's).
+- A class whose instructor has done nothing for ``idle_s`` is gone (store TTL; and by this clock).
+- An answer counts only for the class's current step while it is not revealed, is one of the
+  question's choices, and is one per learner per step (the last wins). The store writes it only if
+  the class is still at the version the rules were checked against, so an answer racing a step
+  change or a reveal is checked again rather than slipped in.
+- Presence counts learners whose last heartbeat is younger than PRESENCE_S; older ones are dropped
+  when the headcount is read, or when the class is full of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Callable, Optional
+
+from pykv.classroom import inputs
+from pykv.classroom.codes import hash_secret, is_code, new_code, new_secret, normalize_code, secret_matches
+from pykv.classroom.errors import ClassError, ClassNotFound, NotInstructor
+from pykv.classroom.limits import CLASS_IDLE_S, MAX_CLASSES, MAX_LEARNERS, PRESENCE_S
+from pykv.classroom.state import ClassState, Presence
+from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
+
+_CODE_ATTEMPTS = 32  # fresh codes tried before giving up (1 in 32**6 is taken per running class)
+_WRITE_ATTEMPTS = 8  # compare-and-set retries when another writer got there first
+
+
+class Classes:
+    """Class mode's rules over ``store``; ``clock`` gives seconds (time.time; tests pass a fake)."""
+
+    def __init__(self, store: ClassStore, idle_s: float = CLASS_IDLE_S, clock: Callable[[], float] = time.time):
+        if not isinstance(idle_s, (int, float)) or not 0 < idle_s <= 30 * 24 * 3600:
+            raise ValueError(f"idle_s must be a number of seconds above 0 and at most 30 days, got {idle_s!r}")
+        self.store = store
+        self.idle_s = float(idle_s)
+        self._clock = clock
+
+    normalize_code = staticmethod(normalize_code)
+
+    # ---- the instructor ----------------------------------------------------------------------------
+    def start(self, lesson_id: str, step: int = 1) -> tuple[ClassState, str]:
+        """A new class on ``lesson_id`` at ``step``: its state and the instructor secret (shown nowhere)."""
+        lesson_id, step = inputs.lesson_id(lesson_id), inputs.step(step)
+        secret = new_secret()
+        now = self._clock()
+        for _ in range(_CODE_ATTEMPTS):
+            state = ClassState(code=new_code(), lesson_id=lesson_id, step=step, revealed=False, version=1,
+                               created_at=now, updated_at=now)
+            outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self.idle_s, MAX_CLASSES)
+            if outcome is Outcome.OK:
+                self.store.publish(state.code, state.version)
+                return state, secret
+            if outcome is Outcome.FULL:
+                raise ClassError(f"The server is full: it already runs {MAX_CLASSES} classes. Try again later, "
+                                 "or end a class that is no longer used.")
+        raise ClassError("Could not find a free class code: try again.")
+
+    def drive(self, code: str, secret: str, *, lesson_id: Optional[str] = None, step: Optional[int] = None,
+              revealed: Optional[bool] = None) -> ClassState:
+        """Move the class (lesson, step, reveal); the state after. See the module's rules."""
+        code = normalize_code(code)
+        lesson_id = None if lesson_id is None else inputs.lesson_id(lesson_id)
+        step = None if step is None else inputs.step(step)
+        revealed = None if revealed is None else inputs.revealed(revealed)
+        for _ in range(_WRITE_ATTEMPTS):
+            record = self._instructor_record(code, secret)
+            old = record.state
+            new_lesson = old.lesson_id if lesson_id is None else lesson_id
+            new_step = old.step if step is None else step
+            moved = (new_lesson, new_step) != (old.lesson_id, old.step)
+            new_revealed = revealed if revealed is not None else (False if moved else old.revealed)
+            if not moved and new_revealed == old.revealed:
+                return old
+            new = replace(old, lesson_id=new_lesson, step=new_step, revealed=new_revealed, version=old.version + 1,
+                          updated_at=self._clock())
+            outcome = self.store.replace_class(replace(record, state=new), old.version, self.idle_s,
+                                               clear_answers=new_lesson != old.lesson_id)
+            if outcome is Outcome.OK:
+                self.store.publish(code, new.version)
+                return new
+            if outcome is Outcome.GONE:
+                raise ClassNotFound(code)
+        raise ClassError(f"Class {code} is being changed from another tab right now: try again.")
+
+    def end(self, code: str, secret: str) -> None:
+        """End the class: its record, answers and presence are dropped; followers see it gone."""
+        code = normalize_code(code)
+        self._instructor_record(code, secret)
+        self.store.delete_class(code)
+        self.store.publish(code, None)
+
+    def is_instructor(self, code: str, secret: Optional[str]) -> bool:
+        """Whether ``secret`` drives class ``code`` (False when the class is gone or the code is garbage)."""
+        try:
+            record = self._record(normalize_code(code))
+        except ClassError:
+            return False
+        return record is not None and secret_matches(secret, record.secret_hash)
+
+    # ---- everyone ----------------------------------------------------------------------------------
+    def get(self, code: str) -> ClassState:
+        code = normalize_code(code)
+        return self._require(code).state
+
+    def version(self, code: str) -> Optional[int]:
+        """The class's version, None when it is gone: the cheap call every follower makes once a second."""
+        return self.store.version(code if is_code(code) else normalize_code(code))
+
+    def sweep_expired(self) -> int:
+        """Drop the classes idle longer than idle_s now; how many (0 where the store expires them itself)."""
+        return self.store.sweep()
+
+    # ---- learners ----------------------------------------------------------------------------------
+    def answer(self, code: str, learner: str, step: int, choice: str, choices: Sequence[str]) -> None:
+        """Record ``learner``'s answer to the question of ``step`` (the last answer of a learner wins)."""
+        code, learner, step = normalize_code(code), inputs.learner(learner), inputs.step(step)
+        choice = inputs.choice(choice, choices)
+        for _ in range(_WRITE_ATTEMPTS):
+            state = self._require(code).state
+            if step != state.step:
+                raise ClassError(f"This question is from step {step}, but the class has moved on to step "
+                                 f"{state.step}: answer the question on screen now.")
+            if state.revealed:
+                raise ClassError("The instructor has revealed this step's answer: answers are closed.")
+            outcome = self.store.put_answer(code, step, learner, choice, state.version, MAX_LEARNERS)
+            if outcome is Outcome.OK:
+                return
+            if outcome is Outcome.GONE:
+                raise ClassNotFound(code)
+            if outcome is Outcome.FULL:
+                raise ClassError(f"Class {code} is full: {MAX_LEARNERS} learners have answered this question.")
+        raise ClassError(f"Class {code} is changing step right now: answer again.")
+
+    def tally(self, code: str, step: int) -> dict[str, int]:
+        """choice -> number of learners whose (last) answer to ``step`` it is."""
+        code, step = normalize_code(code), inputs.step(step)
+        self._require(code)
+        return dict(Counter(self.store.answers(code, step).values()))
+
+    def answer_of(self, code: str, learner: str, step: int) -> Optional[str]:
+        code, learner, step = normalize_code(code), inputs.learner(learner), inputs.step(step)
+        self._require(code)
+        return self.store.answer(code, step, learner)
+
+    def seen(self, code: str, learner: str, mode: str) -> None:
+        """A learner's heartbeat: their tab is in the class, ``following`` the instructor or ``exploring``."""
+        code, learner, mode = normalize_code(code), inputs.learner(learner), inputs.mode(mode)
+        now = self._clock()
+        outcome = self.store.put_seen(code, learner, Seen(mode, now), MAX_LEARNERS)
+        if outcome is Outcome.FULL:
+            self._drop_stale(code, now)
+            outcome = self.store.put_seen(code, learner, Seen(mode, now), MAX_LEARNERS)
+        if outcome is Outcome.GONE:
+            raise ClassNotFound(code)
+        if outcome is Outcome.FULL:
+            raise ClassError(f"Class {code} is full: {MAX_LEARNERS} learners are connected. "
+                             "Ask your instructor to start a second class.")
+
+    def presence(self, code: str) -> Presence:
+        """Learners seen within PRESENCE_S, following and exploring; older heartbeats are dropped."""
+        code = normalize_code(code)
+        self._require(code)
+        fresh = self._drop_stale(code, self._clock())
+        following = sum(1 for seen in fresh if seen.mode == "following")
+        return Presence(connected=len(fresh), following=following, exploring=len(fresh) - following)
+
+    # ---- helpers -------------------------------------------------------------------------------------
+    def _record(self, code: str) -> Optional[ClassRecord]:
+        """The class's record, None when it is gone (also when idle_s passed by this clock and the store
+        has not expired it yet)."""
+        record = self.store.get_class(code)
+        if record is None or self._clock() - record.state.updated_at >= self.idle_s:
+            return None
+        return record
+
+    def _require(self, code: str) -> ClassRecord:
+        record = self._record(code)
+        if record is None:
+            raise ClassNotFound(code)
+        return record
+
+    def _instructor_record(self, code: str, secret: Optional[str]) -> ClassRecord:
+        record = self._require(code)
+        if not secret_matches(secret, record.secret_hash):
+            raise NotInstructor(code)
+        return record
+
+    def _drop_stale(self, code: str, now: float) -> list[Seen]:
+        """Drop heartbeats older than PRESENCE_S; the fresh ones."""
+        seen = self.store.seen_all(code)
+        stale = [learner for learner, s in seen.items() if now - s.at >= PRESENCE_S]
+        if stale:
+            self.store.drop_seen(code, stale)
+        return [s for s in seen.values() if now - s.at < PRESENCE_S]

@@ -1,0 +1,120 @@
+"""A learner's page in a class (``/lessons?class=CODE``): it follows the instructor.
+
+The page shows the class's lesson step from the lesson every class on this server shares (no engine of
+the learner's own), and a one-second fragment asks the class store whether the instructor moved; when
+they did, the whole page reruns on the new step. "Explore on my own" forks a private Lab at the step on
+screen into the Playground; "Back to the class" there returns to the instructor's current step.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from pykv.lab import Lab
+from pykv.lessons import Lesson
+from pykv.lessons.shared import SharedLesson
+from pykv.ui import classroom, follower_views, lesson_text, pages, predict_panel, safe_text, seats
+from pykv.ui.classroom import EXPLORING, Membership
+
+
+def render(member: Membership, lessons: list[Lesson]) -> None:
+    lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
+    if lesson is None:
+        st.error(f"Class {member.code} is on lesson {safe_text.code(member.state.lesson_id)}, which this server "
+                 "cannot load.")
+        _follow(member)
+        return
+    shared = classroom.shared_lesson(lesson)
+    n = shared.num_steps
+    index = min(member.state.step, n) - 1
+    try:
+        with st.spinner("Catching up with the class…"):
+            step_state = shared.state(index)
+    except Exception as e:  # a lesson that cannot run on this server: a message, the page keeps following
+        st.error(f"The class's lesson could not run here: {safe_text.plain(e)}")
+        _follow(member)
+        return
+    hidden = step_state.prediction is not None and not member.state.revealed
+    if _explore_requested(member.code):
+        _explore(shared, index - 1 if hidden else index, member.code)
+
+    st.markdown(f"**{lesson.title}** · step {index + 1} of {n}")
+    st.caption(f"Class `{member.code}` · your page follows the instructor.")
+    text_col, views_col = st.columns([3, 7], gap="medium")
+    with text_col:
+        st.markdown(f"### {step_state.step.title}")
+        if step_state.prediction is not None:
+            predict_panel.follower(member, step_state)
+        if not hidden:
+            lesson_text.body(step_state)
+        st.button("Explore on my own", key="class_explore", icon=":material/explore:",
+                  on_click=st.session_state.update, kwargs={"class_explore": member.code},
+                  help="Your own engine at this step in the Playground: step, go back, add requests, change knobs. "
+                       "Back to the class returns you to the instructor's current step.")
+    with views_col:
+        lab = _before(shared, index) if hidden else step_state.lab
+        if lab is None:
+            st.caption("The engine has not run yet: the answer comes with this step.")
+        else:
+            follower_views.render(shared, index, lab)
+    _follow(member)
+
+
+def _before(shared: SharedLesson, index: int) -> Optional[Lab]:
+    """The state before step ``index``'s actions: what a prediction is made from."""
+    return shared.state(index - 1).lab if index else None
+
+
+def _follow(member: Membership) -> None:
+    classroom.poll(member.code, member.state.version, presence="following")
+
+
+def _explore_requested(code: str) -> bool:
+    return st.session_state.pop("class_explore", None) == code
+
+
+def _explore(shared: SharedLesson, index: int, code: str) -> None:
+    """A private Lab at the class's step (a seat of the app's engine cap) and off to the Playground."""
+    try:
+        lab = shared.branch_lab(max(index, 0))
+        seat = seats.claim_seat(lab.config, lab.loaded)
+    except Exception as e:  # ServerFull: the app's engine cap
+        st.error(safe_text.plain(e))
+        return
+    seat.labs.add(lab)
+    st.session_state.lab = lab
+    st.session_state[EXPLORING] = code
+    st.session_state.playing = False
+    st.switch_page(pages.page("playground"))
+
+
+def exploring_banner(lab: Lab) -> None:
+    """In the Playground while exploring away from a class: say so, keep counting as present, offer the way back."""
+    code = st.session_state.get(EXPLORING)
+    if not code:
+        return
+
+    @st.fragment(run_every=5.0)
+    def banner() -> None:
+        try:
+            classroom.classes().seen(code, classroom.learner_id(), "exploring")
+            note = f"You are exploring on your own, away from class `{code}`."
+        except Exception as e:
+            note = classroom.safe_error(e)
+        col, button = st.columns([5, 1], vertical_alignment="center")
+        col.info(note, icon=":material/explore:")
+        if button.button("Back to the class", key="class_rejoin", icon=":material/groups:"):
+            back_to_class(code)
+
+    banner()
+
+
+def back_to_class(code: str) -> None:
+    lab = st.session_state.pop("lab", None)
+    if lab is not None:
+        lab.release()
+    st.session_state.pop(EXPLORING, None)
+    st.session_state.playing = False
+    st.switch_page(pages.page("lessons"), query_params={classroom.CLASS_PARAM: code})

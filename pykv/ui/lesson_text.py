@@ -1,0 +1,67 @@
+"""A lesson step's text column below its title: errors, the filled narration, the side runs, the checks.
+The lesson player and a class follower's page both draw it; on the projector the side runs are a chart
+and the checks fold to one "✓ 6/6" line."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pykv.lessons import CheckResult, StepState
+from pykv.lessons.checks import format_short, format_value
+from pykv.ui import state
+from pykv.ui.live_views import PLOT_CONFIG
+from pykv.viz.side_runs import side_runs_figure
+
+RUN_FIELDS = ("device", "steps", "output_tokens", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes",
+              "swap_s", "wall_s", "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
+
+
+def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False) -> None:
+    """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander."""
+    for error in step_state.errors:
+        st.error(error)
+    st.markdown(step_state.narration)
+    if step_state.runs and folded_checks:  # the projector: a compact chart, not a table to read
+        runs_chart(step_state, f"{key_prefix}runs_chart")
+    elif step_state.runs:
+        st.markdown("**Side runs** (each run to completion on its own engine)")
+        st.dataframe(runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch")
+    if not step_state.checks:
+        return
+    lines = "\n".join(check_line(c) for c in step_state.checks)
+    if folded_checks:
+        with st.expander(f"Checks {checks_summary(step_state)}", expanded=bool(step_state.failed_checks)):
+            st.markdown(lines)
+    else:
+        st.markdown("**Checks**")
+        st.markdown(lines)
+
+
+def checks_summary(step_state: StepState) -> str:
+    """"✓ 6/6", or "✗ 1 of 6 failed"."""
+    total, failed = len(step_state.checks), len(step_state.failed_checks)
+    return f"✓ {total}/{total}" if not failed else f"✗ {failed} of {total} failed"
+
+
+def runs_chart(step_state: StepState, key: str) -> None:
+    runs = step_state.runs
+    devices = sorted({run.device for run in runs.values()})
+    fig = side_runs_figure(list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices),
+                           dark=state.is_dark())
+    st.plotly_chart(fig, theme=None, key=key, config=PLOT_CONFIG)
+
+
+def runs_rows(runs: dict) -> list[dict]:
+    return [{"run": name} | {f: format_value(getattr(run, f)) for f in RUN_FIELDS} for name, run in runs.items()]
+
+
+def check_line(check: CheckResult) -> str:
+    """One Markdown list line: ✓/✗, what was checked, the actual value (and the expected one if it failed)."""
+    if check.passed:
+        line = f"- :green[✓] {check.description} — got `{format_short(check.actual)}`"
+    elif check.error:
+        line = f"- :red[✗ {check.description}] — {check.error}"
+    else:
+        line = (f"- :red[✗ {check.description}] — got `{format_short(check.actual)}`, "
+                f"expected `{format_short(check.expected)}`")
+    return line + (f"  \n  *{check.why}*" if check.why else "")

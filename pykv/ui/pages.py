@@ -1,0 +1,20 @@
+"""The app's pages by URL path, as app.py routes them, so a page can send the session to another
+(``st.switch_page(pages.page("playground"))``) without importing it (pages import each other's helpers)."""
+
+from __future__ import annotations
+
+_ROUTED: dict = {}  # url path -> st.Page; written by app.py on every run (the same pages each time)
+
+
+def routed(by_path: dict) -> list:
+    """Remember app.py's pages (url path -> st.Page) and return them for st.navigation."""
+    _ROUTED.update(by_path)
+    return list(by_path.values())
+
+
+def page(url_path: str):
+    """The page app.py routes at ``url_path`` (e.g. "lessons")."""
+    try:
+        return _ROUTED[url_path]
+    except KeyError:
+        raise ValueError(f"no page {url_path!r} is routed (app.py routes the pages)") from None

@@ -1,0 +1,48 @@
+"""A lesson's side runs as one compact chart: three small panels side by side, one bar per run::
+
+    preemptions        recomputed tokens      wall time (s)
+    ▇ short  3         ▇ short  96            ▇ short 0.41
+    ▇ long  12         ▇ long  640            ▇ long  1.20
+
+What the projector shows instead of the side-runs table (the table stays under "Side runs"), and what
+a step whose ``configure`` left the engine at step 0 shows instead of an empty pool. Pure function of
+the runs' numbers: no Streamlit, no lesson objects.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from pykv.viz.theme import colors, figure, request_color
+
+PANELS = (("preemptions", "preemptions", "{:d}"), ("recomputed_tokens", "recomputed tokens", "{:d}"),
+          ("wall_s", "wall time (s, measured)", "{:.2f}"))
+
+
+def side_runs_figure(names: Sequence[str], values: Mapping[str, Mapping[str, float]], device: str,
+                     dark: bool = False, height: int = 260) -> go.Figure:
+    """``values[name][field]`` for each run ``name`` (fields: PANELS' first items). ValueError when a run
+    lacks one of them."""
+    names = [str(n) for n in names]
+    for name in names:
+        missing = [field for field, _, _ in PANELS if field not in values.get(name, {})]
+        if missing:
+            raise ValueError(f"side run {name!r} has no {', '.join(missing)}")
+    c = colors(dark)
+    data, layout = [], {}
+    for i, (field, label, fmt) in enumerate(PANELS, 1):
+        numbers = [values[name][field] for name in names]
+        axis = "" if i == 1 else str(i)
+        data.append(dict(type="bar", orientation="h", y=names, x=numbers, xaxis=f"x{axis}", yaxis=f"y{axis}",
+                         marker=dict(color=[request_color(str(k)) for k in range(len(names))]),
+                         text=[fmt.format(int(v) if fmt == "{:d}" else v) for v in numbers],
+                         textposition="auto", cliponaxis=False, showlegend=False, name=label,
+                         hovertemplate=f"%{{y}}: %{{x}} {label}<extra></extra>"))
+        left, right = (i - 1) / 3 + 0.02, i / 3 - 0.02
+        layout[f"xaxis{axis}"] = dict(domain=[left, right], title=dict(text=label, font=dict(size=12)),
+                                      rangemode="tozero", gridcolor=c["grid"])
+        layout[f"yaxis{axis}"] = dict(anchor=f"x{axis}", autorange="reversed", showticklabels=i == 1)
+    return figure(f"Side runs, each to completion on its own engine · measured on {device}", height, dark, data,
+                  margin=dict(l=80, r=20, t=50, b=50), **layout)
