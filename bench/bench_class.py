@@ -37,7 +37,7 @@ from pathlib import Path
 
 from class_report import Round, StepResult, report, summary_table
 from st_client import StClient
-from st_server import ROOT, Sampler, serve
+from st_server import ROOT, Sampler, serve, tree_label
 
 STEP_RX = r"step {k} of {n}\b"
 RESULTS = Path(__file__).resolve().parent / "results" / "class_load.txt"
@@ -193,8 +193,9 @@ def main() -> int:
     if args.save:
         RESULTS.parent.mkdir(exist_ok=True)
         with open(RESULTS, "a") as f:
-            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree {args.root} · "
-                    f"shipped model · {len(os.sched_getaffinity(0))} cores shared by server and clients\n")
+            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+                    f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by "
+                    "server and clients\n")
             f.write(out + "\n\n")
     return 0
 

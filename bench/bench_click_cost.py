@@ -4,6 +4,7 @@ Starts `streamlit run app.py` on the shipped model, opens websocket sessions (st
 the browser's protocol, message cache included), and has each press a button N times, all sessions at once:
 
 - Playground ``Step`` (key ``step``; the button sits in the live-views fragment, so a press is a fragment run);
+- the same with ``attention_backend=torch`` in the URL (eager torch attention instead of interpreted Triton);
 - Lessons ``Next`` (key ``lesson_next``, page ``lessons?lesson=<ID>&step=1``: a full-page run that plays the
   lesson to the next step, first visit of each step).
 
@@ -24,18 +25,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
+import re
 import sys
 import time
 from pathlib import Path
 
 from st_client import StClient
-from st_server import ROOT, serve
+from st_server import ROOT, serve, tree_label
 
-CASES = {  # name -> (page url path, query, button key, regex of the text the k-th click brings, given k)
-    "playground Step": ("", "", "step", lambda k: rf"^\*\*Step {k}\*\*"),  # the default page: url path ""
-    "lessons Next": ("lessons", "lesson={lesson}&step=1", "lesson_next", lambda k: rf"step {k + 1} of \d+"),
+CASES = {  # name -> (page url path, query, button key, the text that shows the step: "{k}" is its number)
+    "playground Step": ("", "", "step", r"^\*\*Step {k}\*\*"),  # the default page: url path ""
+    "playground Step, torch": ("", "attention_backend=torch", "step", r"^\*\*Step {k}\*\*"),
+    "lessons Next": ("lessons", "lesson={lesson}&step=1", "lesson_next", r"step {k} of \d+"),
 }
+
+
+def step_on_screen(client: StClient, text: str) -> int:
+    node = client.page.find(text.format(k=r"(\d+)"))
+    if node is None:
+        raise LookupError(f"{client.name}: no step on the page")
+    return int(re.search(text.format(k=r"(\d+)"), node.text).group(1))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -45,16 +54,26 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, round(q / 100 * len(values)) - 1))]
 
 
-async def clicker(client: StClient, key: str, clicks: int, text_for, times: list[float]) -> None:
+async def clicker(client: StClient, key: str, clicks: int, text: str, times: list[float], failed: list[str]) -> None:
+    """Press ``key`` ``clicks`` times; a click that brings an error (or nothing in 60 s) counts as failed."""
     for k in range(1, clicks + 1):
         t0 = time.monotonic()
-        await client.click(key)
-        node = await client.wait_text(text_for(k), since=t0, timeout_s=60)
-        times.append(node.t - t0)
+        try:
+            rx = re.compile(text.format(k=step_on_screen(client, text) + 1))
+            await client.click(key)
+            found = await client.wait_for(lambda: client.page.find(rx, since=t0) or client.page.errors_since(t0), 60,
+                                          f"/{rx.pattern}/ or an error")
+        except (TimeoutError, LookupError, ValueError, ConnectionError) as e:
+            failed.append(f"{client.name} click {k}: {type(e).__name__}: {e}")
+            continue
+        if isinstance(found, list):
+            failed.append(f"{client.name} click {k}: {found[0].text[:200]}")
+        else:
+            times.append(found.t - t0)
 
 
 async def measure(server, case: str, sessions: int, clicks: int, lesson: str, idle_s: float) -> dict:
-    page, query, key, text_for = CASES[case]
+    page, query, key, text = CASES[case]
     clients = [StClient(server.url, f"{case}-{i}") for i in range(sessions)]
     await asyncio.gather(*(c.open(query.format(lesson=lesson), page_name=page) for c in clients))
     await asyncio.sleep(2.0)  # let stragglers (reaps, timers) settle
@@ -63,29 +82,31 @@ async def measure(server, case: str, sessions: int, clicks: int, lesson: str, id
     idle_cores = (server.cpu_s() - c0) / (time.monotonic() - t0)
     bytes0 = sum(sum(c.msg_bytes.values()) for c in clients)
     times: list[float] = []
+    failed: list[str] = []
     c0, t0 = server.cpu_s(), time.monotonic()
-    await asyncio.gather(*(clicker(c, key, clicks, text_for, times) for c in clients))
+    await asyncio.gather(*(clicker(c, key, clicks, text, times, failed) for c in clients))
     wall, cpu = time.monotonic() - t0, server.cpu_s() - c0
     n = sessions * clicks
     wire = sum(sum(c.msg_bytes.values()) for c in clients) - bytes0
-    errors = [e for c in clients for e in c.errors + c.page.exceptions + c.page.error_alerts]
+    errors = [e for c in clients for e in c.errors] + failed
     kinds = sum((c.page.bytes_by_kind for c in clients), start=type(clients[0].page.bytes_by_kind)())
     await asyncio.gather(*(c.close() for c in clients))
     return {"case": case, "sessions": sessions, "clicks": n, "cpu_per_click": cpu / n, "cpu_total": cpu,
             "wall": wall, "idle_cores": idle_cores, "idle_per_click": idle_cores * wall / n,
-            "p50": pct(times, 50), "p95": pct(times, 95), "max": max(times), "kb_per_click": wire / n / 1024,
+            "p50": pct(times, 50), "p95": pct(times, 95), "max": max(times, default=float("nan")),
+            "kb_per_click": wire / n / 1024, "ok": len(times),
             "errors": errors, "top_kinds": kinds.most_common(6)}
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'case':<16} {'sess':>4} {'clicks':>6} {'CPU/click':>10} {'(idle/click)':>12} {'CPU total':>9} "
-            f"{'wall':>6} {'to text p50':>11} {'p95':>6} {'max':>6} {'KB/click':>8}  errors")
+    head = (f"{'case':<22} {'sess':>4} {'clicks':>6} {'CPU/click':>10} {'(idle/click)':>12} {'CPU total':>9} "
+            f"{'wall':>6} {'to text p50':>11} {'p95':>6} {'max':>6} {'KB/click':>8}  failed clicks")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['case']:<16} {r['sessions']:>4} {r['clicks']:>6} {r['cpu_per_click'] * 1e3:>8.0f}ms "
+        lines.append(f"{r['case']:<22} {r['sessions']:>4} {r['clicks']:>6} {r['cpu_per_click'] * 1e3:>8.0f}ms "
                      f"{r['idle_per_click'] * 1e3:>10.1f}ms {r['cpu_total']:>8.1f}s {r['wall']:>5.1f}s "
                      f"{r['p50']:>10.2f}s {r['p95']:>5.2f}s {r['max']:>5.2f}s {r['kb_per_click']:>8.0f}  "
-                     f"{len(r['errors'])}")
+                     f"{r['clicks'] - r['ok']}")
     lines.append("\nwire bytes by element type (all clicks and opens of the case, top 6):")
     for r in rows:
         kinds = ", ".join(f"{k} {v / 1024:.0f} KB" for k, v in r["top_kinds"])
@@ -128,11 +149,9 @@ def main() -> int:
     if log.strip():
         print("server stderr (tail):\n" + log)
     if args.save:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
         with open(args.save, "a") as f:
-            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree {args.root} "
-                    f"(HEAD {commit}) · shipped model · {len(os.sched_getaffinity(0))} cores shared by server "
+            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+                    f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server "
                     "and clients · CPU/click = server utime+stime over the clicks / (sessions x clicks)\n")
             f.write(out + "\n\n")
     return 0

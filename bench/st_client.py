@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Callable, Optional
 from urllib.parse import parse_qs
@@ -77,6 +77,7 @@ class StClient:
         self.errors: list[str] = []  # protocol-level problems (closed socket, compile error, page not found...)
         self.msg_counts: Counter[str] = Counter()  # ForwardMsg type -> count
         self.msg_bytes: Counter[str] = Counter()
+        self.log: deque[tuple[float, str, int]] = deque(maxlen=5000)  # (time.monotonic(), ForwardMsg type, bytes)
         self.sent: Counter[str] = Counter()  # "rerun", "auto_rerun", "heartbeat"
         self.heartbeat_acks = 0
         self.values: dict[str, WidgetState] = {}  # widget id -> the value this "user" set (sent on every rerun)
@@ -244,6 +245,7 @@ class StClient:
 
     def _handle(self, msg: ForwardMsg, nbytes: int, t: float) -> None:
         kind = msg.WhichOneof("type") or "none"
+        self.log.append((t, kind, nbytes))
         self.msg_counts[kind] += 1
         self.msg_bytes[kind] += nbytes
         if kind == "ref_hash":

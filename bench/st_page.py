@@ -137,6 +137,10 @@ class Page:
                 return node
         return None
 
+    def errors_since(self, since: float) -> list[Node]:
+        """The error alerts and exception elements on the page written at or after ``since``."""
+        return [node for node in self if node.t >= since and (node.kind == "exception" or node.alert_format == "ERROR")]
+
     def widget(self, key: str) -> Optional[Node]:
         """The widget whose user key is ``key`` (its id ends with ``-key``), or None."""
         for node in self.nodes.values():

@@ -111,3 +111,15 @@ class Sampler:
 
     def peak_rss_mb(self, t0: float = 0.0, t1: float = float("inf")) -> float:
         return max((rss for t, _, rss in self.samples if t0 <= t <= t1), default=float("nan"))
+
+
+def tree_label(root: Path) -> str:
+    """The served tree: its git commit (and whether it has edits), or the commit a `git archive` was made of."""
+    git = ["git", "-C", str(root)]
+    if (root / ".git").exists():
+        rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--", "app.py", "pykv", "lessons"],
+                               capture_output=True, text=True).stdout.strip()
+        return f"{root} at {rev}" + (" + uncommitted edits" if dirty else "")
+    stamp = root / ".archived_from"  # written by hand: git archive <rev> | tar -x; echo <rev> > .archived_from
+    return f"{root} (git archive of {stamp.read_text().strip()})" if stamp.exists() else str(root)

@@ -6,8 +6,10 @@ backend swaps the kernels and nothing else.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -119,8 +121,26 @@ def _triton_backend(device: str) -> AttentionBackend:
             "compiled for CUDA (TRITON_INTERPRET was not 1 when they were first imported). Start the process with "
             "TRITON_INTERPRET=1, use device='cuda', or use attention_backend='torch'."
         )
-    how = "interpreted" if tb.interpreted() else "compiled"
-    return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention, how)
+    if not tb.interpreted():
+        return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention,
+                                "compiled")
+    return AttentionBackend("triton", _one_at_a_time(tb.store_kv), _one_at_a_time(tb.paged_prefill_attention),
+                            _one_at_a_time(tb.paged_decode_attention), "interpreted")
+
+
+# Triton's interpreter is not thread-safe: a launch patches triton.language process-wide while it runs, so two
+# sessions of the app stepping at once (Streamlit runs each on its own thread) broke each other's kernels
+# ("Did you forget to add @triton.jit?"; bench/bench_click_cost.py, 10 sessions). Interpreted launches take turns.
+INTERPRETER_LOCK = threading.RLock()
+
+
+def _one_at_a_time(launch: Callable) -> Callable:
+    @functools.wraps(launch)
+    def serialised(*args, **kwargs):
+        with INTERPRETER_LOCK:
+            return launch(*args, **kwargs)
+
+    return serialised
 
 
 @dataclass(frozen=True)

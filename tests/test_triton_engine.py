@@ -106,3 +106,28 @@ def test_missing_triton_is_a_clear_error_and_auto_falls_back(monkeypatch):
     assert resolve_backend("auto", "cuda") is TORCH_BACKEND
     assert resolve_backend("auto", "cpu") is TORCH_BACKEND
     assert resolve_backend("auto", "cpu", stepwise=True) is TORCH_BACKEND  # no triton: plain torch serves
+
+
+def test_interpreted_engines_on_several_threads_at_once_all_get_their_tokens(make_engine):
+    """The app runs each session on its own thread; Triton's interpreter patches triton.language process-wide
+    during a launch, so unguarded concurrent launches failed ("Did you forget to add @triton.jit?")."""
+    import threading
+
+    cfg = dict(block_size=4, num_gpu_blocks=10, max_num_seqs=3, enable_prefix_caching=True)
+    expected = run_workload(make_engine(attention_backend="torch", **cfg))["outputs"]
+    engines = [make_engine(attention_backend="triton", **cfg) for _ in range(3)]
+    results, errors = [None] * len(engines), []
+
+    def run(i):
+        try:
+            results[i] = run_workload(engines[i])["outputs"]
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(engines))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    assert results == [expected] * len(engines)

@@ -16,6 +16,7 @@ from pykv.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.lessons.checks import template_paths
 from pykv.lessons.differs import Differs, parse_differs
 from pykv.lessons.errors import FieldError, LessonError
+from pykv.lessons.exercise_block import Exercise, parse_exercise
 from pykv.lessons.limits import (
     CONFIG_CAPS,
     MAX_ACTIONS_PER_STEP,
@@ -33,8 +34,8 @@ from pykv.lessons.markdown import RawStep, split_front_matter, split_steps
 from pykv.lessons.paths import Known, check_path
 from pykv.lessons.predict import Prediction, parse_prediction
 from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
-from pykv.lessons.workshop import check_timing
 from pykv.lessons.schema import (
+    FOCUS_VIEWS,
     AddRequest,
     Check,
     Configure,
@@ -45,9 +46,11 @@ from pykv.lessons.schema import (
     RunUntil,
     Tokenize,
     ValueOf,
+    WorkloadSpec,
     parse_action,
     pydantic_problems,
 )
+from pykv.lessons.workshop import check_timing
 
 COURSE_DIR = Path(__file__).resolve().parents[2] / "lessons"
 COURSE_GLOB = "[0-9][0-9]-*.md"
@@ -111,6 +114,7 @@ class _Course:
         except FieldError as e:
             raise FieldError(f"workload.{e.field}", e.problem) from None
         self.known = Known(requests=frozenset(r.request_id for r in workload.requests))
+        self.workload_ids = self.known.requests  # what an exercise on the lesson's workload may name
 
     def action(self, action: Any, where: str) -> None:
         if isinstance(action, AddRequest):
@@ -181,7 +185,18 @@ class _Course:
         notes = raw.blocks["notes"][0].strip() if "notes" in raw.blocks else None
         return LessonStep(title=raw.title, narration=raw.narration, actions=actions, expect=expect, notes=notes,
                           predict=self.prediction(raw, where), line=raw.line, optional=raw.optional,
-                          differs=self.differs(raw, where))
+                          differs=self.differs(raw, where), focus=self.focus(raw, where),
+                          exercise=self.exercise(raw, where))
+
+    @staticmethod
+    def focus(raw: RawStep, where: str) -> str | None:
+        """The step's ```focus block: one view name of FOCUS_VIEWS."""
+        if "focus" not in raw.blocks:
+            return None
+        name = raw.blocks["focus"][0].strip()
+        if name not in FOCUS_VIEWS:
+            raise FieldError(f"{where}.focus", f"{clip(name, 40)!r} is no view; one of {', '.join(FOCUS_VIEWS)}")
+        return name
 
     def differs(self, raw: RawStep, where: str) -> Differs | None:
         """The step's ```differs callout (claim / vLLM / pykv), if it has one."""
@@ -192,6 +207,23 @@ class _Course:
             return parse_differs(parse_yaml(text, "", line, self.budget))
         except FieldError as e:
             raise FieldError(f"{where}.differs" + (f".{e.field}" if e.field else ""), e.problem) from None
+
+    def exercise(self, raw: RawStep, where: str) -> Exercise | None:
+        """The step's ```exercise block, its ``solved`` paths checked against what the learner's Playground
+        runs: the link's preset (seed 0, as the Playground's) or the lesson's own workload."""
+        if "exercise" not in raw.blocks:
+            return None
+        text, line = raw.blocks["exercise"]
+        try:
+            exercise = parse_exercise(parse_yaml(text, "", line, self.budget), Check.parse)
+            preset = exercise.link.preset
+            ids = self.workload_ids if exercise.link.lesson_workload else frozenset(
+                r.request_id for r in WorkloadSpec(preset=preset).build(0).requests)
+            for k, check in enumerate(exercise.solved):
+                _check_operand_paths(check, Known(requests=ids), f"solved[{k}]")
+        except FieldError as e:
+            raise FieldError(f"{where}.exercise" + (f".{e.field}" if e.field else ""), e.problem) from None
+        return exercise
 
     def prediction(self, raw: RawStep, where: str) -> Prediction | None:
         """The step's ```predict block, its answer path checked as after the step's actions (as expect's)."""

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Optional
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
 
-BLOCKS = ("actions", "expect", "notes", "predict", "differs")
+BLOCKS = ("actions", "expect", "notes", "predict", "differs", "focus", "exercise")
 _MARKER = re.compile(r"\s*\{([A-Za-z_-]*)\}\s*$")  # "{optional}" at the end of a step heading
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 

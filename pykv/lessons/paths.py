@@ -37,7 +37,7 @@ NOT_ARRIVED = "not_arrived"  # status of a request the lesson defines but the en
 ENGINE_FIELDS = ("step", "done", "config")
 QUEUES = ("waiting", "running", "swapped")
 POOLS = ("gpu", "cpu")
-POOL_FIELDS = ("free", "cached", "used", "total")
+POOL_FIELDS = ("free", "cached", "used", "total", "slots", "filled_slots", "wasted_slots")  # blocks; token slots
 REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView field
 LESSON_TARGET = DEFAULT_TARGET  # what `modelled.*` and `run.NAME.modelled_*` price on: H100-SXM + Llama-3.1-8B, bf16
 
@@ -294,9 +294,14 @@ def _read_block(rest: list[str], path: str, scope: Scope) -> Any:
 
 
 def _read_pool(rest: list[str], path: str, scope: Scope) -> Any:
-    states = [b.state for b in scope.view.blocks if b.pool == rest[0]]
+    blocks = [b for b in scope.view.blocks if b.pool == rest[0]]
+    states = [b.state for b in blocks]
+    filled = sum(b.tokens_filled for b in blocks if b.state == "used")
+    size = scope.view.block_size
     counts = {"free": states.count("free"), "cached": states.count("cached"), "used": states.count("used"),
-              "total": len(states)}
+              "total": len(states), "slots": len(states) * size, "filled_slots": filled,
+              # internal fragmentation: slots of blocks in use that hold no KV (each request's last block)
+              "wasted_slots": states.count("used") * size - filled}
     return _walk(counts, rest[1:], f"pool.{rest[0]}")
 
 

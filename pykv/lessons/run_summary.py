@@ -36,6 +36,7 @@ class RunSummary:
     modelled_s: float  # the whole run's steps priced on it (modelled, not measured)
     modelled_tokens_per_s: float  # output tokens / modelled_s
     modelled_recompute_s: float  # its recompute bills
+    modelled_swap_s: float  # its swap bills: the copies out and back in over the target's host link
     modelled_delay_to_others_s: float  # what its preemptions made the other requests wait, summed over them
     ttft_p50_s: Optional[float]
     tpot_p50_s: Optional[float]

@@ -23,7 +23,9 @@ from typing import Any, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pykv.lessons.differs import Differs
 from pykv.lessons.errors import FieldError
+from pykv.lessons.exercise_block import Exercise
 from pykv.lessons.limits import (
     MAX_ARRIVAL_STEP,
     MAX_LESSON_MINUTES,
@@ -43,7 +45,6 @@ from pykv.lessons.limits import (
     clip,
     shown,
 )
-from pykv.lessons.differs import Differs
 from pykv.lessons.predict import Prediction
 from pykv.limits import MAX_STEPS
 from pykv.workload import PRESETS, Workload, WorkloadRequest, make_workload
@@ -356,6 +357,13 @@ class FrontMatter(_Model):
         return text.strip()
 
 
+# ```focus: the view a step's narration talks about. The tabs (block_tables ... log) open on it; the others are
+# always on screen and are named above the views.
+FOCUS_VIEWS = {"grid": "the block grid", "queues": "the queues", "this_step": "This step (narration and log lines)",
+               "timeline": "the run timeline", "block_tables": "Block tables", "requests": "Requests",
+               "costs": "Preemption costs", "log": "Log (all steps)"}
+
+
 class LessonStep(_Model):
     title: str
     narration: str  # raw Markdown, {{ path }} templates unfilled
@@ -366,6 +374,8 @@ class LessonStep(_Model):
     line: int = 0  # the line of its "## " heading in the file
     optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.workshop)
     differs: Optional[Differs] = None  # claim / vLLM / pykv callout (pykv.lessons.differs)
+    focus: Optional[str] = None  # the view the narration talks about (FOCUS_VIEWS): its tab opens, it is named
+    exercise: Optional[Exercise] = None  # "Your turn": a task done in the Playground (pykv.lessons.exercise_block)
 
 
 class Lesson(_Model):

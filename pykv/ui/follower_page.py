@@ -58,7 +58,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
         else:
-            follower_views.render(shared, index, lab)
+            follower_views.render(lab, shared)
     _follow(member)
 
 

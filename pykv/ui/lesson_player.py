@@ -19,11 +19,14 @@ import streamlit as st
 
 from pykv.lessons import Lesson, LessonPlayer, StepState, TokenDiff
 from pykv.lessons.paths import LESSON_TARGET
+from pykv.lessons.schema import FOCUS_VIEWS
 from pykv.ui import (
     budgets,
     class_panel,
     classroom,
+    follower_views,
     kernel_view,
+    lesson_guide,
     lesson_text,
     live_views,
     predict_panel,
@@ -86,8 +89,15 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
         if lab.head == 0 and step_state.runs and not hidden:  # a `configure` left the engine at step 0: the runs
             lesson_text.runs_chart(step_state, "lesson_configured_runs")  # are what this step measured
             st.caption(f"The engine below was reconfigured ({_configured(lab)}) and has run no step yet.")
-        live_views.render(lab, key_prefix="lesson_", split=(1, 1) if presenter else (3, 2), grid_height=420,
-                          link=link, modelled_target=LESSON_TARGET)  # the target the lesson's text names
+        focus = None if hidden else step_state.step.focus
+        if focus:
+            st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
+        if presenter:  # one screen for the room: the pool, the queues, this step (the details are a click away)
+            follower_views.render(lab, classroom.shared_lesson(lesson) if member else None, grid_height=340,
+                                  key="projector")
+            return
+        live_views.render(lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link,
+                          modelled_target=LESSON_TARGET, focus=focus)  # the target the lesson's text names
         with st.expander("Attention kernels of this step"):
             kernel_view.render(lab, key="lesson")
 
@@ -169,7 +179,8 @@ def _player(lesson: Lesson) -> Optional[LessonPlayer]:
 
 def _sync_url(lesson_id: str, step: int, presenter: bool) -> None:
     kept = {k: st.query_params.get(k) for k in (CLASS_PARAM, KEY_PARAM, "speaker") if k in st.query_params}
-    wanted = {"lesson": lesson_id, "step": str(step)} | ({"presenter": "1"} if presenter else {}) | kept
+    wanted = {"lesson": lesson_id, "step": str(step)} | ({"presenter": "1"} if presenter else {}) | kept | \
+        lesson_guide.path_params()
     current = {k: st.query_params.get(k) for k in st.query_params.keys()}
     if current != wanted:
         st.query_params.from_dict(wanted)
@@ -196,17 +207,21 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, presenter: 
                 member: Optional[Membership]) -> None:
     n, k = len(lesson.steps), index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
+    if k == 1:
+        lesson_guide.objective(lesson)
+    before, after = lesson_guide.neighbours(lesson, k, lesson_guide.current_path())  # ?path=core skips {optional}
     st.html(current_dot_css(k))
     with st.container(horizontal=True, gap=None, key="lesson_dots"):
         for i, step in enumerate(lesson.steps, 1):
             dot = "◉" if i == k else "●" if i < k else "○"
             st.button(dot, key=f"lesson_dot_{i}", type="tertiary", on_click=_go,
-                      args=(i,), help=f"Step {i}: {step.title}" + (" (on screen)" if i == k else ""))
+                      args=(i,), help=lesson_guide.dot_help(i, step, i == k))
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="lesson_controls"):
         st.button("Prev", key="lesson_prev", shortcut="Left", icon=":material/arrow_back:", on_click=_go,
-                  args=(k - 1,), disabled=k == 1, help="The previous step, exactly as it was (keyboard ←).")
+                  args=(before or 1,), disabled=before is None,
+                  help="The previous step, exactly as it was (keyboard ←).")
         st.button("Next", key="lesson_next", shortcut="Right", type="primary", icon=":material/arrow_forward:",
-                  on_click=_go, args=(k + 1,), disabled=k == n, help="The next step (keyboard →).")
+                  on_click=_go, args=(after or n,), disabled=after is None, help="The next step (keyboard →).")
         if member is None:
             st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
                       args=(lesson.id,), help="Run the lesson again from its first step.")
@@ -224,7 +239,7 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, presenter: 
 def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: Optional[Membership],
                hidden: bool) -> None:
     index = step_state.index
-    st.markdown(f"### {lesson.steps[index].title}")
+    lesson_guide.step_title(lesson.steps[index])
     if step_state.prediction is not None:
         if member is None:
             predict_panel.solo(lesson.id, step_state)
@@ -235,8 +250,9 @@ def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: O
     if step_state.notes and not presenter and member is None:  # never on a projector: the speaker view has them
         with st.expander("Speaker notes"):
             st.markdown(step_state.notes)
-    if index + 1 == len(lesson.steps) and not hidden:
-        st.success("End of the lesson. Restart it, or pick the next one from All lessons.")
+    path = lesson_guide.current_path(warn=False)
+    if lesson_guide.neighbours(lesson, index + 1, path)[1] is None and not hidden:  # the end on this path
+        lesson_guide.end_of_lesson(lesson, path)
 
 
 def _token_diff(name: str, tokens: TokenDiff, link: str) -> None:
@@ -251,5 +267,6 @@ def _token_diff(name: str, tokens: TokenDiff, link: str) -> None:
 
 def open_lesson(lesson_id: Optional[str]) -> None:
     """Open a lesson (None: the course list), keeping presenter mode and an instructor's class."""
-    kept = {k: st.query_params.get(k) for k in ("presenter", "speaker", CLASS_PARAM, KEY_PARAM) if k in st.query_params}
+    kept = {k: st.query_params.get(k) for k in ("presenter", "speaker", CLASS_PARAM, KEY_PARAM, lesson_guide.PATH_PARAM)
+            if k in st.query_params}
     st.query_params.from_dict(({"lesson": lesson_id, "step": "1"} if lesson_id else {}) | kept)

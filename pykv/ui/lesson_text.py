@@ -4,14 +4,18 @@ and the checks fold to one "✓ 6/6" line."""
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from pykv.lessons import CheckResult, StepState
 from pykv.lessons.checks import format_short, format_value
+from pykv.lessons.differs import callout_markdown
 from pykv.ui import state
 from pykv.ui.live_views import PLOT_CONFIG
 from pykv.viz.side_runs import side_runs_figure
 
+PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
 RUN_FIELDS = ("device", "steps", "output_tokens", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes",
               "swap_s", "wall_s", "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
 
@@ -20,7 +24,16 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
     """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander."""
     for error in step_state.errors:
         st.error(error)
-    st.markdown(step_state.narration)
+    if folded_checks:  # the projector: what the room reads fits; the rest one click away
+        shown, rest = projector_split(step_state.narration)
+        st.markdown(shown)
+        if rest:
+            with st.expander("More on this step"):
+                st.markdown(rest)
+    else:
+        st.markdown(step_state.narration)
+    if step_state.step.differs is not None:  # where the common claim, vLLM and pykv part ways
+        st.markdown(callout_markdown(step_state.step.differs))
     if step_state.runs and folded_checks:  # the projector: a compact chart, not a table to read
         runs_chart(step_state, f"{key_prefix}runs_chart")
     elif step_state.runs:
@@ -41,6 +54,41 @@ def checks_summary(step_state: StepState) -> str:
     """"✓ 6/6", or "✗ 1 of 6 failed"."""
     total, failed = len(step_state.checks), len(step_state.failed_checks)
     return f"✓ {total}/{total}" if not failed else f"✗ {failed} of {total} failed"
+
+
+def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, str]:
+    """(what the projector shows, the rest): whole paragraphs (a fenced block is one) while they fit in
+    ``words``; a first paragraph longer than that is cut after its last sentence that fits (or its first)."""
+    paragraphs, current, fenced = [], [], False
+    for line in narration.strip().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                paragraphs.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        paragraphs.append("\n".join(current))
+    shown, count = [], 0
+    for i, paragraph in enumerate(paragraphs):
+        n = len(paragraph.split())
+        if count + n > words:
+            if not shown:  # one long first paragraph: by sentences
+                sentences = re.split(r"(?<=[.!?:])\s+", paragraph)
+                head, used = [sentences[0]], len(sentences[0].split())
+                for sentence in sentences[1:]:
+                    if used + len(sentence.split()) > words:
+                        break
+                    head.append(sentence)
+                    used += len(sentence.split())
+                rest = [" ".join(sentences[len(head):])] if len(head) < len(sentences) else []
+                return " ".join(head), "\n\n".join(rest + paragraphs[1:])
+            return "\n\n".join(shown), "\n\n".join(paragraphs[i:])
+        shown.append(paragraph)
+        count += n
+    return "\n\n".join(shown), ""
 
 
 def runs_chart(step_state: StepState, key: str) -> None:

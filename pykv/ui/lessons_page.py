@@ -1,8 +1,11 @@
 """The Lessons page: the course list, a class follower's page, and the lesson player (``lesson_player``).
 
-    /lessons                              the course: title, one-line summary, number of steps
+    /lessons                              the course: title, summary, objective, steps and minutes
+    /lessons?path=core                    the same on the 90-minute workshop path (``lesson_guide``)
+    /lessons?cheatsheet=1                 the printable cheat sheet (``cheatsheet_page``)
     /lessons?lesson=ID&step=k             the player at step k (1-based) of lesson ID
-    /lessons?lesson=ID&step=k&presenter=1 presenter mode: larger type, speaker notes shown
+    /lessons?lesson=ID&step=k&presenter=1 the projector view: large type, no notes, checks folded
+    …&class=CODE&key=…&speaker=1          the speaker view: notes, answers, timing (``speaker_view``)
 
     /lessons?class=CODE                   a learner in a class: the page follows the instructor
                                           (``follower_page``); the instructor's own URL adds lesson,
@@ -18,7 +21,7 @@ import streamlit as st
 
 from pykv.lessons import Lesson, load_lesson
 from pykv.lessons.loader import read_course
-from pykv.ui import class_panel, classroom, follower_page, lesson_player, safe_text
+from pykv.ui import cheatsheet_page, class_panel, classroom, follower_page, lesson_guide, lesson_player, safe_text
 from pykv.ui.classroom import CLASS_PARAM, KEY_PARAM
 from pykv.ui.style import LESSON_DOTS_CSS, PAGE_CSS
 
@@ -30,6 +33,9 @@ def render() -> None:
     _flashes()
     classroom.maybe_sweep()
     lessons, problems = course()
+    if st.query_params.get(cheatsheet_page.PARAM) == "1":
+        cheatsheet_page.render(lessons)
+        return
     try:
         member = classroom.membership()
     except Exception as e:  # a bad, unknown or ended class code; an unreachable store: the course, and a message
@@ -92,6 +98,12 @@ def course_list(lessons: list[Lesson], problems: list[str]) -> None:
     st.caption("A guided course through the live engine. Each lesson runs on this session's own engine; "
                "←/→ step through it, and the address bar is a link to the step on screen.")
     _join_box()
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="small", key="course_paths"):
+        path = lesson_guide.path_chooser(lessons)
+        st.button("Cheat sheet", key="cheatsheet_open", icon=":material/description:",
+                  on_click=cheatsheet_page.open_sheet,
+                  help="One printable page: the tuning order, symptoms and fixes, the knobs, with the lessons that "
+                       "show each.")
     for message in problems:
         st.error(f"This lesson could not be loaded: {message}")
     if not lessons and not problems:
@@ -99,8 +111,7 @@ def course_list(lessons: list[Lesson], problems: list[str]) -> None:
     for n, lesson in enumerate(lessons, 1):
         with st.container(border=True, key=f"lesson_card_{lesson.id}"):
             text, action = st.columns([6, 1], vertical_alignment="center")
-            steps = len(lesson.steps)
-            text.markdown(f"**{n}. {lesson.title}** · {steps} step{'s' if steps != 1 else ''}  \n{lesson.summary}")
+            text.markdown(lesson_guide.card_text(n, lesson, path))
             action.button("Open", key=f"open_{lesson.id}", on_click=lesson_player.open_lesson, args=(lesson.id,),
                           width="stretch")
 

@@ -34,15 +34,18 @@ from pykv.viz.captions import state_caption
 from pykv.viz.modelled import with_modelled_bills, with_modelled_times
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+TABS = {"block_tables": "Block tables", "requests": "Requests", "costs": "Preemption costs", "log": "Log (all steps)"}
 TIMELINE_HEIGHT = 500  # six panels: below ~450 px the strips get too thin to click
 
 
 def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid_height: int = 460,
-           link: Optional[str] = None, timeline_select: bool = False, modelled_target: Optional[Target] = None) -> None:
+           link: Optional[str] = None, timeline_select: bool = False, modelled_target: Optional[Target] = None,
+           focus: Optional[str] = None) -> None:
     """Everything below the controls: metrics, grids | queues + narration, the run timeline, then the detail tabs.
     ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
     ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
-    ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's)."""
+    ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's).
+    ``focus``: a lesson step's view (pykv.lessons.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
     snap, prev = lab.view, lab.previous
     diff = diff_snapshots(prev, snap) if prev is not None else None
     dark = state.is_dark()
@@ -88,7 +91,7 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
     timeline(lab, dark, key_prefix, timeline_select)
     export(partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT), "timeline",
            f"{k}timeline", width=1100, note=f" · step times measured on {snap.device}")  # a copy: the run grows
-    details(lab, snap, diff, dark, key_prefix, export, modelled)
+    details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=TABS.get(focus))
     target.formulas_expander(modelled.est)
 
 
@@ -107,9 +110,9 @@ def _exporter(lab: Lab, snap, link: Optional[str]):
 
 
 def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
-            modelled: Optional[modelled_views.Modelled] = None) -> None:
+            modelled: Optional[modelled_views.Modelled] = None, default_tab: Optional[str] = None) -> None:
     k = key_prefix
-    tables, reqs, costs, logs = st.tabs(["Block tables", "Requests", "Preemption costs", "Log (all steps)"])
+    tables, reqs, costs, logs = st.tabs(list(TABS.values()), default=default_tab)
     with tables:
         block_tables = partial(block_tables_figure, snap, changed_requests=diff.requests if diff else None)
         st.plotly_chart(block_tables(dark=dark), theme=None, key=f"{k}block_tables", config=PLOT_CONFIG)
