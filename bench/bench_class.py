@@ -132,15 +132,16 @@ async def one_round(args, learners_n: int) -> Round:
             rnd.steps.append(step)
             print(step.line(learners_n), flush=True)
 
+        everyone = [teacher, *learners]
+        for c in everyone:  # before the class ends: its end is an st.error on every learner's page
+            rnd.errors += [f"{c.name}: {e}" for e in c.errors + c.page.exceptions + c.page.error_alerts]
         if not args.solo:
             try:
                 await teacher.click("class_end", timeout_s=60)
+                await asyncio.sleep(3.0)  # a poll or two: every learner's page leaves the class
+                rnd.left = sum(1 for lr in learners if "class" not in lr.params)
             except Exception as e:
                 rnd.errors.append(f"class_end: {type(e).__name__}: {e}")
-            await asyncio.sleep(3.0)
-        everyone = [teacher, *learners]
-        for c in everyone:
-            rnd.errors += [f"{c.name}: {e}" for e in c.errors + c.page.exceptions + c.page.error_alerts]
         rnd.peak_rss = sampler.peak_rss_mb()
         await asyncio.gather(*(c.close() for c in everyone), return_exceptions=True)
         rnd.rss_after, rnd.after_s = await wait_release(server, rnd.rss_before, args.after_s)

@@ -58,6 +58,7 @@ class Round:
     polls_per_s: float = 0.0
     steps: list[StepResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    left: int = 0  # learners whose page left the class after class_end
     peak_rss: float = 0.0
     rss_after: float = 0.0
     after_s: float = 0.0
@@ -91,6 +92,7 @@ def report(r: Round) -> str:
         f"  server CPU per instructor click: {sum(s.cpu_s for s in r.steps) / max(len(r.steps), 1):.2f} s raw, "
         f"{sum(s.net_cpu_s for s in r.steps) / max(len(r.steps), 1):.2f} s net of idle polling = "
         f"{r.per_learner_ms():.1f} ms per learner (goal <= {GOAL_CPU_MS:.0f} ms)",
+        f"  class_end: {r.left}/{r.learners} learner pages left the class within 3 s" if not r.solo else "",
         f"  RSS: {r.rss_before:.0f} MB before, {r.rss_joined:.0f} MB with the class joined, peak {r.peak_rss:.0f} MB, "
         f"{r.rss_after:.0f} MB {r.after_s:.0f} s after closing every session ({r.rss_after - r.rss_before:+.0f} MB)",
         "  per step:",
@@ -99,6 +101,7 @@ def report(r: Round) -> str:
         f"  errors: {len(r.errors)}" + "".join(f"\n    {e[:300]}" for e in r.errors[:10]),
     ]
     lines += [f"    {f[:300]}" for s in r.steps for f in s.failed[:3]]
+    lines = [line for line in lines if line]
     if r.server_log.strip():
         lines.append("  server stderr (tail): " + r.server_log.strip()[-800:])
     return "\n".join(lines)

@@ -329,10 +329,11 @@ class StClient:
             entry[1].cancel()
 
     async def _auto_timer(self, fragment_id: str, interval: float) -> None:
-        start, k = time.monotonic(), 0
+        """setInterval: ticks on a fixed schedule; ticks missed while the loop was busy are dropped, not caught up."""
+        start = time.monotonic()
         while not self.closed:
-            k += 1
-            await asyncio.sleep(max(0.0, start + k * interval - time.monotonic()))
+            ticks = int((time.monotonic() - start) / interval) + 1
+            await asyncio.sleep(max(0.0, start + ticks * interval - time.monotonic()))
             try:
                 await self.rerun(fragment_id=fragment_id, is_auto_rerun=True, wait=False)
             except ConnectionClosed:

@@ -67,7 +67,7 @@ class PlaygroundLink:
 class Exercise(BaseModel):
     """A step's "Your turn" task; ``solved`` holds on the learner's Playground Lab when it is done."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str
     link: PlaygroundLink

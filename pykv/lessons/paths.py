@@ -28,7 +28,16 @@ from pykv.gpu_model import DEFAULT_TARGET
 from pykv.gpu_model.schedule import ModelledView, modelled_view
 from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.run_summary import RunSummary
-from pykv.lessons.sizing import ENGINE_MODEL, CatalogueKv, EngineKv, catalogue_kv, engine_kv, known_models, model_name
+from pykv.lessons.sizing import (
+    ENGINE_MODEL,
+    UTILIZATION_KEYS,
+    CatalogueKv,
+    EngineKv,
+    catalogue_kv,
+    engine_kv,
+    known_models,
+    model_name,
+)
 from pykv.lessons.tokens import TokenDiff
 from pykv.snapshot import BlockView, RequestView, Snapshot
 from pykv.step_report import PreemptionView, StepReport
@@ -209,6 +218,8 @@ def _check_kv(rest: list[str], path: str, known: Known) -> None:
                              f"{_choices(known_models())}")
     _need(fields, 1, path, f"write kv.{name}.FIELD")
     check_type(fields, EngineKv if name == ENGINE_MODEL else CatalogueKv, f"kv.{name}")
+    if fields[0] == "at_utilization" and len(fields) > 1 and fields[1] not in UTILIZATION_KEYS:
+        _one_of(fields[1], UTILIZATION_KEYS, "gpu_memory_utilization (percent)", path)
 
 
 def _read_kv(rest: list[str], path: str, scope: Scope) -> Any:

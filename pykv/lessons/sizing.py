@@ -33,6 +33,7 @@ from pykv.gpu_model.models import MODELS, find_model
 from pykv.snapshot import Snapshot
 
 UTILIZATIONS = (80, 90, 95)  # gpu_memory_utilization in percent: the keys of ``at_utilization`` (vLLM's default: 90)
+UTILIZATION_KEYS = tuple(str(p) for p in UTILIZATIONS)
 ENGINE_MODEL = "model"  # kv.model: the model the lesson's engine runs
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}  # EngineConfig.dtype -> bytes per element
 CATALOGUE_DTYPE_BYTES = 2  # catalogue models are sized in bf16, as the course's GPU target runs them

@@ -15,7 +15,7 @@ import streamlit as st
 from pykv.lab import Lab
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
-from pykv.ui import classroom, follower_views, lesson_text, pages, predict_panel, safe_text, seats
+from pykv.ui import classroom, exercise_box, follower_views, lesson_text, pages, predict_panel, safe_text, seats
 from pykv.ui.classroom import EXPLORING, Membership
 
 
@@ -49,6 +49,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
             predict_panel.follower(member, step_state)
         if not hidden:
             lesson_text.body(step_state)
+            exercise_box.render(lesson, index)  # "Your turn": its Playground link opens a tab of the learner's own
         st.button("Explore on my own", key="class_explore", icon=":material/explore:",
                   on_click=st.session_state.update, kwargs={"class_explore": member.code},
                   help="Your own engine at this step in the Playground: step, go back, add requests, change knobs. "

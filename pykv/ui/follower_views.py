@@ -10,7 +10,7 @@ Playground.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import streamlit as st
 
@@ -22,7 +22,8 @@ from pykv.ui.live_views import PLOT_CONFIG
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 
-def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow") -> None:
+def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
+           metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None) -> None:
     """``lab`` at its cursor (never stepped here). ``shared``: the class's lesson, whose memo draws each
     figure once for every follower (None: drawn for this page only, e.g. the solo projector view)."""
     snap, prev = lab.view, lab.previous
@@ -36,11 +37,15 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
 
     memo = (id(lab), snap.step, dark, grid_height, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
-    for col, (label, value, help_text) in zip(st.columns(len(strip)), strip):
-        col.metric(label, value, help=help_text)
+    per_row = len(strip) if metrics_per_row is None else metrics_per_row
+    for row in range(0, len(strip), per_row):
+        for col, (label, value, help_text) in zip(st.columns(per_row), strip[row:row + per_row]):
+            col.metric(label, value, help=help_text)
     left, right = st.columns([5, 4], gap="medium")
     with left:
         st.plotly_chart(grid, theme=None, key=f"{key}_grid", config=PLOT_CONFIG)
+        if below_grid is not None:  # e.g. the projector's side-runs chart, in the room the grid leaves
+            below_grid()
     with right:
         st.plotly_chart(queues, theme=None, key=f"{key}_queues", config=PLOT_CONFIG)
         st.markdown("**This step**")

@@ -24,6 +24,7 @@ from pykv.ui import (
     budgets,
     class_panel,
     classroom,
+    exercise_box,
     follower_views,
     kernel_view,
     lesson_guide,
@@ -68,7 +69,6 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
     solo_hidden = member is None and step_state.prediction is not None and not predict_panel.solo_revealed(
         lesson.id, index)
     hidden = solo_hidden or (member is not None and step_state.prediction is not None and not member.state.revealed)
-    link = f"lessons?lesson={quote(lesson.id)}&step={index + 1}"  # what an exported figure names
     text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
     with text_col:
         _navigation(lesson, states, index, presenter, member)
@@ -80,26 +80,36 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
         lab = (states[index - 1].lab if index else None) if hidden else step_state.lab
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
-            return
-        if step_state.tokens and not hidden:
-            earlier = states[index - 1].tokens if index else {}
-            for name, tokens in step_state.tokens.items():
-                with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
-                    _token_diff(name, tokens, link)
-        if lab.head == 0 and step_state.runs and not hidden:  # a `configure` left the engine at step 0: the runs
-            lesson_text.runs_chart(step_state, "lesson_configured_runs")  # are what this step measured
-            st.caption(f"The engine below was reconfigured ({_configured(lab)}) and has run no step yet.")
-        focus = None if hidden else step_state.step.focus
-        if focus:
-            st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
-        if presenter:  # one screen for the room: the pool, the queues, this step (the details are a click away)
-            follower_views.render(lab, classroom.shared_lesson(lesson) if member else None, grid_height=340,
-                                  key="projector")
-            return
-        live_views.render(lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link,
-                          modelled_target=LESSON_TARGET, focus=focus)  # the target the lesson's text names
-        with st.expander("Attention kernels of this step"):
-            kernel_view.render(lab, key="lesson")
+        else:
+            _views(lesson, states, step_state, lab, hidden, presenter, member)
+
+
+def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, hidden: bool, presenter: bool,
+           member: Optional[Membership]) -> None:
+    """The engine views beside the text: ``lab`` is the step's (or, while a prediction is open, the one before)."""
+    index = step_state.index
+    link = f"lessons?lesson={quote(lesson.id)}&step={index + 1}"  # what an exported figure names
+    if step_state.tokens and not hidden:
+        earlier = states[index - 1].tokens if index else {}
+        for name, tokens in step_state.tokens.items():
+            with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
+                _token_diff(name, tokens, link)
+    runs = step_state.runs and not hidden
+    if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
+        chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if runs else None
+        follower_views.render(lab, classroom.shared_lesson(lesson) if member else None, grid_height=300,
+                              key="projector", metrics_per_row=3, below_grid=chart)
+        return
+    if runs and lab.head == 0:  # a `configure` left the engine at step 0: the side runs are what this step measured
+        lesson_text.runs_chart(step_state, "lesson_configured_runs")
+        st.caption(f"The engine below was reconfigured ({_configured(lab)}) and has run no step yet.")
+    focus = None if hidden else step_state.step.focus
+    if focus:
+        st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
+    live_views.render(lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link,
+                      modelled_target=LESSON_TARGET, focus=focus)  # the target the lesson's text names
+    with st.expander("Attention kernels of this step"):
+        kernel_view.render(lab, key="lesson")
 
 
 def _configured(lab) -> str:
@@ -222,14 +232,21 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, presenter: 
                   help="The previous step, exactly as it was (keyboard ←).")
         st.button("Next", key="lesson_next", shortcut="Right", type="primary", icon=":material/arrow_forward:",
                   on_click=_go, args=(after or n,), disabled=after is None, help="The next step (keyboard →).")
-        if member is None:
-            st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
-                      args=(lesson.id,), help="Run the lesson again from its first step.")
-        st.button("All lessons", key="lesson_home", icon=":material/list:", on_click=open_lesson, args=(None,))
-        review_pack_button.review_pack_controls(review_pack_button.lesson_pack_maker(lesson, states[:index + 1]),
-                                                f"pykv_review_{lesson.id}", "lesson", "this lesson, the steps played")
-        if member is None:
-            class_panel.start_button(lesson.id, k)
+        with st.popover("More", icon=":material/more_horiz:") if presenter else st.container(
+                horizontal=True, vertical_alignment="center", gap="small"):  # the projector: Prev / Next only
+            _more_controls(lesson, states, index, presenter, member)
+
+
+def _more_controls(lesson: Lesson, states: list[StepState], index: int, presenter: bool,
+                   member: Optional[Membership]) -> None:
+    if member is None:
+        st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
+                  args=(lesson.id,), help="Run the lesson again from its first step.")
+    st.button("All lessons", key="lesson_home", icon=":material/list:", on_click=open_lesson, args=(None,))
+    review_pack_button.review_pack_controls(review_pack_button.lesson_pack_maker(lesson, states[:index + 1]),
+                                            f"pykv_review_{lesson.id}", "lesson", "this lesson, the steps played")
+    if member is None:
+        class_panel.start_button(lesson.id, index + 1)
     st.toggle("Projector view", value=presenter, key="lesson_presenter", on_change=_toggle_presenter,
               help="Large type for the room, no speaker notes, checks folded (?presenter=1 in the link). The notes "
                    "and the answers are in the speaker view: start a class, then open its Speaker view link in a "
@@ -247,6 +264,7 @@ def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: O
             predict_panel.instructor(member, step_state)
     if not hidden:
         lesson_text.body(step_state, folded_checks=presenter)
+        exercise_box.render(lesson, index)  # "Your turn": the task and its Playground link
     if step_state.notes and not presenter and member is None:  # never on a projector: the speaker view has them
         with st.expander("Speaker notes"):
             st.markdown(step_state.notes)

@@ -32,11 +32,12 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
                 st.markdown(rest)
     else:
         st.markdown(step_state.narration)
-    if step_state.step.differs is not None:  # where the common claim, vLLM and pykv part ways
+    if step_state.step.differs is not None and folded_checks:  # the projector: opened when it is talked about
+        with st.expander("Claim · vLLM · pykv", icon=":material/campaign:"):
+            st.markdown(callout_markdown(step_state.step.differs))
+    elif step_state.step.differs is not None:  # where the common claim, vLLM and pykv part ways
         st.markdown(callout_markdown(step_state.step.differs))
-    if step_state.runs and folded_checks:  # the projector: a compact chart, not a table to read
-        runs_chart(step_state, f"{key_prefix}runs_chart")
-    elif step_state.runs:
+    if step_state.runs and not folded_checks:  # the projector draws them as a chart by the grid
         st.markdown("**Side runs** (each run to completion on its own engine)")
         st.dataframe(runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch")
     if not step_state.checks:

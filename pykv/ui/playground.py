@@ -10,7 +10,17 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lab import Lab, has_preempted
-from pykv.ui import budgets, follower_page, kernel_view, live_views, review_pack_button, safe_text, sidebar, state
+from pykv.ui import (
+    budgets,
+    exercise_panel,
+    follower_page,
+    kernel_view,
+    live_views,
+    review_pack_button,
+    safe_text,
+    sidebar,
+    state,
+)
 from pykv.ui.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
@@ -18,6 +28,7 @@ SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
 
 def render() -> None:
     st.html(PAGE_CSS)
+    exercise_panel.render()  # "Your turn" when the URL carries exercise=LESSON.STEP (may build the Lab)
     lab = state.get_lab()
     if lab is None:
         return

@@ -36,6 +36,7 @@ from pykv.workload import PRESETS, Workload
 
 MODEL_ENV = "PYKV_MODEL"  # a checkpoint folder to run instead of the shipped "tiny" (tests use a random one)
 DEFAULT_PRESET = "storm"
+KEPT_PARAMS = ("exercise",)  # left in the address bar by sync_url (the Playground's "Your turn" panel reads it)
 
 STEP_PATTERN = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() accepts "²", int() then fails
 
@@ -131,15 +132,16 @@ def query_for(lab: Lab) -> dict[str, str]:
 
 def sync_url(lab: Lab) -> None:
     """Make the address bar reproduce the view: ?preset=...&step=N (+ changed config fields)."""
-    wanted = query_for(lab)
+    wanted = query_for(lab) | {k: st.query_params.get(k) for k in KEPT_PARAMS if k in st.query_params}
     current = {k: st.query_params.get(k) for k in list(st.query_params.keys())}
     if current != wanted:
         st.query_params.from_dict(wanted)
 
 
-def lab_from_url() -> Lab:
-    """The Lab a link asks for. Every bad value is a warning and its default; ModelError (the model
-    cannot be loaded) or ServerFull pass through for the caller to show."""
+def lab_from_url(workload: Optional[Workload] = None, seed: int = 0) -> Lab:
+    """The Lab a link asks for (``workload`` and its ``seed`` instead of the link's preset: an exercise on a
+    lesson's own workload). Every bad value is a warning and its default; ModelError (the model cannot be
+    loaded) or ServerFull pass through for the caller to show."""
     params = {k: st.query_params.get(k) for k in st.query_params.keys()}
     preset = params.get("preset", DEFAULT_PRESET)
     if preset not in PRESETS and preset != "none":
@@ -151,12 +153,12 @@ def lab_from_url() -> Lab:
         st.warning(message)
     preset = None if preset == "none" else preset
     try:
-        lab = make_lab(config, preset)
+        lab = make_lab(config, preset, seed, workload)
     except (ModelError, ServerFull):
         raise
     except ValueError as e:  # the engine refused the combination: its message, then the defaults
         st.warning(f"The link's settings were not used: {plain(e)} The defaults are used.")
-        lab = make_lab(default_config(), preset)
+        lab = make_lab(default_config(), preset, seed, workload)
     raw = params.get("step", "0")
     step = parse_step(raw)
     if step is None:
@@ -175,11 +177,12 @@ def lab_from_url() -> Lab:
     return lab
 
 
-def get_lab() -> Optional[Lab]:
-    """This session's Lab, built from the URL on first use; None (after an st.error) if it cannot be."""
+def get_lab(workload: Optional[Workload] = None, seed: int = 0) -> Optional[Lab]:
+    """This session's Lab, built from the URL on first use (``workload``: see lab_from_url); None (after an
+    st.error) if it cannot be."""
     if "lab" not in st.session_state:
         try:
-            st.session_state.lab = lab_from_url()
+            st.session_state.lab = lab_from_url(workload, seed)
         except ServerFull as e:
             st.error(plain(e))
             return None

@@ -10,7 +10,14 @@ LESSON_DOTS_CSS = """<style>
 PRESENTER_CSS = """<style>
 .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.45rem; line-height: 1.5;}
 .st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
-</style>"""
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+[data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
+@media (max-height: 800px) {  /* a 720p projector */
+  .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.12rem; line-height: 1.4;}
+  .st-key-lesson_text h3 {font-size: 1.5rem;} .st-key-lesson_text code {font-size: 1rem;}
+  [data-testid="stMainBlockContainer"] {padding-top: 0.75rem;}
+}
+</style>"""  # the projector: one screen for the room (no page list, tighter margins)
 
 
 def current_dot_css(index: int) -> str:

@@ -1,0 +1,34 @@
+"""A lesson step's "Your turn" box: the exercise's task and a link that opens the Playground at its start.
+
+The link opens a new tab, ``playground?<the exercise's link>&exercise=<lesson id>.<step>``: the learner's
+own engine, where the Playground's "Your turn" panel (``exercise_panel``) has the hints and the self-check.
+The solution is never shown here.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pykv.lessons import Lesson
+from pykv.lessons.exercise_block import Exercise
+from pykv.lessons.exercises import exercise_ref
+
+
+def playground_url(lesson: Lesson, index: int, exercise: Exercise) -> str:
+    """The Playground link of the exercise on ``lesson.steps[index]`` (relative: it works under any base path)."""
+    return f"playground?{exercise.link.playground_query()}&exercise={exercise_ref(lesson, index)}"
+
+
+def render(lesson: Lesson, index: int) -> None:
+    """The box, if the step has an exercise."""
+    exercise = lesson.steps[index].exercise
+    if exercise is None:
+        return
+    with st.container(border=True, key="lesson_exercise"):
+        st.markdown("**Your turn**")
+        st.markdown(exercise.task)
+        hints = f" It has {len(exercise.hints)} hints." if exercise.hints else ""
+        st.link_button("Open in the Playground", playground_url(lesson, index, exercise), type="primary",
+                       icon=":material/open_in_new:",
+                       help="A new tab with your own engine at the exercise's start, and a Check my answer button "
+                            "that reads your engine's state." + hints)

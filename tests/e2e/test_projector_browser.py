@@ -1,0 +1,91 @@
+"""The course in front of a room, in a real browser on the shipped model: projector-view steps fit one
+1920×1080 screen with no metric label cut off and no speaker notes on it; the speaker view (a second
+window with the class key) shows the notes and follows the projector; the cheat sheet renders and prints
+to one page. The whole course at both sizes is measured by bench/projector_fit.py (minutes, not CI)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from projector_fit import measure, wait_rendered  # noqa: E402
+
+SCREEN = {"width": 1920, "height": 1080}
+STEPS = [("kv-cache-and-blocks", 1), ("swap-versus-recompute", 2), ("the-preemption-storm", 3)]
+
+
+@pytest.fixture(scope="module")
+def course():
+    from pykv.ui.lessons_page import course
+
+    lessons, _ = course()
+    if not lessons:
+        pytest.skip("no lesson files in lessons/")
+    return {lesson.id: lesson for lesson in lessons}
+
+
+@pytest.mark.parametrize("lesson_id, k", STEPS)
+def test_a_projector_step_fits_one_screen_without_notes(browser, tiny_app_url, course, lesson_id, k):
+    if lesson_id not in course:
+        pytest.skip(f"no lesson {lesson_id}")
+    context = browser.new_context(viewport=SCREEN)
+    try:
+        page = context.new_page()
+        page.goto(f"{tiny_app_url}/lessons?lesson={lesson_id}&step={k}&presenter=1")
+        wait_rendered(page)
+        fit = measure(page)
+        assert fit["overflow"] == 0 and not fit["cut"], fit
+        notes = course[lesson_id].steps[k - 1].notes
+        if notes:
+            assert page.get_by_text(notes.splitlines()[0][:40]).count() == 0
+        assert page.get_by_text("Speaker notes").count() == 0
+    finally:
+        context.close()
+
+
+def test_the_speaker_view_follows_the_projector(browser, tiny_app_url, course):
+    lesson = next(lesson for lesson in course.values() if len(lesson.steps) >= 3 and lesson.steps[1].notes)
+    n = len(lesson.steps)
+    projector_context, speaker_context = browser.new_context(viewport=SCREEN), browser.new_context(viewport=SCREEN)
+    try:
+        projector = projector_context.new_page()
+        projector.set_default_timeout(60_000)
+        projector.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&presenter=1")
+        wait_rendered(projector)
+        projector.locator("button").filter(has_text="More").first.click()
+        projector.locator("button").filter(has_text="Start a class").first.click()
+        projector.get_by_text(re.compile(r"^Class code")).first.wait_for()
+        query = parse_qs(urlparse(projector.url).query)
+        speaker = speaker_context.new_page()
+        speaker.set_default_timeout(60_000)
+        speaker.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&class={query['class'][0]}"
+                     f"&key={query['key'][0]}&speaker=1")
+        speaker.get_by_text(re.compile(rf"step 1 of {n}$")).first.wait_for()
+        wait_rendered(projector)
+        projector.locator("button").filter(has_text="Next").first.click()
+        speaker.get_by_text(re.compile(rf"step 2 of {n}$")).first.wait_for(timeout=15_000)
+        speaker.get_by_text("Speaker notes").first.wait_for()
+        assert speaker.get_by_text(lesson.steps[1].notes.splitlines()[0][:40]).count() >= 1
+    finally:
+        projector_context.close()
+        speaker_context.close()
+
+
+def test_the_cheat_sheet_renders_and_prints_on_one_page(browser, tmp_path, course):
+    from pykv.cheatsheet import cheatsheet_html
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(cheatsheet_html(list(course.values())))
+        assert page.locator("table").count() >= 2
+        pdf = tmp_path / "cheatsheet.pdf"
+        page.pdf(path=str(pdf), format="A4")
+        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes())) == 1  # one page object: one sheet
+    finally:
+        context.close()
