@@ -71,20 +71,29 @@ async def join(learner: StClient, query: str, n: int, t0: float, joined: list[fl
 
 
 async def one_step(teacher: StClient, learners: list[StClient], k: int, n: int, args, server, idle_cores: float,
-                   lesson: str) -> StepResult:
+                   lesson: str, lost: set[str]) -> StepResult:
+    """The instructor moves to step k; each learner's time until its page shows it (a learner that missed a step
+    before is waited on 5 s at most: a page that stopped following stays stopped)."""
     rx = STEP_RX.format(k=k, n=n)
     c0, t0, own0 = server.cpu_s(), time.monotonic(), time.process_time()
-    await teacher.click("lesson_next", timeout_s=120)
+    try:
+        await teacher.click("lesson_next", timeout_s=60)
+    except (TimeoutError, LookupError, ValueError, ConnectionError) as e:  # the class cannot go on
+        cpu = server.cpu_s() - c0
+        return StepResult(k, float("nan"), [], [f"step {k}: instructor: {e}"], cpu, float("nan"),
+                          time.monotonic() - t0, time.process_time() - own0, server.rss_mb(), stuck=True)
     t_click = time.monotonic() - t0
 
     async def seen(learner: StClient) -> float:
         if args.solo:
             await learner.set_query(f"lesson={lesson}&step={k}", timeout_s=120)
-        node = await learner.wait_text(rx, since=t0, timeout_s=args.step_timeout_s)
+        wait_s = min(args.step_timeout_s, 5.0) if learner.name in lost else args.step_timeout_s
+        node = await learner.wait_text(rx, since=t0, timeout_s=wait_s)
         return node.t - t0
     results = await asyncio.gather(*(seen(lr) for lr in learners), return_exceptions=True)
     latencies = [r for r in results if isinstance(r, float)]
     failed = [f"step {k}: {lr.name}: {r}" for lr, r in zip(learners, results) if not isinstance(r, float)]
+    lost.update(lr.name for lr, r in zip(learners, results) if not isinstance(r, float))  # waited on less from now
     await asyncio.sleep(max(0.0, t0 + args.pause_s - time.monotonic()))
     window, cpu = time.monotonic() - t0, server.cpu_s() - c0
     return StepResult(k, t_click, latencies, failed, cpu, cpu - idle_cores * window, window,
@@ -93,7 +102,7 @@ async def one_step(teacher: StClient, learners: list[StClient], k: int, n: int, 
 
 async def one_round(args, learners_n: int) -> Round:
     rnd = Round(learners_n, solo=args.solo)
-    with serve(args.root) as server:
+    with serve(args.root, extra=tuple(f"--{f}" for f in args.st_flag)) as server:
         sampler = Sampler(server, every_s=1.0)
         warm = StClient(server.url, "warm")
         await warm.open()  # the Playground: loads the shared weights (kept by design)
@@ -116,6 +125,7 @@ async def one_round(args, learners_n: int) -> Round:
         t0 = time.monotonic()
         joined: list[float] = []
         results = await gather_limited([join(lr, query, n, t0, joined) for lr in learners], args.join_at_once)
+        print(f"{len(joined)}/{learners_n} learners show step 1 after {time.monotonic() - t0:.1f} s", flush=True)
         rnd.errors += [f"join: {lr.name}: {type(r).__name__}: {r}" for lr, r in zip(learners, results) if r]
         rnd.join_s, rnd.joined = time.monotonic() - t0, len(joined)
         rnd.polling = sum(1 for lr in learners if lr.auto_reruns)
@@ -127,11 +137,17 @@ async def one_round(args, learners_n: int) -> Round:
         rnd.idle_cores = (server.cpu_s() - c0) / (time.monotonic() - t0)
         rnd.polls_per_s = (sum(lr.sent["auto_rerun"] for lr in learners) - sent0) / (time.monotonic() - t0)
 
+        lost: set[str] = set()
         for k in range(2, n + 1):
-            step = await one_step(teacher, learners, k, n, args, server, rnd.idle_cores, args.lesson)
+            step = await one_step(teacher, learners, k, n, args, server, rnd.idle_cores, args.lesson, lost)
             rnd.steps.append(step)
             print(step.line(learners_n), flush=True)
+            if step.stuck:
+                print(f"the instructor's click did not finish: stopping at step {k}", flush=True)
+                break
 
+        rnd.polling_end, rnd.lost = sum(1 for lr in learners if lr.auto_reruns), len(lost)
+        rnd.polls_sent = sum(lr.sent["auto_rerun"] for lr in learners)
         everyone = [teacher, *learners]
         for c in everyone:  # before the class ends: its end is an st.error on every learner's page
             rnd.errors += [f"{c.name}: {e}" for e in c.errors + c.page.exceptions + c.page.error_alerts]
@@ -144,27 +160,38 @@ async def one_round(args, learners_n: int) -> Round:
                 rnd.errors.append(f"class_end: {type(e).__name__}: {e}")
         rnd.peak_rss = sampler.peak_rss_mb()
         await asyncio.gather(*(c.close() for c in everyone), return_exceptions=True)
-        rnd.rss_after, rnd.after_s = await wait_release(server, rnd.rss_before, args.after_s)
+        ttl = session_ttl_s(args.root)
+        rnd.rss_after, rnd.after_s = await wait_release(server, rnd.rss_before, ttl + 15.0, max(args.after_s, ttl + 20))
         sampler.stop()
         rnd.samples = sampler.samples
         rnd.server_log = server.log_tail(2000)
     return rnd
 
 
-async def wait_release(server, rss_before: float, after_s: float) -> tuple[float, float]:
-    """Close -> RSS back within 10 % + 30 MB of the baseline (a fresh tab every 10 s triggers the expiry)."""
-    t0, rss = time.monotonic(), server.rss_mb()
-    while time.monotonic() - t0 < after_s:
+def session_ttl_s(root: Path) -> float:
+    """server.disconnectedSessionTTL from the app's .streamlit/config.toml (Streamlit's default: 120 s)."""
+    try:
+        text = (root / ".streamlit" / "config.toml").read_text()
+    except OSError:
+        return 120.0
+    found = re.search(r"^\s*disconnectedSessionTTL\s*=\s*([0-9.]+)", text, re.M)
+    return float(found.group(1)) if found else 120.0
+
+
+async def wait_release(server, rss_before: float, min_s: float, after_s: float) -> tuple[float, float]:
+    """After closing: wait the disconnect TTL (+ the app's reap interval), then until RSS is back within 10 % +
+    30 MB of the baseline or ``after_s`` is up; a fresh tab every 10 s triggers Streamlit's lazy expiry."""
+    t0 = time.monotonic()
+    while True:
         await asyncio.sleep(10.0)
         probe = StClient(server.url, "probe")
         try:
             await probe.open(page_name="about", timeout_s=30)
         finally:
             await probe.close()
-        rss = server.rss_mb()
-        if rss <= rss_before * 1.10 + 30:
-            break
-    return rss, time.monotonic() - t0
+        rss, waited = server.rss_mb(), time.monotonic() - t0
+        if (waited >= min_s and rss <= rss_before * 1.10 + 30) or waited >= after_s:
+            return rss, waited
 
 
 def main() -> int:
@@ -177,9 +204,12 @@ def main() -> int:
     parser.add_argument("--join-at-once", type=int, default=10, help="learners opening the link at once")
     parser.add_argument("--step-timeout-s", type=float, default=30.0)
     parser.add_argument("--settle-s", type=float, default=3.0)
-    parser.add_argument("--after-s", type=float, default=120.0, help="longest wait for RSS after closing")
+    parser.add_argument("--after-s", type=float, default=120.0,
+                        help="longest wait for RSS after closing (at least the session TTL + 20 s)")
     parser.add_argument("--solo", action="store_true", help="no class UI: every learner plays the lesson itself")
     parser.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve")
+    parser.add_argument("--st-flag", action="append", default=[], metavar="OPTION=VALUE",
+                        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)")
     parser.add_argument("--save", action="store_true", help=f"append the results to {RESULTS}")
     args = parser.parse_args()
     rounds = []

@@ -139,9 +139,11 @@ def main() -> int:
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--ttl-wait-s", type=float, default=45.0, help="pause between cases (session TTL 30 s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve")
+    parser.add_argument("--st-flag", action="append", default=[], metavar="OPTION=VALUE",
+                        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)")
     parser.add_argument("--save", type=Path, help="append the table and the command to this file")
     args = parser.parse_args()
-    with serve(args.root) as server:
+    with serve(args.root, extra=tuple(f"--{f}" for f in args.st_flag)) as server:
         rows = asyncio.run(run_all(server, args))
         log = server.log_tail(1500)
     out = table(rows)

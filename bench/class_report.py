@@ -12,6 +12,11 @@ GOAL_CPU_MS = 50.0
 GOAL_P95_S = 2.0
 
 
+def mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
 def pct(values: list[float], q: float) -> float:
     """The q-th percentile (nearest rank); NaN for no values."""
     if not values:
@@ -31,6 +36,7 @@ class StepResult:
     window_s: float
     client_cpu_s: float  # this bench process's own CPU over the window (the clients)
     rss_mb: float
+    stuck: bool = False  # the instructor's own click did not finish (the round stops here)
 
     def per_learner_ms(self, n: int) -> float:
         return self.net_cpu_s / max(n, 1) * 1e3
@@ -58,6 +64,9 @@ class Round:
     polls_per_s: float = 0.0
     steps: list[StepResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    polling_end: int = 0  # learners with a run_every timer after the last step
+    lost: int = 0  # learners that missed at least one step
+    polls_sent: int = 0
     left: int = 0  # learners whose page left the class after class_end
     peak_rss: float = 0.0
     rss_after: float = 0.0
@@ -74,12 +83,14 @@ class Round:
         return sum(len(s.failed) for s in self.steps)
 
     def per_learner_ms(self) -> float:
-        return sum(s.per_learner_ms(self.learners) for s in self.steps) / max(len(self.steps), 1)
+        done = [s for s in self.steps if not s.stuck]
+        return sum(s.per_learner_ms(self.learners) for s in done) / max(len(done), 1)
 
 
 def report(r: Round) -> str:
     mode = "solo players (no class UI)" if r.solo else f"class {r.code}"
     lat = r.latencies
+    done = [s for s in r.steps if not s.stuck]
     lines = [
         f"{r.learners} learners + 1 instructor, {mode}, {len(r.steps)} instructor clicks",
         f"  joined: {r.joined}/{r.learners} showed step 1 in {r.join_s:.1f} s; {r.polling} run a run_every timer "
@@ -89,10 +100,12 @@ def report(r: Round) -> str:
         f"  propagation (click -> learner shows the step), all steps: p50 {pct(lat, 50):.2f} s, "
         f"p95 {pct(lat, 95):.2f} s, max {max(lat, default=float('nan')):.2f} s; {r.missed} learner-steps missed "
         f"(goal p95 <= {GOAL_P95_S} s)",
-        f"  server CPU per instructor click: {sum(s.cpu_s for s in r.steps) / max(len(r.steps), 1):.2f} s raw, "
-        f"{sum(s.net_cpu_s for s in r.steps) / max(len(r.steps), 1):.2f} s net of idle polling = "
+        f"  server CPU per instructor click: {mean(s.cpu_s for s in done):.2f} s raw, "
+        f"{mean(s.net_cpu_s for s in done):.2f} s net of idle polling = "
         f"{r.per_learner_ms():.1f} ms per learner (goal <= {GOAL_CPU_MS:.0f} ms)",
         f"  class_end: {r.left}/{r.learners} learner pages left the class within 3 s" if not r.solo else "",
+        f"  after the last step: {r.polling_end}/{r.learners} learners still run their poll timer; {r.lost} missed "
+        f"at least one step; {r.polls_sent} polls sent in all",
         f"  RSS: {r.rss_before:.0f} MB before, {r.rss_joined:.0f} MB with the class joined, peak {r.peak_rss:.0f} MB, "
         f"{r.rss_after:.0f} MB {r.after_s:.0f} s after closing every session ({r.rss_after - r.rss_before:+.0f} MB)",
         "  per step:",
@@ -123,7 +136,7 @@ def summary_table(rounds: list[Round]) -> str:
     lines = [head, "-" * len(head)]
     for r in rounds:
         lat = r.latencies
-        raw = sum(s.cpu_s for s in r.steps) / max(len(r.steps), 1)
+        raw = mean(s.cpu_s for s in r.steps if not s.stuck)
         worst = max(lat, default=float("nan"))
         lines.append(f"{r.learners:>8} {pct(lat, 50):>5.2f}s {pct(lat, 95):>5.2f}s {worst:>5.2f}s "
                      f"{r.missed:>6} {r.per_learner_ms():>8.1f}ms {raw:>12.2f}s {r.idle_cores:>10.2f} "

@@ -45,9 +45,6 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin, Subprotocol
 
-FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
-            ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
-
 
 @dataclass
 class Run:
@@ -168,18 +165,17 @@ class StClient:
         if page_script_hash is not None:
             self.page_script_hash, self.page_name = page_script_hash, page_name
         name = self.page_name if not self.page_script_hash else ""
-        state = BackMsg().rerun_script
+        msg = BackMsg()
+        state = msg.rerun_script
         state.query_string, state.page_script_hash, state.page_name = self.query_string, self.page_script_hash, name
         state.fragment_id, state.is_auto_rerun = fragment_id, is_auto_rerun
         on_page = self.page.widget_ids()
         state.widget_states.widgets.extend(v for wid, v in self.values.items() if wid in on_page)
         state.widget_states.widgets.extend(WidgetState(id=wid, trigger_value=True) for wid in triggers)
         state.cached_message_hashes.extend(self._cache.entries)
-        state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US",
-                                                url=f"{self.base_url}/{name}?{self.query_string}",
+        url = f"{self.base_url}/{name}?{self.query_string}"
+        state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US", url=url,
                                                 is_embedded=False, color_scheme="light"))
-        msg = BackMsg()
-        msg.rerun_script.CopyFrom(state)
         t_sent = time.monotonic()
         self.sent["auto_rerun" if is_auto_rerun else "rerun"] += 1
         await self._send(msg)
