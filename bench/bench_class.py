@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import os
 import re
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -141,7 +142,7 @@ async def one_round(args, learners_n: int) -> Round:
         for k in range(2, n + 1):
             step = await one_step(teacher, learners, k, n, args, server, rnd.idle_cores, args.lesson, lost)
             rnd.steps.append(step)
-            print(step.line(learners_n), flush=True)
+            print(step.line(rnd.joined), flush=True)
             if step.stuck:
                 print(f"the instructor's click did not finish: stopping at step {k}", flush=True)
                 break
@@ -164,7 +165,7 @@ async def one_round(args, learners_n: int) -> Round:
         rnd.rss_after, rnd.after_s = await wait_release(server, rnd.rss_before, ttl + 15.0, max(args.after_s, ttl + 20))
         sampler.stop()
         rnd.samples = sampler.samples
-        rnd.server_log = server.log_tail(2000)
+        rnd.server_log = server.log_tail(20000)
     return rnd
 
 
@@ -224,7 +225,7 @@ def main() -> int:
     if args.save:
         RESULTS.parent.mkdir(exist_ok=True)
         with open(RESULTS, "a") as f:
-            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+            f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
                     f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by "
                     "server and clients\n")
             f.write(out + "\n\n")

@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import re
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -152,7 +153,7 @@ def main() -> int:
         print("server stderr (tail):\n" + log)
     if args.save:
         with open(args.save, "a") as f:
-            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+            f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
                     f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server "
                     "and clients · CPU/click = server utime+stime over the clicks / (sessions x clicks)\n")
             f.write(out + "\n\n")

@@ -1,27 +1,19 @@
 """A browser tab without the browser: an asyncio client for Streamlit's websocket protocol (load tests).
 
-Speaks what the frontend (streamlit/static, ``ConnectionManager`` / ``App.sendRerunBackMsg``) speaks on
-``ws://host:port/_stcore/stream`` (subprotocol "streamlit"): binary ``BackMsg`` / ``ForwardMsg`` protobufs
-from ``streamlit.proto``. Like the browser it
+Speaks what the frontend (streamlit/static: ``ConnectionManager``, ``App.sendRerunBackMsg``) speaks on
+``ws://host:port/_stcore/stream`` (subprotocol "streamlit"): ``BackMsg`` / ``ForwardMsg`` from ``streamlit.proto``.
+Like the browser it sends ``rerun_script`` ClientStates (query string; the page name first, then the page hash
+of the latest new_session / navigation; the widgets' states; a ContextInfo; its ForwardMsg cache's hashes),
+keeps that cache and resolves ``ref_hash`` messages, keeps the query the server writes (``page_info_changed``),
+runs the ``auto_rerun`` timers of ``run_every`` fragments (a fragment ``rerun_script`` every interval like
+``setInterval``, cleared by a full run's new_session and by ``stop_auto_rerun``), answers websocket pings (the
+websockets package does) and, if asked, sends ``app_heartbeat``s.
 
-- starts a session with a ``rerun_script`` whose ClientState carries the query string and page name
-  (later runs carry the page_script_hash of the latest new_session instead), the widget states of the
-  widgets on the page, a ContextInfo and the hashes of its ForwardMsg cache;
-- keeps that cache (cacheable messages by hash, aged by ``maxCachedMessageAge`` runs) and resolves the
-  ``ref_hash`` messages the server sends for elements it already has;
-- keeps the query string the server writes (``page_info_changed``);
-- runs the ``auto_rerun`` timers of fragments with ``run_every`` (a ``rerun_script`` with the fragment id and
-  ``is_auto_rerun`` every interval, on a fixed schedule like ``setInterval``), cleared by a full run's
-  new_session and by ``stop_auto_rerun``;
-- answers websocket pings (the websockets package does); optionally sends ``app_heartbeat``s.
-
-    import asyncio; from st_client import StClient
-    async def main():
-        c = StClient("http://127.0.0.1:8501", name="learner-1")
-        await c.open("lesson=kv-cache-and-blocks&step=1", page_name="lessons")
-        t0 = time.monotonic(); await c.click("lesson_next")
-        node = await c.wait_text(r"step 2 of \\d+", since=t0)   # node.t - t0: time until it appeared
-        print(c.query_string, c.params["step"], c.page.texts()[:5]); await c.close()
+    c = StClient("http://127.0.0.1:8501", name="learner-1")
+    await c.open("lesson=kv-cache-and-blocks&step=1", page_name="lessons")
+    t0 = time.monotonic(); await c.click("lesson_next")
+    node = await c.wait_text(r"step 2 of \\d+", since=t0)   # node.t - t0: time until it appeared
+    c.query_string, c.params["step"], c.page.texts(); await c.close()
 
 Every method that waits takes ``timeout_s`` (default: the client's) and raises TimeoutError.
 """
@@ -37,6 +29,7 @@ from typing import Callable, Optional
 from urllib.parse import parse_qs
 
 from st_page import MessageCache, Node, Page
+from st_timers import FragmentTimers
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ContextInfo
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -83,7 +76,7 @@ class StClient:
         self._navigation = False
         self._ws = None
         self._tasks: list[asyncio.Task] = []
-        self._auto: dict[str, tuple[float, asyncio.Task]] = {}  # fragment id -> (interval, timer task)
+        self._timers = FragmentTimers(lambda fid: self.rerun(fragment_id=fid, is_auto_rerun=True, wait=False), name)
         self._changed = asyncio.Event()
         self.closed = False
 
@@ -100,9 +93,7 @@ class StClient:
     async def close(self) -> None:
         """Stop the timers and close the websocket (the server keeps the session for its disconnect TTL)."""
         self.closed = True
-        for _, task in self._auto.values():
-            task.cancel()
-        self._auto.clear()
+        self._timers.stop_all()
         if self._ws is not None:
             await self._ws.close()
         for task in self._tasks:
@@ -264,10 +255,10 @@ class StClient:
             self.pages, self._navigation = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}, True
             self.page_script_hash = msg.navigation.page_script_hash or self.page_script_hash
         elif kind == "auto_rerun":
-            self._auto_rerun(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+            self._timers.arm(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
         elif kind == "stop_auto_rerun":
             for fid in msg.stop_auto_rerun.fragment_ids:
-                self._stop_auto(fid)
+                self._timers.stop(fid)
         elif kind == "heartbeat_ack":
             self.heartbeat_acks += 1
         elif kind == "page_not_found":
@@ -291,8 +282,7 @@ class StClient:
             self.pages.update({p.url_pathname: p.page_script_hash for p in ns.app_pages})
         if not run.fragment_ids:  # a full run: the frontend clears its auto-rerun timers (the run re-arms them)
             self._max_age = ns.config.max_cached_message_age or self._max_age
-            for fid in list(self._auto):
-                self._stop_auto(fid)
+            self._timers.stop_all()
 
     def _script_finished(self, msg: ForwardMsg, t: float) -> None:
         run_id = msg.metadata.run.script_run_id if msg.metadata.HasField("run") else ""
@@ -310,32 +300,7 @@ class StClient:
             for old in list(self.runs)[:100]:
                 del self.runs[old]
 
-    # ---- fragment timers (run_every) --------------------------------------------------------
-
-    def _auto_rerun(self, fragment_id: str, interval: float) -> None:
-        if not fragment_id or (fragment_id in self._auto and self._auto[fragment_id][0] == interval):
-            return
-        self._stop_auto(fragment_id)
-        task = asyncio.create_task(self._auto_timer(fragment_id, interval), name=f"{self.name}-auto-{fragment_id}")
-        self._auto[fragment_id] = (interval, task)
-
-    def _stop_auto(self, fragment_id: str) -> None:
-        entry = self._auto.pop(fragment_id, None)
-        if entry is not None:
-            entry[1].cancel()
-
-    async def _auto_timer(self, fragment_id: str, interval: float) -> None:
-        """setInterval: ticks on a fixed schedule; ticks missed while the loop was busy are dropped, not caught up."""
-        start = time.monotonic()
-        while not self.closed:
-            ticks = int((time.monotonic() - start) / interval) + 1
-            await asyncio.sleep(max(0.0, start + ticks * interval - time.monotonic()))
-            try:
-                await self.rerun(fragment_id=fragment_id, is_auto_rerun=True, wait=False)
-            except ConnectionClosed:
-                return
-
     @property
     def auto_reruns(self) -> dict[str, float]:
-        """Fragment id -> interval of the timers now running."""
-        return {fid: interval for fid, (interval, _) in self._auto.items()}
+        """Fragment id -> interval of the run_every timers now running."""
+        return self._timers.intervals()

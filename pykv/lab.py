@@ -16,6 +16,8 @@ request while looking at an earlier step) replays from step 0 to the cursor, dro
 ``fork()`` hands the live engine to a new Lab at the same step; the old Lab keeps its history
 (snapshots, cursor) untouched and replays an engine of its own only if one is asked for again.
 The lesson player forks once per lesson step, so Back shows the very objects it showed before.
+``branch()`` copies the history without the engine and never touches the Lab it copies: what a shared
+Lab (a class's lesson, read by many sessions) hands out.
 """
 
 from __future__ import annotations

@@ -214,14 +214,18 @@ def test_explore_forks_a_private_lab_and_rejoin_returns(course, monkeypatch):
     assert shared.state(0).lab.head == head and shared.state(1).lab.head == head + 1
 
     explorer = AppTest.from_function(playground_page, default_timeout=120)  # the Playground, this learner's lab
-    for name in ("lab", classroom.EXPLORING, "class_learner"):
+    for name in ("lab", classroom.EXPLORING, "class_learner", "engine_seat"):
         explorer.session_state[name] = learner.session_state[name]
     ok(explorer.run())
     assert any("exploring on your own" in i.value for i in explorer.info)
     assert classroom.classes().presence(code).exploring == 1
+    from pykv.ui import seats
+
+    held = seats.seats().in_use()[0]
     explorer.button(key="class_rejoin").click()
     ok(explorer.run())
     assert went[-1] == ("Lessons", {"class": code}) and "lab" not in explorer.session_state
+    assert seats.seats().in_use()[0] == held - 1  # the engine seat is given back, not kept until the tab closes
 
 
 def _lesson():

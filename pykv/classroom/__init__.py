@@ -7,7 +7,7 @@ instructor's step and answer its prediction questions. No Streamlit here (pykv.u
 """
 
 from pykv.classroom.classes import Classes
-from pykv.classroom.errors import ClassError, ClassNotFound, NotInstructor
+from pykv.classroom.errors import ClassError, ClassNotFound, NotInstructor, StoreUnavailable
 from pykv.classroom.limits import (
     CLASS_IDLE_S,
     CODE_ALPHABET,
@@ -24,5 +24,5 @@ from pykv.classroom.store_factory import make_store
 __all__ = [
     "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S",
     "ClassError", "ClassNotFound", "ClassRecord", "ClassState", "ClassStore", "Classes", "MemoryStore",
-    "NotInstructor", "Outcome", "Presence", "Seen", "make_store",
+    "NotInstructor", "Outcome", "Presence", "Seen", "StoreUnavailable", "make_store",
 ]

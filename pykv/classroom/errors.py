@@ -25,3 +25,8 @@ class NotInstructor(ClassError):
         self.code = code
         super().__init__(f"Only the instructor who started class {code} can drive or end it: "
                          "this browser does not hold its instructor key. Start a class of your own instead.")
+
+
+class StoreUnavailable(ClassError):
+    """The class store cannot answer right now (Redis down or refusing): the class may well still exist, so
+    a page keeps its class and tries again rather than dropping it."""

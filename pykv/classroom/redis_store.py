@@ -23,7 +23,7 @@ from typing import Callable, Optional, TypeVar
 
 import redis
 
-from pykv.classroom.errors import ClassError
+from pykv.classroom.errors import ClassError, StoreUnavailable
 from pykv.classroom.state import ClassState
 from pykv.classroom.store import ClassRecord, Outcome, Seen
 from pykv.classroom.version_feed import VersionFeed
@@ -208,6 +208,6 @@ class RedisStore:
         try:
             return op()
         except (redis.ConnectionError, redis.TimeoutError) as e:
-            raise ClassError(f"The class store (Redis at {self.where}) is not reachable: {e}") from None
+            raise StoreUnavailable(f"The class store (Redis at {self.where}) is not reachable: {e}") from None
         except redis.RedisError as e:
-            raise ClassError(f"The class store (Redis at {self.where}) refused the request: {e}") from None
+            raise StoreUnavailable(f"The class store (Redis at {self.where}) refused the request: {e}") from None

@@ -1,5 +1,5 @@
 """Splitting a lesson file: YAML front matter, then ``## `` steps, each with its narration and its
-``actions`` / ``expect`` / ``notes`` / ``predict`` / ``differs`` fenced blocks. Fence-aware: a ``## `` line
+fenced blocks (``BLOCKS``: actions, expect, notes, predict, differs, focus, exercise). Fence-aware: a ``## `` line
 or ``{{ }}`` inside a fenced code block is code, not structure::
 
     ---                       <- front matter (YAML) between two --- lines
@@ -10,7 +10,7 @@ or ``{{ }}`` inside a fenced code block is code, not structure::
                                  ("## Step title {optional}": a step the workshop path skips)
     Narration ...
     ```actions                <- lesson blocks are fences whose info string is exactly
-    - step: 1                    actions, expect, notes, predict or differs; any other
+    - step: 1                    one of BLOCKS; any other
     ```                          fence stays narration
 """
 

@@ -369,7 +369,7 @@ class LessonStep(_Model):
     narration: str  # raw Markdown, {{ path }} templates unfilled
     actions: list[Action] = Field(default_factory=list)
     expect: list[Check] = Field(default_factory=list)
-    notes: Optional[str] = None  # speaker notes (Markdown), presenter mode only
+    notes: Optional[str] = None  # speaker notes: the speaker view, folded in the solo player; never projected
     predict: Optional[Prediction] = None  # asked before the actions run; answered by their outcome
     line: int = 0  # the line of its "## " heading in the file
     optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.workshop)

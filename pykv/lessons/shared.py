@@ -1,19 +1,22 @@
 """SharedLesson: one lesson's steps computed once per process and read by every session of a class.
 
 A class's instructor and all its followers look at the same steps; playing them once and sharing the
-StepStates read-only is what lets a follower need no engine of its own. The rule that makes sharing safe
-is the player's own: a StepState never changes once built. Two things could still move a shared Lab, and
-both are guarded here:
+StepStates read-only is what lets a follower need no engine of its own. What makes sharing safe:
 
-- playing a step forks the previous step's Lab (``LessonPlayer``): only under ``lock``;
-- a learner exploring on their own gets ``branch()``, which replays an engine of its own and never takes
-  the shared one.
+- the player's own rule: a StepState never changes once built;
+- the states handed out hold **no engine**: each is published with ``lab.branch()``, a copy of its
+  history that replays an engine of its own only if a reader asks for one. The player keeps the Labs
+  that hold engines to itself, so no session can read an engine another class is stepping;
+- playing takes ``lock``; reading a step already played does not (the published list only grows);
+- the lesson plays with no time budget: a shared step is computed once for everyone, so an action cut
+  short by a busy server must not become every class's step until the process restarts.
 
 Derived artefacts (a step's figures, drawn once for every follower) are memoised by ``derived``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any, Callable, Hashable, Optional
 
@@ -27,11 +30,11 @@ MAX_DERIVED = 256  # memoised artefacts per lesson (a few per step and theme)
 
 
 class SharedLesson:
-    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None,
-                 action_budget_s: Optional[float] = None) -> None:
+    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> None:
         self.lesson = lesson
-        self.lock = threading.RLock()  # held while a step is played, a Lab branched or an artefact drawn
-        self._player = LessonPlayer(lesson, loaded, base_config, action_budget_s=action_budget_s)
+        self.lock = threading.RLock()  # held while steps are played or an artefact is drawn
+        self._player = LessonPlayer(lesson, loaded, base_config, action_budget_s=None)
+        self._published: list[StepState] = []  # the player's states with engine-free Labs; only appended to
         self._derived: dict[Hashable, Any] = {}
 
     @property
@@ -39,24 +42,30 @@ class SharedLesson:
         return self._player.num_steps
 
     def state(self, index: int) -> StepState:
-        """Step ``index`` (0-based, clamped to the lesson), playing the steps before it once for everyone."""
+        """Step ``index`` (0-based, clamped to the lesson), played once for everyone if it was not yet."""
+        index = max(0, min(int(index), self.num_steps - 1))
+        if index < len(self._published):  # played already: no lock, no wait behind another class's play
+            return self._published[index]
         with self.lock:
-            index = self._player.goto(index)
-            return self._player.states[index]
+            self._player.goto(index)
+            for state in self._player.states[len(self._published):]:
+                self._published.append(dataclasses.replace(state, lab=state.lab.branch()))
+            return self._published[index]
 
     def states(self, upto: int) -> list[StepState]:
         """Steps 0..upto, played as needed (the review pack and the token diffs read earlier steps)."""
-        with self.lock:
-            self._player.goto(upto)
-            return self._player.states[:upto + 1]
+        self.state(upto)
+        return self._published[:max(0, min(int(upto), self.num_steps - 1)) + 1]
 
     def branch_lab(self, index: int) -> Lab:
         """A private Lab at step ``index`` for one learner: it replays its own engine when stepped."""
-        with self.lock:
-            return self.state(index).lab.branch()
+        return self.state(index).lab.branch()
 
     def derived(self, key: Hashable, build: Callable[[], Any]) -> Any:
         """``build()`` once per ``key`` for every session (e.g. a step's figure in one theme)."""
+        found = self._derived.get(key)
+        if found is not None:
+            return found
         with self.lock:
             if key not in self._derived:
                 if len(self._derived) >= MAX_DERIVED:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from pykv.cheatsheet import cheatsheet_html
 from pykv.lessons import Lesson
+from pykv.ui.classroom import CLASS_PARAM, KEY_PARAM
 from pykv.ui.lesson_guide import PATH_PARAM
 
 PARAM = "cheatsheet"
@@ -16,8 +17,8 @@ FILE_NAME = "pykv_cheatsheet.html"
 
 def open_sheet() -> None:
     """Show the cheat sheet (the workshop path, if chosen, is kept for the way back)."""
-    kept = {PATH_PARAM: st.query_params.get(PATH_PARAM)} if PATH_PARAM in st.query_params else {}
-    st.query_params.from_dict({PARAM: "1"} | kept)
+    kept = {k: st.query_params.get(k) for k in (PATH_PARAM, CLASS_PARAM, KEY_PARAM) if k in st.query_params}
+    st.query_params.from_dict({PARAM: "1"} | kept)  # an instructor's class and key stay
 
 
 def close_sheet() -> None:

@@ -44,18 +44,24 @@ def panel(member: Membership) -> None:
             st.markdown(f"Class code **`{member.code}`**")
             st.markdown(f"Learners open [{link}]({link}) or type the code on the Lessons page.")
             _presence(member.code)
-            if "lesson" in st.query_params:
-                query = {k: st.query_params.get(k) for k in st.query_params if k != "presenter"} | {"speaker": "1"}
-                st.link_button("Speaker view", "lessons?" + urlencode(query), icon=":material/speaker_notes:",
-                               help="Notes, answers and timing in a second window (off the projector); it moves "
-                                    "with this one.")
+            with st.container(horizontal=True, gap="small"):
+                st.link_button("Projector", f"lessons?{CLASS_PARAM}={member.code}&presenter=1",
+                               icon=":material/present_to_all:",
+                               help="The class in large type for the room. Its link holds no key: nothing on "
+                                    "the screen can drive the class.")
+                if "lesson" in st.query_params:
+                    query = {k: st.query_params.get(k) for k in st.query_params if k != "presenter"} | {"speaker": "1"}
+                    st.link_button("Speaker view", "lessons?" + urlencode(query), icon=":material/speaker_notes:",
+                                   help="Notes, answers and timing in a second window (off the projector); it moves "
+                                        "with this one.")
             st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=_end,
                       args=(member.code, member.secret),
                       help=f"Learners go back to the course. A class also ends after {CLASS_IDLE_S // 3600} h "
                            "without a step.")
         with qr_col:
             st.html(qr_svg(link))
-    st.caption("Keep this tab's address to yourself: its `key` drives the class (a reload keeps it).")
+    st.caption("Keep this tab's address to yourself: its `key` drives the class (a reload keeps it). Project the "
+               "Projector link, which holds no key.")
 
 
 def qr_svg(link: str) -> str:

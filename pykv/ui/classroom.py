@@ -2,11 +2,15 @@
 lessons classes share, and this session's place in a class.
 
     /lessons?class=K7QM2X                          a learner: the page follows the class
+    /lessons?class=K7QM2X&presenter=1              the projector: a follower in large type (no key to photograph)
     /lessons?lesson=ID&step=k&class=K7QM2X&key=…   the instructor (the key is the class's secret: it alone
-                                                   drives the class, and survives a reload in this URL only)
+                                                   drives the class, and survives a reload in this URL only;
+                                                   the session also keeps it, so a trip to another page or the
+                                                   cheat sheet does not lose it)
 
-A follower never plays a lesson: every session of a class reads the same ``SharedLesson`` (played once per
-process), so a learner costs no engine until they choose to explore on their own.
+Followers never play a lesson: every session of a class on this server reads the same ``SharedLesson``
+(played once per process; with several replicas, once per replica), so a learner costs no engine until they
+choose to explore on their own.
 """
 
 from __future__ import annotations
@@ -19,15 +23,16 @@ from typing import Optional
 
 import streamlit as st
 
-from pykv.classroom import ClassError, Classes, ClassState, make_store
+from pykv.classroom import CLASS_IDLE_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
-from pykv.ui import budgets, state
+from pykv.ui import state
 
 CLASS_PARAM, KEY_PARAM = "class", "key"
 SWEEP_EVERY_S = 60.0
 POLL_S = 1.0  # how often a follower's page asks whether the class moved (propagation ≤ this + one rerun)
 EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
+KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
 SYNCED = "class_synced"  # session_state: (lesson id, step) an instructor's window last showed in step with the class
 
 
@@ -47,10 +52,10 @@ def classes() -> Classes:
     return Classes(make_store())
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, ttl=CLASS_IDLE_S, show_spinner=False)  # a lesson no class used for 3 h goes
 def _shared(path: str, mtime_ns: int, model: str, _lesson: Lesson) -> SharedLesson:
     app = state.default_config()
-    return SharedLesson(_lesson, state.model_for(app), app, action_budget_s=budgets.LESSON_ACTION_BUDGET_S)
+    return SharedLesson(_lesson, state.model_for(app), app)
 
 
 _last_sweep = [0.0]  # when idle classes were last dropped (monotonic seconds; process-wide)
@@ -82,15 +87,23 @@ def learner_id() -> str:
 
 
 def membership() -> Optional[Membership]:
-    """The class in the URL, or None (no class). A bad, unknown or ended code raises ClassError."""
+    """The class in the URL, or None (no class). A bad, unknown or ended code raises ClassError. The key a
+    session once drove a class with is kept, and put back into a URL that lost it (another page, the
+    cheat sheet)."""
     raw = st.query_params.get(CLASS_PARAM)
     if raw is None:
         return None
     registry = classes()
     code = registry.normalize_code(raw)
     current = registry.get(code)
+    kept = st.session_state.setdefault(KEYS, {})
     secret = st.query_params.get(KEY_PARAM)
-    return Membership(code, current, registry.is_instructor(code, secret), secret if secret else None)
+    if secret is None and code in kept and st.query_params.get("presenter") != "1":
+        secret = st.query_params[KEY_PARAM] = kept[code]
+    instructor = registry.is_instructor(code, secret)
+    if instructor:
+        kept[code] = secret
+    return Membership(code, current, instructor, secret if secret else None)
 
 
 def leave_class_params() -> None:
@@ -125,10 +138,28 @@ def poll(code: str, version: int, presence: Optional[str] = None) -> None:
                 registry.seen(code, learner_id(), presence)
             except Exception:  # the class ended: the version check below reruns the page, which says so
                 pass
-        if registry.version(code) != version:
+        try:
+            moved = registry.version(code) != version
+        except Exception:  # an unreachable store: rerun, and the page says what is wrong
+            moved = True
+        if moved:
             st.rerun()
 
     watch()
+
+
+def retry_soon(every_s: float = 3.0) -> None:
+    """Rerun the page in ``every_s`` (the class store did not answer): the fragment's first run arms it, its
+    first timer run reruns the page."""
+    st.session_state.class_retry_armed = False
+
+    @st.fragment(run_every=every_s)
+    def retry() -> None:
+        if st.session_state.get("class_retry_armed"):
+            st.rerun()
+        st.session_state.class_retry_armed = True
+
+    retry()
 
 
 def follow_other_window(member: Membership) -> None:

@@ -78,7 +78,7 @@ def end_of_lesson(lesson: Lesson, path: PathName) -> None:
     end = "End of the lesson" + (f" on the workshop path ({skipped} optional step{'s' if skipped != 1 else ''} "
                                  "skipped: the dots open them)" if skipped else "")
     takeaway = f"**Takeaway** · {lesson.takeaway}\n\n" if lesson.takeaway else ""
-    st.success(f"{takeaway}{end}. Restart it, or pick the next one from All lessons.", icon=":material/done_all:")
+    st.success(f"{takeaway}{end}. Pick the next one from All lessons.", icon=":material/done_all:")
 
 
 # ---- the course list ---------------------------------------------------------------------------

@@ -66,9 +66,11 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
         return
 
     step_state: StepState = states[index]
-    solo_hidden = member is None and step_state.prediction is not None and not predict_panel.solo_revealed(
-        lesson.id, index)
-    hidden = solo_hidden or (member is not None and step_state.prediction is not None and not member.state.revealed)
+    revealed = predict_panel.solo_revealed(lesson.id, index) if member is None else member.state.revealed
+    hidden = predict_panel.hidden(step_state, revealed)
+    if presenter and member is not None:  # this window's address carries the key: never the one to project
+        st.warning("This window's address holds the class key: project the class's keyless Projector link "
+                   "instead (in the class panel) and drive from here or the speaker view.")
     text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
     with text_col:
         _navigation(lesson, states, index, presenter, member)
@@ -203,6 +205,7 @@ def _go(step: int) -> None:
 
 def _restart(lesson_id: str) -> None:
     st.session_state.lesson_restart = lesson_id
+    predict_panel.forget_solo(lesson_id)  # the questions are asked again
     st.query_params["step"] = "1"
 
 

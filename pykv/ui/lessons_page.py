@@ -19,6 +19,7 @@ from typing import Optional
 
 import streamlit as st
 
+from pykv.classroom import StoreUnavailable
 from pykv.lessons import Lesson, load_lesson
 from pykv.lessons.loader import read_course
 from pykv.ui import cheatsheet_page, class_panel, classroom, follower_page, lesson_guide, lesson_player, safe_text
@@ -38,7 +39,11 @@ def render() -> None:
         return
     try:
         member = classroom.membership()
-    except Exception as e:  # a bad, unknown or ended class code; an unreachable store: the course, and a message
+    except StoreUnavailable as e:  # the class may well go on: keep it in the URL and try again shortly
+        st.error(f"{e} Retrying…")
+        classroom.retry_soon()
+        return
+    except Exception as e:  # a bad, unknown or ended class code: the course, and a message
         st.error(classroom.safe_error(e))
         classroom.leave_class_params()
         course_list(lessons, problems)

@@ -28,6 +28,12 @@ def solo_revealed(lesson_id: str, index: int) -> bool:
     return (lesson_id, index) in st.session_state.get(SOLO, {})
 
 
+def forget_solo(lesson_id: str) -> None:
+    answers = st.session_state.get(SOLO, {})
+    for key in [key for key in answers if key[0] == lesson_id]:
+        del answers[key]
+
+
 def _solo_answer(lesson_id: str, index: int, radio: Optional[str]) -> None:
     """``radio``: the key of the answer's radio (None: "just show me"); no choice picked is no answer yet."""
     choice = st.session_state.get(radio) if radio else ""
@@ -73,16 +79,29 @@ def outcome(step_state: StepState, mine: Optional[str]) -> None:
         st.caption(p.why)
 
 
-def follower(member: Membership, step_state: StepState) -> None:
-    """Answer until the instructor reveals; then the outcome and the room's answers."""
+def hidden(step_state: StepState, revealed: bool) -> bool:
+    """Whether the step is still a question: its narration and views wait for the answer."""
+    return step_state.prediction is not None and not revealed
+
+
+def follower(member: Membership, step_state: StepState, answering: bool = True) -> None:
+    """Answer until the instructor reveals; then the outcome and the room's answers. ``answering`` False: the
+    class's projector, which shows the question and its choices only."""
     p, registry, me = step_state.prediction, classroom.classes(), classroom.learner_id()
     step = step_state.index + 1
-    mine = registry.answer_of(member.code, me, step)
+    try:
+        mine = registry.answer_of(member.code, me, step) if answering else None
+    except Exception as e:  # the class ended meanwhile, an unreachable store: said, and the poll reruns the page
+        st.caption(classroom.safe_error(e))
+        return
     if member.state.revealed:
         outcome(step_state, mine)
         _room_chart(member.code, step, step_state, revealed=True)
         return
     question(step_state)
+    if not answering:
+        st.markdown("\n".join(f"- {choice}" for choice in p.choices))
+        return
     radio = f"class_predict_{step}"
     with st.form(f"class_predict_form_{step}", border=False):
         st.radio("Your answer", p.choices, index=p.choices.index(mine) if mine in p.choices else None, key=radio)

@@ -82,6 +82,12 @@ class Seats:
             self.seats.add(seat)
             return seat
 
+    def release(self, seat: Seat) -> None:
+        """Give a live session's seat back (it holds no engine any more, e.g. a learner back from exploring)."""
+        with self.lock:
+            self.seats.discard(seat)
+            seat.bytes = 0
+
     def in_use(self) -> tuple[int, int]:
         with self.lock:
             live = list(self.seats)

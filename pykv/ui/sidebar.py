@@ -97,7 +97,7 @@ def apply(lab: Lab, changes: dict, preset: str) -> None:
     try:
         config, reset = lab.config.with_profile(profile, **changes)
         kept = lab.workload if preset == "none" and lab.preset is None else None  # e.g. a lesson's, explored
-        new_lab = state.make_lab(config, None if preset == "none" else preset, workload=kept)
+        new_lab = state.make_lab(config, None if preset == "none" else preset, seed=lab.seed, workload=kept)
     except ValueError as e:
         st.error(f"Not applied: {safe_text.plain(e)}")
         return

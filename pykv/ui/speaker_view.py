@@ -14,10 +14,11 @@ from typing import Callable
 import streamlit as st
 
 from pykv.lessons import Lesson, StepState
-from pykv.ui import lesson_text, predict_panel
+from pykv.ui import lesson_guide, lesson_text, predict_panel
 from pykv.ui.classroom import Membership
 
 CLOCK_EVERY_S = 5.0
+STEP_SINCE = "speaker_step_since"  # session_state: (lesson id, step) -> when this window first showed it
 
 
 def render(lesson: Lesson, states: list[StepState], index: int, member: Membership, go: Callable[[int], None]) -> None:
@@ -25,11 +26,14 @@ def render(lesson: Lesson, states: list[StepState], index: int, member: Membersh
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
     st.caption(f"Speaker view of class `{member.code}`: keep this window off the projector. It follows the "
                "projector, and its Prev / Next move the class too.")
+    before, after = lesson_guide.neighbours(lesson, k, lesson_guide.current_path())  # ?path=core skips {optional}
     with st.container(horizontal=True, gap="small", key="speaker_controls"):
-        st.button("Prev", key="lesson_prev", icon=":material/arrow_back:", on_click=go, args=(k - 1,), disabled=k == 1)
+        st.button("Prev", key="lesson_prev", icon=":material/arrow_back:", on_click=go, args=(before or 1,),
+                  disabled=before is None)
         st.button("Next", key="lesson_next", type="primary", icon=":material/arrow_forward:", on_click=go,
-                  args=(k + 1,), disabled=k == n)
-    _clock(member)
+                  args=(after or n,), disabled=after is None)
+    since = st.session_state.setdefault(STEP_SINCE, {}).setdefault((lesson.id, k), time.time())
+    _clock(member, since)
     st.markdown(f"### On the projector: {step_state.step.title}")
     if (p := step_state.prediction) is not None:
         answer = p.correct if p.correct is not None else f"none of the choices (the engine read {p.answer!r})"
@@ -44,18 +48,18 @@ def render(lesson: Lesson, states: list[StepState], index: int, member: Membersh
     checks = lesson_text.checks_summary(step_state) if step_state.checks else "no checks"
     with st.expander(f"Narration and checks ({checks})"):
         lesson_text.body(step_state, key_prefix="speaker_")
-    if k < n:
-        following = lesson.steps[index + 1]
+    if after is not None:
+        following = lesson.steps[after - 1]
         st.markdown(f"**Next:** {following.title}" + (" · asks a prediction" if following.predict else ""))
     else:
         st.markdown("**Next:** the end of the lesson.")
 
 
-def _clock(member: Membership) -> None:
+def _clock(member: Membership, since: float) -> None:
     @st.fragment(run_every=CLOCK_EVERY_S)
     def clock() -> None:
         now = time.time()
-        st.caption(f":material/timer: {_mmss(now - member.state.updated_at)} on this step · "
+        st.caption(f":material/timer: {_mmss(now - since)} on this step · "
                    f"{_mmss(now - member.state.created_at)} since the class started")
 
     clock()

@@ -48,32 +48,37 @@ def test_a_projector_step_fits_one_screen_without_notes(browser, tiny_app_url, c
         context.close()
 
 
-def test_the_speaker_view_follows_the_projector(browser, tiny_app_url, course):
+def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_app_url, course):
     lesson = next(lesson for lesson in course.values() if len(lesson.steps) >= 3 and lesson.steps[1].notes)
-    n = len(lesson.steps)
-    projector_context, speaker_context = browser.new_context(viewport=SCREEN), browser.new_context(viewport=SCREEN)
+    n, notes = len(lesson.steps), lesson.steps[1].notes.splitlines()[0][:40]
+    contexts = [browser.new_context(viewport=SCREEN) for _ in range(3)]
     try:
-        projector = projector_context.new_page()
-        projector.set_default_timeout(60_000)
-        projector.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&presenter=1")
-        wait_rendered(projector)
-        projector.locator("button").filter(has_text="More").first.click()
-        projector.locator("button").filter(has_text="Start a class").first.click()
-        projector.get_by_text(re.compile(r"^Class code")).first.wait_for()
-        query = parse_qs(urlparse(projector.url).query)
-        speaker = speaker_context.new_page()
-        speaker.set_default_timeout(60_000)
-        speaker.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&class={query['class'][0]}"
-                     f"&key={query['key'][0]}&speaker=1")
+        teacher, projector, speaker = (context.new_page() for context in contexts)
+        for page in (teacher, projector, speaker):
+            page.set_default_timeout(60_000)
+        teacher.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1")
+        wait_rendered(teacher)
+        teacher.locator("button").filter(has_text="Start a class").first.click()
+        teacher.get_by_text(re.compile(r"^Class code")).first.wait_for()
+        query = parse_qs(urlparse(teacher.url).query)
+        code, key = query["class"][0], query["key"][0]
+        projector.goto(f"{tiny_app_url}/lessons?class={code}&presenter=1")  # the Projector link: no key
+        projector.get_by_text(re.compile(rf"step 1 of {n}$")).first.wait_for()
+        speaker.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&class={code}&key={key}&speaker=1")
         speaker.get_by_text(re.compile(rf"step 1 of {n}$")).first.wait_for()
-        wait_rendered(projector)
-        projector.locator("button").filter(has_text="Next").first.click()
-        speaker.get_by_text(re.compile(rf"step 2 of {n}$")).first.wait_for(timeout=15_000)
+        wait_rendered(speaker)
+        speaker.locator("button").filter(has_text="Next").first.click()  # the speaker view drives ...
+        projector.get_by_text(re.compile(rf"step 2 of {n}$")).first.wait_for(timeout=15_000)  # ... the room follows
+        teacher.get_by_text(re.compile(rf"step 2 of {n}$")).first.wait_for(timeout=15_000)  # ... and so does this
         speaker.get_by_text("Speaker notes").first.wait_for()
-        assert speaker.get_by_text(lesson.steps[1].notes.splitlines()[0][:40]).count() >= 1
+        assert speaker.get_by_text(notes).count() >= 1
+        wait_rendered(projector)
+        assert "key" not in projector.url and projector.get_by_text(notes).count() == 0
+        fit = measure(projector)
+        assert fit["overflow"] == 0 and not fit["cut"], fit
     finally:
-        projector_context.close()
-        speaker_context.close()
+        for context in contexts:
+            context.close()
 
 
 def test_the_cheat_sheet_renders_and_prints_on_one_page(browser, tmp_path, course):
