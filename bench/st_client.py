@@ -195,7 +195,8 @@ class StClient:
                 raise ConnectionError(f"{self.name}: connection closed while waiting for {what}")
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"{self.name}: no {what} (query {self.query_string!r})")
+                shown = re.sub(r"(^|&)key=[^&]*", r"\1key=…", self.query_string)  # never print a class key
+                raise TimeoutError(f"{self.name}: no {what} (query {shown!r})")
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), left)
