@@ -71,7 +71,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
         elif projector:
             chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if step_state.runs and not hidden \
                 else None
-            follower_views.render(lab, shared, grid_height=300, key="projector", metrics_per_row=3, below_grid=chart)
+            follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart)
         else:
             follower_views.render(lab, shared)
     _follow(member, projector)

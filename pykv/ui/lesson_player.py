@@ -91,16 +91,22 @@ def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, 
     """The engine views beside the text: ``lab`` is the step's (or, while a prediction is open, the one before)."""
     index = step_state.index
     link = f"lessons?lesson={quote(lesson.id)}&step={index + 1}"  # what an exported figure names
+    earlier = states[index - 1].tokens if index else {}
+    new = [] if hidden else [name for name, tokens in step_state.tokens.items() if earlier.get(name) is not tokens]
     if step_state.tokens and not hidden:
-        earlier = states[index - 1].tokens if index else {}
-        for name, tokens in step_state.tokens.items():
-            with st.expander(f"Token diff `tokens.{name}`", expanded=earlier.get(name) is not tokens):
+        for name, tokens in step_state.tokens.items():  # new ones open (on the projector only the first: one screen)
+            with st.expander(f"Token diff `tokens.{name}`", expanded=name in new[:1 if presenter else None]):
                 _token_diff(name, tokens, link)
     runs = step_state.runs and not hidden
     if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
         chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if runs else None
-        follower_views.render(lab, classroom.shared_lesson(lesson) if member else None, grid_height=300,
-                              key="projector", metrics_per_row=3, below_grid=chart)
+        draw = partial(follower_views.render, lab, classroom.shared_lesson(lesson) if member else None,
+                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart)
+        if new:  # this step is about a tokenization: the engine a click away
+            with st.expander("The engine at this step"):
+                draw()
+        else:
+            draw()
         return
     if runs and lab.head == 0:  # a `configure` left the engine at step 0: the side runs are what this step measured
         lesson_text.runs_chart(step_state, "lesson_configured_runs")
