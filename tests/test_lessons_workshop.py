@@ -13,8 +13,6 @@ from pykv.lessons import LessonError, load_lesson
 from pykv.lessons.differs import LABELS, callout_markdown
 from pykv.lessons.loader import read_course
 from pykv.lessons.workshop import (
-    at_end,
-    core_indices,
     course_minutes,
     lesson_minutes,
     path_named,
@@ -136,12 +134,12 @@ def test_the_callout_is_three_rows_with_the_releases_in_the_vllm_label(tmp_path)
 
 def test_next_and_prev_skip_optional_steps_on_the_core_path_only(tmp_path):
     lesson = load_lesson(write(tmp_path, text=body("", " {optional}", "", " {optional}")))
-    assert core_indices(lesson) == [0, 2]
+    assert [i for i, step in enumerate(lesson.steps) if not step.optional] == [0, 2]
     assert [step_after(lesson, i, "full") for i in range(4)] == [1, 2, 3, None]
     assert [step_after(lesson, i, "core") for i in range(4)] == [2, 2, None, None]
     assert [step_before(lesson, i, "core") for i in range(4)] == [None, 0, 0, 2]
     assert [step_before(lesson, i, "full") for i in range(4)] == [None, 0, 1, 2]
-    assert at_end(lesson, 2, "core") and not at_end(lesson, 2, "full") and at_end(lesson, 3, "full")
+    assert step_after(lesson, 2, "core") is None and step_after(lesson, 2, "full") == 3  # the end on each path
     assert (lesson_minutes(lesson, "core"), lesson_minutes(lesson, "full")) == (4, 6)
 
 

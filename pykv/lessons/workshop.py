@@ -45,11 +45,6 @@ def check_timing(front: FrontMatter, steps: Sequence[LessonStep]) -> None:
                                          f"(core_minutes: N, at most minutes: {front.minutes})")
 
 
-def core_indices(lesson: Lesson) -> list[int]:
-    """The 0-based indices of the lesson's core steps, in order (the first step is always one)."""
-    return [i for i, step in enumerate(lesson.steps) if not step.optional]
-
-
 def step_after(lesson: Lesson, index: int, path: PathName) -> Optional[int]:
     """The 0-based step Next goes to from ``index``; None at the end of the lesson on this path."""
     later = [i for i in range(index + 1, len(lesson.steps)) if path == "full" or not lesson.steps[i].optional]
@@ -62,9 +57,6 @@ def step_before(lesson: Lesson, index: int, path: PathName) -> Optional[int]:
     return earlier[-1] if earlier else None
 
 
-def at_end(lesson: Lesson, index: int, path: PathName) -> bool:
-    """Is ``index`` where the lesson ends on this path (no step after it, or only optional ones on the core path)?"""
-    return step_after(lesson, index, path) is None
 
 
 def lesson_minutes(lesson: Lesson, path: PathName) -> Optional[int]:
