@@ -1,7 +1,7 @@
 """Attention kernels over pykv's paged KV cache, each beside the torch reference it must match.
 
-Importing this package does nothing: ``kernels.reference`` (the engine's ``torch`` backend) and the
-torch-only helpers never import triton nor touch the environment.
+Importing this package does nothing: ``kernels.reference``, ``kernels.torch_paged`` (the engine's ``torch``
+backend) and the torch-only helpers never import triton nor touch the environment.
 
 Where Triton's interpreter gets switched on, and why there
 ----------------------------------------------------------

@@ -85,8 +85,8 @@ def plan_launch(items: tuple[WorkItem, ...], group: int, head_dim: int, block_q:
                 block_n: Optional[int] = None, block_b: Optional[int] = None) -> BatchedPlan:
     """Widest tiles first: the whole longest context in one key tile (up to MAX_BLOCK_N), then as many
     items per program as keep a program's widest tile under MAX_TILE_ELEMENTS."""
-    # No floor of 16 rows (a GPU's tl.dot would want one): the interpreter's tl.dot is numpy's matmul without BLAS
-    # (it passes dtype=), so padded rows cost in full; a decode item is GROUP rows, not 16.
+    # No floor of 16 rows (a GPU's tl.dot would want one): the interpreter's tl.dot is a numpy matmul, where
+    # padded rows cost in full; a decode item is GROUP rows, not 16.
     block_m = next_pow2(block_q * group)
     if block_n is None:  # the longest context in one tile, unless tall items make that tile too wide
         block_n = min(MAX_BLOCK_N, max(16, next_pow2(max(i.kv_end for i in items))), max(16, MAX_ITEM_TILE // block_m))
@@ -96,9 +96,11 @@ def plan_launch(items: tuple[WorkItem, ...], group: int, head_dim: int, block_q:
     return BatchedPlan(items, group, block_q, block_b, block_m, block_n)
 
 
-def row_tables(plan: BatchedPlan, query: torch.Tensor, out: torch.Tensor):
-    """Per item (padded to the grid): seq, KV head, visible keys; per row: query and output offsets, position.
-    Padding rows (and padding items) read query row 0 and write the spare output row ``out[-1]``."""
+def row_tables(plan: BatchedPlan, query: torch.Tensor, out: torch.Tensor, table_stride: int, head_stride: int):
+    """Per item (padded to the grid): offset of its block-table row and of its KV head in a cache row (int64, so
+    the kernel casts nothing), visible keys; per row: query and output offsets, position. Padding rows read query
+    row 0 and write the spare output row ``out[-1]``; padding items repeat the last item into that row (finite
+    math: a padding item with no visible key would turn its softmax into NaN)."""
     n, padded, rows = len(plan.items), plan.grid[0] * plan.block_b, plan.block_q * plan.group
     seq, head, row, length, pos = torch.tensor(
         [(i.seq, i.kv_head, i.row, i.length, i.pos) for i in plan.items], dtype=torch.int64).T  # (n,) each
@@ -115,11 +117,13 @@ def row_tables(plan: BatchedPlan, query: torch.Tensor, out: torch.Tensor):
     kv_end = pos + length
     row_pos[:n] = (kv_end - 1)[:, None].to(torch.int32)  # padding rows: the item's last position
     row_pos[:n, :rows] = torch.where(live, pos[:, None] + tok[None, :], (kv_end - 1)[:, None]).to(torch.int32)
+    row_pos[n:] = row_pos[n - 1]
 
-    def item_column(values: torch.Tensor) -> torch.Tensor:  # (padded,) int32, padding items all 0
-        return torch.cat([values, values.new_zeros(padded - n)]).to(torch.int32)
+    def item_column(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:  # (padded,), the last item repeated
+        return torch.cat([values, values[-1:].expand(padded - n)]).to(dtype)
 
-    return item_column(seq), item_column(head), item_column(kv_end), q_off, o_off, row_pos
+    return (item_column(seq * table_stride, torch.int64), item_column(head * head_stride, torch.int64),
+            item_column(kv_end, torch.int32), q_off, o_off, row_pos)
 
 
 def plan_attention(query, k_cache, block_tables, seq_lens, query_start_loc, block_q: Optional[int] = None,

@@ -10,22 +10,26 @@ in one wide tile, so a whole decode batch is one program of ~50 tile operations.
 A work item is one request's query tile against one KV head (the launcher builds the list)::
 
     item i:  seq[i]   request (row of block_tables)      head[i]  KV head
-             row[i]   its first query row in `query`      len[i]   query tokens (<= BLOCK_Q; 0 = padding)
+             row[i]   its first query row in `query`      len[i]   query tokens (<= BLOCK_Q)
              pos[i]   position of its first query token   -> keys 0 .. pos[i] + len[i] - 1 are visible
 
     row r of an item  ->  query token row[i] + r // GROUP,  query head head[i] * GROUP + r % GROUP
     BLOCK_M = BLOCK_Q * GROUP rounded up to a power of two (extra rows write a spare output row)
+    the list is padded to the grid with copies of its last item, which write the spare row too
 
 Pseudocode, one program per BLOCK_B items (every tile carries a leading item dim)::
 
     q = rows of each item                                             # (BLOCK_B, BLOCK_M, head_dim)
     m, l, acc = -inf, 0, 0
-    for tile of BLOCK_N key positions j (one tile when BLOCK_N covers the longest context):
+    for tile of BLOCK_N key positions j:
         block = block_tables[seq, j // block_size]   masked past each item's last position
         K, V  = cache[block, j % block_size, head, :]                 # (BLOCK_B, BLOCK_N, head_dim)
         scores = q @ K^T * scale, -inf where j > the row's position   # (BLOCK_B, BLOCK_M, BLOCK_N)
         online softmax as in paged_decode.py
     out[rows] = acc / l
+
+    ONE_TILE (BLOCK_N covers the longest context, the usual case): the same tile once, with a plain softmax.
+    CAUSAL is off for one-token rows (decodes): a row's position is its item's last, so the key mask is the mask.
 
 With ``TRACE`` the kernel writes the block of every key column it gathered (``launch_record``: the
 kernel view's block-table walk, as it ran). Math is fp32. The tiles are sized for the interpreter (a GPU runs
@@ -53,78 +57,122 @@ def paged_batched_kernel(
     out_ptr,  # (num_tokens + 1, num_heads, head_dim): the last row takes the padding rows' writes
     query_ptr,  # (num_tokens, num_heads, head_dim)
     k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
-    block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int
-    item_seq_ptr, item_head_ptr, item_kv_end_ptr,  # (padded_items,) int32: request, KV head, visible keys
+    block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int64 (the launcher widens an int32 table)
+    item_table_ptr, item_head_ptr,  # (padded_items,) int64: offset of the item's table row, of its KV head
+    item_kv_end_ptr,  # (padded_items,) int32: visible keys
     row_q_ptr, row_o_ptr,  # (padded_items, BLOCK_M) int64: offset of each row's query / output vector
     row_pos_ptr,  # (padded_items, BLOCK_M) int32: position of each row's token (it sees keys 0 .. pos)
     trace_ptr,  # (padded_items, trace_width) int32: block of each key column read (TRACE only)
     qk_scale,  # softmax scale * log2(e)
     trace_width,
     stride_qd, stride_od,
-    stride_cb, stride_co, stride_ch, stride_cd,
-    stride_bts, stride_btb,
+    stride_cb, stride_co, stride_cd,
+    stride_btb,
     HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
     BLOCK_B: tl.constexpr,  # work items per program
     BLOCK_M: tl.constexpr,  # rows per item: BLOCK_Q * GROUP padded to a power of two
     BLOCK_N: tl.constexpr,  # key positions per tile
     BLOCK_D: tl.constexpr,  # head_dim padded to a power of two >= 16
+    ONE_TILE: tl.constexpr,  # BLOCK_N covers every item's keys: one plain softmax, no online rescaling
+    CAUSAL: tl.constexpr,  # False for one-token rows (decodes): every row sees exactly its item's keys
     TRACE: tl.constexpr,
 ):
+    # Under the interpreter every operation costs ~50 us whatever its size: the constexpr branches below
+    # leave out the ones a launch does not need (masks of unpadded dims, causal masks of decodes, rescaling).
     item = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (BLOCK_B,); the list is padded to the grid
-    table_rows = block_tables_ptr + tl.load(item_seq_ptr + item).to(tl.int64) * stride_bts  # (BLOCK_B,)
-    head_off = tl.load(item_head_ptr + item).to(tl.int64) * stride_ch
-    kv_end = tl.load(item_kv_end_ptr + item)  # (BLOCK_B,) 0 for padding items: every key masked
-    offs_d = tl.arange(0, BLOCK_D)
+    table_rows = block_tables_ptr + tl.load(item_table_ptr + item)  # (BLOCK_B,)
+    head_off = tl.load(item_head_ptr + item)
+    kv_end = tl.load(item_kv_end_ptr + item)  # (BLOCK_B,)
+    offs_d = tl.arange(0, BLOCK_D)[None, None, :]
     rows = item[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]  # (BLOCK_B, BLOCK_M)
-    q_pos = tl.load(row_pos_ptr + rows)  # (BLOCK_B, BLOCK_M)
-    d_mask = (offs_d < HEAD_DIM)[None, None, :]
-    q = tl.load(query_ptr + tl.load(row_q_ptr + rows)[:, :, None] + offs_d[None, None, :] * stride_qd,
-                mask=d_mask, other=0.0).to(tl.float32)  # (BLOCK_B, BLOCK_M, BLOCK_D)
+    q_ptrs = query_ptr + tl.load(row_q_ptr + rows)[:, :, None] + offs_d * stride_qd
+    kv_d = offs_d * stride_cd
+    if HEAD_DIM == BLOCK_D:
+        q = tl.load(q_ptrs).to(tl.float32)  # (BLOCK_B, BLOCK_M, BLOCK_D)
+    else:
+        q = tl.load(q_ptrs, mask=offs_d < HEAD_DIM, other=0.0).to(tl.float32)
+    if CAUSAL:
+        q_pos = tl.load(row_pos_ptr + rows)[:, :, None]  # (BLOCK_B, BLOCK_M, 1)
 
-    m_i = tl.full([BLOCK_B, BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.full([BLOCK_B, BLOCK_M], 0.0, tl.float32)  # tl.full, not tl.zeros: a @jit call (see triton_utils)
-    acc = tl.full([BLOCK_B, BLOCK_M, BLOCK_D], 0.0, tl.float32)
-    for start in range(0, tl.reduce(kv_end, 0, MAX_COMBINE), BLOCK_N):  # up to this program's last visible key
-        offs_n = start + tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions of this tile
+    if ONE_TILE:
+        offs_n = tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions
         mask_n = offs_n[None, :] < kv_end[:, None]  # (BLOCK_B, BLOCK_N)
         block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n, other=0)
         if TRACE:
             tl.store(trace_ptr + item[:, None] * trace_width + offs_n[None, :], block, mask=mask_n)
-        slots = block.to(tl.int64) * stride_cb + ((offs_n % BLOCK_SIZE) * stride_co)[None, :] + head_off[:, None]
-        kv_offs = slots[:, :, None] + offs_d[None, None, :] * stride_cd  # (BLOCK_B, BLOCK_N, BLOCK_D)
-        kv_mask = mask_n[:, :, None] & d_mask
+        slots = block * stride_cb + ((offs_n % BLOCK_SIZE) * stride_co)[None, :] + head_off[:, None]
+        kv_offs = slots[:, :, None] + kv_d  # (BLOCK_B, BLOCK_N, BLOCK_D)
+        kv_mask = mask_n[:, :, None]
+        if HEAD_DIM < BLOCK_D:
+            kv_mask = kv_mask & (offs_d < HEAD_DIM)
         k = tl.load(k_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
         s = tl.dot(q, tl.permute(k, (0, 2, 1)), input_precision="ieee") * qk_scale  # (BLOCK_B, BLOCK_M, BLOCK_N)
-        s = tl.where(offs_n[None, None, :] <= q_pos[:, :, None], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.reduce(s, 2, MAX_COMBINE))  # tl.max(s, 2), see triton_utils
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, :, None])
-        l_i = l_i * alpha + tl.reduce(p, 2, SUM_COMBINE)  # tl.sum(p, 2)
+        if CAUSAL:
+            s = tl.where(offs_n[None, None, :] <= q_pos, s, float("-inf"))
+        else:
+            s = tl.where(mask_n[:, None, :], s, float("-inf"))
+        m_i = tl.reduce(s, 2, MAX_COMBINE)  # tl.max(s, 2), see triton_utils
+        p = tl.exp2(s - m_i[:, :, None])
+        l_i = tl.reduce(p, 2, SUM_COMBINE)  # tl.sum(p, 2)
         v = tl.load(v_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
-        acc = acc * alpha[:, :, None] + tl.dot(p, v, input_precision="ieee")  # (BLOCK_B, BLOCK_M, BLOCK_D)
-        m_i = m_new
+        acc = tl.dot(p, v, input_precision="ieee")  # (BLOCK_B, BLOCK_M, BLOCK_D)
+    else:
+        m_i = tl.full([BLOCK_B, BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.full([BLOCK_B, BLOCK_M], 0.0, tl.float32)  # tl.full, not tl.zeros: a @jit call (see triton_utils)
+        acc = tl.full([BLOCK_B, BLOCK_M, BLOCK_D], 0.0, tl.float32)
+        for start in range(0, tl.reduce(kv_end, 0, MAX_COMBINE), BLOCK_N):  # up to this program's last visible key
+            offs_n = start + tl.arange(0, BLOCK_N)
+            mask_n = offs_n[None, :] < kv_end[:, None]
+            block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n,
+                            other=0)
+            if TRACE:
+                tl.store(trace_ptr + item[:, None] * trace_width + offs_n[None, :], block, mask=mask_n)
+            slots = block * stride_cb + ((offs_n % BLOCK_SIZE) * stride_co)[None, :] + head_off[:, None]
+            kv_offs = slots[:, :, None] + kv_d
+            kv_mask = mask_n[:, :, None]
+            if HEAD_DIM < BLOCK_D:
+                kv_mask = kv_mask & (offs_d < HEAD_DIM)
+            k = tl.load(k_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
+            s = tl.dot(q, tl.permute(k, (0, 2, 1)), input_precision="ieee") * qk_scale
+            if CAUSAL:
+                s = tl.where(offs_n[None, None, :] <= q_pos, s, float("-inf"))
+            else:
+                s = tl.where(mask_n[:, None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.reduce(s, 2, MAX_COMBINE))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(s - m_new[:, :, None])
+            l_i = l_i * alpha + tl.reduce(p, 2, SUM_COMBINE)
+            v = tl.load(v_cache_ptr + kv_offs, mask=kv_mask, other=0.0).to(tl.float32)
+            acc = acc * alpha[:, :, None] + tl.dot(p, v, input_precision="ieee")
+            m_i = m_new
 
-    out = out_ptr + tl.load(row_o_ptr + rows)[:, :, None] + offs_d[None, None, :] * stride_od
-    tl.store(out, (acc / l_i[:, :, None]).to(out_ptr.dtype.element_ty), mask=d_mask)
+    out = out_ptr + tl.load(row_o_ptr + rows)[:, :, None] + offs_d * stride_od
+    if HEAD_DIM == BLOCK_D:
+        tl.store(out, (acc / l_i[:, :, None]).to(out_ptr.dtype.element_ty))
+    else:
+        tl.store(out, (acc / l_i[:, :, None]).to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
 
 
 def run_plan(plan: BatchedPlan, out, query, k_cache, v_cache, block_tables, scale: float) -> None:
     """Launch one plan into ``out`` (num_tokens + 1 rows). While launches are recorded, the kernel also
     writes the block of every key column it read, and the plan goes to the record with that trace."""
-    seq, head, kv_end, q_off, o_off, pos = (t.to(query.device) for t in row_tables(plan, query, out))
+    tables = block_tables.to(torch.int64)  # a few hundred ints: cheaper here than a cast per key in the kernel
+    columns = row_tables(plan, query, out, tables.stride(0), k_cache.stride(2))
+    table_off, head_off, kv_end, q_off, o_off, pos = (t.to(query.device) for t in columns)
     trace = None
     if launch_record.recording():
         width = triton.cdiv(plan.kv_len_max, plan.block_n) * plan.block_n
-        trace = torch.full((seq.shape[0], width), -1, dtype=torch.int32, device=query.device)
-    trace_arg = trace if trace is not None else seq
+        trace = torch.full((kv_end.shape[0], width), -1, dtype=torch.int32, device=query.device)
+    trace_arg = trace if trace is not None else kv_end
     head_dim = k_cache.shape[3]
     paged_batched_kernel[plan.grid](
-        out, query, k_cache, v_cache, block_tables, seq, head, kv_end, q_off, o_off, pos, trace_arg,
+        out, query, k_cache, v_cache, tables, table_off, head_off, kv_end, q_off, o_off, pos, trace_arg,
         scale * math.log2(math.e), trace_arg.shape[-1],
-        query.stride(2), out.stride(2), *k_cache.stride(), *block_tables.stride(),
+        query.stride(2), out.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(3), tables.stride(1),
         HEAD_DIM=head_dim, BLOCK_SIZE=k_cache.shape[1], BLOCK_B=plan.block_b, BLOCK_M=plan.block_m,
-        BLOCK_N=plan.block_n, BLOCK_D=max(16, next_pow2(head_dim)), TRACE=trace is not None,
+        BLOCK_N=plan.block_n, BLOCK_D=max(16, next_pow2(head_dim)), ONE_TILE=plan.block_n >= plan.kv_len_max,
+        CAUSAL=plan.block_q > 1, TRACE=trace is not None,
     )
     if trace is not None:
         launch_record.add(launch_record_of(plan, trace.cpu(), k_cache.shape[1]))

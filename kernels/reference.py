@@ -1,7 +1,7 @@
 """Torch reference implementations of the paged-attention operations.
 
-These are the ground truth the Triton kernels are tested against, and the engine's ``torch``
-attention backend. They favour clarity over speed: one request at a time, math in fp32.
+These are the ground truth the Triton kernels and ``kernels.torch_paged`` (the engine's ``torch``
+attention backend) are tested against. They favour clarity over speed: einsum, math in fp32.
 
 KV cache layout, per layer::
 

@@ -1,88 +1,115 @@
-r"""The engine's ``torch`` attention backend: ``kernels.reference``'s contract, built for speed on a CPU.
+r"""The engine's ``torch`` attention backend: ``kernels.reference``'s contract, fast on a CPU and
+batch-invariant by construction.
 
-The references stay the ground truth (clear, one request at a time, einsum); this is what runs. Two
-things make it fast at one thread, where a decode step of the reference spent ~40% of its time
-gathering padded contexts, masking them and running einsum over the padding:
+The references stay the ground truth (clear, einsum). This runs. Each query row -- a decode token or one
+row of a prefill chunk -- is attended on its own terms: row at position ``p`` of a request sees that
+request's keys ``0 .. p``, gathered and padded to ``KEY_TILE`` multiples, so its shapes depend on ``p``
+only::
 
-- decode rows are gathered through one flat slot index per request and attended with
-  ``scaled_dot_product_attention`` (a fused CPU kernel, grouped-query heads native), in buckets of
-  requests of similar context length, so padding stays small::
+    keys(p) = ceil((p + 1) / KEY_TILE) * KEY_TILE     (padding reads position 0: never NaN; -inf mask)
 
-      slot of position j of request s = block_tables[s, j // block_size] * block_size + j % block_size
-      bucket = requests sorted by length, cut where padding would pass 1/4 of the bucket's keys
+Rows whose ``keys(p)`` agree run as entries of one ``scaled_dot_product_attention`` batch, which the CPU
+flash kernel computes one by one (tests/test_torch_paged.py checks a row is bitwise the same alone or in
+any batch, at 1 and 2 threads). So a row's output depends on neither the other requests in the step, nor
+how its prompt was chunked, nor whether it ran as a decode or a prefill row (recompute after preemption
+re-prefills tokens first decoded one at a time). The references are not invariant: their shapes follow
+the step's longest request and each chunk's size, which moves results by an ulp.
 
-- a prefill step sends its one-token rows (decodes mixed into a chunked-prefill step) down the decode
-  path and attends each chunk with one SDPA call over its gathered context, with the causal mask
-  offset by the cached prefix (row i sees keys 0 .. ctx_len + i).
-
-Torch only: importing this never imports triton.
+Grouped-query heads ride as query rows: the GROUP heads of a KV head are GROUP rows of one attention
+over that KV head's keys, so SDPA sees no GQA. On CUDA, SDPA picks other kernels: invariance there is
+untested (the Triton backend is CUDA's). Torch only: importing this never imports triton.
 """
 
 from __future__ import annotations
+
+import threading
 
 import torch
 import torch.nn.functional as F
 
 from kernels.reference import store_kv
 
-__all__ = ["paged_decode_attention", "paged_prefill_attention", "store_kv"]
+__all__ = ["KEY_TILE", "paged_decode_attention", "paged_prefill_attention", "store_kv"]
 
-PAD_SHARE = 0.25  # a decode bucket is cut where its padding would pass this share of its keys
-
-
-def _slots(block_table: torch.Tensor, length: int, block_size: int) -> torch.Tensor:
-    """(length,) flat cache slots of positions 0 .. length - 1 of one request."""
-    pos = torch.arange(length, device=block_table.device)
-    return block_table.long()[pos // block_size] * block_size + pos % block_size
+KEY_TILE = 128  # keys per row are padded to a multiple of this: fewer batches vs less padding (bench_vs_hf)
 
 
-def _buckets(lengths: list[int]) -> list[list[int]]:
-    """Request indices grouped by similar length (sorted, cut where the padding would grow too large)."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    buckets: list[list[int]] = []
-    for i in order:
-        if buckets:
-            b = buckets[-1]
-            keys = lengths[i] * (len(b) + 1)  # the bucket padded to its new longest
-            if keys - sum(lengths[j] for j in b) - lengths[i] <= PAD_SHARE * keys:
-                b.append(i)
-                continue
-        buckets.append([i])
-    return buckets
+def _slots(tables, last, num_keys, block_size) -> torch.Tensor:
+    """(b, num_keys) cache slots of positions 0 .. num_keys - 1 of b requests (tables: (b, blocks)); positions
+    past ``last`` (b,) read position 0 instead, so padding is never NaN (the mask zeroes it)."""
+    keys = torch.arange(num_keys, device=tables.device)
+    read = torch.where(keys[None, :] <= last[:, None], keys[None, :], 0)
+    return tables.long().gather(1, read // block_size) * block_size + read % block_size
 
 
-def _gather(flat: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-    """(..., n) slots -> (..., num_kv_heads, n, head_dim): rows of the flat cache, heads first for attention."""
-    rows = flat.index_select(0, slots.flatten()).view(*slots.shape, *flat.shape[1:])  # (..., n, kv_heads, dim)
-    return rows.transpose(-3, -2)
+def _rows(flat, slots) -> torch.Tensor:
+    """(b, num_keys) slots -> (b, kv_heads, num_keys, head_dim) rows of the flat cache, heads first."""
+    return flat.index_select(0, slots.flatten()).view(*slots.shape, *flat.shape[1:]).transpose(1, 2)
 
 
-def _decode_rows(out, query, rows, k_flat, v_flat, block_tables, lengths, seqs, block_size, scale) -> None:
-    """out[rows[i]] = one query row of request seqs[i] against its ``lengths[i]`` keys, bucket by bucket.
+def _mask(positions, num_keys, dtype) -> torch.Tensor:
+    """(b, 1, 1, num_keys) additive mask: row i sees keys 0 .. positions[i], -inf beyond."""
+    hidden = torch.arange(num_keys, device=positions.device)[None, :] > positions[:, None]
+    mask = torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill_(hidden, float("-inf"))
+    return mask[:, None, None]
 
-    Grouped-query heads ride as query *positions*: the GROUP heads of a KV head are GROUP rows of one
-    attention over that KV head's keys (each row attends on its own), so SDPA sees no GQA at all::
 
-        query (b, num_heads, d) -> (b, num_kv_heads, GROUP, d)   keys (b, num_kv_heads, longest, d)
+def _plan(chunks, block_tables, block_size, dtype, device) -> list[tuple]:
+    """What ``_attend`` runs for chunks of (request, first row, first position, rows): (rows, slots, mask) jobs.
+
+    A chunk is cut at KEY_TILE boundaries of position. One-row pieces (decodes) of all requests with the same
+    key count share one SDPA batch, each entry gathered on its own; a longer piece (prefill rows) gathers its
+    request's keys once (slots (1, keys)) and expands them over its rows (stride 0, no copy): both are batch
+    entries of SDPA.
     """
-    num_kv_heads = k_flat.shape[1]
-    for bucket in _buckets([lengths[s] for s in seqs]):
-        lens = [lengths[seqs[i]] for i in bucket]
-        longest = max(lens)
-        pos = torch.arange(longest, device=query.device)
-        tables = block_tables[[seqs[i] for i in bucket]].long()  # (b, max_blocks_per_seq)
-        slots = tables[:, pos // block_size] * block_size + pos % block_size  # (b, longest)
-        mask = None  # added to the scores: 0 = attend, -inf = padding
-        if min(lens) < longest:
-            keep = pos[None, :] < torch.tensor(lens, device=query.device)[:, None]  # (b, longest)
-            slots = torch.where(keep, slots, slots[:, :1])  # padding reads position 0 (never NaN), weight 0
-            mask = torch.zeros(keep.shape, device=query.device).masked_fill_(~keep, float("-inf"))[:, None, None]
-        k, v = _gather(k_flat, slots), _gather(v_flat, slots)  # (b, num_kv_heads, longest, head_dim)
-        picked = [rows[i] for i in bucket]
-        q = query[picked].view(len(bucket), num_kv_heads, -1, query.shape[-1])  # (b, kv_heads, GROUP, head_dim)
-        o = F.scaled_dot_product_attention(q.to(k.dtype), k, v, attn_mask=None if mask is None else mask.to(k.dtype),
-                                           scale=scale)
-        out[picked] = o.reshape(len(bucket), -1, query.shape[-1]).to(out.dtype)
+    jobs, singles = [], {}  # singles: tiles -> [(row, request, position)]
+    for s, row, pos, count in chunks:
+        while count:
+            tiles = pos // KEY_TILE + 1
+            take = min(count, tiles * KEY_TILE - pos)
+            if take == 1:
+                singles.setdefault(tiles, []).append((row, s, pos))
+            else:
+                positions = torch.arange(pos, pos + take, device=device)
+                slots = _slots(block_tables[s : s + 1], positions[-1:], tiles * KEY_TILE, block_size)
+                jobs.append((slice(row, row + take), slots, _mask(positions, tiles * KEY_TILE, dtype)))
+            row, pos, count = row + take, pos + take, count - take
+    for tiles, picked in singles.items():
+        rows, seqs, positions = (torch.tensor(x, device=device) for x in zip(*picked))
+        jobs.append((rows, _slots(block_tables[seqs], positions, tiles * KEY_TILE, block_size),
+                     _mask(positions, tiles * KEY_TILE, dtype)))
+    return jobs
+
+
+# The layers of a step pass the same metadata tensors: plan once per step, not once per layer. The plan is
+# keyed on those tensors themselves (held, so their ids cannot be reused) and their in-place versions, one per
+# thread (each Streamlit session steps its engine on its own thread).
+_last_plan = threading.local()
+
+
+def _planned(make_chunks, tensors: tuple, block_size: int, dtype) -> list[tuple]:
+    if any(t.is_inference() for t in tensors):  # inference tensors keep no version counter: plan every call
+        return _plan(make_chunks(), tensors[0], block_size, dtype, tensors[0].device)
+    stamp = (tuple(t._version for t in tensors), block_size, dtype, KEY_TILE)
+    held, held_stamp, jobs = getattr(_last_plan, "entry", ((), None, []))
+    if held_stamp != stamp or len(held) != len(tensors) or any(a is not b for a, b in zip(held, tensors)):
+        jobs = _plan(make_chunks(), tensors[0], block_size, dtype, tensors[0].device)
+        _last_plan.entry = (tensors, stamp, jobs)
+    return jobs
+
+
+def _attend(out, query, jobs, k_cache, v_cache, scale) -> None:
+    """out[rows] = each job's query rows over its gathered keys."""
+    k_flat, v_flat = k_cache.flatten(0, 1), v_cache.flatten(0, 1)  # (num_blocks * block_size, kv_heads, dim)
+    num_kv_heads, head_dim = k_flat.shape[1], query.shape[-1]
+    for rows, slots, mask in jobs:
+        q = query[rows]
+        k, v = _rows(k_flat, slots), _rows(v_flat, slots)
+        if len(slots) < len(q):
+            k, v = k.expand(len(q), -1, -1, -1), v.expand(len(q), -1, -1, -1)
+        q = q.reshape(len(q), num_kv_heads, -1, head_dim).to(k.dtype)  # (b, kv_heads, GROUP, head_dim)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        out[rows] = o.reshape(len(q), -1, head_dim).to(out.dtype)
 
 
 def paged_decode_attention(
@@ -96,10 +123,9 @@ def paged_decode_attention(
     """Same contract as ``reference.paged_decode_attention``."""
     out = torch.empty_like(query)
     if query.shape[0]:
-        lengths = seq_lens.tolist()
-        seqs = list(range(len(lengths)))
-        _decode_rows(out, query, seqs, k_cache.flatten(0, 1), v_cache.flatten(0, 1), block_tables, lengths, seqs,
-                     k_cache.shape[1], scale)
+        jobs = _planned(lambda: [(s, s, n - 1, 1) for s, n in enumerate(seq_lens.tolist())],
+                        (block_tables, seq_lens), k_cache.shape[1], k_cache.dtype)
+        _attend(out, query, jobs, k_cache, v_cache, scale)
     return out
 
 
@@ -114,28 +140,11 @@ def paged_prefill_attention(
 ) -> torch.Tensor:
     """Same contract as ``reference.paged_prefill_attention``."""
     out = torch.empty_like(query)
-    starts, lengths = query_start_loc.tolist(), seq_lens.tolist()
-    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
-    k_flat, v_flat = k_cache.flatten(0, 1), v_cache.flatten(0, 1)  # (num_blocks * block_size, kv_heads, dim)
-    ones = [s for s in range(len(lengths)) if starts[s + 1] - starts[s] == 1]
-    if ones:
-        _decode_rows(out, query, [starts[s] for s in ones], k_flat, v_flat, block_tables, lengths, ones,
-                     block_size, scale)
-    head_dim = query.shape[-1]
-    for s in range(len(lengths)):
-        lo, hi, n = starts[s], starts[s + 1], lengths[s]
-        q_len = hi - lo
-        if q_len <= 1:
-            continue
-        slots = _slots(block_tables[s], n, block_size)
-        k, v = _gather(k_flat, slots), _gather(v_flat, slots)  # (num_kv_heads, n, head_dim)
-        # rows (token, head) -> (KV head, token * GROUP + head in group): the group rides as extra query rows
-        q = query[lo:hi].view(q_len, num_kv_heads, -1, head_dim).transpose(0, 1).reshape(num_kv_heads, -1, head_dim)
-        group = q.shape[1] // q_len
-        q_pos = torch.arange(n - q_len, n, device=query.device).repeat_interleave(group)  # (q_len * GROUP,)
-        visible = torch.arange(n, device=query.device)[None, :] <= q_pos[:, None]  # row sees keys <= its position
-        mask = torch.zeros(visible.shape, dtype=k.dtype, device=query.device).masked_fill_(~visible, float("-inf"))
-        o = F.scaled_dot_product_attention(q.to(k.dtype), k, v, attn_mask=mask, scale=scale)  # (kv_heads, rows, d)
-        out[lo:hi] = o.view(num_kv_heads, q_len, group, head_dim).transpose(0, 1).reshape(q_len, -1, head_dim) \
-            .to(out.dtype)
+
+    def chunks():  # (request, first row, first position, rows)
+        starts, lengths = query_start_loc.tolist(), seq_lens.tolist()
+        return [(s, lo, n - (hi - lo), hi - lo) for s, (n, lo, hi) in enumerate(zip(lengths, starts, starts[1:]))]
+
+    jobs = _planned(chunks, (block_tables, seq_lens, query_start_loc), k_cache.shape[1], k_cache.dtype)
+    _attend(out, query, jobs, k_cache, v_cache, scale)
     return out

@@ -76,7 +76,7 @@ class EngineConfig(BaseModel):
                        expose=("cli", "sidebar", "url"), options="devices",
                        not_in_lessons="the device comes from the app", app_owned=True, max_length=32)
     attention_backend: AttentionBackendName = knob(
-        "auto", "torch = plain torch attention (the reference); triton = the project's kernels (on CPU through "
+        "auto", "torch = plain torch attention (SDPA, batch-invariant); triton = the project's kernels (on CPU through "
         "Triton's interpreter: ~100 ms steps, its CPU launch configuration); auto = triton on CUDA; on CPU, triton "
         "in the lab's Playground and Lessons, torch where runs go to completion (Sweep, CLI, benchmarks)",
         expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True)

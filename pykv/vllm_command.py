@@ -114,7 +114,7 @@ NOT_IN_RELEASE: dict[str, dict[str, str]] = {
 }
 # Knobs no vLLM release has: pykv's own.
 PYKV_ONLY: dict[str, str] = {
-    "attention_backend": "pykv's torch reference or its Triton kernels (vLLM 0.33.0's --attention-backend chooses "
+    "attention_backend": "pykv's torch attention or its Triton kernels (vLLM 0.33.0's --attention-backend chooses "
                          "among vLLM's own backends, a different list)",
     "num_cpu_blocks": "the CPU pool in blocks; vLLM sizes it from --swap-space only",
     "num_offload_blocks": "the CPU offloading tier in blocks; vLLM (0.11+) sizes it from --kv-offloading-size "

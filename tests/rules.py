@@ -50,7 +50,9 @@ def step_checked(engine: LLMEngine):
             alone = request.parent_id is None and request.sampling_params.n == 1
             assert (event.num_bytes == event.num_blocks * engine.bytes_per_block if alone
                     else event.num_bytes <= event.num_blocks * engine.bytes_per_block)
-            assert event.num_blocks == cdiv(event.num_tokens, cfg.block_size)
+            # every computed block; a victim caught mid-(re-)prefill also takes its reserved blocks (V0)
+            reserved = cdiv(max(event.num_tokens, request.num_tokens), cfg.block_size)
+            assert cdiv(event.num_tokens, cfg.block_size) <= event.num_blocks <= reserved
     # Swapped requests come back in order, and before any new prefill is admitted.
     back = [c.request_id for c in report.chunks if c.request_id in swapped_before]
     assert back == swapped_before[: len(back)]

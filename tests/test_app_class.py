@@ -18,6 +18,7 @@ LESSON = """---
 id: classy
 title: A class lesson
 summary: Three steps made for the class tests.
+takeaway: Followers follow.
 seed: 0
 config: {num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4}
 workload:
@@ -52,7 +53,7 @@ why: Only a was ever sent.
 Answer: 1.
 ```
 
-## Third
+## Third {optional}
 
 Still here at engine step {{ engine.step }}.
 
@@ -269,3 +270,37 @@ def test_the_speaker_view_has_notes_and_answers_and_both_windows_move_together(c
     ok(projector.run())
     ok(speaker.run())
     assert shown(speaker) == (2, 3) and classroom.classes().get(code).step == 2
+
+
+def projector_of(code: str, path: str = "") -> AppTest:
+    at = session()
+    at.query_params["class"], at.query_params["presenter"] = code, "1"
+    if path:
+        at.query_params["path"] = path
+    return ok(at.run())
+
+
+def takeaways(at: AppTest) -> list[str]:
+    return [s.value for s in at.success if "Takeaway" in s.value]
+
+
+def test_the_class_projector_shows_the_takeaway_at_the_lessons_end(course):
+    teacher = session()
+    teacher.query_params["path"] = "core"
+    code, key = start_class(teacher)
+    (link,) = [b.proto.url for b in teacher.get("link_button") if b.proto.label == "Projector"]
+    assert link == f"lessons?class={code}&presenter=1&path=core"  # the room's screen ends lessons where she does
+    full, core = projector_of(code), projector_of(code, "core")
+    assert not takeaways(full) and not takeaways(core)
+    teacher.button(key="lesson_next").click()
+    ok(teacher.run())
+    classroom.classes().drive(code, key, revealed=True)
+    ok(core.run()), ok(full.run())
+    assert shown(core) == (2, 3)
+    # step 2 is the last core step: the workshop path's projector ends the lesson there, the full course's not
+    assert takeaways(core) == ["**Takeaway** · Followers follow."] and not takeaways(full)
+    assert not any(m.value == "**This step**" for m in core.markdown)  # the takeaway took the step log's place
+    teacher.button(key="lesson_dot_3").click()  # the dots still open the optional step
+    ok(teacher.run())
+    ok(full.run())
+    assert shown(full) == (3, 3) and takeaways(full) == ["**Takeaway** · Followers follow."]

@@ -87,4 +87,4 @@ def test_torch_backend_says_there_are_no_kernel_launches(app):
     app.query_params["attention_backend"] = "torch"
     ok(app.run())
     ok(app.button(key="step").click().run())
-    assert any("ran torch (reference) attention: no Triton kernel launches" in i.value for i in app.info)
+    assert any("ran torch (paged SDPA) attention: no Triton kernel launches" in i.value for i in app.info)

@@ -177,6 +177,23 @@ def test_projector_deep_link_folds_the_checks(app, course):
     assert any(e.label == f"Checks ✓ {n}/{n}" for e in app.expander)
 
 
+def test_the_projector_ends_a_lesson_with_its_takeaway_beside_the_pool_and_the_exercise_as_one_line(app, course):
+    lesson = next(lesson for lesson in course if lesson.takeaway and lesson.steps[-1].exercise
+                  and not lesson.steps[-1].predict)
+    n = len(lesson.steps)
+    open_link(app, lesson.id, n, presenter=True)
+    takeaway = [s.value for s in app.success if "Takeaway" in s.value]
+    assert takeaway == [f"**Takeaway** · {lesson.takeaway}"]  # no "End of the lesson…" navigation for the room
+    assert not any(m.value == "**This step**" for m in app.markdown)  # the takeaway took the step log's place
+    task = lesson.steps[-1].exercise.task
+    assert any(m.value.endswith(f"**Your turn** · {task}") for m in app.markdown)
+    assert not any(b.label == "Open in the Playground" for b in app.get("link_button"))
+    app.toggle(key="lesson_presenter").set_value(False).run()  # off the projector: the whole box and ending
+    assert "presenter" not in ok(app).query_params
+    assert any("End of the lesson" in s.value for s in app.success)
+    assert any(b.label == "Open in the Playground" for b in app.get("link_button"))
+
+
 @pytest.mark.parametrize("step, shows, message", [
     ("x", 1, "not a step number"), ("0", 1, "does not exist"), ("99", None, "does not exist"),
 ])

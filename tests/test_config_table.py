@@ -8,7 +8,7 @@ import pytest
 from pykv.cli import build_parser
 from pykv.config import ConfigError, EngineConfig, knob_named, knobs, parse_knob_text
 from pykv.lessons.errors import FieldError
-from pykv.lessons.loader import check_config
+from pykv.lessons.lesson_walk import check_config
 
 
 def flags_of(command: str) -> set[str]:

@@ -14,7 +14,8 @@ from pykv.gpu_model import Chunk, estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.gpu_model.schedule import bills, modelled_view, request_times, run_totals
 from pykv.lessons.errors import FieldError
-from pykv.lessons.paths import Known, check_path
+from pykv.lessons.path_checks import Known
+from pykv.lessons.paths import check_path
 from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from pykv.lessons.limits import (
     MAX_YAML_DEPTH,
 )
 from pykv.lessons.loader import read_course
-from pykv.lessons.schema import Check
+from pykv.lessons.step_blocks import Check
 
 REQUESTS = '  requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}\n'
 

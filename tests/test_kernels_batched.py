@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import warnings
 
 import pytest
 import torch
@@ -80,6 +81,25 @@ def test_forced_tiles_several_programs_and_key_tiles(block_q, block_n, block_b):
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
     got = batched_attention(*args, block_q=block_q, block_n=block_n, block_b=block_b)
     check(got, reference.paged_prefill_attention(*args))
+
+
+@pytest.mark.parametrize("group, head_dim, block_size", [(1, 32, 1), (2, 80, 15), (4, 32, 16), (4, 16, 17)])
+@pytest.mark.parametrize("block_q", [1, 8])  # one-token rows (no causal mask in the kernel), then causal chunks
+@pytest.mark.parametrize("block_n", [None, 16])  # one key tile covering every context, then the online-softmax loop
+def test_one_tile_and_loop_paths_with_padding_items(group, head_dim, block_size, block_q, block_n):
+    """Both softmax paths, decode rows and causal chunks, head_dim padded (80 -> 128) or not, and a grid whose last
+    program is mostly padding items (5 requests x 2 KV heads over BLOCK_B 4 and 8): no NaN, no numpy warning (a
+    padding item repeats a real one, so its softmax stays finite)."""
+    seq_lens = lengths(block_size, group)[:4] + [3 * block_size + 2]
+    query_lens = [1 if block_q == 1 else min(n, 1 + 5 * i) for i, n in enumerate(seq_lens)]
+    c = make_paged_case(2 * group, 2, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens, seed=block_size)
+    args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
+    want = reference.paged_prefill_attention(*args)
+    for block_b in (4, 8):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = batched_attention(*args, block_q=block_q, block_n=block_n, block_b=block_b)
+        check(got, want)
 
 
 @pytest.mark.parametrize("seed", range(4))

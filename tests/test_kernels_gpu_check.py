@@ -58,5 +58,5 @@ def test_gpu_check_playground_section_dry_runs_on_cpu(monkeypatch):
     out = gc.Report()
     gc.playground(out)
     text = "\n".join(out.lines)
-    assert "triton (interpreted on CPU)     3 steps" in text and "torch (reference)" in text
+    assert "triton (interpreted on CPU)     3 steps" in text and "torch (paged SDPA)" in text
     assert "tokens identical to torch: True" in text

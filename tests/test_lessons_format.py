@@ -10,7 +10,7 @@ import pytest
 
 from pykv.lessons import LessonError, load_course, load_lesson
 from pykv.lessons.loader import read_course
-from pykv.lessons.schema import AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize, ValueOf
+from pykv.lessons.step_blocks import AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize, ValueOf
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
 

@@ -13,7 +13,7 @@ from pykv.lab import Lab
 from pykv.lessons import LessonPlayer, PathError, load_lesson, parse_lesson, replay, resolve
 from pykv.lessons.checks import compare, evaluate, render
 from pykv.lessons.paths import NOT_ARRIVED
-from pykv.lessons.schema import Check, ValueOf
+from pykv.lessons.step_blocks import Check, ValueOf
 from pykv.loader import load_model
 from pykv.workload import make_workload
 

@@ -10,7 +10,8 @@ import pytest
 
 from pykv.cache_engine import CacheEngine
 from pykv.lessons import LessonError, parse_lesson, replay, resolve
-from pykv.lessons.paths import Known, check_path
+from pykv.lessons.path_checks import Known
+from pykv.lessons.paths import check_path
 from pykv.lessons.sizing import UTILIZATIONS, catalogue_kv, model_name
 from pykv.loader import load_model
 

@@ -94,7 +94,7 @@ def test_auto_on_cpu_is_interpreted_triton_for_stepwise_engines_only(monkeypatch
     monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
     stepwise = resolve_backend("auto", "cpu", stepwise=True)
     assert stepwise.name == "triton" and stepwise.label == "triton (interpreted on CPU)"
-    assert resolve_backend("auto", "cpu") is TORCH_BACKEND and TORCH_BACKEND.label == "torch (reference)"
+    assert resolve_backend("auto", "cpu") is TORCH_BACKEND and TORCH_BACKEND.label == "torch (paged SDPA)"
     monkeypatch.setenv(STEPWISE_CPU_ENV, "torch")  # what the test suite sets for its app and lesson replays
     assert resolve_backend("auto", "cpu", stepwise=True) is TORCH_BACKEND
 

@@ -25,9 +25,9 @@ _EXPORTS = {
     "Prediction": "pykv.lessons.predict",
     "PredictionResult": "pykv.lessons.predict",
     "RunSummary": "pykv.lessons.run_summary",
-    "Check": "pykv.lessons.schema",
     "Lesson": "pykv.lessons.schema",
     "LessonStep": "pykv.lessons.schema",
+    "Check": "pykv.lessons.step_blocks",
     "TokenDiff": "pykv.lessons.tokens",
 }
 __all__ = sorted(_EXPORTS)

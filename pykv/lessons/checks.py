@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.markdown import outside_code
 from pykv.lessons.paths import Scope, resolve
-from pykv.lessons.schema import Check, ValueOf
+from pykv.lessons.step_blocks import Check, ValueOf
 from pykv.units import fmt_bytes
 
 

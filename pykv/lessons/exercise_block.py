@@ -71,7 +71,7 @@ class Exercise(BaseModel):
 
     task: str
     link: PlaygroundLink
-    solved: tuple[Any, ...]  # pykv.lessons.schema.Check items (schema holds LessonStep, which holds an Exercise)
+    solved: tuple[Any, ...]  # pykv.lessons.step_blocks.Check items (passed in as parse_check)
     hints: tuple[str, ...] = ()
     solution: PlaygroundLink  # hidden from learners; CI plays it and checks it solves the task
 

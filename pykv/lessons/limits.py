@@ -48,7 +48,7 @@ MAX_PROMPT_TOKEN_IDS = 2048  # a request given as prompt_token_ids
 MAX_ARRIVAL_STEP = MAX_STEPS  # arrival_step of an explicit request
 MAX_SIDE_RUNS = 20  # run: actions in one lesson (each runs a workload to the end)
 MAX_SEED = 2**32 - 1  # the front matter's seed: 0 to this
-MAX_LESSON_MINUTES = 240  # the front matter's minutes and core_minutes: 1 to this
+MAX_LESSON_MINUTES = 240  # the front matter's minutes (1 to this) and core_minutes (0 to this)
 # (low, high) of each preset argument; every x n stays within MAX_STEPS
 PRESET_ARGS = {"n": (1, MAX_REQUESTS), "max_tokens": (1, MAX_TOKENS), "every": (0, MAX_STEPS // MAX_REQUESTS)}
 

@@ -10,61 +10,29 @@ A path is a root, the root's own segments, then generic segments walked into the
     kv . llama-3.1-8b . bytes_per_token       root "kv": model (the engine's) or a catalogue name; see sizing.py
 
 Generic segments: a mapping key, a field name, a list index (``0``, ``last``) or ``length``.
-Each root is one row of ``ROOTS``: how to check a path when the lesson loads (roots, names, and every
-field down the typed data it names) and how to read it in a Scope (the state after a step's actions).
-Checking imports nothing of the engine: the types read here are the border types and RunSummary.
+Each root is one row of ``ROOTS``: how to check a path when the lesson loads (its checker, in
+path_checks.py: roots, names, and every field down the typed data it names) and how to read it in a
+Scope (its reader, here: the value in the state after a step's actions).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from pykv.config import EngineConfig
 from pykv.gpu_model import DEFAULT_TARGET
-from pykv.gpu_model.schedule import ModelledView, modelled_view
+from pykv.gpu_model.schedule import modelled_view
 from pykv.lessons.errors import FieldError, PathError
+from pykv.lessons.path_checks import CHECKERS, Checker, Known, choices
 from pykv.lessons.run_summary import RunSummary
-from pykv.lessons.sizing import (
-    ENGINE_MODEL,
-    UTILIZATION_KEYS,
-    CatalogueKv,
-    EngineKv,
-    catalogue_kv,
-    engine_kv,
-    known_models,
-    model_name,
-)
+from pykv.lessons.sizing import ENGINE_MODEL, catalogue_kv, engine_kv, model_name
 from pykv.lessons.tokens import TokenDiff
-from pykv.snapshot import BlockView, RequestView, Snapshot
-from pykv.step_report import PreemptionView, StepReport
+from pykv.snapshot import RequestView, Snapshot
 
 NOT_ARRIVED = "not_arrived"  # status of a request the lesson defines but the engine has not been given yet
-ENGINE_FIELDS = ("step", "done", "config")
-QUEUES = ("waiting", "running", "swapped")
-POOLS = ("gpu", "cpu")
-POOL_FIELDS = ("free", "cached", "used", "total", "slots", "filled_slots", "wasted_slots")  # blocks; token slots
-REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView field
 LESSON_TARGET = DEFAULT_TARGET  # what `modelled.*` and `run.NAME.modelled_*` price on: H100-SXM + Llama-3.1-8B, bf16
-
-
-@lru_cache(maxsize=1)
-def metric_names() -> tuple[str, ...]:
-    from pykv.metrics import all_metric_names
-
-    return all_metric_names()
-
-
-@dataclass(frozen=True)
-class Known:
-    """What a path may name at one point of a lesson (for load-time checks)."""
-
-    requests: frozenset[str] = frozenset()
-    runs: frozenset[str] = frozenset()
-    tokens: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -80,165 +48,9 @@ class Scope:
     history: Sequence[Snapshot] = ()  # the snapshots from step 0 to ``view``: what `modelled.*` prices
 
 
-def _choices(items) -> str:
-    return ", ".join(items) if items else "(none yet)"
-
-
-# ---- checking a path against the types it walks ---------------------------------------------------
-
-
-@lru_cache(maxsize=None)
-def _fields(tp: type) -> dict[str, Any]:
-    """The type hints of a border type (cached: read per path segment, and a lesson may hold thousands)."""
-    return typing.get_type_hints(tp)
-
-
-def _is_index(seg: str) -> bool:
-    return seg == "last" or seg.lstrip("-").isdigit()
-
-
-def check_type(segments: list[str], tp: Any, done: str) -> None:
-    """FieldError if the generic ``segments`` cannot be walked from a value of type ``tp``."""
-    for seg in segments:
-        origin, args = typing.get_origin(tp), typing.get_args(tp)
-        if origin is typing.Union:
-            tp = next(a for a in args if a is not type(None))
-            origin, args = typing.get_origin(tp), typing.get_args(tp)
-        if tp in (Any, dict, list):
-            return  # untyped inside: read-time errors say what is missing
-        if seg == "length" and (origin in (list, dict) or tp is str):
-            tp = int
-        elif origin is list:
-            if not _is_index(seg):
-                raise FieldError("", f"{done} is a list: index it with a number, 'last' or 'length', not {seg!r}")
-            tp = args[0]
-        elif origin is dict:
-            tp = args[1]
-        elif dataclasses.is_dataclass(tp):
-            names = _fields(tp)
-            if seg not in names:
-                raise FieldError("", f"{done}: field {seg!r} is unknown; use one of {_choices(names)}")
-            tp = names[seg]
-        else:
-            raise FieldError("", f"{done} is a single value; it has no {seg!r}")
-        done = f"{done}.{seg}"
-
-
 class Root(NamedTuple):
-    check: Callable[[list[str], str, Known], None]  # (segments after the root, path, known)
+    check: Checker  # (segments after the root, path, known): pykv.lessons.path_checks
     read: Callable[[list[str], str, Scope], Any]
-
-
-def _need(parts: list[str], n: int, path: str, what: str) -> None:
-    if len(parts) < n:
-        raise FieldError("", f"path {path!r} is incomplete: {what}")
-
-
-def _one_of(value: str, allowed, what: str, path: str) -> None:
-    if value not in allowed:
-        raise FieldError("", f"path {path!r}: {what} {value!r} is unknown; use one of {_choices(allowed)}")
-
-
-def _known_request(rid: str, path: str, known: Known) -> None:
-    if rid not in known.requests:
-        raise FieldError("", f"path {path!r} names request {rid!r}, which neither the workload nor an earlier "
-                             f"add_request defines (requests so far: {_choices(sorted(known.requests))})")
-
-
-def _check_engine(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 1, path, f"write engine.{{{'|'.join(ENGINE_FIELDS)}}}")
-    _one_of(rest[0], ENGINE_FIELDS, "engine field", path)
-    if rest[0] == "config":
-        _need(rest, 2, path, "write engine.config.FIELD")
-        _one_of(rest[1], tuple(EngineConfig.model_fields), "config field", path)
-
-
-def _check_queue(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 1, path, "write queue.waiting, queue.running or queue.swapped")
-    _one_of(rest[0], QUEUES, "queue", path)
-    check_type(rest[1:], list[str], f"queue.{rest[0]}")
-
-
-def _check_request(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 2, path, "write request.ID.FIELD")
-    _known_request(rest[0], path, known)
-    fields = _fields(RequestView) | REQUEST_EXTRA
-    _one_of(rest[1], tuple(fields), "request field", path)
-    check_type(rest[2:], fields[rest[1]], f"request.{rest[0]}.{rest[1]}")
-
-
-def _check_block(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 3, path, "write block.ID.INDEX.FIELD")
-    _known_request(rest[0], path, known)
-    if not _is_index(rest[1]):
-        raise FieldError("", f"path {path!r}: the block index must be a number or 'last', got {rest[1]!r}")
-    _one_of(rest[2], tuple(_fields(BlockView)), "block field", path)
-    check_type(rest[3:], _fields(BlockView)[rest[2]], f"block.{rest[0]}.{rest[1]}.{rest[2]}")
-
-
-def _check_pool(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 2, path, "write pool.gpu.FIELD or pool.cpu.FIELD")
-    _one_of(rest[0], POOLS, "pool", path)
-    _one_of(rest[1], POOL_FIELDS, "pool field", path)
-
-
-def _check_metric(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 1, path, "write metric.NAME, e.g. metric.vllm:num_preemptions_total")
-    _one_of(".".join(rest), metric_names(), "metric", path)
-
-
-def _check_last_step(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 1, path, "write last_step.FIELD")
-    fields = _fields(StepReport) | {"finished": list[str]}  # finished reads as ids, so `contains: a` works
-    _one_of(rest[0], tuple(fields), "last_step field", path)
-    check_type(rest[1:], fields[rest[0]], f"last_step.{rest[0]}")
-
-
-def _check_preemptions(rest: list[str], path: str, known: Known) -> None:
-    check_type(rest, list[PreemptionView], "preemptions")
-
-
-def _check_modelled(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 1, path, "write modelled.FIELD, e.g. modelled.clock_ms or modelled.preemptions.0.modelled_ms")
-    _one_of(rest[0], tuple(_fields(ModelledView)), "modelled field", path)
-    check_type(rest[1:], _fields(ModelledView)[rest[0]], f"modelled.{rest[0]}")
-
-
-def _read_modelled(rest: list[str], path: str, scope: Scope) -> Any:
-    history = list(scope.history) or [scope.view]
-    return _walk(modelled_view(LESSON_TARGET.estimate(), history), rest, "modelled")
-
-
-def _check_kv(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 2, path, "write kv.model.FIELD or kv.NAME.FIELD with NAME a catalogue model, e.g. "
-                         "kv.llama-3.1-8b.bytes_per_token")
-    name, fields = model_name(rest)
-    if not name:
-        raise FieldError("", f"path {path!r}: model {'.'.join(rest[:-1])!r} is unknown; use one of "
-                             f"{_choices(known_models())}")
-    _need(fields, 1, path, f"write kv.{name}.FIELD")
-    check_type(fields, EngineKv if name == ENGINE_MODEL else CatalogueKv, f"kv.{name}")
-    if fields[0] == "at_utilization" and len(fields) > 1 and fields[1] not in UTILIZATION_KEYS:
-        _one_of(fields[1], UTILIZATION_KEYS, "gpu_memory_utilization (percent)", path)
-
-
-def _read_kv(rest: list[str], path: str, scope: Scope) -> Any:
-    name, fields = model_name(rest)
-    if name == ENGINE_MODEL:
-        return _walk(engine_kv(scope.config, scope.view), fields, "kv.model")
-    return _walk(catalogue_kv(name, scope.config.block_size), fields, f"kv.{name}")
-
-
-def _saved_checker(root: str, names_of: Callable[[Known], frozenset[str]], tp: type, action: str):
-    def check(rest: list[str], path: str, known: Known) -> None:
-        _need(rest, 2, path, f"write {root}.NAME.FIELD")
-        if rest[0] not in names_of(known):
-            raise FieldError("", f"path {path!r} names {root} {rest[0]!r}, which no earlier {action!r} action "
-                                 f"saves (saved so far: {_choices(sorted(names_of(known)))})")
-        _one_of(rest[1], tuple(_fields(tp)), f"{root} field", path)
-        check_type(rest[2:], _fields(tp)[rest[1]], f"{root}.{rest[0]}.{rest[1]}")
-
-    return check
 
 
 # ---- reading a path ---------------------------------------------------------------------------
@@ -261,7 +73,7 @@ def _walk(value: Any, segments: list[str], done: str) -> Any:
                 raise PathError(f"{where}: {done} has only {len(value)} items") from None
         elif isinstance(value, Mapping):
             if seg not in value:
-                raise PathError(f"{where}: no key {seg!r} (keys: {_choices([str(k) for k in value][:12])})")
+                raise PathError(f"{where}: no key {seg!r} (keys: {choices([str(k) for k in value][:12])})")
             value = value[seg]
         elif dataclasses.is_dataclass(value) and hasattr(value, seg):
             value = getattr(value, seg)
@@ -275,7 +87,7 @@ def _request(scope: Scope, request_id: str, path: str) -> Optional[RequestView]:
     view = next((r for r in scope.view.requests if r.request_id == request_id), None)
     if view is None and request_id not in scope.arrivals:
         raise PathError(f"{path}: there is no request {request_id!r} (requests now: "
-                        f"{_choices([r.request_id for r in scope.view.requests])})")
+                        f"{choices([r.request_id for r in scope.view.requests])})")
     return view
 
 
@@ -319,7 +131,7 @@ def _read_pool(rest: list[str], path: str, scope: Scope) -> Any:
 def _read_metric(rest: list[str], path: str, scope: Scope) -> Any:
     name = ".".join(rest)
     if name not in scope.view.metrics:
-        raise PathError(f"{path}: no metric {name!r} (metrics: {_choices(sorted(scope.view.metrics))})")
+        raise PathError(f"{path}: no metric {name!r} (metrics: {choices(sorted(scope.view.metrics))})")
     return scope.view.metrics[name]
 
 
@@ -332,31 +144,42 @@ def _read_last_step(rest: list[str], path: str, scope: Scope) -> Any:
     return _walk(report, rest, "last_step")
 
 
+def _read_modelled(rest: list[str], path: str, scope: Scope) -> Any:
+    history = list(scope.history) or [scope.view]
+    return _walk(modelled_view(LESSON_TARGET.estimate(), history), rest, "modelled")
+
+
+def _read_kv(rest: list[str], path: str, scope: Scope) -> Any:
+    name, fields = model_name(rest)
+    if name == ENGINE_MODEL:
+        return _walk(engine_kv(scope.config, scope.view), fields, "kv.model")
+    return _walk(catalogue_kv(name, scope.config.block_size), fields, f"kv.{name}")
+
+
 def _saved_reader(root: str, saved_of: Callable[[Scope], Mapping[str, Any]]):
     def read(rest: list[str], path: str, scope: Scope) -> Any:
         saved = saved_of(scope)
         if rest[0] not in saved:
-            raise PathError(f"{path}: nothing saved as {root}.{rest[0]} yet (saved: {_choices(sorted(saved))})")
+            raise PathError(f"{path}: nothing saved as {root}.{rest[0]} yet (saved: {choices(sorted(saved))})")
         return _walk(saved[rest[0]], rest[1:], f"{root}.{rest[0]}")
 
     return read
 
 
 ROOTS: dict[str, Root] = {
-    "engine": Root(_check_engine, _read_engine),
-    "queue": Root(_check_queue, lambda rest, path, scope: _walk(scope.view.queues, rest, "queue")),
-    "request": Root(_check_request, _read_request),
-    "block": Root(_check_block, _read_block),
-    "pool": Root(_check_pool, _read_pool),
-    "metric": Root(_check_metric, _read_metric),
-    "last_step": Root(_check_last_step, _read_last_step),
-    "preemptions": Root(_check_preemptions,
+    "engine": Root(CHECKERS["engine"], _read_engine),
+    "queue": Root(CHECKERS["queue"], lambda rest, path, scope: _walk(scope.view.queues, rest, "queue")),
+    "request": Root(CHECKERS["request"], _read_request),
+    "block": Root(CHECKERS["block"], _read_block),
+    "pool": Root(CHECKERS["pool"], _read_pool),
+    "metric": Root(CHECKERS["metric"], _read_metric),
+    "last_step": Root(CHECKERS["last_step"], _read_last_step),
+    "preemptions": Root(CHECKERS["preemptions"],
                         lambda rest, path, scope: _walk(scope.view.preemptions, rest, "preemptions")),
-    "run": Root(_saved_checker("run", lambda k: k.runs, RunSummary, "run"), _saved_reader("run", lambda s: s.runs)),
-    "modelled": Root(_check_modelled, _read_modelled),
-    "kv": Root(_check_kv, _read_kv),
-    "tokens": Root(_saved_checker("tokens", lambda k: k.tokens, TokenDiff, "tokenize"),
-                   _saved_reader("tokens", lambda s: s.tokens)),
+    "run": Root(CHECKERS["run"], _saved_reader("run", lambda s: s.runs)),
+    "modelled": Root(CHECKERS["modelled"], _read_modelled),
+    "kv": Root(CHECKERS["kv"], _read_kv),
+    "tokens": Root(CHECKERS["tokens"], _saved_reader("tokens", lambda s: s.tokens)),
 }
 
 

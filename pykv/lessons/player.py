@@ -27,18 +27,8 @@ from pykv.lessons.errors import LessonError, PathError
 from pykv.lessons.paths import Scope, resolve
 from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, PredictionResult, answer_text
 from pykv.lessons.runs import RunSummary, side_run
-from pykv.lessons.schema import (
-    Action,
-    AddRequest,
-    Check,
-    Configure,
-    Lesson,
-    LessonStep,
-    RunAction,
-    RunUntil,
-    StepAction,
-    Tokenize,
-)
+from pykv.lessons.schema import Lesson, LessonStep
+from pykv.lessons.step_blocks import Action, AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize
 from pykv.lessons.tokens import TokenDiff, tokenize_pair
 from pykv.limits import MAX_STEPS
 from pykv.loader import DTYPES, LoadedModel

@@ -10,6 +10,8 @@ later steps build on the state they leave), and the lesson ends at its last core
 
 Time: ``minutes`` is the whole lesson, ``core_minutes`` its core steps (required once a step is
 optional; equal to ``minutes`` otherwise), so the course list can say how long each path takes.
+``core_minutes: 0`` leaves a lesson out of the workshop path (an extension: every step after its first
+is optional, and the course list says "full course only").
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ def check_timing(front: FrontMatter, steps: Sequence[LessonStep]) -> None:
         if front.core_minutes > front.minutes:
             raise FieldError("core_minutes", f"{front.core_minutes} is more than minutes ({front.minutes}); the core "
                                              "steps are part of the lesson")
+        if front.core_minutes == 0 and not all(step.optional for step in steps[1:]):
+            core = next(step for step in steps[1:] if not step.optional)
+            raise FieldError("core_minutes", f"0 leaves the lesson out of the workshop path, but step \"{core.title}\" "
+                                             "is core: mark every step after the first {optional}")
         if not has_optional and front.core_minutes != front.minutes:
             raise FieldError("core_minutes", f"{front.core_minutes} differs from minutes ({front.minutes}), but no "
                                              "step is marked {optional}: mark the steps the workshop skips, or drop "
@@ -57,6 +63,11 @@ def step_before(lesson: Lesson, index: int, path: PathName) -> Optional[int]:
     return earlier[-1] if earlier else None
 
 
+
+
+def on_workshop_path(lesson: Lesson) -> bool:
+    """False for a lesson the workshop path leaves out (``core_minutes: 0``)."""
+    return lesson.core_minutes != 0
 
 
 def lesson_minutes(lesson: Lesson, path: PathName) -> Optional[int]:

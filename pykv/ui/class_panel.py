@@ -14,7 +14,7 @@ import segno
 import streamlit as st
 
 from pykv.classroom import CLASS_IDLE_S
-from pykv.ui import classroom
+from pykv.ui import classroom, lesson_guide
 from pykv.ui.classroom import CLASS_PARAM, KEY_PARAM, Membership
 
 PRESENCE_EVERY_S = 3.0  # the instructor's learner counts refresh this often
@@ -45,7 +45,9 @@ def panel(member: Membership) -> None:
             st.markdown(f"Learners open [{link}]({link}) or type the code on the Lessons page.")
             _presence(member.code)
             with st.container(horizontal=True, gap="small"):
-                st.link_button("Projector", f"lessons?{CLASS_PARAM}={member.code}&presenter=1",
+                # on the workshop path the projector ends each lesson (its takeaway) where the instructor does
+                path = {lesson_guide.PATH_PARAM: "core"} if lesson_guide.current_path(warn=False) == "core" else {}
+                st.link_button("Projector", "lessons?" + urlencode({CLASS_PARAM: member.code, "presenter": "1"} | path),
                                icon=":material/present_to_all:",
                                help="The class in large type for the room. Its link holds no key: nothing on "
                                     "the screen can drive the class.")

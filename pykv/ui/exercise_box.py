@@ -19,10 +19,14 @@ def playground_url(lesson: Lesson, index: int, exercise: Exercise) -> str:
     return f"playground?{exercise.link.playground_query()}&exercise={exercise_ref(lesson, index)}"
 
 
-def render(lesson: Lesson, index: int) -> None:
-    """The box, if the step has an exercise."""
+def render(lesson: Lesson, index: int, projector: bool = False) -> None:
+    """The box, if the step has an exercise. On the projector only the task: the room opens the link on
+    their own screens (a class follower's page has the box), and the screen has no room for a button."""
     exercise = lesson.steps[index].exercise
     if exercise is None:
+        return
+    if projector:
+        st.markdown(f":material/exercise: **Your turn** · {exercise.task}")
         return
     with st.container(border=True, key="lesson_exercise"):
         st.markdown("**Your turn**")

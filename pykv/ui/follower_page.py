@@ -8,6 +8,7 @@ screen into the Playground; "Back to the class" there returns to the instructor'
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional
 
 import streamlit as st
@@ -15,7 +16,17 @@ import streamlit as st
 from pykv.lab import Lab
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
-from pykv.ui import classroom, exercise_box, follower_views, lesson_text, pages, predict_panel, safe_text, seats
+from pykv.ui import (
+    classroom,
+    exercise_box,
+    follower_views,
+    lesson_guide,
+    lesson_text,
+    pages,
+    predict_panel,
+    safe_text,
+    seats,
+)
 from pykv.ui.classroom import EXPLORING, Membership
 from pykv.ui.style import PRESENTER_CSS
 
@@ -58,7 +69,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
             predict_panel.follower(member, step_state, answering=not projector)
         if not hidden:
             lesson_text.body(step_state, folded_checks=projector)
-            exercise_box.render(lesson, index)  # "Your turn": its Playground link opens a tab of the learner's own
+            exercise_box.render(lesson, index, projector)  # "Your turn": its link opens a tab of the learner's own
         if not projector:
             st.button("Explore on my own", key="class_explore", icon=":material/explore:",
                       on_click=st.session_state.update, kwargs={"class_explore": member.code},
@@ -71,7 +82,12 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
         elif projector:
             chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if step_state.runs and not hidden \
                 else None
-            follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart)
+            path = lesson_guide.current_path(warn=False)  # the Projector link carries the instructor's path
+            last = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
+            aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
+                if last and lesson.takeaway else None  # the room sees the takeaway at the lesson's end
+            follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart,
+                                  aside=aside)
         else:
             follower_views.render(lab, shared)
     _follow(member, projector)

@@ -23,9 +23,11 @@ from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 
 def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
-           metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None) -> None:
+           metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None,
+           aside: Optional[Callable[[], None]] = None) -> None:
     """``lab`` at its cursor (never stepped here). ``shared``: the class's lesson, whose memo draws each
-    figure once for every follower (None: drawn for this page only, e.g. the solo projector view)."""
+    figure once for every follower (None: drawn for this page only, e.g. the solo projector view).
+    ``aside``: drawn under the queues in place of the step log (the projector's takeaway at a lesson's end)."""
     snap, prev = lab.view, lab.previous
     dark = state.is_dark()
 
@@ -48,6 +50,9 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
             below_grid()
     with right:
         st.plotly_chart(queues, theme=None, key=f"{key}_queues", config=PLOT_CONFIG)
+        if aside is not None:
+            aside()
+            return
         st.markdown("**This step**")
         with st.container(height=215, key=f"{key}_narration"):
             st.markdown("\n".join(f"- {line}" for line in lines))

@@ -19,6 +19,7 @@ from pykv.lessons.workshop import (
     PathName,
     course_minutes,
     lesson_minutes,
+    on_workshop_path,
     path_named,
     step_after,
     step_before,
@@ -72,8 +73,13 @@ def objective(lesson: Lesson) -> None:
         st.info(f"**Objective** · {lesson.objective}", icon=":material/flag:")
 
 
-def end_of_lesson(lesson: Lesson, path: PathName) -> None:
-    """The lesson's end on this path: its takeaway, and where to go next."""
+def end_of_lesson(lesson: Lesson, path: PathName, projector: bool = False) -> None:
+    """The lesson's end on this path: its takeaway, and where to go next (on the projector the takeaway
+    alone: the room needs the point, not the navigation)."""
+    if projector and lesson.takeaway:
+        with st.container(key="projector_takeaway"):
+            st.success(f"**Takeaway** · {lesson.takeaway}", icon=":material/done_all:")
+        return
     skipped = sum(step.optional for step in lesson.steps) if path == "core" else 0
     end = "End of the lesson" + (f" on the workshop path ({skipped} optional step{'s' if skipped != 1 else ''} "
                                  "skipped: the dots open them)" if skipped else "")
@@ -108,7 +114,9 @@ def card_text(n: int, lesson: Lesson, path: PathName) -> str:
     core = sum(not step.optional for step in lesson.steps)
     length = f"{steps} step{'s' if steps != 1 else ''}" + (f" ({core} core)" if core < steps else "")
     minutes = lesson_minutes(lesson, path)
-    if minutes is not None:
+    if path == "core" and not on_workshop_path(lesson):
+        length += " · full course only: the workshop path leaves it out"
+    elif minutes is not None:
         length += f" · {minutes} min" + (" on the workshop path" if path == "core" and core < steps else "")
     text = f"**{n}. {lesson.title}** · {length}  \n{lesson.summary}"
     return text + (f"  \n:material/flag: *{lesson.objective}*" if lesson.objective else "")

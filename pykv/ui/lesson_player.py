@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Optional
+from typing import Callable, Optional
 from urllib.parse import quote
 
 import streamlit as st
 
-from pykv.lessons import Lesson, LessonPlayer, StepState, TokenDiff
+from pykv.lessons import Lesson, LessonPlayer, StepState
 from pykv.lessons.paths import LESSON_TARGET
 from pykv.lessons.schema import FOCUS_VIEWS
 from pykv.ui import (
@@ -29,6 +29,7 @@ from pykv.ui import (
     kernel_view,
     lesson_guide,
     lesson_text,
+    lesson_tokens,
     live_views,
     predict_panel,
     review_pack_button,
@@ -38,9 +39,7 @@ from pykv.ui import (
     state,
 )
 from pykv.ui.classroom import CLASS_PARAM, KEY_PARAM, Membership
-from pykv.ui.export_buttons import export_controls
 from pykv.ui.style import PRESENTER_CSS, current_dot_css
-from pykv.viz.token_diff import token_diff_figure
 
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
 
@@ -71,37 +70,44 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
     if presenter and member is not None:  # this window's address carries the key: never the one to project
         st.warning("This window's address holds the class key: project the class's keyless Projector link "
                    "instead (in the class panel) and drive from here or the speaker view.")
+    lab = (states[index - 1].lab if index else None) if hidden else step_state.lab
+    path = lesson_guide.current_path(warn=False)
+    at_end = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
+    # On the projector the takeaway sits under the queues, in place of the step log: the text column
+    # keeps one screen. Not when the engine views are folded behind a token diff.
+    folded = bool(lesson_tokens.new_tokens(states, step_state, hidden))
+    aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
+        if presenter and at_end and lab is not None and not folded and lesson.takeaway else None
     text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
     with text_col:
         _navigation(lesson, states, index, presenter, member)
         with st.container(key="lesson_text"):
             _narration(lesson, step_state, presenter, member, hidden)
+            if at_end and aside is None:
+                lesson_guide.end_of_lesson(lesson, path, projector=presenter)
     with views_col:
         if member is not None:
             class_panel.panel(member)
-        lab = (states[index - 1].lab if index else None) if hidden else step_state.lab
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
         else:
-            _views(lesson, states, step_state, lab, hidden, presenter, member)
+            _views(lesson, states, step_state, lab, hidden, presenter, member, aside)
 
 
 def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, hidden: bool, presenter: bool,
-           member: Optional[Membership]) -> None:
-    """The engine views beside the text: ``lab`` is the step's (or, while a prediction is open, the one before)."""
+           member: Optional[Membership], aside: Optional[Callable[[], None]] = None) -> None:
+    """The engine views beside the text: ``lab`` is the step's (or, while a prediction is open, the one before);
+    ``aside``: the projector's takeaway, drawn in place of the step log."""
     index = step_state.index
     link = f"lessons?lesson={quote(lesson.id)}&step={index + 1}"  # what an exported figure names
-    earlier = states[index - 1].tokens if index else {}
-    new = [] if hidden else [name for name, tokens in step_state.tokens.items() if earlier.get(name) is not tokens]
-    if step_state.tokens and not hidden:
-        for name, tokens in step_state.tokens.items():  # new ones open (on the projector only the first: one screen)
-            with st.expander(f"Token diff `tokens.{name}`", expanded=name in new[:1 if presenter else None]):
-                _token_diff(name, tokens, link)
+    new = lesson_tokens.new_tokens(states, step_state, hidden)
+    if not hidden:
+        lesson_tokens.render(step_state, new, link, presenter)
     runs = step_state.runs and not hidden
     if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
         chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if runs else None
         draw = partial(follower_views.render, lab, classroom.shared_lesson(lesson) if member else None,
-                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart)
+                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart, aside=aside)
         if new:  # this step is about a tokenization: the engine a click away
             with st.expander("The engine at this step"):
                 draw()
@@ -268,28 +274,15 @@ def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: O
     lesson_guide.step_title(lesson.steps[index])
     if step_state.prediction is not None:
         if member is None:
-            predict_panel.solo(lesson.id, step_state)
+            predict_panel.solo(lesson.id, step_state, projector=presenter)
         else:
             predict_panel.instructor(member, step_state)
     if not hidden:
         lesson_text.body(step_state, folded_checks=presenter)
-        exercise_box.render(lesson, index)  # "Your turn": the task and its Playground link
+        exercise_box.render(lesson, index, projector=presenter)  # "Your turn": the task and its Playground link
     if step_state.notes and not presenter and member is None:  # never on a projector: the speaker view has them
         with st.expander("Speaker notes"):
             st.markdown(step_state.notes)
-    path = lesson_guide.current_path(warn=False)
-    if lesson_guide.neighbours(lesson, index + 1, path)[1] is None and not hidden:  # the end on this path
-        lesson_guide.end_of_lesson(lesson, path)
-
-
-def _token_diff(name: str, tokens: TokenDiff, link: str) -> None:
-    clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
-    st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")
-    draw = partial(token_diff_figure, tokens.a, tokens.b, tokens.a_pieces, tokens.b_pieces,
-                   block_size=tokens.block_size)
-    st.plotly_chart(draw(dark=state.is_dark()), theme=None, key=f"lesson_tokens_{name}", config=live_views.PLOT_CONFIG)
-    export_controls(partial(draw, dark=False), f"pykv_tokens_{name}", f"pykv lesson token diff tokens.{name} · "
-                    f"a: {clip(tokens.a_text)} · b: {clip(tokens.b_text)}", link, f"lesson_tokens_{name}")
 
 
 def open_lesson(lesson_id: Optional[str]) -> None:

@@ -50,8 +50,9 @@ def question(step_state: StepState) -> None:
         st.warning(msg)
 
 
-def solo(lesson_id: str, step_state: StepState) -> None:
-    """Ask (not yet answered) or show the outcome beside the learner's own answer."""
+def solo(lesson_id: str, step_state: StepState, projector: bool = False) -> None:
+    """Ask (not yet answered) or show the outcome beside the learner's own answer (on the projector without
+    the why: the narration under it says it, and the screen has no line to spare)."""
     p, index = step_state.prediction, step_state.index
     answers = st.session_state.get(SOLO, {})
     if (lesson_id, index) not in answers:
@@ -63,10 +64,10 @@ def solo(lesson_id: str, step_state: StepState) -> None:
                 st.form_submit_button("Answer", type="primary", on_click=_solo_answer, args=(lesson_id, index, radio))
                 st.form_submit_button("Just show me", on_click=_solo_answer, args=(lesson_id, index, None))
         return
-    outcome(step_state, answers[(lesson_id, index)] or None)
+    outcome(step_state, answers[(lesson_id, index)] or None, why=not projector)
 
 
-def outcome(step_state: StepState, mine: Optional[str]) -> None:
+def outcome(step_state: StepState, mine: Optional[str], why: bool = True) -> None:
     p = step_state.prediction
     said = f" You said **{mine}**." if mine else ""
     if p.correct is None:
@@ -75,7 +76,7 @@ def outcome(step_state: StepState, mine: Optional[str]) -> None:
         st.success(f"{p.question} **{p.correct}**: right.{said}")
     else:
         st.info(f"{p.question} The engine says **{p.correct}**.{said}")
-    if p.why:
+    if p.why and why:
         st.caption(p.why)
 
 

@@ -12,10 +12,14 @@ PRESENTER_CSS = """<style>
 .st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
-@media (max-height: 800px) {  /* a 720p projector */
-  .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.12rem; line-height: 1.4;}
-  .st-key-lesson_text h3 {font-size: 1.5rem;} .st-key-lesson_text code {font-size: 1rem;}
+@media (max-height: 800px) {  /* a 720p projector: the same share of the screen's height as 1080p's type */
+  .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1rem; line-height: 1.4;}
+  .st-key-lesson_text h3 {font-size: 1.35rem;} .st-key-lesson_text code {font-size: 0.9rem;}
   [data-testid="stMainBlockContainer"] {padding-top: 0.75rem;}
+  .st-key-projector_takeaway p {font-size: 0.9rem; line-height: 1.35;}
+  .st-key-lesson_text {gap: 0.55rem;}
+  /* an earlier step's token diff: no room at 720p (its wrapper too, or the gap stays) */
+  [class*="st-key-projector_old_tokens_"], :has(> [class*="st-key-projector_old_tokens_"]) {display: none;}
 }
 </style>"""  # the projector: one screen for the room (no page list, tighter margins)
 
