@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
 
 from class_report import Round, StepResult, report, summary_table
 from st_client import StClient
-from st_server import ROOT, Sampler, serve, tree_label
+from st_server import ROOT, Sampler, append_result, serve
 
 STEP_RX = r"step {k} of {n}\b"
 RESULTS = Path(__file__).resolve().parent / "results" / "class_load.txt"
@@ -223,12 +221,7 @@ def main() -> int:
         out += "\n\n" + summary_table(rounds)
         print("\n" + summary_table(rounds))
     if args.save:
-        RESULTS.parent.mkdir(exist_ok=True)
-        with open(RESULTS, "a") as f:
-            f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
-                    f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by "
-                    "server and clients\n")
-            f.write(out + "\n\n")
+        append_result(RESULTS, args.root, out)
     return 0
 
 

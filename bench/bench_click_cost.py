@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
 
 from st_client import StClient
-from st_server import ROOT, serve, tree_label
+from st_server import ROOT, append_result, serve
 
 CASES = {  # name -> (page url path, query, button key, the text that shows the step: "{k}" is its number)
     "playground Step": ("", "", "step", r"^\*\*Step {k}\*\*"),  # the default page: url path ""
@@ -152,11 +150,8 @@ def main() -> int:
     if log.strip():
         print("server stderr (tail):\n" + log)
     if args.save:
-        with open(args.save, "a") as f:
-            f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
-                    f"{tree_label(args.root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server "
-                    "and clients · CPU/click = server utime+stime over the clicks / (sessions x clicks)\n")
-            f.write(out + "\n\n")
+        append_result(Path(args.save), args.root, out,
+                      " · CPU/click = server utime+stime over the clicks / (sessions x clicks)")
     return 0
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import free_port, start_streamlit, wait_healthy  # noqa: E402
+from conftest import free_port, start_streamlit, stop, wait_healthy  # noqa: E402
 
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -140,11 +139,7 @@ def main() -> int:
               f"(baseline {base_cpu * 100:.1f} %)")
         return 0
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from typing import Iterator, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import free_port, wait_healthy  # noqa: E402
+from conftest import free_port, stop, streamlit_command, wait_healthy  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -69,12 +70,10 @@ def serve(root: Path = ROOT, model: Optional[str] = None, extra: tuple[str, ...]
     env = {k: v for k, v in os.environ.items() if k != "PYKV_MODEL"} | {"PYTHONPATH": str(root)}
     if model:
         env["PYKV_MODEL"] = model
-    cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless=true",
-           f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-           "--server.fileWatcherType=none", "--logger.level=error", *extra]
     log = Path(tempfile.mkstemp(prefix="st_server_", suffix=".log")[1])
     with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(streamlit_command(port, root, *extra), cwd=root, env=env, stdout=subprocess.DEVNULL,
+                                stderr=err)
     server = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
         try:
@@ -83,11 +82,7 @@ def serve(root: Path = ROOT, model: Optional[str] = None, extra: tuple[str, ...]
             raise RuntimeError(f"{e}\n{server.log_tail()}") from None
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 class Sampler:
@@ -123,3 +118,13 @@ def tree_label(root: Path) -> str:
         return f"{root} at {rev}" + (" + uncommitted edits" if dirty else "")
     stamp = root / ".archived_from"  # written by hand: git archive <rev> | tar -x; echo <rev> > .archived_from
     return f"{root} (git archive of {stamp.read_text().strip()})" if stamp.exists() else str(root)
+
+
+def append_result(path: Path, root: Path, out: str, note: str = "") -> None:
+    """Append ``out`` to a results file under the command line that made it, the date and the served tree."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+                f"{tree_label(root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server and "
+                f"clients{note}\n")
+        f.write(out + "\n\n")

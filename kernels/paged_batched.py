@@ -95,6 +95,8 @@ def paged_batched_kernel(
     if CAUSAL:
         q_pos = tl.load(row_pos_ptr + rows)[:, :, None]  # (BLOCK_B, BLOCK_M, 1)
 
+    # The tile body is written out in both branches, not shared through a @jit helper: under the interpreter
+    # every @jit call re-patches triton.language (~2 ms, see triton_utils), as much as the whole tile costs.
     if ONE_TILE:
         offs_n = tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions
         mask_n = offs_n[None, :] < kv_end[:, None]  # (BLOCK_B, BLOCK_N)

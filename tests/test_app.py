@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from app_helpers import ok
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).parent.parent / "app.py")
@@ -27,11 +28,6 @@ def shown_step(at: AppTest) -> int:
 
 def narration(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown if m.value.startswith("- "))
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def test_app_loads_at_step_zero_with_every_view(app):

@@ -5,11 +5,12 @@ and forged keys are messages that affect nobody else."""
 
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
 import pytest
 import streamlit as st
+from app_helpers import lessons_page, ok
+from app_helpers import step_line as shown
 from streamlit.testing.v1 import AppTest
 
 from pykv.ui import classroom, pages
@@ -63,12 +64,6 @@ Still here at engine step {{ engine.step }}.
 """
 
 
-def lessons_page():
-    from pykv.ui import lessons_page
-
-    lessons_page.render()
-
-
 @pytest.fixture
 def course(tmp_path, monkeypatch, random_llama_path):
     from pykv.ui import lessons_page
@@ -83,16 +78,6 @@ def course(tmp_path, monkeypatch, random_llama_path):
 
 def session() -> AppTest:
     return AppTest.from_function(lessons_page, default_timeout=120)
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
-
-
-def shown(at: AppTest) -> tuple[int, int]:
-    line = next(m.value for m in at.markdown if re.search(r"· step \d+ of \d+$", m.value))
-    return tuple(map(int, re.search(r"step (\d+) of (\d+)$", line).groups()))
 
 
 def param(at: AppTest, name: str):

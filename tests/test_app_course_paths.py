@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from app_helpers import lessons_page, ok
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons.loader import read_course
@@ -64,12 +65,6 @@ Engine step {{ engine.step }}.
 """
 
 
-def lessons_page():
-    from pykv.ui import lessons_page
-
-    lessons_page.render()
-
-
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     monkeypatch.delenv("PYKV_MODEL", raising=False)
@@ -85,11 +80,6 @@ def small_course(tmp_path, monkeypatch) -> Path:
     (folder / "01-paths.md").write_text(LESSON)
     monkeypatch.setattr(lessons_page, "LESSONS_DIR", folder)
     return folder
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def step_on_screen(at: AppTest) -> int:

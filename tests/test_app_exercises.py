@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
+from app_helpers import ok
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_course
@@ -22,11 +23,6 @@ BY_ID = {lesson.id: lesson for lesson in COURSE}
 def app(monkeypatch) -> AppTest:
     monkeypatch.delenv("PYKV_MODEL", raising=False)  # the shipped model the exercises are written for
     return AppTest.from_file(APP, default_timeout=120)
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def first(lesson_id: str) -> tuple[int, object]:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from app_helpers import lessons_page, ok
 from streamlit.testing.v1 import AppTest
 
 from pykv.gpu_model import DEFAULT_TARGET, GPUS
@@ -25,11 +26,6 @@ A_COST = re.compile(r"\d\s*(ms|µs|s)\b|tokens/s|TTFT|TPOT|bill|delay|time|clock
 def app(random_llama_path, monkeypatch) -> AppTest:
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     return AppTest.from_file(APP, default_timeout=60)
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def modelled_metrics(at: AppTest) -> dict[str, str]:
@@ -123,12 +119,6 @@ def test_the_sweep_page_prices_every_run_on_the_target_beside_the_measured(rando
     assert (again["modelled_s"] != table["modelled_s"]).all()
     assert again[["mode", "value", "wall_s", "tokens_per_s"]].equals(measured)
     assert not unlabelled_modelled_text(at, at_least=8)
-
-
-def lessons_page():
-    from pykv.ui import lessons_page
-
-    lessons_page.render()
 
 
 def test_a_lesson_shows_its_own_target_and_labels_every_modelled_figure(monkeypatch):

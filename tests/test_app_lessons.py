@@ -5,10 +5,10 @@ the lessons are written for it."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from app_helpers import lessons_page, ok, step_line
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
@@ -49,27 +49,15 @@ Still here at engine step {{{{ engine.step }}}}.
 """
 
 
-def lessons_page():
-    from pykv.ui import lessons_page
-
-    lessons_page.render()
-
-
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     monkeypatch.delenv("PYKV_MODEL", raising=False)  # the shipped model the lessons are written for
     return AppTest.from_function(lessons_page, default_timeout=180)
 
 
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
-
-
 def shown(at: AppTest) -> tuple[int, int]:
     """(k, n) from the player's "step k of n" line; the URL agrees."""
-    line = next(m.value for m in at.markdown if re.search(r"· step \d+ of \d+$", m.value))
-    k, n = map(int, re.search(r"step (\d+) of (\d+)$", line).groups())
+    k, n = step_line(at)
     assert at.query_params["step"] in (str(k), [str(k)])
     return k, n
 

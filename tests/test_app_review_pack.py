@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from app_helpers import ok
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
@@ -48,11 +49,6 @@ Two more.
 - step: 2
 ```
 """
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def pack_buttons(at: AppTest) -> list[str]:

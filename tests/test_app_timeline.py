@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from app_helpers import ok
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
@@ -25,11 +26,6 @@ APP = str(Path(__file__).parent.parent / "app.py")
 def app(random_llama_path, monkeypatch) -> AppTest:
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     return AppTest.from_file(APP, default_timeout=60)
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def shown_step(at: AppTest) -> int:

@@ -48,12 +48,13 @@ def test_inference_mode_tensors_and_other_threads_get_their_own_plans():
         check(torch_paged.paged_decode_attention(*args), reference.paged_decode_attention(*args))
     c = make_paged_case(2, 2, 32, 16, seq_lens=[5, 40, 130], decode=True, seed=7)
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
-    mine = torch_paged.paged_decode_attention(*args)  # this thread now holds a plan for these tensors
-    other: list[torch.Tensor] = []
-    thread = threading.Thread(target=lambda: other.append(torch_paged.paged_decode_attention(*args)))
+    check(torch_paged.paged_decode_attention(*args), reference.paged_decode_attention(*args))  # planned here
+    d = make_paged_case(2, 2, 32, 16, seq_lens=[9, 200], decode=True, seed=8)
+    other = (d.query, d.k_cache, d.v_cache, d.block_tables, d.seq_lens, d.scale)
+    thread = threading.Thread(target=torch_paged.paged_decode_attention, args=other)  # plans for its own tensors
     thread.start()
     thread.join()
-    assert torch.equal(mine, other[0]) and torch_paged._last_plan.entry[0][0] is c.block_tables
+    assert torch_paged._last_plan.entry[0][0] is c.block_tables  # this thread's plan was not replaced
 
 
 NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, BLOCK = 8, 2, 32, 4

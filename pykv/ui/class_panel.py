@@ -46,8 +46,8 @@ def panel(member: Membership) -> None:
             _presence(member.code)
             with st.container(horizontal=True, gap="small"):
                 # on the workshop path the projector ends each lesson (its takeaway) where the instructor does
-                path = {lesson_guide.PATH_PARAM: "core"} if lesson_guide.current_path(warn=False) == "core" else {}
-                st.link_button("Projector", "lessons?" + urlencode({CLASS_PARAM: member.code, "presenter": "1"} | path),
+                projector = {CLASS_PARAM: member.code, "presenter": "1"} | lesson_guide.path_params(warn=False)
+                st.link_button("Projector", "lessons?" + urlencode(projector),
                                icon=":material/present_to_all:",
                                help="The class in large type for the room. Its link holds no key: nothing on "
                                     "the screen can drive the class.")

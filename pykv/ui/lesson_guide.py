@@ -40,10 +40,10 @@ def current_path(warn: bool = True) -> PathName:
         return "full"
 
 
-def path_params() -> dict[str, str]:
+def path_params(warn: bool = True) -> dict[str, str]:
     """The URL parameter that keeps the workshop path while the player moves (none for the full course); a
-    path that is no path is dropped from the URL here, with a warning."""
-    return {PATH_PARAM: "core"} if current_path() == "core" else {}
+    path that is no path is dropped from the URL here, with a warning unless ``warn`` is False."""
+    return {PATH_PARAM: "core"} if current_path(warn) == "core" else {}
 
 
 def neighbours(lesson: Lesson, k: int, path: PathName) -> tuple[Optional[int], Optional[int]]:

@@ -29,12 +29,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def streamlit_command(port: int, root: Path = ROOT, *extra: str) -> list[str]:
+    """`streamlit run app.py` of the checkout ``root``, headless on loopback ``port``."""
+    return [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless=true",
+            f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+            "--server.fileWatcherType=none", "--logger.level=error", *extra]
+
+
 def start_streamlit(model_path: str | Path, port: int) -> subprocess.Popen:
     env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless=true",
-           f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-           "--server.fileWatcherType=none", "--logger.level=error"]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
@@ -61,11 +74,7 @@ def serve_app(model: str | Path):
         wait_healthy(url, proc)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 @pytest.fixture(scope="session")
