@@ -12,15 +12,16 @@ boot = st.empty()
 if not st.session_state.get("booted"):
     boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
     st.session_state.booted = True
-from pykv.ui import about, lessons_page, pages, playground, seats, sweep_page  # noqa: E402  (after the boot chart)
+from pykv.ui.pages import about, lessons, playground, sweep  # noqa: E402  (after the boot chart)
+from pykv.ui.session import routes, seats  # noqa: E402
 
 boot.empty()
 seats.seats().maybe_reap()  # any page's run gives closed tabs' engines back (at most every 10 s)
 
-st.navigation(pages.routed({
+st.navigation(routes.routed({
     "playground": st.Page(playground.render, title="Playground", icon=":material/grid_view:", url_path="playground",
                           default=True),
-    "sweep": st.Page(sweep_page.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
-    "lessons": st.Page(lessons_page.render, title="Lessons", icon=":material/school:", url_path="lessons"),
+    "sweep": st.Page(sweep.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
+    "lessons": st.Page(lessons.render, title="Lessons", icon=":material/school:", url_path="lessons"),
     "about": st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
 })).run()

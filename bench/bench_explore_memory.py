@@ -1,7 +1,7 @@
 """Memory of one learner exploring on their own, away from a class, driven to the 3,000-step cap.
 
 "Explore on my own" branches a private Lab off the class's shared lesson (``SharedLesson.branch_lab``):
-it replays its own engine and records its own history, under the app's engine seats (pykv/ui/seats.py:
+it replays its own engine and records its own history, under the app's engine seats (pykv/ui/session/seats.py:
 each session's seat is ``lab.memory_estimate`` of its config, KV pools plus a full MAX_STEPS history).
 This script branches the last step of a lesson as the Playground would, keeps the engine busy (a new
 request whenever the run would end) up to MAX_STEPS recorded steps, and prints the process RSS growth
@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykv.lab import lab_config, memory_estimate  # noqa: E402
+from pykv.border.limits import MAX_STEPS  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.units import fmt_bytes  # noqa: E402
+from pykv.border.workload import SNIPPETS  # noqa: E402
+from pykv.engine.model.loader import load_model  # noqa: E402
+from pykv.lab.lab import lab_config, memory_estimate  # noqa: E402
 from pykv.lessons import load_course  # noqa: E402
 from pykv.lessons.shared import SharedLesson  # noqa: E402
-from pykv.limits import MAX_STEPS  # noqa: E402
-from pykv.loader import load_model  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
-from pykv.units import fmt_bytes  # noqa: E402
-from pykv.workload import SNIPPETS  # noqa: E402
 
 
 def rss_bytes() -> int:

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import EngineConfig, LLMEngine, SamplingParams  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
-from pykv.workload import SNIPPETS  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.workload import SNIPPETS  # noqa: E402
 
 
 def rss_mib() -> float:

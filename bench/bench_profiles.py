@@ -21,9 +21,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import EngineConfig  # noqa: E402
-from pykv.completed_run import run_to_completion  # noqa: E402
-from pykv.loader import load_model  # noqa: E402
-from pykv.workload import make_workload  # noqa: E402
+from pykv.border.workload import make_workload  # noqa: E402
+from pykv.engine.model.loader import load_model  # noqa: E402
+from pykv.lab.completed_run import run_to_completion  # noqa: E402
 
 ORDERS = {
     "v0.6 (chunked prefill off)": {"vllm_profile": "v0.6", "enable_chunked_prefill": False,

@@ -19,10 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pykv.lab import Lab, lab_config  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.lab.lab import Lab, lab_config  # noqa: E402
 from pykv.review_pack import record_from_lab, render_html, run_pack  # noqa: E402
 from pykv.review_pack.bundle import bundle  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
 
 
 def load() -> str:

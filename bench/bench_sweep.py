@@ -20,13 +20,13 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from pykv.sweep import sweep_result  # noqa: E402
+from pykv.lab.sweep import sweep_result  # noqa: E402
 
 
 def sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()
 
 
 def load() -> str:

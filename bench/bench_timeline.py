@@ -4,7 +4,7 @@
     python bench/bench_timeline.py --model PATH    # any local Llama/Qwen2 checkpoint folder
     python bench/bench_timeline.py --builds 50
 
-The history is real, not synthesized: a ``pykv.lab.Lab`` runs the engine to the Lab's cap of
+The history is real, not synthesized: a ``pykv.lab.lab.Lab`` runs the engine to the Lab's cap of
 MAX_STEPS (3,000) steps, on vLLM 0.6's rules with swap preemption (a 32-block device pool, a 12-block
 CPU pool) and a storm of 8 requests (96 tokens each, ignore_eos) arriving every 100 steps, so the
 pool keeps filling and the timeline has swaps, recomputes, a CPU pool and a SWAPPED queue to draw.
@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_ui import pick_model  # noqa: E402  (the same model choice as the UI benchmark)
 
-from pykv.lab import Lab, lab_config  # noqa: E402
-from pykv.limits import MAX_STEPS  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.limits import MAX_STEPS  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.workload import Workload, WorkloadRequest, make_workload  # noqa: E402
+from pykv.lab.lab import Lab, lab_config  # noqa: E402
 from pykv.viz import timeline_figure  # noqa: E402
 from pykv.viz.timeline import timeline_series  # noqa: E402
-from pykv.workload import Workload, WorkloadRequest, make_workload  # noqa: E402
 
 GOAL_MS = 50.0
 

@@ -23,15 +23,15 @@ sys.path.insert(0, str(ROOT))
 
 os.environ["PYKV_STEPWISE_CPU_BACKEND"] = "triton"  # what "auto" runs on a CPU in the Playground and the Lessons
 
-from pykv.attention import prepare_stepwise_attention  # noqa: E402
+from pykv.engine.model.attention import prepare_stepwise_attention  # noqa: E402
 
 prepare_stepwise_attention()  # as the app does: Triton's interpreter on before the model load imports triton
 
-from pykv.lab import Lab, lab_config  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.engine.model.loader import load_model  # noqa: E402
+from pykv.lab.lab import Lab, lab_config  # noqa: E402
 from pykv.lessons import LessonPlayer, load_lesson  # noqa: E402
 from pykv.lessons.loader import lesson_files  # noqa: E402
-from pykv.loader import load_model  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
 
 
 def summary(ms: list[float]) -> str:

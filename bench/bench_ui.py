@@ -29,8 +29,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pykv import EngineConfig, LLMEngine, default_model_path  # noqa: E402
-from pykv.runtime import configure_torch_threads  # noqa: E402
-from pykv.snapshot import diff_snapshots  # noqa: E402
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.snapshot import diff_snapshots  # noqa: E402
+from pykv.border.workload import make_workload  # noqa: E402
+from pykv.lab.workload_runner import WorkloadRunner  # noqa: E402
 from pykv.viz import (  # noqa: E402
     block_grid_figure,
     block_tables_figure,
@@ -40,8 +42,6 @@ from pykv.viz import (  # noqa: E402
     queues_figure,
     requests_frame,
 )
-from pykv.workload import make_workload  # noqa: E402
-from pykv.workload_runner import WorkloadRunner  # noqa: E402
 
 
 def pick_model(arg: str | None) -> str:

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from kernels import reference
 from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path
-from pykv.attention import AttentionBackend
-from pykv.loader import load_model
+from pykv.engine.model.attention import AttentionBackend
+from pykv.engine.model.loader import load_model
 
 
 def make_requests(loaded, n: int, seed: int, workload: str = "short") -> list[tuple[list[int], int]]:

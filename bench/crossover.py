@@ -34,8 +34,8 @@ TARGETS = (("H100-SXM", "llama-3.1-8b"), ("A100-80GB-SXM", "llama-3.1-8b"), ("L4
 
 def modelled() -> None:
     print("MODELLED, not measured (pykv.gpu_model: roofline per phase + overheads, the calibration table in "
-          "pykv/gpu_model/calibration.py; host links in pykv/pcie.py). bf16; block 16; recompute inside a step of "
-          "16 decodes at 512 tokens (alone in brackets).")
+          "pykv/gpu_model/calibration.py; host links in pykv/border/pcie.py). bf16; block 16; recompute inside a "
+          "step of 16 decodes at 512 tokens (alone in brackets).")
     for gpu, model in TARGETS:
         if model == "shipped":
             model = ModelShape.from_file(default_model_path() / "config.json", "shipped tiny")
@@ -53,9 +53,9 @@ def modelled() -> None:
 
 
 def measured() -> None:
-    from pykv.loader import load_model
-    from pykv.runtime import configure_torch_threads
-    from pykv.sweep import SweepSpec, run_sweep
+    from pykv.border.runtime import configure_torch_threads
+    from pykv.engine.model.loader import load_model
+    from pykv.lab.sweep import SweepSpec, run_sweep
 
     configure_torch_threads()
     logging.getLogger("pykv").setLevel(logging.ERROR)

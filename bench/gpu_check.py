@@ -256,8 +256,8 @@ def playground(out: Report) -> None:
     lab runs it (``attention_backend="auto"``, a stepwise engine: compiled Triton on CUDA), beside torch."""
     import statistics
 
-    from pykv.lab import Lab, lab_config
-    from pykv.loader import load_model
+    from pykv.engine.model.loader import load_model
+    from pykv.lab.lab import Lab, lab_config
 
     loaded = load_model("tiny", DEVICE)
     runs = {}

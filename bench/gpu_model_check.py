@@ -35,8 +35,8 @@ def _estimate(device: str, dtype: str):
 def steps(out, device: str = "cuda", max_steps: int = STEPS) -> None:
     """Measured step times of a real run beside the model's prediction for the same steps."""
     from pykv import EngineConfig, LLMEngine
-    from pykv.workload import make_workload
-    from pykv.workload_runner import WorkloadRunner
+    from pykv.border.workload import make_workload
+    from pykv.lab.workload_runner import WorkloadRunner
 
     config = EngineConfig(device=device, dtype="bfloat16" if device.startswith("cuda") else "float32",
                           num_gpu_blocks=32)

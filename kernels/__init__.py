@@ -18,7 +18,7 @@ to a kernel (the engine's ``"triton"`` backend, the tests, the benchmarks, ``pyt
 kernels.<kernel>``) switches the interpreter on first, and a process that never chooses the Triton
 backend (``import pykv``, the ``torch`` backend, a headless ``auto`` on CPU) keeps its environment as it
 was. The app, whose Playground and Lessons run ``auto`` as interpreted Triton on a CPU, switches it on at
-start-up (``pykv.attention.prepare_stepwise_attention``), before loading the model imports triton.
+start-up (``pykv.engine.model.attention.prepare_stepwise_attention``), before loading the model imports triton.
 
 Under the interpreter the decode and prefill launchers pick a CPU launch configuration
 (``paged_batched``, planned by ``batched_plan``); ``launch_record`` keeps what each launch was.

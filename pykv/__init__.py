@@ -1,6 +1,6 @@
 """pykv: a small vLLM-style inference engine over a paged KV cache, built to show preemption.
 
-The public names load lazily, so ``import pykv.config`` (or a lesson file's validation) does not
+The public names load lazily, so ``import pykv.border.config`` (or a lesson file's validation) does not
 pull in the engine, torch or the model loader.
 """
 
@@ -10,15 +10,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "EngineConfig": "pykv.config",
-    "LLMEngine": "pykv.engine",
-    "RequestOutput": "pykv.request",
-    "RequestStatus": "pykv.request",
-    "SamplingParams": "pykv.request",
-    "Snapshot": "pykv.snapshot",
-    "StepReport": "pykv.step_report",
-    "default_model_path": "pykv.loader",
-    "load_model": "pykv.loader",
+    "EngineConfig": "pykv.border.config",
+    "LLMEngine": "pykv.engine.llm_engine",
+    "RequestOutput": "pykv.border.request",
+    "RequestStatus": "pykv.border.request",
+    "SamplingParams": "pykv.border.request",
+    "Snapshot": "pykv.border.snapshot",
+    "StepReport": "pykv.border.step_report",
+    "default_model_path": "pykv.engine.model.loader",
+    "load_model": "pykv.engine.model.loader",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,5 +1,5 @@
 import sys
 
-from pykv.cli import main
+from pykv.cli.main import main
 
 sys.exit(main())

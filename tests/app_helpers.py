@@ -8,9 +8,9 @@ from streamlit.testing.v1 import AppTest
 
 
 def lessons_page():
-    from pykv.ui import lessons_page
+    from pykv.ui.pages import lessons
 
-    lessons_page.render()
+    lessons.render()
 
 
 def ok(at: AppTest) -> AppTest:

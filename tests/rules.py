@@ -4,7 +4,7 @@ differ between releases are checked for the engine's profile (``engine.config.vl
 from __future__ import annotations
 
 from pykv import LLMEngine, RequestStatus
-from pykv.kv_cache_manager import cdiv
+from pykv.engine.kv.kv_cache_manager import cdiv
 
 
 def step_checked(engine: LLMEngine):

@@ -138,7 +138,7 @@ def test_about_page(random_llama_path, monkeypatch):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
 
     def about_page():
-        from pykv.ui import about
+        from pykv.ui.pages import about
         about.render()
 
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
@@ -165,7 +165,7 @@ def test_about_shows_the_model_card_without_front_matter(random_llama_path, tmp_
     monkeypatch.setenv("PYKV_MODEL", str(folder))
 
     def about_page():
-        from pykv.ui import about
+        from pykv.ui.pages import about
         about.render()
 
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
@@ -180,7 +180,7 @@ def test_a_missing_model_is_an_error_message_not_a_traceback(tmp_path, monkeypat
 
 
 def test_sidebar_and_url_are_derived_from_the_config_table(app):
-    from pykv.config import knobs
+    from pykv.border.config import knobs
 
     app.query_params["vllm_profile"] = "v0.6"
     app.query_params["num_cpu_blocks"] = "0"  # 0 = a CPU pool with no room, as in the API and the CLI

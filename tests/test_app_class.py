@@ -13,7 +13,7 @@ from app_helpers import lessons_page, ok
 from app_helpers import step_line as shown
 from streamlit.testing.v1 import AppTest
 
-from pykv.ui import classroom, pages
+from pykv.ui.session import classroom, routes
 
 LESSON = """---
 id: classy
@@ -66,13 +66,13 @@ Still here at engine step {{ engine.step }}.
 
 @pytest.fixture
 def course(tmp_path, monkeypatch, random_llama_path):
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     folder = tmp_path / "course"
     folder.mkdir()
     (folder / "01-classy.md").write_text(LESSON)
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", folder)
+    monkeypatch.setattr(course_files, "LESSONS_DIR", folder)
     return folder
 
 
@@ -171,7 +171,7 @@ def test_bad_and_unknown_codes_are_messages_and_the_course_still_lists(course):
 
 
 def playground_page():
-    from pykv.ui import playground
+    from pykv.ui.pages import playground
 
     playground.render()
 
@@ -187,7 +187,7 @@ def test_explore_forks_a_private_lab_and_rejoin_returns(course, monkeypatch):
         st.stop()
 
     monkeypatch.setattr(st, "switch_page", switch_page)
-    monkeypatch.setattr(pages, "page", lambda url_path: SimpleNamespace(title=url_path.title()))  # app.py routes them
+    monkeypatch.setattr(routes, "page", lambda url_path: SimpleNamespace(title=url_path.title()))  # app.py routes them
     learner.button(key="class_explore").click()
     ok(learner.run())
     assert went and went[-1][0] == "Playground"
@@ -205,7 +205,7 @@ def test_explore_forks_a_private_lab_and_rejoin_returns(course, monkeypatch):
     ok(explorer.run())
     assert any("exploring on your own" in i.value for i in explorer.info)
     assert classroom.classes().presence(code).exploring == 1
-    from pykv.ui import seats
+    from pykv.ui.session import seats
 
     held = seats.seats().in_use()[0]
     explorer.button(key="class_rejoin").click()
@@ -215,9 +215,9 @@ def test_explore_forks_a_private_lab_and_rejoin_returns(course, monkeypatch):
 
 
 def _lesson():
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
-    return lessons_page.course()[0][0]
+    return course_files.course()[0][0]
 
 
 def test_ending_the_class_frees_it_and_followers_are_told(course):

@@ -73,12 +73,12 @@ def app(monkeypatch) -> AppTest:
 
 @pytest.fixture
 def small_course(tmp_path, monkeypatch) -> Path:
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     folder = tmp_path / "course"
     folder.mkdir()
     (folder / "01-paths.md").write_text(LESSON)
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", folder)
+    monkeypatch.setattr(course_files, "LESSONS_DIR", folder)
     return folder
 
 

@@ -92,9 +92,9 @@ def test_the_lesson_player_shows_the_box_with_the_playground_link(monkeypatch):
     index, exercise = first(lesson.id)
 
     def page():
-        from pykv.ui import lessons_page
+        from pykv.ui.pages import lessons
 
-        lessons_page.render()
+        lessons.render()
 
     at = AppTest.from_function(page, default_timeout=180)
     at.query_params["lesson"] = lesson.id

@@ -29,9 +29,9 @@ def deferred(monkeypatch) -> dict:
 
 
 def sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()
 
 
 def export_keys(at: AppTest) -> set[str]:

@@ -96,9 +96,9 @@ def test_the_pool_is_sized_in_gib_of_the_target_models_kv(app):
 
 
 def sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()
 
 
 def test_the_sweep_page_prices_every_run_on_the_target_beside_the_measured(random_llama_path, monkeypatch):

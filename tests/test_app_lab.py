@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pykv import EngineConfig
-from pykv.lab import Lab
+from pykv.lab.lab import Lab
 
 
 @pytest.fixture

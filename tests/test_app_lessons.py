@@ -207,12 +207,12 @@ def write_course(folder: Path, *files: tuple[str, str]) -> Path:
 
 
 def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, tmp_path, monkeypatch):
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     good = SMALL_LESSON.format(id="good", title="Good lesson", actions="- step: 1")
     bad = SMALL_LESSON.format(id="bad", title="Bad lesson", actions="- step: 1")
     bad = bad.replace("seed: 0", "seed: 0\ncolour: red")  # not a front matter field
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", write_course(tmp_path / "course", ("01-good.md", good),
+    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-good.md", good),
                                                                   ("02-bad.md", bad)))
     ok(app.run())
     assert len(app.error) == 1 and "02-bad.md" in app.error[0].value and "colour" in app.error[0].value
@@ -222,10 +222,10 @@ def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, 
 
 
 def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, tmp_path, monkeypatch):
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     text = SMALL_LESSON.format(id="broken", title="Broken", actions="- step: 1\n- run_until: preemption")
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", write_course(tmp_path / "course", ("01-broken.md", text)))
+    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-broken.md", text)))
     open_link(app, "broken", 1)
     assert any("preemption" in e.value for e in app.error), [e.value for e in app.error]
     assert failed_checks(app)
@@ -236,12 +236,12 @@ def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, tm
 
 
 def test_tokenize_draws_a_token_diff_and_side_runs_a_table(app, tmp_path, monkeypatch):
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     actions = ('- tokenize: {name: pair, a: "def add(x, y):", b: "def add(x, z):"}\n'
                "- run: {name: small, config: {num_gpu_blocks: 8}}")
     text = SMALL_LESSON.format(id="tok", title="Tokens", actions=actions).replace("  at_least: 1", "  at_least: 0")
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", write_course(tmp_path / "course", ("01-tok.md", text)))
+    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-tok.md", text)))
     open_link(app, "tok", 1)
     assert not app.error and not failed_checks(app)
     charts = {c.proto.id for c in app.get("plotly_chart")}

@@ -84,7 +84,7 @@ def check_pack(deferred: dict, page: str, stem: str, *words: str) -> zipfile.Zip
 
 @pytest.fixture(autouse=True)
 def no_browser(monkeypatch):
-    """The zip's images are pykv.export's business (tested there): a stand-in keeps these tests fast."""
+    """The zip's images are pykv.review_pack.export's business (tested there): a stand-in keeps these tests fast."""
     monkeypatch.setattr(bundle, "export_image", lambda fig, fmt, **kw: b"<svg/>" if fmt == "svg" else b"\x89PNG")
 
 
@@ -115,13 +115,13 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
 
 
 def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypatch, deferred):
-    from pykv.ui import lessons_page
+    from pykv.ui.session import course_files
 
     monkeypatch.delenv("PYKV_MODEL", raising=False)
     course = tmp_path / "course"
     course.mkdir()
     (course / "01-pack.md").write_text(LESSON)
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", course)
+    monkeypatch.setattr(course_files, "LESSONS_DIR", course)
     at = AppTest.from_function(_lessons_page, default_timeout=180)
     at.query_params["lesson"] = "pack"
     at.query_params["step"] = "2"
@@ -132,12 +132,12 @@ def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypa
 
 
 def _sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()
 
 
 def _lessons_page():
-    from pykv.ui import lessons_page
+    from pykv.ui.pages import lessons
 
-    lessons_page.render()
+    lessons.render()

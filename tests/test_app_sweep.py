@@ -7,8 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pykv import EngineConfig
-from pykv.sweep import SweepSpec, iter_runs
-from pykv.ui.sweep_page import SweepRun
+from pykv.lab.sweep import SweepSpec, iter_runs
+from pykv.ui.pages.sweep import SweepRun
 
 RUN = "FormSubmitter:sweep_form_num_gpu_blocks-Run sweep"
 MEASURED_AND_MODELLED = {"sweep_runs", "sweep_costs", "sweep_modelled_runs", "sweep_crossover"}
@@ -19,9 +19,9 @@ def charts(at: AppTest) -> set[str]:
 
 
 def sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pykv import EngineConfig, LLMEngine, SamplingParams
-from pykv.loader import load_model
+from pykv.engine.model.loader import load_model
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from pykv.block_pool import BlockPool
+from pykv.engine.kv.block_pool import BlockPool
 
 
 def test_allocate_takes_from_front_and_free_appends_to_back():

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pykv.border.config import knob_named, knobs
+from pykv.border.vllm_profiles import PROFILES
 from pykv.cheatsheet import cheatsheet_html, cited_lessons
 from pykv.cheatsheet.content import KNOB_NOTES
 from pykv.cheatsheet.page import first_clause, knob_releases, knob_rows, lab_only_knobs, unresolved_cites
-from pykv.config import knob_named, knobs
 from pykv.lessons.loader import read_course
-from pykv.vllm_profiles import PROFILES
 
 VLLM_SRC = Path("/tmp/vllm_src")  # `pip download vllm==<release>` unpacked per release, as in test_review_pack
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pykv.cli import build_parser
-from pykv.config import ConfigError, EngineConfig, knob_named, knobs, parse_knob_text
+from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs, parse_knob_text
+from pykv.cli.main import build_parser
 from pykv.lessons.errors import FieldError
 from pykv.lessons.lesson_walk import check_config
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from pykv.engine.model.loader import load_model
 from pykv.lessons import load_course, load_lesson, replay
 from pykv.lessons.loader import COURSE_DIR, lesson_files
-from pykv.loader import load_model
 
 FILES = lesson_files()
 

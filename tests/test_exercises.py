@@ -14,13 +14,13 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from pykv.lab import Lab
+from pykv.engine.model.loader import load_model
+from pykv.lab.lab import Lab
 from pykv.lessons import LessonError, load_course, parse_lesson
 from pykv.lessons.exercise_block import PlaygroundLink
 from pykv.lessons.exercises import check_exercise, exercise_ref, find_exercise, link_workload
 from pykv.lessons.schema import Lesson
-from pykv.loader import load_model
-from pykv.ui.state import config_from_query, default_config
+from pykv.ui.session.state import config_from_query, default_config
 
 COURSE = load_course()
 EXERCISES = [(lesson, i) for lesson in COURSE for i, step in enumerate(lesson.steps) if step.exercise is not None]
@@ -32,7 +32,8 @@ def tiny():
 
 
 def playground_lab(link: PlaygroundLink, lesson: Lesson, loaded) -> Lab:
-    """The Lab the Playground builds for ``link`` (as ``pykv.ui.state.lab_from_url`` and the exercise panel do)."""
+    """The Lab the Playground builds for ``link`` (as ``pykv.ui.session.state.lab_from_url`` and the exercise
+    panel do)."""
     config, problems = config_from_query(dict(parse_qsl(link.playground_query())), default_config())
     assert not problems, problems
     preset, seed, workload = link_workload(link, lesson)

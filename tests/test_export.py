@@ -1,4 +1,4 @@
-"""Figure export (pykv/export.py): SVG / PNG through kaleido and Debian's Chromium, HTML with plotly.js
+"""Figure export (pykv/review_pack/export.py): SVG / PNG through kaleido and Debian's Chromium, HTML with plotly.js
 inside. Real renders are few (one figure, rendered once per format and scale it needs, ~0.3 s each
 after a ~3 s browser start); failures are provoked without touching the shared browser."""
 
@@ -14,9 +14,10 @@ import zlib
 import plotly.graph_objects as go
 import pytest
 
-from pykv import EngineConfig, export
-from pykv.cli import build_parser, config_from_args
-from pykv.export import ExportUnavailable, export_figure, export_html, export_image, png_size
+from pykv import EngineConfig
+from pykv.cli.main import build_parser, config_from_args
+from pykv.review_pack import export
+from pykv.review_pack.export import ExportUnavailable, export_figure, export_html, export_image, png_size
 from pykv.viz.captions import config_summary, state_caption, sweep_caption, sweep_command
 from pykv.viz.theme import LIGHT, figure, template
 

@@ -9,13 +9,13 @@ import math
 
 import pytest
 
+from pykv.border.pcie import LINKS, PCIE_COPY_OVERHEAD_US, PCIE_GBPS
+from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
 from pykv.gpu_model import CALIBRATION, GPUS, MODELS, Chunk, ModelShape, estimate
 from pykv.gpu_model.estimate import Estimate
 from pykv.gpu_model.gpus import detect_gpu
 from pykv.gpu_model.models import find_model
 from pykv.gpu_model.pool import blocks_for_gib, gib_for_blocks
-from pykv.pcie import LINKS, PCIE_COPY_OVERHEAD_US, PCIE_GBPS
-from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
 
 IDEAL = dataclasses.replace(CALIBRATION, gemm_efficiency_16bit=1.0, gemm_half_tokens=0.0, attention_efficiency=1.0,
                             memory_efficiency=1.0, step_overhead_us=0.0, layer_overhead_us=0.0)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pykv.cli import main
+from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
+from pykv.cli.main import main
 from pykv.gpu_model import Chunk, estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.gpu_model.schedule import bills, modelled_view, request_times, run_totals
 from pykv.lessons.errors import FieldError
 from pykv.lessons.path_checks import Known
 from pykv.lessons.paths import check_path
-from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_the_gpu_checks_model_section_dry_runs_on_cpu():
 
 def test_on_a_real_gpu_the_measured_step_sits_beside_the_prediction_for_that_gpu(make_engine, random_llama_path):
     from pykv.gpu_model import ModelShape
-    from pykv.ui.modelled_views import real_gpu_comparison
+    from pykv.ui.views.modelled_views import real_gpu_comparison
 
     engine = make_engine(num_gpu_blocks=16, block_size=4)
     engine.add_request("def a(x):")

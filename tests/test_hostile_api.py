@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from pykv import EngineConfig, SamplingParams
-from pykv.config import ConfigError
-from pykv.engine import LLMEngine
-from pykv.limits import MAX_KV_BYTES_ENV, MAX_PROMPT_CHARS
-from pykv.sampler import sample
+from pykv.border.config import ConfigError
+from pykv.border.limits import MAX_KV_BYTES_ENV, MAX_PROMPT_CHARS
+from pykv.engine.llm_engine import LLMEngine
+from pykv.engine.model.sampler import sample
 
 NAN, INF = float("nan"), float("inf")
 

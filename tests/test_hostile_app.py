@@ -12,9 +12,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from pykv import EngineConfig
-from pykv.config import knobs
-from pykv.lab import Lab
-from pykv.ui import budgets, lessons_page, safe_text, seats, state
+from pykv.border.config import knobs
+from pykv.lab.lab import Lab
+from pykv.ui import safe_text
+from pykv.ui.session import budgets, course_files, seats, state
 
 APP = str(Path(__file__).parent.parent / "app.py")
 HUGE = "9" * 5000
@@ -55,18 +56,18 @@ def app(random_llama_path, monkeypatch) -> AppTest:
     return AppTest.from_file(APP, default_timeout=120)
 
 
-def lessons():
-    from pykv.ui import lessons_page
+def lessons_page():
+    from pykv.ui.pages import lessons
 
-    lessons_page.render()
+    lessons.render()
 
 
 @pytest.fixture
 def lessons_app(random_llama_path, monkeypatch, tmp_path) -> AppTest:
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     (tmp_path / "01-small.md").write_text(LESSON)
-    monkeypatch.setattr(lessons_page, "LESSONS_DIR", tmp_path)
-    return AppTest.from_function(lessons, default_timeout=120)
+    monkeypatch.setattr(course_files, "LESSONS_DIR", tmp_path)
+    return AppTest.from_function(lessons_page, default_timeout=120)
 
 
 def opened(at: AppTest, **params: str) -> AppTest:
@@ -222,7 +223,7 @@ def test_a_new_session_beyond_the_app_wide_cap_gets_a_clear_message(app, monkeyp
 
 
 def test_the_seat_reserves_pools_and_history_before_allocation(random_llama, random_llama_path):
-    from pykv.lab import memory_estimate
+    from pykv.lab.lab import memory_estimate
 
     small = memory_estimate(EngineConfig(model=str(random_llama_path)), random_llama)
     big = memory_estimate(EngineConfig(model=str(random_llama_path), num_gpu_blocks=512, num_cpu_blocks=4096,

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-import pykv.cli
-import pykv.sweep
-from pykv.cli import main
-from pykv.sweep import MAX_SWEEP_VALUES, SweepSpec, count_values, parse_values
-from pykv.workload import MAX_JSON_DEPTH, MAX_REQUESTS, MAX_WORKLOAD_BYTES, Workload, make_workload
+import pykv.cli.main
+import pykv.lab.sweep
+from pykv.border.workload import MAX_JSON_DEPTH, MAX_REQUESTS, MAX_WORKLOAD_BYTES, Workload, make_workload
+from pykv.cli.main import main
+from pykv.lab.sweep import MAX_SWEEP_VALUES, SweepSpec, count_values, parse_values
 
 OK_REQUEST = {"prompt": "def f(", "max_tokens": 4}
 
@@ -65,9 +65,9 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("work started before the input was checked")
 
-    monkeypatch.setattr(pykv.cli, "LLMEngine", forbidden)
-    monkeypatch.setattr(pykv.sweep, "run_sweep", forbidden)
-    monkeypatch.setattr(pykv.sweep, "load_model", forbidden)
+    monkeypatch.setattr(pykv.cli.main, "LLMEngine", forbidden)
+    monkeypatch.setattr(pykv.lab.sweep, "run_sweep", forbidden)
+    monkeypatch.setattr(pykv.lab.sweep, "load_model", forbidden)
 
 
 def run_cli(capsys, argv) -> tuple[int, list[str], float]:
@@ -165,7 +165,7 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(monkeypatch, random_llama_
     def boom(*args, **kwargs):
         raise RuntimeError("the device\nfell over")
 
-    monkeypatch.setattr(pykv.cli, "LLMEngine", boom)
+    monkeypatch.setattr(pykv.cli.main, "LLMEngine", boom)
     code, lines, _ = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
     assert code == 1 and lines == ["error: RuntimeError: the device fell over"]
 
@@ -174,7 +174,7 @@ def test_ctrl_c_is_one_line(monkeypatch, random_llama_path, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pykv.cli, "LLMEngine", interrupted)
+    monkeypatch.setattr(pykv.cli.main, "LLMEngine", interrupted)
     code, lines, _ = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
     assert code == 130 and lines == ["error: interrupted"]
 
@@ -297,6 +297,6 @@ def test_row_29_sweep_page_counts_runs_before_building_configs(random_llama_path
 
 
 def _sweep_page():
-    from pykv.ui import sweep_page
+    from pykv.ui.pages import sweep
 
-    sweep_page.render()
+    sweep.render()

@@ -1,6 +1,6 @@
-from pykv.block_pool import BlockPool
-from pykv.kv_cache_manager import KVCacheManager
-from pykv.request import Request, SamplingParams
+from pykv.border.request import Request, SamplingParams
+from pykv.engine.kv.block_pool import BlockPool
+from pykv.engine.kv.kv_cache_manager import KVCacheManager
 
 
 def req(rid, tokens, max_tokens=4):

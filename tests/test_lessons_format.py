@@ -291,7 +291,7 @@ def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch(
     import sys
 
     code = ("import sys; from pykv.lessons.loader import read_course; lessons, problems = read_course(); "
-            "print(len(lessons), len(problems), 'pykv.engine' in sys.modules, 'torch' in sys.modules)")
+            "print(len(lessons), len(problems), 'pykv.engine.llm_engine' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
     course = len(list((Path(__file__).parent.parent / "lessons").glob("[0-9][0-9]-*.md")))

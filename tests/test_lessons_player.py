@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from pykv import EngineConfig
-from pykv.lab import Lab
+from pykv.border.workload import make_workload
+from pykv.engine.model.loader import load_model
+from pykv.lab.lab import Lab
 from pykv.lessons import LessonPlayer, PathError, load_lesson, parse_lesson, replay, resolve
 from pykv.lessons.checks import compare, evaluate, render
 from pykv.lessons.paths import NOT_ARRIVED
 from pykv.lessons.step_blocks import Check, ValueOf
-from pykv.loader import load_model
-from pykv.workload import make_workload
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
 FRONT = """\

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, LessonPlayer, PredictionResult, load_lesson, parse_lesson, replay
 from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, answer_text, parse_prediction
-from pykv.loader import load_model
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "predict.md"
 FRONT = """\

@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from pykv.cache_engine import CacheEngine
+from pykv.engine.kv.cache_engine import CacheEngine
+from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, parse_lesson, replay, resolve
 from pykv.lessons.path_checks import Known
 from pykv.lessons.paths import check_path
 from pykv.lessons.sizing import UTILIZATIONS, catalogue_kv, model_name
-from pykv.loader import load_model
 
 FRONT = """\
 ---

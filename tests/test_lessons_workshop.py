@@ -20,7 +20,7 @@ from pykv.lessons.workshop import (
     step_after,
     step_before,
 )
-from pykv.ui.lesson_guide import card_text
+from pykv.ui.views.lesson_guide import card_text
 
 FRONT = """\
 id: small

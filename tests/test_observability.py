@@ -6,10 +6,10 @@ import pytest
 from rules import step_checked
 
 from pykv import SamplingParams, Snapshot
-from pykv.snapshot import diff_snapshots
-from pykv.step_report import PreemptionView
-from pykv.workload import make_workload
-from pykv.workload_runner import WorkloadRunner
+from pykv.border.snapshot import diff_snapshots
+from pykv.border.step_report import PreemptionView
+from pykv.border.workload import make_workload
+from pykv.lab.workload_runner import WorkloadRunner
 
 LONG = SamplingParams(max_tokens=16, ignore_eos=True)
 
@@ -188,7 +188,7 @@ def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
 
 def test_finished_statuses_in_snapshots_are_request_statuses(make_engine):
     from pykv import SamplingParams
-    from pykv.request import RequestStatus
+    from pykv.border.request import RequestStatus
 
     engine = make_engine()
     first = engine.generate(["def add(x, y):"], SamplingParams(max_tokens=4))[0]

@@ -16,9 +16,9 @@ import torch
 from rules import assert_drained, step_checked
 
 from pykv import EngineConfig, SamplingParams
-from pykv.block_pool import BlockPool
-from pykv.offload_tier import OffloadTier
-from pykv.request import Request
+from pykv.border.request import Request
+from pykv.engine.kv.block_pool import BlockPool
+from pykv.engine.kv.offload_tier import OffloadTier
 
 
 def test_tier_is_an_lru_of_full_blocks():

@@ -15,7 +15,7 @@ import torch
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
-from pykv.parallel_sampling import group_output
+from pykv.engine.parallel_sampling import group_output
 
 
 def test_the_first_token_forks_sequences_that_share_every_block(make_engine):

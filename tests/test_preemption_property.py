@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
-from pykv.parallel_sampling import sequence_ids
-from pykv.vllm_profiles import PROFILES
+from pykv.border.vllm_profiles import PROFILES
+from pykv.engine.parallel_sampling import sequence_ids
 
 PER_PROFILE = math.ceil(settings().max_examples / len(PROFILES))
 

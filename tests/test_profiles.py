@@ -244,8 +244,8 @@ PROFILE_CONFIGS = {  # every scheduling order pykv has, and swap
 def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, random_llama_path, preset, pool):
     """Profiles change schedules, never greedy tokens: each preset, on a pool that preempts, under every order."""
     from pykv import EngineConfig
-    from pykv.completed_run import run_to_completion
-    from pykv.workload import make_workload
+    from pykv.border.workload import make_workload
+    from pykv.lab.completed_run import run_to_completion
 
     tokens, preemptions = {}, {}
     for name, changes in PROFILE_CONFIGS.items():

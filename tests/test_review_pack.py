@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 
 import pykv.review_pack.bundle as bundle
-from pykv.cli import main
-from pykv.config import EngineConfig
-from pykv.export import ExportUnavailable
-from pykv.lab import Lab, lab_config
+from pykv.border.config import EngineConfig
+from pykv.border.snapshot import Snapshot
+from pykv.border.vllm_command import NOT_IN_RELEASE, PYKV_ONLY, RELEASE_FLAGS, knob_mappings, llm_kwargs, serve_command
+from pykv.border.workload import Workload, make_workload
+from pykv.cli.main import main
+from pykv.lab.lab import Lab, lab_config
 from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
 from pykv.review_pack.deep_link import link_caveats, playground_query
+from pykv.review_pack.export import ExportUnavailable
 from pykv.review_pack.page import Figures, ReviewPack, Section, plotly_js
 from pykv.review_pack.run import grid_figures
 from pykv.review_pack.text import markdown_html
-from pykv.snapshot import Snapshot
-from pykv.vllm_command import NOT_IN_RELEASE, PYKV_ONLY, RELEASE_FLAGS, knob_mappings, llm_kwargs, serve_command
-from pykv.workload import Workload, make_workload
 
 SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "metrics", "logs"]
 VLLM_SRC = Path("/tmp/vllm_src")
@@ -203,7 +203,7 @@ def test_the_zip_holds_the_page_every_figure_the_csvs_and_the_snapshot(pack, rec
 
 
 def test_the_zip_exports_real_images_where_chromium_runs(record):
-    from pykv.export import static_export_problem
+    from pykv.review_pack.export import static_export_problem
 
     if problem := static_export_problem():
         pytest.skip(problem)

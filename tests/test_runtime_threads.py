@@ -8,7 +8,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from pykv.runtime import THREADS_ENV, configure_torch_threads
+from pykv.border.runtime import THREADS_ENV, configure_torch_threads
 
 
 def blas_threads() -> list[int]:

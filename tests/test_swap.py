@@ -5,8 +5,8 @@ import torch
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
-from pykv.cache_engine import CacheEngine
-from pykv.model import ModelConfig
+from pykv.engine.kv.cache_engine import CacheEngine
+from pykv.engine.model.model import ModelConfig
 
 LONG = SamplingParams(max_tokens=16, ignore_eos=True)
 

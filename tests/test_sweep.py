@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from pykv import EngineConfig
-from pykv.cli import main
-from pykv.loader import load_model
-from pykv.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS, StormShape, SweepSpec, parse_values, run_sweep, storm_shape
+from pykv.cli.main import main
+from pykv.engine.model.loader import load_model
+from pykv.lab.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS, StormShape, SweepSpec, parse_values, run_sweep, storm_shape
 
 COUNTS = ["preemptions", "recomputed_tokens", "swapped_bytes", "swap_copies", "output_tokens", "steps"]
 

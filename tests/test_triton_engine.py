@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pykv import SamplingParams
-from pykv.attention import STEPWISE_CPU_ENV, TORCH_BACKEND, resolve_backend
+from pykv.engine.model.attention import STEPWISE_CPU_ENV, TORCH_BACKEND, resolve_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM = list(range(100, 108))  # two full blocks of 4: a shared prefix
@@ -66,7 +66,7 @@ def test_triton_backend_matches_torch_greedy_tokens_with_preemption_and_prefix_h
 def test_triton_backend_matches_torch_on_the_shipped_model():
     """The issue's check on the shipped model."""
     from pykv import EngineConfig, LLMEngine, default_model_path
-    from pykv.loader import load_model
+    from pykv.engine.model.loader import load_model
 
     path = default_model_path()
     loaded = load_model(str(path))

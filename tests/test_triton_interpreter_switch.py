@@ -29,7 +29,7 @@ def test_importing_pykv_leaves_triton_and_the_environment_alone():
     code = (
         "import os, sys\n"
         "import pykv, kernels.reference, kernels.launch_utils\n"
-        "from pykv.attention import resolve_backend\n"
+        "from pykv.engine.model.attention import resolve_backend\n"
         "assert resolve_backend('torch', 'cpu').name == 'torch' and resolve_backend('auto', 'cpu').name == 'torch'\n"
         "print(os.environ.get('TRITON_INTERPRET'), 'triton' in sys.modules)\n"
     )
@@ -40,7 +40,7 @@ def test_choosing_triton_on_cpu_switches_the_interpreter_on_before_triton_is_imp
     if importlib.util.find_spec("triton") is None:  # not importorskip: this process imports no triton either
         pytest.skip("triton is not installed")
     code = (
-        "import os, pykv.attention as a\n"
+        "import os, pykv.engine.model.attention as a\n"
         "b = a.resolve_backend('triton', 'cpu')\n"
         "from kernels.triton_utils import interpreted\n"
         "print(os.environ.get('TRITON_INTERPRET'), interpreted(), b.name)\n"
@@ -53,7 +53,7 @@ def test_triton_imported_too_early_is_a_clear_error():
         pytest.skip("triton is not installed here")
     code = (
         "import triton\n"  # as torch._dynamo does, before pykv could switch the interpreter on
-        "from pykv.attention import resolve_backend\n"
+        "from pykv.engine.model.attention import resolve_backend\n"
         "try:\n"
         "    resolve_backend('triton', 'cpu')\n"
         "except ValueError as e:\n"

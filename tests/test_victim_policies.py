@@ -14,9 +14,9 @@ import pytest
 from rules import assert_drained, step_checked
 
 from pykv import EngineConfig, SamplingParams
-from pykv.request import Request
-from pykv.victim_policy import choose_victim
-from pykv.workload import make_workload
+from pykv.border.request import Request
+from pykv.border.workload import make_workload
+from pykv.engine.sched.victim_policy import choose_victim
 
 
 def req(rid: str, prompt: int, outputs: int = 0, computed: int = 0, priority: int = 0, arrival: float = 0.0):
@@ -106,7 +106,7 @@ def test_a_victim_scheduled_earlier_in_the_step_is_taken_back_and_leaves_no_hash
     """Under lcf a V1 victim may be a request scheduled earlier in the same step (0.33's priority branch does the
     same): its chunk is taken back, its tokens go back to the budget, and blocks registered for that chunk, which
     never ran, lose their hashes (the prefix cache must not offer KV that was never computed)."""
-    import pykv.scheduler as scheduler
+    import pykv.engine.sched.scheduler as scheduler
 
     taken_back = []
 

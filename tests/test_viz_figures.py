@@ -5,8 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
-from pykv.snapshot import BlockView, RequestView, Snapshot, diff_snapshots
-from pykv.step_report import PreemptionView
+from pykv.border.snapshot import BlockView, RequestView, Snapshot, diff_snapshots
+from pykv.border.step_report import PreemptionView
 from pykv.viz import REQUEST_PALETTE, block_grid_figure, block_tables_figure, queues_figure, request_color, template
 from pykv.viz.blocks import grid_columns
 from pykv.viz.theme import DARK, LIGHT, text_color_on

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pykv.request import RequestOutput
-from pykv.snapshot import Snapshot
-from pykv.step_report import PreemptionView, ScheduledChunk, StepReport
-from pykv.units import fmt_bytes
+from pykv.border.request import RequestOutput
+from pykv.border.snapshot import Snapshot
+from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
+from pykv.border.units import fmt_bytes
 from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
 
 
@@ -90,7 +90,7 @@ def test_tables():
 
 
 def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():
-    from pykv.step_report import CopyOnWrite, OffloadTransfer
+    from pykv.border.step_report import CopyOnWrite, OffloadTransfer
 
     lines = "\n".join(narrate(snap_with(report(
         chunks=[ScheduledChunk("4", 32, 16, True, 0, 32), ScheduledChunk("5", 0, 16, True)],

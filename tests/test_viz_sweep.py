@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pykv.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS
+from pykv.lab.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure, template
 from pykv.viz.sweep_charts import MODE_COLORS
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from pykv.snapshot import BlockView, Snapshot
-from pykv.step_report import PreemptionView, StepReport
+from pykv.border.snapshot import BlockView, Snapshot
+from pykv.border.step_report import PreemptionView, StepReport
 from pykv.viz import selected_step, timeline_figure
 from pykv.viz.queues import MODE_LETTER
 from pykv.viz.theme import DARK, LIGHT

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from pykv.cli import main
-from pykv.workload import PRESETS, Workload, make_workload
-from pykv.workload_runner import WorkloadRunner
+from pykv.border.workload import PRESETS, Workload, make_workload
+from pykv.cli.main import main
+from pykv.lab.workload_runner import WorkloadRunner
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

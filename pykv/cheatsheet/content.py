@@ -1,7 +1,7 @@
 """What the cheat sheet says, as data: the tuning order (lesson 11), symptoms and fixes (lessons 10, 12
 and the rest) and, per EngineConfig knob that is a vLLM flag, the flag and what the course showed of
 its effect on preemption. Which knobs exist, what each does and which releases have it come from
-EngineConfig's table (``pykv.config.knobs``); only what the table cannot know is written here.
+EngineConfig's table (``pykv.border.config.knobs``); only what the table cannot know is written here.
 
 A citation names a lesson by id and a step by title, so renumbering lessons or steps keeps the links
 right (the page resolves them against the course it is given).

@@ -12,6 +12,8 @@ import re
 from typing import Optional, Sequence
 from urllib.parse import quote
 
+from pykv.border.config import Knob, knobs
+from pykv.border.vllm_profiles import PROFILES
 from pykv.cheatsheet.content import (
     KNOB_COLUMNS,
     KNOB_NOTES,
@@ -22,9 +24,7 @@ from pykv.cheatsheet.content import (
     Cite,
     KnobNote,
 )
-from pykv.config import Knob, knobs
 from pykv.lessons.schema import Lesson
-from pykv.vllm_profiles import PROFILES
 
 TITLE = "Preemption in vLLM: the cheat sheet"
 CSS = """

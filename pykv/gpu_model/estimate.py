@@ -23,12 +23,12 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from pykv.border.pcie import LINKS, link_copy_seconds
+from pykv.border.step_report import PreemptionView, StepReport
 from pykv.gpu_model.calibration import CALIBRATION, Calibration
 from pykv.gpu_model.gpus import GpuSpec, find_gpu
 from pykv.gpu_model.models import MODELS, find_model
 from pykv.gpu_model.shapes import ModelShape
-from pykv.pcie import LINKS, link_copy_seconds
-from pykv.step_report import PreemptionView, StepReport
 
 DTYPES = {"bf16": (2, "16bit"), "fp16": (2, "16bit"), "fp8": (1, "fp8"), "fp32": (4, "fp32")}  # bytes, peak key
 ACTIVATION_BYTES = 2  # all-reduced activations are 16-bit

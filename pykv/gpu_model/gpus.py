@@ -20,7 +20,7 @@ class GpuSpec:
     memory_gb: float  # HBM / GDDR capacity
     memory_gbps: float  # peak memory bandwidth
     tflops: dict[str, float]  # dense peak by math dtype: "16bit", "fp8", "fp32"
-    host_link: str  # a key of pykv.pcie.LINKS
+    host_link: str  # a key of pykv.border.pcie.LINKS
     interconnect: str  # what links the GPUs of a tensor-parallel group
     interconnect_gbps: float  # per GPU, one direction
     match: tuple[str, ...]  # words that all appear in torch.cuda.get_device_name() (lowercased)

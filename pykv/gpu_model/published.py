@@ -23,7 +23,7 @@ SOURCES = {
                 "A100-80G: FTL(ave) and the 50% per-token latency (InternLM/lmdeploy)",
     "nim": "NVIDIA NIM LLM benchmarking docs (docs.nvidia.com/nim/benchmarking/llm, 'Performance'), "
            "Llama-3.3-70b-instruct NIM 1.8.0 on 2 x H100 80G, fp8, TP2, concurrency 1 (held out: not fitted)",
-    "links": "host<->device copy measurements (pykv/pcie.py LINKS: the link model's own inputs)",
+    "links": "host<->device copy measurements (pykv/border/pcie.py LINKS: the link model's own inputs)",
     "vllm-paper": "Kwon et al., 'Efficient Memory Management for LLM Serving with PagedAttention', SOSP 2023, "
                   "Fig. 19(a): OPT-13B, 256 tokens (209.7 MB of KV), A100-40GB, one copy per block",
 }

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Iterable, Optional, Sequence
 
+from pykv.border.snapshot import Snapshot
+from pykv.border.step_report import PreemptionView, StepReport
 from pykv.gpu_model.estimate import Chunk, Estimate
-from pykv.snapshot import Snapshot
-from pykv.step_report import PreemptionView, StepReport
 
 
 @dataclass(frozen=True)

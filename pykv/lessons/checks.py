@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from pykv.border.units import fmt_bytes
 from pykv.lessons.errors import FieldError, PathError
 from pykv.lessons.markdown import outside_code
 from pykv.lessons.paths import Scope, resolve
 from pykv.lessons.step_blocks import Check, ValueOf
-from pykv.units import fmt_bytes
 
 
 @dataclass(frozen=True)

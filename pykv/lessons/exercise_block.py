@@ -15,7 +15,7 @@ ladder and the solution (a link too; hidden from learners, CI checks that it sol
     ```
 
 A link is a Playground query: ``preset`` (a workload preset, or ``lesson`` for this lesson's own
-workload and seed), optionally ``step``, and any knob the Playground's URL takes (``pykv.config.knobs("url")``)
+workload and seed), optionally ``step``, and any knob the Playground's URL takes (``pykv.border.config.knobs("url")``)
 except those the app decides (device, attention backend). Everything is checked when the lesson loads.
 """
 
@@ -28,11 +28,11 @@ from urllib.parse import parse_qsl, urlencode
 
 from pydantic import BaseModel, ConfigDict
 
-from pykv.config import EngineConfig, knobs, parse_knob_text
+from pykv.border.config import EngineConfig, knobs, parse_knob_text
+from pykv.border.limits import MAX_STEPS
+from pykv.border.workload import PRESETS
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import MAX_CHECKS_PER_STEP, clip, shown
-from pykv.limits import MAX_STEPS
-from pykv.workload import PRESETS
 
 FIELDS = ("task", "link", "solved", "hints", "solution")
 LESSON_WORKLOAD = "lesson"  # preset=lesson: the lesson's own workload (the Playground's URL then says preset=none)
@@ -47,7 +47,7 @@ class PlaygroundLink:
     """A parsed Playground query: the workload, the knobs it changes (parsed values) and the step shown."""
 
     query: str  # as written in the lesson
-    preset: str  # a pykv.workload preset or "lesson"
+    preset: str  # a pykv.border.workload preset or "lesson"
     knobs: dict[str, Any]
     step: int = 0
 

@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from pykv.lab import Lab
+from pykv.border.workload import Workload
+from pykv.lab.lab import Lab
 from pykv.lessons.checks import CheckResult, evaluate
 from pykv.lessons.exercise_block import Exercise, PlaygroundLink, goal_text
 from pykv.lessons.limits import MAX_NAME_CHARS, shown
 from pykv.lessons.paths import Scope
 from pykv.lessons.schema import Lesson
-from pykv.workload import Workload
 
 REF = re.compile(r"([a-z0-9]+(?:-[a-z0-9]+)*)\.([0-9]{1,3})")
 WORKLOAD_CHECK = "the Playground runs this exercise's workload"

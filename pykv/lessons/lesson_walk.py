@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pykv.config import ConfigError, EngineConfig, knob_named, knobs
+from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.lessons.checks import template_paths
 from pykv.lessons.differs import Differs, parse_differs
 from pykv.lessons.errors import FieldError

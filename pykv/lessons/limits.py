@@ -3,7 +3,7 @@ app one), so each limit bounds time or memory when the file loads or plays; each
 the course uses (the largest shipped lesson is 12 KB, 7 steps, 7 side runs, 6 requests).
 
 Engine config values in a lesson (front matter ``config``, ``configure``, ``run`` configs) are held
-to the app's own limits: each knob's ``maximum`` in EngineConfig's table (``pykv.config``), plus
+to the app's own limits: each knob's ``maximum`` in EngineConfig's table (``pykv.border.config``), plus
 ``CONFIG_CAPS`` below for the knobs whose size costs memory and that the table leaves open.
 """
 
@@ -13,7 +13,7 @@ import re
 import reprlib
 from typing import Any
 
-from pykv.limits import MAX_STEPS
+from pykv.border.limits import MAX_STEPS
 
 # ---- the file -----------------------------------------------------------------------------------
 MAX_FILE_BYTES = 256 * 1024  # checked before the file is read

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from pykv.config import EngineConfig
+from pykv.border.config import EngineConfig
+from pykv.border.snapshot import BlockView, RequestView
+from pykv.border.step_report import PreemptionView, StepReport
 from pykv.gpu_model.schedule import ModelledView
 from pykv.lessons.errors import FieldError
 from pykv.lessons.run_summary import RunSummary
 from pykv.lessons.sizing import ENGINE_MODEL, UTILIZATION_KEYS, CatalogueKv, EngineKv, known_models, model_name
 from pykv.lessons.tokens import TokenDiff
-from pykv.snapshot import BlockView, RequestView
-from pykv.step_report import PreemptionView, StepReport
 
 ENGINE_FIELDS = ("step", "done", "config")
 QUEUES = ("waiting", "running", "swapped")
@@ -30,7 +30,7 @@ REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView 
 
 @lru_cache(maxsize=1)
 def metric_names() -> tuple[str, ...]:
-    from pykv.metrics import all_metric_names
+    from pykv.engine.observe.metrics import all_metric_names
 
     return all_metric_names()
 

@@ -21,7 +21,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
-from pykv.config import EngineConfig
+from pykv.border.config import EngineConfig
+from pykv.border.snapshot import RequestView, Snapshot
 from pykv.gpu_model import DEFAULT_TARGET
 from pykv.gpu_model.schedule import modelled_view
 from pykv.lessons.errors import FieldError, PathError
@@ -29,7 +30,6 @@ from pykv.lessons.path_checks import CHECKERS, Checker, Known, choices
 from pykv.lessons.run_summary import RunSummary
 from pykv.lessons.sizing import ENGINE_MODEL, catalogue_kv, engine_kv, model_name
 from pykv.lessons.tokens import TokenDiff
-from pykv.snapshot import RequestView, Snapshot
 
 NOT_ARRIVED = "not_arrived"  # status of a request the lesson defines but the engine has not been given yet
 LESSON_TARGET = DEFAULT_TARGET  # what `modelled.*` and `run.NAME.modelled_*` price on: H100-SXM + Llama-3.1-8B, bf16

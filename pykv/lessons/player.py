@@ -20,8 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from pykv.config import EngineConfig, app_owned_knobs
-from pykv.lab import Lab, has_preempted, lab_config
+from pykv.border.config import EngineConfig, app_owned_knobs
+from pykv.border.limits import MAX_STEPS
+from pykv.border.workload import Workload, WorkloadRequest
+from pykv.engine.model.loader import DTYPES, LoadedModel
+from pykv.lab.lab import Lab, has_preempted, lab_config
 from pykv.lessons.checks import CheckResult, evaluate, render
 from pykv.lessons.errors import LessonError, PathError
 from pykv.lessons.paths import Scope, resolve
@@ -30,9 +33,6 @@ from pykv.lessons.runs import RunSummary, side_run
 from pykv.lessons.schema import Lesson, LessonStep
 from pykv.lessons.step_blocks import Action, AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize
 from pykv.lessons.tokens import TokenDiff, tokenize_pair
-from pykv.limits import MAX_STEPS
-from pykv.loader import DTYPES, LoadedModel
-from pykv.workload import Workload, WorkloadRequest
 
 
 @dataclass(frozen=True)

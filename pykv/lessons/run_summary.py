@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from pykv.step_report import PreemptionView
+from pykv.border.step_report import PreemptionView
 
 
 @dataclass(frozen=True)

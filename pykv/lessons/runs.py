@@ -6,14 +6,14 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
-from pykv.completed_run import run_to_completion
-from pykv.config import EngineConfig
+from pykv.border.config import EngineConfig
+from pykv.border.limits import MAX_STEPS
+from pykv.border.workload import Workload
+from pykv.engine.model.loader import LoadedModel
 from pykv.gpu_model.schedule import run_totals
+from pykv.lab.completed_run import run_to_completion
 from pykv.lessons.paths import LESSON_TARGET
 from pykv.lessons.run_summary import RunSummary
-from pykv.limits import MAX_STEPS
-from pykv.loader import LoadedModel
-from pykv.workload import Workload
 
 
 def side_run(name: str, config: EngineConfig, workload: Workload, loaded: LoadedModel,

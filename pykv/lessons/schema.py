@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
+from pykv.border.workload import Workload
 from pykv.lessons.differs import Differs
 from pykv.lessons.exercise_block import Exercise
 from pykv.lessons.limits import (
@@ -33,7 +34,6 @@ from pykv.lessons.model_base import LESSON_ID, StrictModel
 from pykv.lessons.predict import Prediction
 from pykv.lessons.step_blocks import Action, Check
 from pykv.lessons.workload_spec import WorkloadSpec
-from pykv.workload import Workload
 
 
 class FrontMatter(StrictModel):

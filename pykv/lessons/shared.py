@@ -20,11 +20,11 @@ import dataclasses
 import threading
 from typing import Any, Callable, Hashable, Optional
 
-from pykv.config import EngineConfig
-from pykv.lab import Lab
+from pykv.border.config import EngineConfig
+from pykv.engine.model.loader import LoadedModel
+from pykv.lab.lab import Lab
 from pykv.lessons.player import LessonPlayer, StepState
 from pykv.lessons.schema import Lesson
-from pykv.loader import LoadedModel
 
 MAX_DERIVED = 256  # memoised artefacts per lesson (a few per step and theme)
 

@@ -27,10 +27,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pykv.config import EngineConfig
+from pykv.border.config import EngineConfig
+from pykv.border.snapshot import Snapshot
 from pykv.gpu_model import DEFAULT_TARGET, ModelShape
 from pykv.gpu_model.models import MODELS, find_model
-from pykv.snapshot import Snapshot
 
 UTILIZATIONS = (80, 90, 95)  # gpu_memory_utilization in percent: the keys of ``at_utilization`` (vLLM's default: 90)
 UTILIZATION_KEYS = tuple(str(p) for p in UTILIZATIONS)
@@ -117,7 +117,7 @@ def _engine_shape(config_json: Path, name: str) -> ModelShape:
 
 def engine_kv(config: EngineConfig, view: Snapshot) -> EngineKv:
     """``kv.model``: the engine's model read from its checkpoint's config.json, sized in the engine's dtype."""
-    from pykv.loader import resolve_model_path  # the engine's own rule for 'tiny' or a folder
+    from pykv.engine.model.loader import resolve_model_path  # the engine's own rule for 'tiny' or a folder
 
     name = "tiny (shipped)" if config.model == "tiny" else Path(config.model).name
     shape = _engine_shape(resolve_model_path(config.model) / "config.json", name)

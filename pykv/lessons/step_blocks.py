@@ -12,11 +12,11 @@ from typing import Any, ClassVar, Literal, Optional, Union
 
 from pydantic import Field, ValidationError
 
+from pykv.border.limits import MAX_STEPS
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import MAX_NAME_CHARS, MAX_PATH_CHARS, MAX_PROMPT_CHARS, MAX_TOKENS, MAX_WHY_CHARS, clip, shown
 from pykv.lessons.model_base import NAME, StrictModel, pydantic_problems
 from pykv.lessons.workload_spec import WorkloadSpec
-from pykv.limits import MAX_STEPS
 
 OPERATORS = ("equals", "not_equals", "at_least", "at_most", "greater_than", "less_than", "contains", "not_contains",
              "is_none")

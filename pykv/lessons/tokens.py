@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from pykv.loader import LoadedModel
+    from pykv.engine.model.loader import LoadedModel
 
 
 @dataclass(frozen=True)

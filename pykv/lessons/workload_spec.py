@@ -1,4 +1,4 @@
-"""A lesson's workload as written (front matter ``workload`` or a ``run`` action's): a pykv.workload
+"""A lesson's workload as written (front matter ``workload`` or a ``run`` action's): a pykv.border.workload
 preset with its args, or explicit requests, held to the lesson limits; ``build`` names every request.
 """
 
@@ -10,6 +10,8 @@ from typing import Any, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
+from pykv.border.limits import MAX_STEPS
+from pykv.border.workload import PRESETS, Workload, WorkloadRequest, make_workload
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import (
     MAX_ARRIVAL_STEP,
@@ -23,8 +25,6 @@ from pykv.lessons.limits import (
     shown,
 )
 from pykv.lessons.model_base import NAME, PATTERN_HINTS, StrictModel, pydantic_problems
-from pykv.limits import MAX_STEPS
-from pykv.workload import PRESETS, Workload, WorkloadRequest, make_workload
 
 
 class WorkloadSpec(StrictModel):
@@ -37,7 +37,7 @@ class WorkloadSpec(StrictModel):
     @model_validator(mode="after")
     def _one_source(self) -> "WorkloadSpec":
         if (self.preset is None) == (self.requests is None):
-            raise ValueError("give exactly one of 'preset' (a pykv.workload preset) or 'requests' (a list)")
+            raise ValueError("give exactly one of 'preset' (a pykv.border.workload preset) or 'requests' (a list)")
         if self.args and self.preset is None:
             raise ValueError("'args' go with 'preset'; explicit requests take none")
         if self.requests is not None and not self.requests:

@@ -8,7 +8,7 @@ import io
 import zipfile
 from typing import Optional
 
-from pykv.export import ExportUnavailable, export_image
+from pykv.review_pack.export import ExportUnavailable, export_image
 from pykv.review_pack.page import PAGE_WIDTH_PX, ReviewPack, render_html
 
 HTML_NAME = "review.html"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pykv.config import EngineConfig, knob_text
+from pykv.border.config import EngineConfig, knob_text
+from pykv.border.vllm_command import knob_mappings, llm_call, serve_command
 from pykv.review_pack.page import Code, Section, code_block, esc, para, table
-from pykv.vllm_command import knob_mappings, llm_call, serve_command
 
 STATUS_TEXT = {"release": "the release itself", "unset": "not set (the release's default)",
                "not_in_release": "no flag in this release", "pykv_only": "pykv only, no vLLM flag"}

@@ -1,5 +1,5 @@
 """The Playground link that reproduces a run, built as the app builds its own address bar
-(``pykv.ui.state.query_for``: the preset, the step, and every knob exposed to URLs that differs from
+(``pykv.ui.session.state.query_for``: the preset, the step, and every knob exposed to URLs that differs from
 the lab's default), and what such a link cannot carry, said plainly. Relative: the pack never names a
 host."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Optional
 from urllib.parse import urlencode
 
-from pykv.config import EngineConfig, knob_text, knobs
-from pykv.lab import lab_config
+from pykv.border.config import EngineConfig, knob_text, knobs
+from pykv.lab.lab import lab_config
 
 APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says
 

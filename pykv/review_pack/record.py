@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pykv.config import EngineConfig
-from pykv.lab import Lab
-from pykv.max_model_len import fit_max_model_len
+from pykv.border.config import EngineConfig
+from pykv.border.snapshot import Snapshot
+from pykv.border.workload import Workload
+from pykv.engine.max_model_len import fit_max_model_len
+from pykv.lab.lab import Lab
 from pykv.review_pack.deep_link import link_caveats, playground_query
-from pykv.snapshot import Snapshot
-from pykv.workload import Workload
 
 
 @dataclass(frozen=True)

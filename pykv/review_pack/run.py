@@ -9,6 +9,8 @@ from typing import Optional
 
 import pandas as pd
 
+from pykv.border.snapshot import Snapshot
+from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
     Figures,
@@ -22,8 +24,6 @@ from pykv.review_pack.page import (
     table,
 )
 from pykv.review_pack.record import RunRecord
-from pykv.snapshot import Snapshot
-from pykv.units import fmt_bytes
 from pykv.viz import block_grid_figure, preemptions_frame, requests_frame
 from pykv.viz.timeline import timeline_figure
 

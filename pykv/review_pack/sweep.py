@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pykv.cache_engine import CacheEngine
-from pykv.config import EngineConfig
-from pykv.max_model_len import fit_max_model_len
-from pykv.model import ModelConfig
+from pykv.border.config import EngineConfig
+from pykv.border.vllm_command import serve_command
+from pykv.engine.kv.cache_engine import CacheEngine
+from pykv.engine.max_model_len import fit_max_model_len
+from pykv.engine.model.model import ModelConfig
+from pykv.lab.sweep import MODES, SweepResult, SweepSpec
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
     PackFigure,
@@ -20,9 +22,7 @@ from pykv.review_pack.page import (
     frame_table,
     para,
 )
-from pykv.sweep import MODES, SweepResult, SweepSpec
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
-from pykv.vllm_command import serve_command
 
 RUN_TABLE_COLUMNS = ["mode", "vllm_profile", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s",
                      "tokens_per_s", "recompute_s", "swap_s", "modelled_pcie_gen5_s"]  # the CSV has every column

@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 
 import plotly.graph_objects as go
 
-from pykv.snapshot import BlockView, Snapshot
+from pykv.border.snapshot import BlockView, Snapshot
 from pykv.viz.theme import colors, figure, request_color, text_color_on
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}

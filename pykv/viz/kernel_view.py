@@ -21,7 +21,7 @@ from typing import Optional
 
 import plotly.graph_objects as go
 
-from pykv.snapshot import Snapshot
+from pykv.border.snapshot import Snapshot
 from pykv.viz.blocks import HIDDEN_AXIS, grid_columns
 from pykv.viz.theme import colors, figure, request_color, text_color_on
 

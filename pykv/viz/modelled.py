@@ -11,9 +11,9 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from pykv.border.snapshot import Snapshot
+from pykv.border.units import fmt_bytes
 from pykv.gpu_model.schedule import ModelledBill, RequestTimes
-from pykv.snapshot import Snapshot
-from pykv.units import fmt_bytes
 
 
 def fmt_model_ms(ms: Optional[float]) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pykv.snapshot import Snapshot
-from pykv.step_report import OffloadTransfer, PreemptionView
-from pykv.units import fmt_bytes
+from pykv.border.snapshot import Snapshot
+from pykv.border.step_report import OffloadTransfer, PreemptionView
+from pykv.border.units import fmt_bytes
 
 
 def fmt_ms(seconds: Optional[float]) -> str:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import plotly.graph_objects as go
 
-from pykv.snapshot import RequestView, Snapshot
+from pykv.border.snapshot import RequestView, Snapshot
 from pykv.viz.theme import colors, figure, request_color, text_color_on
 
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")

@@ -1,4 +1,4 @@
-"""Sweep figures: pure functions of a sweep's DataFrames (``pykv.sweep.SweepResult``) -> plotly Figure.
+"""Sweep figures: pure functions of a sweep's DataFrames (``pykv.lab.sweep.SweepResult``) -> plotly Figure.
 
 Measured and modelled numbers never look alike: measured traces are solid with filled markers;
 modelled PCIe traces are dashed (Gen5) or dotted (Gen4) with hollow markers, and their names say

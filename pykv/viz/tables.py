@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pykv.snapshot import Snapshot
+from pykv.border.snapshot import Snapshot
 
 REQUEST_COLUMNS = ["request", "status", "prompt tokens", "output tokens", "preemptions", "recomputed tokens",
                    "swapped KiB", "TTFT ms", "text so far"]

@@ -26,10 +26,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pykv.snapshot import Snapshot
+from pykv.border.snapshot import Snapshot
+from pykv.border.vllm_profiles import PROFILES
 from pykv.viz.queues import MODE_LETTER
 from pykv.viz.theme import colors, figure, text_color_on
-from pykv.vllm_profiles import PROFILES
 
 # Okabe-Ito hues, each mode also with its letter. Swap shares the swapped queue's and the CPU pool's
 # colour; recompute shares the recomputed tokens'.

@@ -15,7 +15,7 @@ TIMEOUT_MS = 60_000
 
 @pytest.fixture(scope="module")
 def course():
-    from pykv.ui.lessons_page import course
+    from pykv.ui.pages.lessons import course
 
     lessons, problems = course()
     if not lessons:

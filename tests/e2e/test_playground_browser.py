@@ -117,8 +117,8 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
 def first_preemption_step(random_llama, random_llama_path) -> int:
     """Where the app's default run first preempts, computed here: the engine is deterministic, so a
     link to that step must show the same preemption in the browser's session."""
-    from pykv.lab import Lab
-    from pykv.ui.state import DEFAULT_PRESET, default_config
+    from pykv.lab.lab import Lab
+    from pykv.ui.session.state import DEFAULT_PRESET, default_config
 
     lab = Lab(default_config().replace(model=str(random_llama_path)), random_llama, DEFAULT_PRESET)
     assert lab.run_to_next_preemption()

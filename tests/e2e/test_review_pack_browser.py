@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from pykv.lab import Lab, lab_config
+from pykv.border.workload import make_workload
+from pykv.lab.lab import Lab, lab_config
 from pykv.review_pack import record_from_lab, render_html, run_pack
-from pykv.workload import make_workload
 
 A4_CONTENT_PX = (297 - 2 * 12) / 25.4 * 96  # the page's height less its 12 mm margins (the pack's @page), in px
 

@@ -1,0 +1,376 @@
+"""EngineConfig: the one table of the engine's knobs, named as vLLM names its flags.
+
+Each field says, in one place, its type (a ``Literal`` *is* the list of choices), default, bounds,
+help text and where it is exposed. The CLI flags (``pykv.cli.main``), the sidebar widgets and the URL
+parameters (``pykv.ui``) and the lesson ``config`` rules (``pykv.lessons``) are all derived from
+``knobs()``: add a field here and it appears everywhere its ``expose`` says, with no other edit.
+
+Validation is pydantic's (strict types: no silent ``int("3")`` or ``True`` as 1), and every error
+is a ``ConfigError``: one line that names the field and says what to change.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pykv.border.pcie import DEFAULT_PCIE_GBPS, PCIE_COPY_OVERHEAD_US
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfileName, profile
+
+PreemptionMode = Literal["recompute", "swap", "auto"]
+AttentionBackendName = Literal["auto", "torch", "triton"]
+DtypeName = Literal["float32", "float16", "bfloat16"]
+SwapFallback = Literal["recompute", "abort"]
+SwapCopy = Literal["batched", "per_block"]
+VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
+
+# Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
+EVERYWHERE = ("cli", "sidebar", "url", "lesson")
+HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
+V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
+OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (vLLM 0.11+)
+# The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
+# checks the pool's bytes against a memory budget too (pykv.border.limits.MAX_KV_BYTES), where the block size is known.
+MAX_POOL_BLOCKS = 1_000_000
+
+
+def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
+         app_owned: bool = False, app_max: Optional[int] = None, widget: Optional[str] = None,
+         options: Optional[str] = None, profiles: Optional[tuple[str, ...]] = None, **bounds) -> Any:
+    """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
+    app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
+    caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
+    slider instead of a number box; ``options`` names a list the app fills at run time; ``profiles`` names
+    the vLLM profiles that have the knob (None: all of them)."""
+    extra = {"expose": list(expose), "not_in_lessons": not_in_lessons, "app_owned": app_owned, "app_max": app_max,
+             "widget": widget, "options": options, "profiles": None if profiles is None else list(profiles)}
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot be used. ``field`` is the knob it is about (None: several)."""
+
+    def __init__(self, field: Optional[str], message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class EngineConfig(BaseModel):
+    """Everything that shapes an engine. Frozen: rebuild the engine to change it."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", allow_inf_nan=False)
+
+    vllm_profile: VllmProfileName = knob(
+        DEFAULT_PROFILE, "the vLLM release whose rules the engine follows: v0.6 (V0: swap, whole-prompt admission), "
+        "v0.10 (V1 as first shipped) or v0.33 (today's V1)", expose=EVERYWHERE)
+    model: str = knob("tiny", "'tiny' (the shipped model) or a local Hugging Face Llama/Qwen2 checkpoint folder",
+                      expose=("cli",), not_in_lessons="the model comes from the app (the shipped one by default)",
+                      app_owned=True, max_length=4096)
+    device: str = knob("cpu", "where the model and the device KV pool live: cpu, cuda or cuda:N",
+                       expose=("cli", "sidebar", "url"), options="devices",
+                       not_in_lessons="the device comes from the app", app_owned=True, max_length=32)
+    attention_backend: AttentionBackendName = knob(
+        "auto", "torch = plain torch attention (SDPA, batch-invariant); triton = the project's kernels (on CPU through "
+        "Triton's interpreter: ~100 ms steps, its CPU launch configuration); auto = triton on CUDA; on CPU, triton "
+        "in the lab's Playground and Lessons, torch where runs go to completion (Sweep, CLI, benchmarks)",
+        expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True)
+    dtype: DtypeName = knob("float32", "weights and KV cache dtype", expose=("cli",),
+                            not_in_lessons="the dtype comes from the app", app_owned=True)
+    block_size: int = knob(16, "tokens per KV block (vLLM's default is 16)", expose=EVERYWHERE, ge=1, le=256)
+    num_gpu_blocks: int = knob(64, "physical KV blocks in the device pool; shrink it to force preemption",
+                               expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=512, widget="slider")
+    gpu_memory_utilization: Optional[float] = knob(
+        None, "CUDA only: size the device pool from this share of GPU memory instead of num_gpu_blocks",
+        expose=("cli",), gt=0, le=1,
+        not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine")
+    swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0,
+                             le=64, profiles=V0)
+    num_cpu_blocks: Optional[int] = knob(
+        None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
+        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096, profiles=V0)
+    max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, le=1024,
+                       app_max=256)
+    max_num_batched_tokens: int = knob(256, "token budget of one step (prefill chunks + decodes)", expose=EVERYWHERE,
+                                       ge=1, le=65536, app_max=8192)
+    max_model_len: Optional[int] = knob(None, "longest sequence (prompt + output) a request may reach; none = the "
+                                              "model's context length", ge=1, le=1_048_576)
+    preemption_mode: PreemptionMode = knob(
+        "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
+        "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)", expose=EVERYWHERE)
+    preemption_victim: VictimPolicyName = knob(
+        "last", "which running request is preempted: last (vLLM's default: the last of the running queue), priority "
+        "(vLLM's priority scheduling: the worst (priority, arrival)), lcf (least computed tokens first: loses the "
+        "least work; a proposal, not vLLM) or sglang (SGLang's retract order: fewest outputs, then longest input)",
+        expose=EVERYWHERE)
+    kv_offloading_size: Optional[float] = knob(
+        None, "V1's CPU offloading tier in GiB (vLLM 0.11+'s --kv-offloading-size, native backend): full blocks are "
+        "stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides it",
+        gt=0, le=64, profiles=OFFLOADING)
+    num_offload_blocks: Optional[int] = knob(
+        None, "the CPU offloading tier in blocks; none = sized from kv_offloading_size (none there too: no tier)",
+        expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=4096, profiles=OFFLOADING)
+    enable_prefix_caching: bool = knob(False, "reuse full blocks whose token prefix was computed before (hash kept "
+                                              "after free)", expose=EVERYWHERE)
+    enable_chunked_prefill: bool = knob(True, "split long prompts over several steps to fit the token budget",
+                                        expose=EVERYWHERE)
+    seed: int = knob(0, "seeds sampling and the workload presets", expose=("cli",),
+                     not_in_lessons="set the lesson's seed in the front matter (seed: N); it seeds the workload and "
+                                    "the engine", ge=0, lt=2**63)
+    # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
+    swap_fallback: SwapFallback = knob("recompute", "when the CPU pool is full: recompute the victim instead, or "
+                                                    "abort it with vLLM V0's message", profiles=V0)
+    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)", profiles=V0)
+    watermark: Optional[float] = knob(
+        None, "share of the device pool an admission must leave free; none = the profile's (v0.6: 0.01 on every "
+        "admission and swap-in; v0.33: 0, on admissions while something runs)", ge=0, lt=1,
+        profiles=("v0.6", "v0.33"))
+    # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
+    pcie_bandwidth_gbps: float = knob(DEFAULT_PCIE_GBPS, "modelled PCIe bandwidth for swaps, GB/s (not measured)",
+                                      gt=0, le=100_000)
+    pcie_copy_overhead_us: float = knob(PCIE_COPY_OVERHEAD_US, "modelled fixed cost per copy issued, µs", ge=0,
+                                        le=1_000_000)
+    # Observability and safety.
+    max_preemptions_without_progress: int = knob(
+        50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1,
+        le=1_000_000)
+    log_stats_interval: Optional[int] = knob(
+        None, "steps between vLLM-style stats log lines; none = no stats lines by step count", ge=1, le=1_000_000)
+    log_stats_interval_s: Optional[float] = knob(
+        None, "seconds of measured engine time between stats lines, as vLLM's timer (v0.6: 5, V1: 10); none = "
+        "no timed stats lines", gt=0, le=86_400)
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise _one_line(e) from None
+        _check_combination(self)
+
+    def replace(self, **changes: Any) -> "EngineConfig":
+        """A copy with some fields changed (validated like a new config)."""
+        return type(self)(**(self.model_dump() | changes))
+
+    def with_profile(self, name: str, **changes: Any) -> tuple["EngineConfig", list[str]]:
+        """A copy under another vLLM profile (with ``changes``), with the knobs that profile lacks put back to
+        their defaults; returns it and the names of those knobs (for a note to the user)."""
+        values = self.model_dump() | changes | {"vllm_profile": name}
+        modes = PROFILES[name].preemption_modes if name in PROFILES else ()
+        reset = {spec.name: spec.default for spec in knobs() if spec.profiles is not None and
+                 name not in spec.profiles and values[spec.name] != spec.default}
+        if modes and values["preemption_mode"] not in modes:
+            reset["preemption_mode"] = "recompute"
+        return type(self)(**(values | reset)), sorted(reset)
+
+    @property
+    def profile(self):
+        """The vLLM release this config follows (``pykv.border.vllm_profiles.VllmProfile``)."""
+        return profile(self.vllm_profile)
+
+    @property
+    def effective_watermark(self) -> float:
+        """The watermark share in force: the knob, else the profile's default (0 where the release has none)."""
+        return self.watermark if self.watermark is not None else (self.profile.default_watermark or 0.0)
+
+
+def _check_combination(c: EngineConfig) -> None:
+    """Rules that tie several fields together; the field named is the one to change."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", c.device):
+        raise ConfigError("device", f"device must be 'cpu' or 'cuda' (optionally 'cuda:N'), got {c.device!r}.")
+    if c.gpu_memory_utilization is not None and not c.device.startswith("cuda"):
+        raise ConfigError("gpu_memory_utilization",
+                          "gpu_memory_utilization applies to CUDA devices only; on CPU set num_gpu_blocks instead.")
+    _check_profile(c)
+    if c.max_num_batched_tokens < c.max_num_seqs:  # every release's SchedulerConfig refuses this too
+        raise ConfigError("max_num_batched_tokens", f"max_num_batched_tokens ({c.max_num_batched_tokens}) must be "
+                          f"greater than or equal to max_num_seqs ({c.max_num_seqs}), as vLLM requires: raise it or "
+                          "lower max_num_seqs.")
+    if c.log_stats_interval is not None and c.log_stats_interval_s is not None:
+        raise ConfigError("log_stats_interval_s", "Set log_stats_interval (steps) or log_stats_interval_s (seconds), "
+                                                  "not both.")
+    if c.kv_offloading_size is not None and c.num_offload_blocks is not None:
+        raise ConfigError("kv_offloading_size", "Set kv_offloading_size (GiB, as vLLM's --kv-offloading-size) or "
+                                                "num_offload_blocks (blocks), not both.")
+    if c.preemption_mode == "swap" and c.swap_space == 0 and c.num_cpu_blocks is None:
+        raise ConfigError(
+            "preemption_mode",
+            "preemption_mode='swap' needs a CPU swap pool: set swap_space (GiB, as vLLM's --swap-space) or "
+            "num_cpu_blocks. (num_cpu_blocks=0 is allowed on purpose: every swap then falls back.)")
+
+
+def _check_profile(c: EngineConfig) -> None:
+    """A knob or a mode the chosen vLLM release does not have is an error that names the profile that has it."""
+    p = profile(c.vllm_profile)
+    if c.preemption_mode not in p.preemption_modes:
+        having = [name for name, q in PROFILES.items() if c.preemption_mode in q.preemption_modes]
+        raise ConfigError("preemption_mode", f"preemption_mode={c.preemption_mode!r} does not exist in vllm_profile="
+                          f"{p.name!r} (vLLM {p.release}, {p.engine} always recomputes); it is in vllm_profile="
+                          f"{having[0]!r} (vLLM {PROFILES[having[0]].release}, V0).")
+    for spec in knobs():
+        if spec.profiles is None or p.name in spec.profiles or getattr(c, spec.name) == spec.default:
+            continue
+        having = " or ".join(repr(name) for name in spec.profiles)
+        raise ConfigError(spec.name, f"{spec.name} is not a knob of vllm_profile={p.name!r} (vLLM {p.release}); "
+                                     f"use vllm_profile={having}, or leave {spec.name} at its default.")
+    if p.name == "v0.10" and not c.enable_chunked_prefill:
+        raise ConfigError("enable_chunked_prefill", "vLLM 0.10.2 always chunks prefills (V1's default args force it "
+                          "on); enable_chunked_prefill=False exists in vllm_profile='v0.6' and 'v0.33'.")
+    if p.is_v0 and c.enable_chunked_prefill and c.enable_prefix_caching and c.max_num_batched_tokens % c.block_size:
+        raise ConfigError("max_num_batched_tokens", f"vLLM {p.release} needs max_num_batched_tokens to be a multiple "
+                          f"of block_size with chunked prefill and prefix caching (got {c.max_num_batched_tokens} and "
+                          f"{c.block_size}).")
+
+
+def _one_line(error: ValidationError) -> ConfigError:
+    """The first problem of a pydantic error, as one line that names the field and what to change."""
+    err = error.errors(include_url=False)[0]
+    name = str(err["loc"][0]) if err["loc"] else None
+    value, kind, ctx = show_value(err.get("input")), err["type"], err.get("ctx", {})
+    if name is not None and name not in EngineConfig.model_fields:  # an unknown field: keep the message short
+        name = show_value(name, 60).strip("'")
+    if kind == "extra_forbidden":
+        return ConfigError(name, f"{name!r} is not an EngineConfig field; "
+                                 f"use one of {', '.join(EngineConfig.model_fields)}.")
+    spec = knob_named(name)
+    if kind == "literal_error":
+        return ConfigError(name, f"{name} must be one of {spec.choices}, got {value}.")
+    if kind in ("greater_than_equal", "greater_than") and spec.kind == "int" and ctx.get("ge") == 1:
+        return ConfigError(name, f"{name} must be a positive integer, got {value}; set it to 1 or more.")
+    if kind == "greater_than_equal" and ctx.get("ge") == 0:
+        return ConfigError(name, f"{name} cannot be negative (got {value}); use 0 or more.")
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return ConfigError(name, f"{name}={value} is out of range: it must lie in {spec.range_text()}.")
+    if kind == "string_too_long":
+        return ConfigError(name, f"{name} is too long (at most {ctx.get('max_length')} characters), got {value}.")
+    if kind == "finite_number":
+        return ConfigError(name, f"{name} must be a finite number, got {value}.")
+    what = {"int": "an integer", "float": "a number", "bool": "true or false", "text": "text", "choice": "text"}
+    optional = " or None" if spec.optional else ""
+    kind_name = type(err.get("input")).__name__
+    return ConfigError(name, f"{name} must be {what[spec.kind]}{optional}, got {value} ({kind_name}).")
+
+
+def show_value(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, safe for any input (a 5,000-digit int, a megabyte of text):
+    a message quotes what it was given without growing with it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    if isinstance(value, (str, bytes, bytearray)) and len(value) > limit:  # no megabyte repr to cut down
+        value = value[:limit] + value[-4:]
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__
+        text = f"<{type(value).__name__}>"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 5] + "…" + text[-4:]
+
+
+# ---- the table, read by the CLI, the sidebar, the URL and the lesson loader ---------------------------
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One EngineConfig field as the front ends see it."""
+
+    name: str
+    kind: str  # "choice" | "int" | "float" | "bool" | "text"
+    optional: bool  # None is allowed (and means what the help says)
+    default: Any
+    help: str
+    choices: tuple = ()  # for kind "choice"
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+    lt: Optional[float] = None
+    expose: tuple[str, ...] = ()
+    not_in_lessons: Optional[str] = None
+    app_owned: bool = False
+    app_max: Optional[int] = None
+    widget: Optional[str] = None
+    options: Optional[str] = None
+    profiles: Optional[tuple[str, ...]] = None  # the vLLM profiles that have it (None: all)
+
+    def range_text(self) -> str:
+        low = f"[{self.ge}" if self.ge is not None else (f"({self.gt}" if self.gt is not None else "(-inf")
+        high = f"{self.le}]" if self.le is not None else (f"{self.lt})" if self.lt is not None else "inf)")
+        return f"{low}, {high}"
+
+    @property
+    def maximum(self) -> Optional[float]:
+        """The largest value the app accepts: ``app_max`` where set, else the config's own bound."""
+        return self.app_max if self.app_max is not None else self.le
+
+
+def _kind(annotation: Any) -> tuple[str, bool, tuple]:
+    optional = False
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional, annotation = True, args[0]
+    if typing.get_origin(annotation) is Literal:
+        return "choice", optional, typing.get_args(annotation)
+    return {int: "int", float: "float", bool: "bool", str: "text"}[annotation], optional, ()
+
+
+def _bound(info, name: str) -> Optional[float]:
+    return next((getattr(m, name) for m in info.metadata if getattr(m, name, None) is not None), None)
+
+
+def _make_knob(name: str) -> Knob:
+    info = EngineConfig.model_fields[name]
+    kind, optional, choices = _kind(info.annotation)
+    extra = info.json_schema_extra or {}
+    return Knob(name=name, kind=kind, optional=optional, default=info.default, help=info.description or "",
+                choices=choices, ge=_bound(info, "ge"), gt=_bound(info, "gt"), le=_bound(info, "le"),
+                lt=_bound(info, "lt"), expose=tuple(extra["expose"]), not_in_lessons=extra["not_in_lessons"],
+                app_owned=extra["app_owned"], app_max=extra["app_max"], widget=extra["widget"],
+                options=extra["options"], profiles=None if extra["profiles"] is None else tuple(extra["profiles"]))
+
+
+_KNOBS = {name: _make_knob(name) for name in EngineConfig.model_fields}
+
+
+def knobs(exposed_in: Optional[str] = None) -> list[Knob]:
+    """Every knob in table order, or those exposed in ``"cli"``, ``"sidebar"``, ``"url"`` or ``"lesson"``."""
+    return [k for k in _KNOBS.values() if exposed_in is None or exposed_in in k.expose]
+
+
+def app_owned_knobs() -> list[Knob]:
+    """What the app decides for every engine it builds (model, device, dtype, attention backend)."""
+    return [k for k in _KNOBS.values() if k.app_owned]
+
+
+def knob_named(name: str) -> Knob:
+    return _KNOBS[name]
+
+
+def parse_knob_text(spec: Knob, text: str) -> Any:
+    """A knob's value from text (a URL parameter); ValueError says what was expected."""
+    low = text.strip().lower()
+    if spec.optional and low in ("", "none"):
+        return None
+    if spec.kind == "bool":
+        if low not in ("true", "false", "1", "0"):
+            raise ValueError(f"{spec.name} must be true or false")
+        return low in ("true", "1")
+    if spec.kind == "int":
+        if not re.fullmatch(r"[0-9]{1,9}", low):
+            raise ValueError(f"{spec.name} must be a whole number")
+        return int(low)
+    if spec.kind == "float":
+        value = float(low)  # ValueError on junk
+        if not math.isfinite(value):
+            raise ValueError(f"{spec.name} must be a finite number")
+        return value
+    return text.strip()
+
+
+def knob_text(value: Any) -> str:
+    """The inverse of ``parse_knob_text``: how a value is written in a URL."""
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,0 +1,95 @@
+"""Snapshot: the engine's whole state after a step (every block, block table, queue, preemption and
+metric) as frozen, typed data; JSON only at the edge (``to_json`` / ``from_json`` round-trip exactly).
+A border type: it imports nothing from the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+from pykv.border.step_report import PreemptionView, StepReport
+
+
+@dataclass(frozen=True)
+class BlockView:
+    block_id: int
+    pool: str  # "gpu" (the device pool, whatever the device is) or "cpu" (the swap pool, or the offloading tier)
+    ref_cnt: int
+    owners: list[str]  # request ids whose block tables hold it
+    logical_index: list[int]  # its index in each owner's block table (same order as owners)
+    block_hash: Optional[str]  # hex of the prefix hash while cached
+    tokens_filled: int
+    state: str  # "free" (ref 0, no hash) | "cached" (ref 0, hash kept) | "used" (ref > 0)
+    free_queue_position: Optional[int]  # 0 = next to be handed out (and evicted)
+
+
+@dataclass(frozen=True)
+class RequestView:
+    request_id: str
+    status: str
+    num_prompt_tokens: int
+    num_output_tokens: int
+    num_computed_tokens: int
+    output_token_ids: list[int]  # every token it has produced so far
+    block_table: list[int]  # logical index -> physical block id, in the pool the request is in
+    pool: Optional[str]  # "gpu", "cpu" (swapped) or None (holds no blocks)
+    num_preemptions: int
+    recomputed_tokens: int
+    recompute_s: float
+    swapped_bytes: int  # KV bytes swapped out, each swap counted once
+    swap_s: float
+    ttft_s: Optional[float]
+    text: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    step: int
+    device: str
+    block_size: int
+    bytes_per_block: int
+    queues: dict[str, list[str]]  # "waiting", "running", "swapped": request ids in queue order
+    blocks: list[BlockView]  # the device pool, then the CPU pool
+    requests: list[RequestView]  # unfinished requests, then finished ones in finishing order
+    preemptions: list[PreemptionView]  # every preemption so far, with its cost as known at this step
+    metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
+    report: Optional[StepReport] = None  # the step that led here
+    vllm_profile: str = "v0.33"  # the vLLM release whose rules and metric names the engine follows
+    cpu_pool: Optional[str] = None  # what the "cpu" blocks are: "swap" (V0's swap pool), "offload" (V1's tier), None
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Snapshot":
+        raw = json.loads(text)
+        raw["blocks"] = [BlockView(**b) for b in raw["blocks"]]
+        raw["requests"] = [RequestView(**r) for r in raw["requests"]]
+        raw["preemptions"] = [PreemptionView(**p) for p in raw["preemptions"]]
+        raw["report"] = None if raw["report"] is None else StepReport.from_dict(raw["report"])
+        return cls(**raw)
+
+    def block(self, pool: str, block_id: int) -> BlockView:
+        return next(b for b in self.blocks if b.pool == pool and b.block_id == block_id)
+
+    def request(self, request_id: str) -> RequestView:
+        return next(r for r in self.requests if r.request_id == request_id)
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Which blocks ((pool, id)) and requests changed between two snapshots, for highlighting."""
+
+    blocks: set[tuple[str, int]]
+    requests: set[str]
+
+
+def diff_snapshots(before: Snapshot, after: Snapshot) -> SnapshotDiff:
+    old_blocks = {(b.pool, b.block_id): b for b in before.blocks}
+    old_requests = {r.request_id: r for r in before.requests}
+    return SnapshotDiff(
+        blocks={(b.pool, b.block_id) for b in after.blocks if old_blocks.get((b.pool, b.block_id)) != b},
+        requests={r.request_id for r in after.requests if old_requests.get(r.request_id) != r},
+    )

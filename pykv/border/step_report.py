@@ -1,0 +1,117 @@
+"""What one engine step did, as frozen data: the chunks it ran, the preemptions it made (with what
+they cost so far) and the requests it finished. A border type: it imports nothing from the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pykv.border.request import RequestOutput
+
+
+@dataclass(frozen=True)
+class ScheduledChunk:
+    """``num_new_tokens`` tokens of one request run this step, starting at ``start``."""
+
+    request_id: str
+    start: int  # first token position computed this step (= num_computed_tokens before the step)
+    num_new_tokens: int
+    is_prefill: bool  # False for a single-token decode
+    num_cached_tokens: int = 0  # prefix-cache hit taken at admission this step
+    num_loaded_tokens: int = 0  # tokens loaded from the CPU offloading tier at admission this step (after the hit)
+
+
+@dataclass(frozen=True)
+class PreemptionView:
+    """One preemption and what it cost, as known when the view was taken (``pykv.engine.observe.costs`` keeps the
+    live record, whose recovery fields fill in on later steps)."""
+
+    step: int
+    request_id: str
+    mode: str  # "recompute" | "swap" | "abort"
+    num_blocks: int
+    num_tokens: int  # tokens whose KV was dropped (recompute) or moved (swap)
+    num_bytes: int  # bytes of that KV
+    device: str  # where the times were measured
+    fallback: Optional[str] = None
+    reason: Optional[str] = None
+    why: Optional[str] = None  # why the victim policy chose this request
+    blocks_copied: Optional[int] = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
+    swap_out_s: Optional[float] = None  # measured copy times
+    swap_in_s: Optional[float] = None
+    swap_copies: Optional[int] = None  # copies issued each way
+    modelled_pcie_out_s: Optional[float] = None  # the same copies modelled over PCIe (not measured)
+    modelled_pcie_in_s: Optional[float] = None
+    prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
+    loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
+    recomputed_tokens: int = 0
+    recompute_s: float = 0.0  # apportioned forward time (see pykv.engine.observe.costs)
+    recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
+    steps_lost: Optional[int] = None
+    swap_out_bandwidth: Optional[float] = None  # measured bytes/s of the swap-out copy
+    swap_in_bandwidth: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class CopyOnWrite:
+    """A shared partial block copied before ``request_id`` appended to it (parallel sampling)."""
+
+    request_id: str
+    src_block: int
+    dst_block: int
+
+
+@dataclass(frozen=True)
+class OffloadTransfer:
+    """One step's copies between the device pool and V1's CPU offloading tier: measured on ``device``, with the
+    same copy modelled over PCIe (labelled modelled wherever shown)."""
+
+    direction: str  # "store" (device -> CPU tier) | "load" (CPU tier -> device)
+    num_blocks: int
+    num_bytes: int
+    seconds: float  # measured copy time
+    modelled_pcie_s: float  # the same bytes and copies over the modelled PCIe link
+    device: str
+
+    @property
+    def bandwidth(self) -> Optional[float]:
+        """Measured bytes/s."""
+        return self.num_bytes / self.seconds if self.seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one ``LLMEngine.step()`` did."""
+
+    step: int
+    scheduled: list[str]  # request ids run this step, in batch order
+    chunks: list[ScheduledChunk]  # per scheduled request: start, tokens, prefill or decode
+    preempted: list[PreemptionView]  # this step's preemptions, with the swap-out copy measured
+    swapped_in: list[PreemptionView]  # swap preemptions that ended this step, swap-in measured
+    finished: list[RequestOutput]  # finished, ignored or aborted this step
+    num_batched_tokens: int
+    forward_time_s: float  # measured forward pass, on `device`
+    step_time_s: float  # measured whole step: schedule + copies + forward + sample + update
+    device: str
+    log_lines: list[str] = field(default_factory=list)  # vLLM-style log lines this step wrote
+    recomputed_tokens: int = 0  # prefill tokens this step that recomputed KV a recompute preemption dropped
+    offload: list[OffloadTransfer] = field(default_factory=list)  # loads (before the forward), stores (after)
+    copy_on_write: list[CopyOnWrite] = field(default_factory=list)  # shared blocks copied before the forward
+    forked: dict[str, list[str]] = field(default_factory=dict)  # request -> the sequences it forked this step
+
+    @property
+    def recompute_tax(self) -> Optional[float]:
+        """This step's share of prefill tokens that recomputed dropped KV; None in a step with no prefill."""
+        prefill = sum(c.num_new_tokens for c in self.chunks if c.is_prefill)
+        return self.recomputed_tokens / prefill if prefill else None
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "StepReport":
+        return cls(**raw | {
+            "chunks": [ScheduledChunk(**c) for c in raw["chunks"]],
+            "preempted": [PreemptionView(**p) for p in raw["preempted"]],
+            "swapped_in": [PreemptionView(**p) for p in raw["swapped_in"]],
+            "finished": [RequestOutput(**o) for o in raw["finished"]],
+            "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
+            "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],
+        })

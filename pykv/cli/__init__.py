@@ -1,0 +1,1 @@
+"""The headless command line (``python -m pykv``): its commands, error lines, estimates and summaries."""

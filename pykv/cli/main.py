@@ -1,0 +1,317 @@
+"""Headless command line: ``python -m pykv run`` drives a workload with vLLM's flag names and prints
+vLLM-style logs and a summary; ``python -m pykv generate`` completes one prompt."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any, Optional, Sequence
+
+from pykv.border.config import ConfigError, EngineConfig, Knob, knob_text, knobs
+from pykv.border.limits import MAX_STEPS
+from pykv.border.request import SamplingParams
+from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
+from pykv.cli.errors import UsageError, check_writable, one_line, quoted
+from pykv.cli.estimate import add_parser as add_estimate_parser
+from pykv.cli.summary import engine_header, summary
+from pykv.engine.llm_engine import LLMEngine
+from pykv.engine.sched.victim_policy import POLICY_LABELS
+from pykv.lab.workload_runner import WorkloadRunner
+
+MAX_STEPS_FLAG = 10_000_000  # --max-steps
+USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
+
+
+def _check_preset_flags(args: argparse.Namespace, file_ok: bool) -> dict:
+    """``--num-requests`` and ``--max-tokens`` as preset arguments, bounded like the presets' own."""
+    given = {}
+    for flag, name in (("--num-requests", "n"), ("--max-tokens", "max_tokens")):
+        value = getattr(args, "num_requests" if name == "n" else "max_tokens")
+        if value is None:
+            continue
+        low, high = PRESET_ARG_BOUNDS[name]
+        if not low <= value <= high:
+            raise UsageError(f"{flag} {value} is out of range; use {low} to {high:,}.")
+        given[name] = value
+    if given and args.workload not in PRESETS and file_ok:
+        raise UsageError("--num-requests and --max-tokens size a preset workload; a workload file sets its own "
+                         "(edit the file instead).")
+    return given
+
+
+def _flag_type(spec: Knob):
+    """argparse type for a knob; an Optional one also takes "none"."""
+    base = {"int": int, "float": float, "text": str, "choice": str}[spec.kind]
+    if not spec.optional:
+        return base
+
+    def parse(text: str):
+        return None if text.lower() == "none" else base(text)
+
+    parse.__name__ = base.__name__  # argparse names the type in its error message
+    return parse
+
+
+def add_engine_flags(p: argparse.ArgumentParser, **defaults: Any) -> None:
+    """One flag per knob exposed to the CLI (``--block-size`` for ``block_size``), from EngineConfig's
+    table: type, choices, default and help. ``defaults`` overrides a knob's default for this command."""
+    for spec in knobs("cli"):
+        flag, default = "--" + spec.name.replace("_", "-"), defaults.get(spec.name, spec.default)
+        help_text = f"{spec.help} (default: {knob_text(default)})"
+        if spec.kind == "bool":
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=spec.help)
+        else:
+            p.add_argument(flag, type=_flag_type(spec), default=default, choices=spec.choices or None, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> EngineConfig:
+    return EngineConfig(**{spec.name: getattr(args, spec.name) for spec in knobs("cli")})
+
+
+def load_workload(args: argparse.Namespace) -> Workload:
+    """The preset named by ``--workload`` (sized by ``--num-requests``/``--max-tokens``) or a workload file."""
+    kwargs = _check_preset_flags(args, file_ok=True)
+    if args.workload in PRESETS:
+        return make_workload(args.workload, seed=args.seed, **kwargs)
+    return Workload.load(args.workload)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import time
+
+    check_writable(args.export_workload, "--export-workload")
+    if not 1 <= args.max_steps <= MAX_STEPS_FLAG:
+        raise UsageError(f"--max-steps {args.max_steps} is out of range; use 1 to {MAX_STEPS_FLAG:,}.")
+    config = config_from_args(args)
+    workload = load_workload(args)
+    if args.export_workload:
+        with open(args.export_workload, "w") as f:
+            f.write(workload.to_json())
+    engine = LLMEngine(config)
+    print(engine_header(engine), file=sys.stderr)
+    runner = WorkloadRunner(engine, workload)
+    t0 = time.perf_counter()
+    runner.run(max_steps=args.max_steps)
+    print(summary(engine, runner.request_ids, time.perf_counter() - t0))
+    if not runner.done():
+        print(f"error: stopped after --max-steps {args.max_steps} with requests unfinished", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    try:
+        params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    except ValueError as e:
+        text = one_line(e)
+        flag = next((f for name, f in (("max_tokens", "--max-tokens"), ("temperature", "--temperature"))
+                     if text.startswith(name)), None)
+        raise UsageError(f"{flag}: {text}" if flag else text) from None
+    engine = LLMEngine(config)
+    (out,) = engine.generate([args.prompt], params)
+    print(args.prompt + out.text)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+
+    import pandas as pd
+
+    from pykv.border.runtime import configure_torch_threads
+    from pykv.lab.sweep import MODES, SweepSpec, parse_values, run_sweep
+
+    check_writable(args.out, "--out")
+    flag, axis, text = next((f, a, t) for f, a, t in (
+        ("--pool-sizes", "num_gpu_blocks", args.pool_sizes), ("--block-sizes", "block_size", args.block_sizes),
+        ("--max-num-seqs-values", "max_num_seqs", args.max_num_seqs_values)) if t is not None)
+    if args.workload not in PRESETS:
+        raise UsageError(f"sweep runs a preset workload ({', '.join(PRESETS)}), not {quoted(args.workload)}; "
+                         "to run a workload JSON file use: python -m pykv run --workload FILE.")
+    given = _check_preset_flags(args, file_ok=False)
+    modes = tuple(m.strip() for m in args.modes.split(","))
+    if not all(modes):
+        raise UsageError(f"--modes {quoted(args.modes)} has an empty entry; give a comma list of: {', '.join(MODES)}.")
+    try:
+        values = parse_values(text)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    base = config_from_args(args)
+    policies = (base.preemption_victim,) if args.policies is None else \
+        tuple(p.strip() for p in args.policies.split(","))
+    bad = [p for p in policies if p not in POLICY_LABELS]
+    if bad:
+        raise UsageError(f"--policies: unknown policy {quoted(bad[0])}; give a comma list of: "
+                         f"{', '.join(POLICY_LABELS)}.")
+    spec = SweepSpec(workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed,
+                     axis=axis, values=values, modes=modes, base=base, policies=policies)
+    try:
+        spec.configs()  # every run's config, validated before the model loads
+    except ConfigError as e:
+        if e.field != axis:
+            raise
+        raise UsageError(f"{flag}: {e}") from None
+    logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
+    configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
+
+    def progress(done: int, total: int, row: dict) -> None:
+        bar = "#" * (20 * done // total)
+        print(f"\r[{bar:<20}] {done}/{total}  {row['mode']:>16} {axis}={row['value']:<5} "
+              f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s", end="", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    try:
+        result = run_sweep(spec, on_progress=progress)
+    except BaseException:
+        print(file=sys.stderr)  # end the progress line, so the error gets its own
+        raise
+    print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    columns = ["mode", "vllm_profile", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s",
+               "tokens_per_s", "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
+        print(result.runs[columns].rename(columns={"value": axis}).to_string(index=False))
+    print(f"device: {spec.base.device} (measured); modelled_pcie_* columns are modelled, not measured")
+    if args.out:
+        result.runs.to_csv(args.out, index=False)
+        print(f"wrote {args.out}")
+    return 0
+
+
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it there: never a half-written file."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pykv-", suffix=".part", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Run a workload (to its end, or --max-steps) and write the review pack: one HTML page, or a zip with it."""
+    import os
+
+    from pykv.lab.lab import Lab
+    from pykv.review_pack import record_from_lab, render_html, run_pack
+    from pykv.review_pack.bundle import bundle
+
+    check_writable(args.out, "--out")
+    for name in ("kaleido", "choreographer"):  # the image export's browser logs each start and exit at INFO
+        logging.getLogger(name).setLevel(logging.WARNING)
+    fmt = REPORT_FORMATS.get(os.path.splitext(args.out)[1].lower())
+    if fmt is None:
+        raise UsageError(f"--out {quoted(args.out)}: name an .html file (the page) or a .zip file (the page, "
+                         "figures as SVG and PNG, CSVs and the final snapshot).")
+    if not 1 <= args.max_steps <= MAX_STEPS:
+        raise UsageError(f"--max-steps {args.max_steps} is out of range; a review pack covers 1 to {MAX_STEPS:,} "
+                         "steps (it keeps every step's snapshot).")
+    config = config_from_args(args)
+    given = _check_preset_flags(args, file_ok=True)
+    workload = load_workload(args)
+    lab = Lab(config, workload=workload)
+    lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
+    print(engine_header(lab.engine), file=sys.stderr)
+    lab.goto(args.max_steps)
+    note = None if lab.engine_done() else (f"The run stopped after --max-steps {lab.head} with requests unfinished; "
+                                           "the pack shows the steps run.")
+    record = record_from_lab(lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given,
+                             seed=args.seed, note=note)
+    pack = run_pack(record)
+    html = render_html(pack)
+    data, problem = bundle(pack, html) if fmt == "zip" else (html, None)
+    if problem:  # a zip without its figures is not what was asked for: say so and write nothing
+        print(f"error: the zip's SVG/PNG figures could not be made: {problem} (an .html pack needs no image "
+              "export)", file=sys.stderr)
+        return 1
+    write_atomic(args.out, data)
+    print(f"wrote {args.out} ({len(data) / 2**20:.1f} MiB, {lab.head} steps, {len(pack.figures())} figures)")
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pykv", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a workload, printing vLLM-style logs and a summary table")
+    add_engine_flags(run, log_stats_interval=10)  # a run prints vLLM's periodic stats line, as vLLM does
+    run.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
+    run.add_argument("--num-requests", type=int, default=None, help="preset size")
+    run.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
+    run.add_argument("--export-workload", default=None, help="write the workload as JSON to this path")
+    run.add_argument("--max-steps", type=int, default=100_000)
+    run.set_defaults(func=cmd_run)
+    sweep = sub.add_parser("sweep", help="run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
+    add_engine_flags(sweep)
+    axis = sweep.add_mutually_exclusive_group()
+    axis.add_argument("--pool-sizes", default=None, help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
+                      "24:64:8, with the default workload is the canonical storm sweep)")
+    axis.add_argument("--block-sizes", default=None, help="block sizes at a fixed pool capacity, e.g. 4,8,16,32")
+    axis.add_argument("--max-num-seqs-values", default=None, help="max_num_seqs values, e.g. 2,4,8,16")
+    sweep.add_argument("--modes", default="recompute,swap", help="comma list of: recompute, swap, swap per-block, "
+                       "recompute+prefix, swap+prefix, recompute+offload")
+    sweep.add_argument("--policies", default=None, help="comma list of victim policies to run each mode with: "
+                       f"{', '.join(POLICY_LABELS)} (default: --preemption-victim)")
+    sweep.add_argument("--workload", default="storm", help=f"a preset: {', '.join(PRESETS)}")
+    sweep.add_argument("--num-requests", type=int, default=None, help="preset size (default 8)")
+    sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
+    sweep.add_argument("--out", default=None, help="write the runs as CSV")
+    sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
+    report = sub.add_parser("report", help="run a workload and write its review pack: one self-contained HTML "
+                            "page (or a zip with it, every figure as SVG and PNG, and the CSVs)")
+    add_engine_flags(report, log_stats_interval=10)  # the same flags and defaults as run
+    report.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
+    report.add_argument("--num-requests", type=int, default=None, help="preset size")
+    report.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
+    report.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"stop after this many steps (at most "
+                        f"{MAX_STEPS:,}: the pack keeps every step)")
+    report.add_argument("--out", required=True, help="the pack: a .html file, or a .zip file")
+    report.set_defaults(func=cmd_report)
+    add_estimate_parser(sub)
+    gen = sub.add_parser("generate", help="complete one prompt")
+    add_engine_flags(gen)
+    gen.add_argument("prompt")
+    gen.add_argument("--max-tokens", type=int, default=48)
+    gen.add_argument("--temperature", type=float, default=0.0)
+    gen.set_defaults(func=cmd_generate)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run a command; every error is one line on stderr (``error: ...``): exit code 2 for bad input (flags,
+    config, workload file), 1 for a run that failed, never a traceback. argparse's own errors exit 2."""
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "sweep" and (args.pool_sizes, args.block_sizes, args.max_num_seqs_values) == (None,) * 3:
+            args.pool_sizes = args.pool_sizes_default
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
+                            datefmt="%m-%d %H:%M:%S", stream=sys.stderr)
+        return args.func(args)
+    except ValueError as e:  # UsageError, ConfigError, pydantic's ValidationError, the engine's input checks
+        _report(one_line(e))
+        return USAGE
+    except KeyboardInterrupt:
+        _report("interrupted")
+        return INTERRUPTED
+    except MemoryError:
+        _report("out of memory; use a smaller pool, workload or sweep")
+        return FAILURE
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        _report(f"{type(e).__name__}: {one_line(e)}")
+        return FAILURE
+
+
+def _report(text: str) -> None:
+    print(f"error: {text}", file=sys.stderr, flush=True)

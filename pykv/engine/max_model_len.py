@@ -1,0 +1,64 @@
+"""max_model_len against the KV pool, at engine start-up.
+
+Every vLLM release refuses to start when one request of ``max_model_len`` tokens cannot fit the KV
+cache (V0: ``vllm/worker/worker.py``, ``raise_if_cache_size_invalid``; V1:
+``vllm/v1/core/kv_cache_utils.py``, ``check_enough_kv_cache_memory``; 0.33 moved it to
+``vllm/v1/core/kv_cache_planning.py``). The lab shrinks pools far below the model's context, so when
+``max_model_len`` is left unset pykv fits it to the pool, as vLLM 0.33 does with ``--max-model-len -1``
+(``_auto_fit_max_model_len``), and says so. A ``max_model_len`` set larger than the pool is refused with
+the release's message. Without chunked prefill every release also refuses a token budget smaller than
+max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an unset max_model_len is
+fitted to the budget too, a set one is refused.
+"""
+
+from __future__ import annotations
+
+from pykv.border.config import EngineConfig
+from pykv.border.units import fmt_bytes
+
+
+def fitted_because(config: EngineConfig, max_model_len: int, model_max: int) -> str:
+    """Why max_model_len is below the model's context, for messages that quote it ("" if it is not)."""
+    if config.max_model_len is not None or max_model_len >= model_max:
+        return ""
+    if not config.enable_chunked_prefill and max_model_len == config.max_num_batched_tokens:
+        return " (fitted to max_num_batched_tokens: chunked prefill is off)"
+    return f" (fitted to the KV pool: {config.num_gpu_blocks} blocks x {config.block_size} tokens)"
+
+
+def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int) -> tuple[int, list[str]]:
+    """The max_model_len in force and the start-up log lines that explain it; ValueError if it cannot fit."""
+    p = config.profile
+    capacity = config.num_gpu_blocks * config.block_size
+    if config.max_model_len is None:
+        fitted = min(model_max, capacity)
+        lines = []
+        if fitted < model_max:
+            lines.append(f"Auto-fit max_model_len: reduced from {model_max} to {fitted} to fit in available KV cache "
+                         f"memory ({fmt_bytes(config.num_gpu_blocks * bytes_per_block)}, {config.num_gpu_blocks} "
+                         "blocks)" + ("" if p.name == "v0.33" else f" [pykv: vLLM {p.release} has no auto-fit; it "
+                                                                   "would refuse to start]"))
+        if not config.enable_chunked_prefill and config.max_num_batched_tokens < fitted:
+            fitted = config.max_num_batched_tokens
+            lines.append(f"[pykv] max_model_len fitted to max_num_batched_tokens ({fitted}): without chunked prefill "
+                         "vLLM refuses a budget smaller than max_model_len (SchedulerConfig._verify_args)")
+        return fitted, lines
+    wanted = min(config.max_model_len, model_max)
+    if not config.enable_chunked_prefill and config.max_num_batched_tokens < wanted:
+        raise ValueError(
+            f"max_num_batched_tokens ({config.max_num_batched_tokens}) is smaller than max_model_len ({wanted}). "
+            "This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
+            "longer sequences. Raise max_num_batched_tokens, lower max_model_len, or enable chunked prefill.")
+    if wanted <= capacity:
+        return wanted, []
+    if p.is_v0:
+        raise ValueError(
+            f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "
+            f"cache ({capacity}). Raise num_gpu_blocks or lower max_model_len (vLLM {p.release}'s start-up check).")
+    needed = fmt_bytes(-(-wanted // config.block_size) * bytes_per_block)
+    available = fmt_bytes(config.num_gpu_blocks * bytes_per_block)
+    raise ValueError(
+        f"To serve at least one request with the model's max seq len ({wanted}), ({needed} KV cache is needed, "
+        f"which is larger than the available KV cache memory ({available}). Based on the available memory, the "
+        f"estimated maximum model length is {capacity}. Raise num_gpu_blocks or lower max_model_len "
+        f"(vLLM {p.release}'s start-up check).")

@@ -1,0 +1,1 @@
+"""The model: the Llama/Qwen2-family network, its loader, the attention backends and the sampler."""

@@ -1,0 +1,98 @@
+"""Turn a SchedulerOutput into the model's input tensors, run the forward pass, sample."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from kernels.launch_record import LaunchRecord, record_launches
+from pykv.border.request import Request
+from pykv.engine.kv.cache_engine import CacheEngine
+from pykv.engine.kv.kv_cache_manager import KVCacheManager
+from pykv.engine.model.attention import AttentionBackend, AttentionMetadata
+from pykv.engine.model.loader import LoadedModel
+from pykv.engine.model.sampler import sample
+from pykv.engine.sched.scheduler import SchedulerOutput
+
+
+@dataclass(frozen=True)
+class RunResult:
+    sampled: dict[str, int]  # request id -> new token, for chunks that reached the end of the known tokens
+    forward_s: float  # measured wall time of the forward pass (synchronised on CUDA)
+    forks: dict[str, list[int]] = field(default_factory=dict)  # n > 1: the first tokens of sequences 1 .. n-1
+
+
+class ModelRunner:
+    def __init__(self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend,
+                 device: str):
+        self.loaded, self.cache, self.kv, self.backend, self.device = loaded, cache, kv, backend, device
+        self.record_kernels = False  # set by the lab: keep the first layer's kernel launches of each step
+        self.last_launches: tuple[LaunchRecord, ...] = ()  # those of the last step (empty on the torch backend)
+
+    def prepare(self, out: SchedulerOutput, requests: dict[str, Request]):
+        """Flatten the scheduled chunks into one token batch::
+
+            chunk of request r: tokens r.all_token_ids[start : start + n] at positions start .. start+n-1
+            slot of position p: table[p // block_size] * block_size + p % block_size
+        """
+        bs = self.kv.block_size
+        input_ids, positions, slots, seq_lens, starts, logits_rows, sampled_ids = [], [], [], [], [0], [], []
+        tables = []
+        for chunk in out.chunks:
+            request = requests[chunk.request_id]
+            table = self.kv.block_tables[chunk.request_id]
+            end = chunk.start + chunk.num_new_tokens
+            input_ids.extend(request.all_token_ids[chunk.start : end])
+            span = range(chunk.start, end)
+            positions.extend(span)
+            slots.extend(table[p // bs] * bs + p % bs for p in span)
+            seq_lens.append(end)
+            starts.append(starts[-1] + chunk.num_new_tokens)
+            tables.append(table)
+            if end == request.num_tokens:
+                logits_rows.append(starts[-1] - 1)
+                sampled_ids.append(chunk.request_id)
+        width = max(len(t) for t in tables)
+        block_tables = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
+        dev = self.device
+        meta = AttentionMetadata(
+            slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
+            block_tables=block_tables.to(dev),
+            seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=dev),
+            query_start_loc=torch.tensor(starts, dtype=torch.int32, device=dev),
+            is_all_decode=all(c.num_new_tokens == 1 for c in out.chunks),
+        )
+        ids = torch.tensor(input_ids, dtype=torch.int64, device=dev)
+        pos = torch.tensor(positions, dtype=torch.int64, device=dev)
+        rows = torch.tensor(logits_rows, dtype=torch.int64, device=dev)
+        return ids, pos, meta, rows, sampled_ids
+
+    def run(self, out: SchedulerOutput, requests: dict[str, Request]) -> RunResult:
+        self.last_launches = ()
+        if not out.chunks:
+            return RunResult({}, 0.0)
+        ids, pos, meta, rows, sampled_ids = self.prepare(out, requests)
+        self._sync()
+        t0 = time.perf_counter()
+        with record_launches() if self.record_kernels else contextlib.nullcontext() as launches:
+            logits = self.loaded.model(ids, pos, self.cache.gpu_cache, meta, self.backend, rows)  # (num_sampled, vocab)
+        self._sync()
+        forward_s = time.perf_counter() - t0
+        if launches is not None:  # every layer launches the same kernels over the same tables: keep layer 0's
+            self.last_launches = tuple(launches[: len(launches) // self.loaded.config.num_layers])
+        reqs = [requests[r] for r in sampled_ids]
+        tokens = sample(logits, [r.sampling_params for r in reqs], [r.generator for r in reqs])
+        forks = {}
+        for row, r in enumerate(reqs):  # parallel sampling: n - 1 more first tokens from the same logits
+            if r.pending_forks:
+                n = r.pending_forks
+                forks[r.request_id] = sample(logits[row].expand(n, -1), [r.sampling_params] * n,
+                                             r.fork_generators or [None] * n)
+        return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks)
+
+    def _sync(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)

@@ -1,0 +1,2 @@
+"""What the engine says about itself: measured preemption costs, metrics under vLLM's names, the
+observer that feeds them, and the snapshot builder."""

@@ -1,0 +1,223 @@
+"""vLLM V0's scheduling step (profile "v0.6"), transcribed from vLLM 0.6.3.post1's
+``vllm/core/scheduler.py`` (``Scheduler._schedule_default``, ``_schedule_chunked_prefill``,
+``_schedule_running``, ``_schedule_swapped``, ``_schedule_prefills``) and the admission checks of
+``vllm/core/block_manager.py`` (``SelfAttnBlockSpaceManager.can_allocate``, ``_can_swap``)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from pykv.border.request import Request, RequestStatus
+from pykv.engine.kv.kv_cache_manager import cdiv
+from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
+
+PROMPT_OVER_CAPACITY = ("Input prompt ({n} tokens) + lookahead slots (0) is too long and exceeds the capacity of "
+                        "block_manager")
+SWAP_IN_NEVER = "Failing the request {id} because there's not enough kv cache blocks to run the entire sequence."
+
+
+@dataclass
+class _Budget:
+    """V0's SchedulingBudget: tokens and sequences scheduled this step."""
+
+    token_budget: int
+    max_num_seqs: int
+    num_batched_tokens: int = 0
+    num_seqs: int = 0
+
+    def remaining(self) -> int:
+        return self.token_budget - self.num_batched_tokens
+
+    def can_schedule(self, num_tokens: int, num_seqs: int = 1) -> bool:
+        return (self.num_batched_tokens + num_tokens <= self.token_budget
+                and self.num_seqs + num_seqs <= self.max_num_seqs)
+
+    def add(self, num_tokens: int, num_seqs: int) -> None:
+        self.num_batched_tokens += num_tokens
+        self.num_seqs += num_seqs
+
+
+@dataclass
+class _Scheduled:
+    decodes: list[Request] = field(default_factory=list)
+    prefills: list[Request] = field(default_factory=list)
+    leftover: list[Request] = field(default_factory=list)  # running requests the scan did not reach
+
+
+class V0Scheduler(Scheduler):
+    """Chunked prefill off (``_schedule_default``): waiting prefills first, whole prompts only, and
+    only while nothing is swapped; decodes run only in a step that admitted no prefill; swap-in only
+    after decodes that preempted nobody. A step is all-prefill or all-decode.
+
+    Chunked prefill on (``_schedule_chunked_prefill``): running (decodes and unfinished prefills) ->
+    swapped (only if nobody was preempted) -> waiting prefills, which are admitted even in a step that
+    preempted and while requests are swapped. The running queue is rebuilt in V0's order: swapped-in,
+    then decodes, then unfinished prefills, then new prefills.
+
+    Admission reserves blocks for the whole sequence at once and keeps the 1% watermark free
+    (``can_allocate``); a request that could never fit (more blocks than the pool minus the watermark)
+    is ignored (finish reason "length"). Recompute victims
+    return to the front of the waiting queue after the step, so they are not re-admitted in it.
+    """
+
+    def schedule(self, step: int) -> SchedulerOutput:
+        out = SchedulerOutput()
+        self._recomputed: list[Request] = []
+        budget = _Budget(self.config.max_num_batched_tokens, self.config.max_num_seqs)
+        chunking = self.config.enable_chunked_prefill
+        if chunking:
+            running = self._schedule_running(out, step, budget, chunking)
+            swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
+            admitted = self._schedule_prefills(out, budget, chunking)
+            self.running = (running.leftover + swapped_in.decodes + swapped_in.prefills + running.decodes
+                            + running.prefills + admitted)
+        else:
+            budget.num_seqs = self.num_running_seqs()
+            admitted = [] if self.swapped else self._schedule_prefills(out, budget, chunking)
+            if admitted:
+                self.running += admitted
+            else:
+                running = self._schedule_running(out, step, budget, chunking)
+                swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
+                self.running = running.leftover + running.decodes + swapped_in.decodes
+        self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
+        self._order_waiting()
+        return out
+
+    def _num_new_tokens(self, request: Request, budget: _Budget, chunking: bool) -> int:
+        """V0's _get_num_new_tokens: what the request lacks, cut to the budget when chunking (to whole
+        blocks with prefix caching)."""
+        num_new = request.num_tokens - request.num_computed_tokens
+        remaining = budget.remaining()
+        if chunking and remaining < num_new:
+            num_new = remaining // self.kv.block_size * self.kv.block_size if self.config.enable_prefix_caching \
+                else remaining
+        return num_new
+
+    def _schedule_running(self, out: SchedulerOutput, step: int, budget: _Budget, chunking: bool) -> _Scheduled:
+        queue, self.running = deque(self.running), []
+        order = {id(r): i for i, r in enumerate(queue)}  # running-queue order, to preempt a group tail first
+        done = _Scheduled()
+        while queue:
+            request = queue[0]
+            num_new = self._num_new_tokens(request, budget, chunking)
+            if num_new == 0:
+                break
+            queue.popleft()
+            while self.kv.allocate_slots(request, num_new) is None:
+                # V0 pops victims off the rest of the queue, else takes the request itself: candidates are the
+                # requests not yet scheduled this step ("last" = the tail of the rest). The victim's whole sequence
+                # group goes (parallel sampling), sequences scheduled earlier this step taken back.
+                choice = self._choose_victim([request] + list(queue))
+                group = group_of(choice.request, [request] + list(queue) + done.decodes + done.prefills)
+                group.sort(key=lambda r: -order[id(r)])  # tail first, as V0 pops them
+                for member in group:
+                    if member in queue:
+                        queue.remove(member)
+                    self._take_back(member, out, budget, done, chunking)
+                out.preempted.extend(self._preempt_group(group, step, out, choice.why))
+                if request in group:
+                    break
+            else:
+                chunk = self._chunk(request, num_new)
+                out.chunks.append(chunk)
+                (done.prefills if chunk.is_prefill else done.decodes).append(request)
+                budget.add(num_new, request.num_seqs if chunking else 0)  # unchunked: running seqs counted up front
+        done.leftover = list(queue)
+        return done
+
+    def _take_back(self, request: Request, out: SchedulerOutput, budget: _Budget, done: _Scheduled,
+                   chunking: bool) -> None:
+        """Undo a sequence's scheduling earlier in this step (its group is being preempted): its chunk, its budget,
+        the block it was given for this step's token."""
+        chunk = next((c for c in out.chunks if c.request_id == request.request_id), None)
+        if chunk is None:
+            return
+        out.chunks.remove(chunk)
+        for queue in (done.decodes, done.prefills):
+            if request in queue:
+                queue.remove(request)
+        budget.num_batched_tokens -= chunk.num_new_tokens
+        budget.num_seqs -= request.num_seqs if chunking else 0
+        self.kv.trim(request)
+
+    def _schedule_swapped(self, out: SchedulerOutput, budget: _Budget, chunking: bool,
+                          running: _Scheduled) -> _Scheduled:
+        """Swapped requests come back first in, first out, a sequence group together (its shared blocks shared
+        again), while the blocks they touch plus the watermark fit."""
+        done = _Scheduled()
+        while self.swapped:
+            group = group_of(self.swapped[0], list(self.swapped))
+            nums = [self._num_new_tokens(r, budget, chunking) for r in group]
+            touched = self.kv.num_blocks_to_swap_in(group, [max(n, 1) for n in nums])
+            if touched > self.kv.pool.num_blocks:
+                for request in group:
+                    self._ignore(out, request, SWAP_IN_NEVER.format(id=request.request_id))
+                continue
+            # pykv: the watermark is waived when nothing runs, so a lone swapped request can return (V0 would wait
+            # for room that never comes).
+            busy = running.leftover or running.decodes or running.prefills or done.decodes or done.prefills
+            watermark = self.watermark_blocks if busy else 0
+            if self.kv.pool.num_free_blocks() - touched < watermark:
+                break
+            if 0 in nums or not budget.can_schedule(sum(nums), sum(r.num_seqs for r in group)):
+                break
+            for request in group:
+                self.swapped.remove(request)
+            out.swap_in.update(self.kv.swap_in(group))
+            for request, num_new in zip(group, nums):
+                assert self.kv.allocate_slots(request, num_new) is not None, "swap-in room was checked above"
+                request.status = RequestStatus.RUNNING
+                chunk = self._chunk(request, num_new)
+                out.chunks.append(chunk)
+                (done.prefills if chunk.is_prefill else done.decodes).append(request)
+                budget.add(num_new, request.num_seqs)
+        return done
+
+    def _schedule_prefills(self, out: SchedulerOutput, budget: _Budget, chunking: bool) -> list[Request]:
+        # V0 also ignores a prompt over _get_prompt_limit (max_model_len, or the budget without chunking); pykv
+        # cannot get one: add_request refuses prompts over max_model_len, and max_model_len never exceeds the budget
+        # without chunking (pykv.engine.max_model_len), so a re-prefill stays within both.
+        admitted = []
+        while self.waiting:
+            request = self.waiting[0]
+            required = cdiv(request.num_tokens, self.kv.block_size)  # the whole sequence, cache hits included
+            if self.kv.pool.num_blocks - required < self.watermark_blocks:
+                self._ignore(out, request, PROMPT_OVER_CAPACITY.format(n=request.num_tokens))
+                continue
+            if self.kv.pool.num_free_blocks() - required < self.watermark_blocks:
+                break  # AllocStatus.LATER
+            hits = self.kv.get_computed_blocks(request)
+            num_hit = len(hits) * self.kv.block_size
+            request.num_computed_tokens = num_hit  # pykv: hits are skipped and not charged to the budget
+            num_new = self._num_new_tokens(request, budget, chunking)
+            request.num_computed_tokens = 0
+            if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
+                break
+            blocks = self.kv.allocate_slots(request, num_new, hits, num_reserved_tokens=request.num_tokens)
+            assert blocks is not None, "can_allocate checked the whole sequence"
+            self.kv.record_lookup(request, hits)
+            self.waiting.popleft()
+            request.status = RequestStatus.RUNNING
+            request.num_computed_tokens = num_hit
+            out.chunks.append(self._chunk(request, num_new, num_hit))
+            budget.add(num_new, request.num_seqs)
+            admitted.append(request)
+        return admitted
+
+    def _requeue(self, victim: Request) -> None:
+        self._recomputed.append(victim)  # V0 puts recompute victims back only after the step
+
+    def _ignore(self, out: SchedulerOutput, request: Request, message: str) -> None:
+        """V0's FINISHED_IGNORED: finish reason "length", with V0's warning as the message."""
+        request.finish_message = message
+        self._finish(request, RequestStatus.FINISHED_IGNORED)
+        out.ignored.append(request)
+
+
+def group_of(request: Request, pool: list[Request]) -> list[Request]:
+    """The sequences of ``request``'s group (parallel sampling) among ``pool``, in pool order; V0 schedules,
+    preempts and swaps a ``SequenceGroup`` whole."""
+    group_id = request.parent_id or request.request_id
+    return [r for r in pool if (r.parent_id or r.request_id) == group_id]

@@ -1,0 +1,110 @@
+"""vLLM V1's scheduling step (profiles "v0.10" and "v0.33"): ``vllm/v1/core/sched/scheduler.py``,
+``Scheduler.schedule``, with each release's admission rule from ``vllm/v1/core/kv_cache_manager.py``,
+``KVCacheManager.allocate_slots``."""
+
+from __future__ import annotations
+
+from pykv.border.request import Request, RequestStatus
+from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
+
+
+class V1Scheduler(Scheduler):
+    """1. Running requests first, in queue order, each getting the tokens it still lacks within
+       ``max_num_batched_tokens``; one that cannot get a block preempts the last running request, again
+       and again, until it fits or has preempted itself (which ends the scan).
+    2. Only if nobody was preempted this step: waiting requests in order, while ``max_num_seqs``, the
+       budget and the pool allow, reusing prefix-cache hits. The first that does not fit stops the
+       scan (head-of-line blocking). What "fits" means is the release's:
+       - v0.10: blocks for this step's chunk only;
+       - v0.33: the whole current input (prompt, plus output so far after a preemption) must fit in
+         the free blocks first (``scheduler_reserve_full_isl=True``; a gate, nothing is held), and a
+         waiting or preempted request must leave ``watermark`` of the pool free while anything runs.
+       With chunked prefill off (v0.33 only: 0.10 always chunks), a request whose prompt exceeds the
+       remaining budget ends the scan.
+    V1 never ignores a request: the engine refuses at start-up a KV cache too small for max_model_len.
+    """
+
+    def schedule(self, step: int) -> SchedulerOutput:
+        out = SchedulerOutput()
+        budget = self._schedule_running(out, step, self.config.max_num_batched_tokens)
+        if not out.preempted:  # V1: `if not preempted_reqs:` guards the whole waiting loop
+            self._schedule_waiting(out, budget)
+        return out
+
+    def _schedule_running(self, out: SchedulerOutput, step: int, budget: int) -> int:
+        """Victims come from the whole running queue. Under "last" that is its tail, never scheduled yet; other
+        policies may pick a request scheduled earlier this step, whose chunk is then taken back and its tokens
+        returned to the budget, and a request that preempted itself lets the scan go on (0.33.0's priority
+        branch of ``Scheduler.schedule``)."""
+        i = 0
+        while i < len(self.running) and budget > 0:
+            request = self.running[i]
+            num_new = min(request.num_tokens - request.num_computed_tokens, budget)
+            while self.kv.allocate_slots(request, num_new) is None:
+                choice = self._choose_victim(self.running)
+                victim = choice.request
+                j = self.running.index(victim)
+                del self.running[j]
+                if j < i:
+                    i -= 1
+                    taken = next(c for c in out.chunks if c.request_id == victim.request_id)
+                    out.chunks.remove(taken)
+                    budget += taken.num_new_tokens
+                out.preempted.append(self._preempt(victim, step, out, choice.why))
+                if victim is request:
+                    if self.config.preemption_victim == "last":
+                        return budget  # the request preempted itself: nothing after it is left to scan
+                    break
+            else:
+                out.chunks.append(self._chunk(request, num_new))
+                budget -= num_new
+                i += 1
+        return budget
+
+    def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
+        """With the CPU offloading tier, blocks past the device hit that the tier holds are loaded, not computed
+        (0.33.0: ``connector.get_num_new_matched_tokens`` after ``get_computed_blocks``)."""
+        bs = self.kv.block_size
+        while self.waiting and budget > 0 and self.num_running_seqs() < self.config.max_num_seqs:
+            request = self.waiting[0]
+            if self.num_running_seqs() + request.num_seqs > self.config.max_num_seqs:
+                break  # pykv: a request yet to fork into n sequences needs room for all n
+            hits = self.kv.get_computed_blocks(request)
+            loads = self.kv.offloaded_hits(request, len(hits))
+            num_loaded = len(loads) * bs
+            num_new = request.num_tokens - len(hits) * bs - num_loaded
+            if num_new > budget and not self.config.enable_chunked_prefill:
+                break  # 0.33: "If chunked_prefill is disabled, we can stop the scheduling here."
+            num_new = min(num_new, budget)
+            if not self._fits(request, num_loaded + num_new, hits):
+                self.kv.record_lookup(request, hits, admitted=False)
+                break
+            self.kv.record_lookup(request, hits)
+            if self.kv.offload is not None:
+                self.kv.record_external_lookup(request, len(hits) * bs, num_loaded)
+            self._admit(out, request, num_new, hits, loads)
+            budget -= num_new
+
+    def _admit(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int], loads: list[int]) -> None:
+        """A waiting request whose blocks were just allocated joins the back of the running queue; blocks found
+        in the offloading tier are copied in before the forward pass."""
+        self.waiting.popleft()
+        request.status = RequestStatus.RUNNING
+        if loads:
+            out.offload_load[request.request_id] = self.kv.load_offloaded(request, loads, len(hits))
+        num_cached, num_loaded = len(hits) * self.kv.block_size, len(loads) * self.kv.block_size
+        request.num_computed_tokens = num_cached + num_loaded
+        self.running.append(request)
+        out.chunks.append(self._chunk(request, num_new, num_cached, num_loaded))
+
+    def _fits(self, request: Request, num_new: int, hits: list[int]) -> bool:
+        """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
+        keep_free = 0
+        if self.profile.watermark_scope == "v1" and self.running:
+            assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
+            keep_free = self.watermark_blocks
+        if self.profile.admission == "full_input":
+            full = min(request.num_tokens, self.max_model_len)
+            if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
+                return False
+        return self.kv.allocate_slots(request, num_new, hits, keep_free=keep_free) is not None

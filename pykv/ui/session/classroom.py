@@ -1,0 +1,184 @@
+"""Class mode plumbing: the process-wide classes (``pykv.classroom`` over the configured store), the
+lessons classes share, and this session's place in a class.
+
+    /lessons?class=K7QM2X                          a learner: the page follows the class
+    /lessons?class=K7QM2X&presenter=1              the projector: a follower in large type (no key to photograph)
+    /lessons?lesson=ID&step=k&class=K7QM2X&key=…   the instructor (the key is the class's secret: it alone
+                                                   drives the class, and survives a reload in this URL only;
+                                                   the session also keeps it, so a trip to another page or the
+                                                   cheat sheet does not lose it)
+
+Followers never play a lesson: every session of a class on this server reads the same ``SharedLesson``
+(played once per process; with several replicas, once per replica), so a learner costs no engine until they
+choose to explore on their own.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import streamlit as st
+
+from pykv.classroom import CLASS_IDLE_S, ClassError, Classes, ClassState, make_store
+from pykv.lessons import Lesson
+from pykv.lessons.shared import SharedLesson
+from pykv.ui.session import state
+
+CLASS_PARAM, KEY_PARAM = "class", "key"
+SWEEP_EVERY_S = 60.0
+POLL_S = 1.0  # how often, on average, a follower's page asks whether the class moved (propagation ≈ this + a rerun)
+POLL_SPREAD_S = 0.5  # each session polls every POLL_S ± half this: the room's reruns after a step do not all
+#                      land together (in lockstep, 100 learners took 2.75 s p95 on a mostly idle server)
+EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
+KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
+SYNCED = "class_synced"  # session_state: (lesson id, step) an instructor's window last showed in step with the class
+
+
+@dataclass(frozen=True)
+class Membership:
+    """This session's class, as its URL says: ``instructor`` only with the class's own secret."""
+
+    code: str
+    state: ClassState
+    instructor: bool
+    secret: Optional[str]
+
+
+@st.cache_resource(show_spinner=False)
+def classes() -> Classes:
+    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas)."""
+    return Classes(make_store())
+
+
+@st.cache_resource(max_entries=16, ttl=CLASS_IDLE_S, show_spinner=False)  # a lesson no class used for 3 h goes
+def _shared(path: str, mtime_ns: int, model: str, _lesson: Lesson) -> SharedLesson:
+    app = state.default_config()
+    return SharedLesson(_lesson, state.model_for(app), app)
+
+
+_last_sweep = [0.0]  # when idle classes were last dropped (monotonic seconds; process-wide)
+
+
+def maybe_sweep() -> None:
+    """Drop classes idle past CLASS_IDLE_S, at most once every SWEEP_EVERY_S (any Lessons run does it)."""
+    now = time.monotonic()
+    if now - _last_sweep[0] >= SWEEP_EVERY_S:
+        _last_sweep[0] = now
+        try:
+            classes().sweep_expired()
+        except Exception:  # an unreachable store: the pages that need it say so
+            pass
+
+
+def shared_lesson(lesson: Lesson) -> SharedLesson:
+    """The lesson every class on this server reads (played again if its file changed)."""
+    try:
+        mtime = Path(lesson.path).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _shared(str(lesson.path), mtime, state.model_name(), lesson)
+
+
+def learner_id() -> str:
+    """This session's anonymous id in a class (answers and presence); never shown."""
+    return st.session_state.setdefault("class_learner", uuid.uuid4().hex)
+
+
+def membership() -> Optional[Membership]:
+    """The class in the URL, or None (no class). A bad, unknown or ended code raises ClassError. The key a
+    session once drove a class with is kept, and put back into a URL that lost it (another page, the
+    cheat sheet)."""
+    raw = st.query_params.get(CLASS_PARAM)
+    if raw is None:
+        return None
+    registry = classes()
+    code = registry.normalize_code(raw)
+    current = registry.get(code)
+    kept = st.session_state.setdefault(KEYS, {})
+    secret = st.query_params.get(KEY_PARAM)
+    if secret is None and code in kept and st.query_params.get("presenter") != "1":
+        secret = st.query_params[KEY_PARAM] = kept[code]
+    instructor = registry.is_instructor(code, secret)
+    if instructor:
+        kept[code] = secret
+    return Membership(code, current, instructor, secret if secret else None)
+
+
+def leave_class_params() -> None:
+    """Drop the class from the URL (an ended class, a bad code): the page goes back to the course."""
+    for name in (CLASS_PARAM, KEY_PARAM):
+        if name in st.query_params:
+            del st.query_params[name]
+
+
+def learner_link(code: str) -> str:
+    """The absolute link a learner opens (the host the instructor's browser used)."""
+    try:
+        base = (st.context.url or "").split("?")[0]
+    except Exception:  # bare mode (tests): no browser URL
+        base = ""
+    root = base.rsplit("/", 1)[0] if base else ""
+    return f"{root}/lessons?{CLASS_PARAM}={code}" if root else f"lessons?{CLASS_PARAM}={code}"
+
+
+def safe_error(e: Exception) -> str:
+    return str(e) if isinstance(e, ClassError) else f"The class store failed: {type(e).__name__}"
+
+
+def poll_interval() -> float:
+    """This session's poll period: POLL_S spread by a fixed per-session offset in ±POLL_SPREAD_S/2."""
+    offset = int(learner_id()[:4], 16) / 0xFFFF - 0.5  # learner ids are uuid4 hex
+    return round(POLL_S + offset * POLL_SPREAD_S, 2)
+
+
+def poll(code: str, version: int, presence: Optional[str] = None) -> None:
+    """About once every POLL_S: rerun the page when the class's version is no longer ``version`` (the
+    instructor moved, revealed or ended it); ``presence`` ("following") also counts this learner as there."""
+    @st.fragment(run_every=poll_interval())
+    def watch() -> None:
+        registry = classes()
+        if presence is not None:
+            try:
+                registry.seen(code, learner_id(), presence)
+            except Exception:  # the class ended: the version check below reruns the page, which says so
+                pass
+        try:
+            moved = registry.version(code) != version
+        except Exception:  # an unreachable store: rerun, and the page says what is wrong
+            moved = True
+        if moved:
+            st.rerun()
+
+    watch()
+
+
+def retry_soon(every_s: float = 3.0) -> None:
+    """Rerun the page in ``every_s`` (the class store did not answer): the fragment's first run arms it, its
+    first timer run reruns the page."""
+    st.session_state.class_retry_armed = False
+
+    @st.fragment(run_every=every_s)
+    def retry() -> None:
+        if st.session_state.get("class_retry_armed"):
+            st.rerun()
+        st.session_state.class_retry_armed = True
+
+    retry()
+
+
+def follow_other_window(member: Membership) -> None:
+    """An instructor may drive from two windows (the projector and the speaker view): a window that has not
+    moved since it last agreed with the class follows the class; one that moved drives it (the player)."""
+    url = (st.query_params.get("lesson"), st.query_params.get("step", "1"))
+    at_class = (member.state.lesson_id, str(member.state.step))
+    if url != at_class and url == st.session_state.get(SYNCED):
+        st.query_params["lesson"], st.query_params["step"] = at_class
+
+
+def agreed(lesson_id: str, step: int) -> None:
+    """This window shows the class's ``step`` of ``lesson_id`` (what follow_other_window compares with)."""
+    st.session_state[SYNCED] = (lesson_id, str(step))

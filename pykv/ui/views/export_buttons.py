@@ -1,0 +1,61 @@
+"""The Export control under a figure: a popover with SVG, PNG (1x/2x/3x) and HTML downloads, each in
+the light template with the figure's caption and deep link (``pykv.review_pack.export``).
+
+The bytes are made only when a download button is pressed: each button gets a callable, which
+Streamlit runs on a thread of its own at the click, so a page rerun (a Play tick) never starts the
+browser. Where static export cannot run, the SVG/PNG buttons are disabled and one line says why;
+HTML always works.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Literal, Optional, Union
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pykv.review_pack.export import DEFAULT_WIDTH, SCALES, export_html, export_image, static_export_problem
+from pykv.ui.safe_text import plain
+
+FigureSource = Union[go.Figure, Callable[[], go.Figure]]
+MIME = {"svg": "image/svg+xml", "png": "image/png", "html": "text/html"}
+
+
+def export_bytes(source: FigureSource, fmt: Literal["svg", "png", "html"], *, caption: str, link: Optional[str],
+                 scale: int = 1, width: int = DEFAULT_WIDTH, height: Optional[int] = None,
+                 link_label: str = "link") -> bytes:
+    """What a download button hands over (``source``: the light figure, or a callable that builds it)."""
+    fig = source() if callable(source) else source
+    if fmt == "html":
+        return export_html(fig, caption=caption, link=link, width=width, height=height, link_label=link_label)
+    return export_image(fig, fmt, scale=scale, caption=caption, link=link, width=width, height=height,
+                        link_label=link_label)
+
+
+def file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
+
+
+def export_controls(fig: FigureSource, name: str, caption: str, link: Optional[str], key: str, *,
+                    width: int = DEFAULT_WIDTH, height: Optional[int] = None, link_label: str = "link") -> None:
+    """An "Export" popover for one figure. ``fig``: the figure drawn on the light template, or a
+    callable that draws it (so a dark page builds the light one only on a click); ``name``: the
+    file name without extension; ``key``: unique on the page."""
+    stem = file_stem(name)
+    problem = static_export_problem()
+    with st.popover("Export", icon=":material/download:", type="tertiary", key=f"{key}_export",
+                    help="Download this figure (light theme, with its caption and link)"):
+        scale_text = st.segmented_control("PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale",
+                                          required=True)
+        scale = int((scale_text or "2x")[0])
+        args = dict(caption=caption, link=link, width=width, height=height, link_label=link_label)
+        with st.container(horizontal=True, gap="small"):
+            for fmt, label, extra in (("svg", "SVG", {}), ("png", f"PNG {scale}x", {"scale": scale}),
+                                      ("html", "HTML", {})):
+                st.download_button(
+                    label, data=lambda fmt=fmt, extra=extra: export_bytes(fig, fmt, **args, **extra),
+                    file_name=f"{stem}.{fmt}" if fmt != "png" else f"{stem}@{scale}x.png", mime=MIME[fmt],
+                    key=f"{key}_{fmt}", on_click="ignore", disabled=bool(problem) and fmt != "html")
+        if problem:
+            st.caption(plain(problem))

@@ -1,0 +1,147 @@
+"""A learner's page in a class (``/lessons?class=CODE``): it follows the instructor.
+
+The page shows the class's lesson step from the lesson every class on this server shares (no engine of
+the learner's own), and a one-second fragment asks the class store whether the instructor moved; when
+they did, the whole page reruns on the new step. "Explore on my own" forks a private Lab at the step on
+screen into the Playground; "Back to the class" there returns to the instructor's current step.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Optional
+
+import streamlit as st
+
+from pykv.lab.lab import Lab
+from pykv.lessons import Lesson
+from pykv.lessons.shared import SharedLesson
+from pykv.ui import safe_text
+from pykv.ui.session import classroom, routes, seats
+from pykv.ui.session.classroom import EXPLORING, Membership
+from pykv.ui.views import exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
+from pykv.ui.views.style import PRESENTER_CSS
+
+
+def render(member: Membership, lessons: list[Lesson]) -> None:
+    """A learner's page, or with ``?presenter=1`` the class's projector: the same step in large type, no
+    answer form, no explore button and no presence (it is not a learner)."""
+    projector = st.query_params.get("presenter") == "1"
+    if projector:
+        st.html(PRESENTER_CSS)
+    lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
+    if lesson is None:
+        st.error(f"Class {member.code} is on lesson {safe_text.code(member.state.lesson_id)}, which this server "
+                 "cannot load.")
+        _follow(member, projector)
+        return
+    try:
+        shared = classroom.shared_lesson(lesson)
+        index = min(member.state.step, shared.num_steps) - 1
+        with st.spinner("Catching up with the class…"):
+            step_state = shared.state(index)
+    except Exception as e:  # a lesson that cannot run on this server: a message, the page keeps following
+        st.error(f"The class's lesson could not run here: {safe_text.plain(e)}")
+        _follow(member, projector)
+        return
+    hidden = predict_panel.hidden(step_state, member.state.revealed)
+    if _explore_requested(member.code):
+        if hidden and index == 0:  # nothing ran before this step: any Lab would give its answer away
+            st.info("Answer the question first: exploring opens once the instructor reveals it.")
+        else:
+            _explore(shared, index - 1 if hidden else index, member.code)
+
+    st.markdown(f"**{lesson.title}** · step {index + 1} of {shared.num_steps}")
+    if not projector:
+        st.caption(f"Class `{member.code}` · your page follows the instructor.")
+    text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")
+    with text_col, st.container(key="lesson_text"):
+        st.markdown(f"### {step_state.step.title}")
+        if step_state.prediction is not None:
+            predict_panel.follower(member, step_state, answering=not projector)
+        if not hidden:
+            lesson_text.body(step_state, folded_checks=projector)
+            exercise_box.render(lesson, index, projector)  # "Your turn": its link opens a tab of the learner's own
+        if not projector:
+            st.button("Explore on my own", key="class_explore", icon=":material/explore:",
+                      on_click=st.session_state.update, kwargs={"class_explore": member.code},
+                      help="Your own engine at this step in the Playground: step, go back, add requests, change "
+                           "knobs. Back to the class returns you to the instructor's current step.")
+    with views_col:
+        lab = _before(shared, index) if hidden else step_state.lab
+        if lab is None:
+            st.caption("The engine has not run yet: the answer comes with this step.")
+        elif projector:
+            chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if step_state.runs and not hidden \
+                else None
+            path = lesson_guide.current_path(warn=False)  # the Projector link carries the instructor's path
+            last = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
+            aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
+                if last and lesson.takeaway else None  # the room sees the takeaway at the lesson's end
+            follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart,
+                                  aside=aside)
+        else:
+            follower_views.render(lab, shared)
+    _follow(member, projector)
+
+
+def _before(shared: SharedLesson, index: int) -> Optional[Lab]:
+    """The state before step ``index``'s actions: what a prediction is made from."""
+    return shared.state(index - 1).lab if index else None
+
+
+def _follow(member: Membership, projector: bool = False) -> None:
+    classroom.poll(member.code, member.state.version, presence=None if projector else "following")
+
+
+def _explore_requested(code: str) -> bool:
+    return st.session_state.pop("class_explore", None) == code
+
+
+def _explore(shared: SharedLesson, index: int, code: str) -> None:
+    """A private Lab at the class's step (a seat of the app's engine cap) and off to the Playground."""
+    try:
+        lab = shared.branch_lab(index)
+        seat = seats.claim_seat(lab.config, lab.loaded)
+    except Exception as e:  # ServerFull: the app's engine cap
+        st.error(safe_text.plain(e))
+        return
+    seat.labs.add(lab)
+    st.session_state.lab = lab
+    st.session_state[EXPLORING] = code
+    st.session_state.playing = False
+    st.switch_page(routes.page("playground"))
+
+
+def exploring_banner(lab: Lab) -> None:
+    """In the Playground while exploring away from a class: say so, keep counting as present, offer the way back."""
+    code = st.session_state.get(EXPLORING)
+    if not code:
+        return
+
+    @st.fragment(run_every=5.0)
+    def banner() -> None:
+        try:
+            classroom.classes().seen(code, classroom.learner_id(), "exploring")
+            note = f"You are exploring on your own, away from class `{code}`."
+        except Exception as e:
+            note = classroom.safe_error(e)
+        col, button = st.columns([5, 1], vertical_alignment="center")
+        col.info(note, icon=":material/explore:")
+        if button.button("Back to the class", key="class_rejoin", icon=":material/groups:"):
+            back_to_class(code)
+
+    banner()
+
+
+def back_to_class(code: str) -> None:
+    lab = st.session_state.pop("lab", None)
+    if lab is not None:
+        lab.release()
+    seat = st.session_state.get("engine_seat")
+    if seat is not None and not st.session_state.get("lesson_players"):  # no engine left in this session
+        seats.seats().release(seat)
+        del st.session_state["engine_seat"]
+    st.session_state.pop(EXPLORING, None)
+    st.session_state.playing = False
+    st.switch_page(routes.page("lessons"), query_params={classroom.CLASS_PARAM: code})

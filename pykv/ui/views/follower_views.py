@@ -1,0 +1,58 @@
+"""The light views of a lesson step (a class follower's page, the projector): the metrics strip, the
+device pool, the queues and the step's narration — the Playground's live views without the timeline,
+the tables and the exports.
+
+They are light on purpose: every follower's page reruns each time the instructor moves, so each figure
+is drawn once per class step and theme (``SharedLesson.derived``) and only serialised per session; the
+projector needs one screen. A learner who wants the rest presses "Explore on my own" and gets the full
+Playground.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import streamlit as st
+
+from pykv.border.snapshot import diff_snapshots
+from pykv.lab.lab import Lab
+from pykv.lessons.shared import SharedLesson
+from pykv.ui.session import state
+from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
+
+
+def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
+           metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None,
+           aside: Optional[Callable[[], None]] = None) -> None:
+    """``lab`` at its cursor (never stepped here). ``shared``: the class's lesson, whose memo draws each
+    figure once for every follower (None: drawn for this page only, e.g. the solo projector view).
+    ``aside``: drawn under the queues in place of the step log (the projector's takeaway at a lesson's end)."""
+    snap, prev = lab.view, lab.previous
+    dark = state.is_dark()
+
+    def figures():
+        diff = diff_snapshots(prev, snap) if prev is not None else None
+        return (block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark),
+                queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark),
+                metrics_strip(snap), narrate(snap))
+
+    memo = (id(lab), snap.step, dark, grid_height, "follower")
+    grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
+    per_row = len(strip) if metrics_per_row is None else metrics_per_row
+    for row in range(0, len(strip), per_row):
+        for col, (label, value, help_text) in zip(st.columns(per_row), strip[row:row + per_row]):
+            col.metric(label, value, help=help_text)
+    left, right = st.columns([5, 4], gap="medium")
+    with left:
+        st.plotly_chart(grid, theme=None, key=f"{key}_grid", config=PLOT_CONFIG)
+        if below_grid is not None:  # e.g. the projector's side-runs chart, in the room the grid leaves
+            below_grid()
+    with right:
+        st.plotly_chart(queues, theme=None, key=f"{key}_queues", config=PLOT_CONFIG)
+        if aside is not None:
+            aside()
+            return
+        st.markdown("**This step**")
+        with st.container(height=215, key=f"{key}_narration"):
+            st.markdown("\n".join(f"- {line}" for line in lines))

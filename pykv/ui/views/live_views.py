@@ -1,0 +1,176 @@
+"""The live views of a Lab at its cursor: metrics strip, block grid(s), queues, "This step" narration,
+the run timeline and the detail tabs. The Playground and the lesson player both draw them, so a lesson shows exactly
+what the playground shows.
+
+Every figure comes from ``pykv.viz``, drawn with ``theme=None`` and a stable key. ``key_prefix`` keeps
+two pages' element keys apart (the Playground uses none, so its keys stay "grid_gpu", "queues", ...).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Optional
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from pykv.border.snapshot import diff_snapshots
+from pykv.gpu_model import Target
+from pykv.lab.lab import Lab
+from pykv.ui.session import state
+from pykv.ui.views import modelled_views, target
+from pykv.ui.views.export_buttons import export_controls
+from pykv.viz import (
+    block_grid_figure,
+    block_tables_figure,
+    metrics_strip,
+    narrate,
+    preemptions_frame,
+    queues_figure,
+    requests_frame,
+    selected_step,
+    timeline_figure,
+)
+from pykv.viz.captions import state_caption
+from pykv.viz.modelled import with_modelled_bills, with_modelled_times
+
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+TABS = {"block_tables": "Block tables", "requests": "Requests", "costs": "Preemption costs", "log": "Log (all steps)"}
+TIMELINE_HEIGHT = 500  # six panels: below ~450 px the strips get too thin to click
+
+
+def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid_height: int = 460,
+           link: Optional[str] = None, timeline_select: bool = False, modelled_target: Optional[Target] = None,
+           focus: Optional[str] = None) -> None:
+    """Everything below the controls: metrics, grids | queues + narration, the run timeline, then the detail tabs.
+    ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
+    ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
+    ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's).
+    ``focus``: a lesson step's view (pykv.lessons.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
+    snap, prev = lab.view, lab.previous
+    diff = diff_snapshots(prev, snap) if prev is not None else None
+    dark = state.is_dark()
+    k = key_prefix
+    export = _exporter(lab, snap, link)
+
+    for col, (label, value, help_text) in zip(st.columns(6), metrics_strip(snap)):
+        col.metric(label, value, help=help_text)
+    modelled = modelled_views.modelled_for(lab, modelled_target)  # beside the measured row, never instead of it
+    modelled_views.strip(lab, snap, modelled)
+    if note := modelled_views.real_gpu_note(lab, snap):
+        st.caption(note)
+
+    cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
+    left, right = st.columns(list(split), gap="medium")
+    with left:
+        if cpu_blocks:
+            g1, g2 = st.columns([5, 2], gap="small")
+        else:
+            g1, g2 = st.container(), None
+        changed_blocks = diff.blocks if diff else None
+        with g1:
+            gpu = partial(block_grid_figure, snap, "gpu", changed_blocks, height=grid_height)
+            st.plotly_chart(gpu(dark=dark), theme=None, key=f"{k}grid_gpu", config=PLOT_CONFIG)
+            export(gpu, "kv_pool", f"{k}grid_gpu", width=800)
+        if g2 is not None:
+            with g2:
+                cpu = partial(block_grid_figure, snap, "cpu", changed_blocks, height=grid_height, legend=False,
+                              cols=4 if cpu_blocks <= 64 else 8)
+                st.plotly_chart(cpu(dark=dark), theme=None, key=f"{k}grid_cpu", config=PLOT_CONFIG)
+                name = "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool"
+                export(cpu, name, f"{k}grid_cpu", width=420)
+    with right:
+        queues = partial(queues_figure, snap, changed=diff.requests if diff else None, height=235)
+        st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
+        export(queues, "queues", f"{k}queues", width=800)
+        st.markdown("**This step**")
+        with st.container(height=215, key=f"{k}narration"):
+            lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
+            st.markdown("\n".join(f"- {line}" for line in lines))
+            if log_lines := (snap.report.log_lines if snap.report else None):
+                st.code("\n".join(log_lines), language=None, wrap_lines=True)
+    timeline(lab, dark, key_prefix, timeline_select)
+    export(partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT), "timeline",
+           f"{k}timeline", width=1100, note=f" · step times measured on {snap.device}")  # a copy: the run grows
+    details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=TABS.get(focus))
+    target.formulas_expander(modelled.est)
+
+
+def _exporter(lab: Lab, snap, link: Optional[str]):
+    """``export(draw, name, key, width)``: the Export control of one figure, ``draw(dark=...)`` its builder
+    (called with dark=False only when a download is pressed)."""
+    manual = sum(1 for m in lab.manual if m.step <= snap.step)
+    caption = state_caption(lab.config, snap.device, preset=lab.preset, step=snap.step, manual_requests=manual)
+    link = link or "?" + urlencode(state.query_for(lab))
+
+    def export(draw, name: str, key: str, width: int, note: str = "") -> None:
+        export_controls(partial(draw, dark=False), f"pykv_step{snap.step}_{name}", caption + note, link, key,
+                        width=width)
+
+    return export
+
+
+def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
+            modelled: Optional[modelled_views.Modelled] = None, default_tab: Optional[str] = None) -> None:
+    k = key_prefix
+    tables, reqs, costs, logs = st.tabs(list(TABS.values()), default=default_tab)
+    with tables:
+        block_tables = partial(block_tables_figure, snap, changed_requests=diff.requests if diff else None)
+        st.plotly_chart(block_tables(dark=dark), theme=None, key=f"{k}block_tables", config=PLOT_CONFIG)
+        if export is not None:
+            export(block_tables, "block_tables", f"{k}block_tables", width=1000)
+    with reqs:
+        frame = requests_frame(snap)
+        if modelled is not None:
+            frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
+        st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
+    with costs:
+        frame = preemptions_frame(snap)
+        if frame.empty:
+            st.caption("No preemption yet.")
+        else:
+            caption = (f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
+                       "recompute_s is the forward time apportioned to re-prefilled tokens.")
+            if modelled is not None:
+                frame = with_modelled_bills(frame, modelled.bills, modelled.label)
+                caption += (f" The last two columns are modelled on {modelled.label}: the re-prefill's share of its "
+                            "steps (or the swap's copies), and that time multiplied by the requests that waited.")
+            st.caption(caption)
+            st.dataframe(frame, hide_index=True, key=f"{k}preemptions_table", width="stretch")
+    with logs:
+        lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]
+                 for line in (s.report.log_lines if s.report else [])]
+        st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)
+
+
+# ---- the run timeline -------------------------------------------------------------------------
+
+def timeline(lab: Lab, dark: bool, key_prefix: str = "", selectable: bool = False) -> None:
+    """Every recorded step, the one on screen marked. ``selectable``: a click reruns the page, which
+    reads the step with ``clicked_step`` before it draws anything (so the controls show the new step)."""
+    fig = timeline_figure(lab.snapshots, lab.cursor, dark=dark, height=TIMELINE_HEIGHT)
+    select = dict(on_select="rerun", selection_mode=("points",)) if selectable else {}
+    st.plotly_chart(fig, theme=None, key=f"{key_prefix}timeline", config=PLOT_CONFIG, **select)
+    if selectable:
+        st.caption("Click a point to show its step.")
+
+
+def clicked_step(lab: Lab, key_prefix: str = "") -> Optional[int]:
+    """The recorded step a new click on the timeline asks for, else None.
+
+    The chart's selection outlives the click: it stays in session_state until the figure changes
+    (a click on the step already shown changes nothing), so the points handled last are remembered
+    and not acted on again; an empty selection forgets them, so the same point can be clicked later.
+    """
+    key = f"{key_prefix}timeline"
+    handled = f"{key}_handled"
+    selection = st.session_state.get(key)
+    step = selected_step(selection)
+    if step is None:
+        st.session_state.pop(handled, None)
+        return None
+    points = selection["selection"]["points"]
+    if st.session_state.get(handled) == points:
+        return None
+    st.session_state[handled] = points
+    return min(step, lab.head)  # the browser sends the selection: never a step past the recorded ones

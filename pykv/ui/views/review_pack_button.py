@@ -1,0 +1,60 @@
+"""The Review pack control of the Playground, the Sweep page and the Lessons page: one popover with the
+pack as one HTML page or as a zip (``pykv.review_pack``).
+
+What a pack is made of is taken when the page draws (a copy of the history, the metrics text: cheap,
+and exactly what is on screen); the pack itself is made only when a download is pressed: Streamlit runs
+the button's callable on a thread of its own at the click, so no rerun (a Play tick) pays for it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import streamlit as st
+
+from pykv.lab.lab import Lab
+from pykv.lab.sweep import SweepResult, SweepSpec
+from pykv.lessons import Lesson, StepState
+from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab, render_html, run_pack, sweep_pack
+from pykv.review_pack.export import static_export_problem
+from pykv.ui.safe_text import plain
+from pykv.ui.session import state
+
+
+def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:
+    """The Playground's pack maker: the Lab's whole history as it stands now."""
+    record = record_from_lab(lab)
+    return lambda: run_pack(record)
+
+
+def sweep_pack_maker(spec: SweepSpec, result: SweepResult, total: int, seconds: float,
+                     capacity: Optional[int]) -> Callable[[], ReviewPack]:
+    """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len)."""
+    base = spec.base
+    model = state.shared_model(base.model, base.device, base.dtype).config
+    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model)
+
+
+def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], ReviewPack]:
+    """The lesson's pack: the steps played so far (``LessonPlayer.states``)."""
+    record = record_from_lab(states[-1].lab)  # taken now: the player may fork that Lab on the next step
+    return lambda: lesson_pack(lesson, states, record=record)
+
+
+def review_pack_controls(make: Callable[[], ReviewPack], stem: str, key: str, what: str) -> None:
+    """A "Review pack" popover: the HTML page and the zip, each made by ``make`` only when pressed."""
+    problem = static_export_problem()
+    with st.popover("Review pack", icon=":material/summarize:", key=f"{key}_review_pack",
+                    help=f"Download {what} as one self-contained page for someone who was not there"):
+        st.caption(f"{what[0].upper() + what[1:]}: configuration and the matching vLLM command, figures, tables, "
+                   "metrics and logs. The page works offline and prints one section per page.")
+        with st.container(horizontal=True, gap="small"):
+            st.download_button("HTML page", data=lambda: render_html(make()), file_name=f"{stem}.html",
+                               mime="text/html", key=f"{key}_review_html", on_click="ignore",
+                               icon=":material/download:")
+            st.download_button("Zip", data=lambda: build_zip(make()), file_name=f"{stem}.zip",
+                               mime="application/zip", key=f"{key}_review_zip", on_click="ignore",
+                               icon=":material/folder_zip:", help="The page, every figure as SVG and PNG, the CSVs "
+                               "and the last snapshot as JSON")
+        if problem:
+            st.caption(plain(f"The zip will hold no SVG/PNG figures (it says why inside): {problem}"))
