@@ -81,4 +81,4 @@ def assert_drained(engine: LLMEngine) -> None:
     assert not engine.has_unfinished_requests()
     for block in engine.kv.pool.blocks + engine.kv.cpu_pool.blocks:
         assert block.ref_cnt == 0, "a block still holds a reference at drain"
-    assert not engine.kv.block_tables and not engine.kv.cpu_block_tables
+    assert not engine.kv.block_tables and not engine.kv.swap.block_tables

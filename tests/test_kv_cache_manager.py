@@ -19,14 +19,14 @@ def admit(kv, r):
 def test_block_table_grows_one_block_per_block_size_tokens():
     kv = KVCacheManager(BlockPool(8), block_size=4, enable_prefix_caching=False)
     r = req("a", range(5))
-    assert kv.allocate_slots(r, 5) == [0, 1]
+    assert kv.allocate_slots(r, 5).new_blocks == [0, 1]
     r.num_computed_tokens = 5
     r.output_token_ids = [1, 2, 3]  # tokens 5..7 fill block 1
     for _ in range(3):
-        assert kv.allocate_slots(r, 1) == []
+        assert kv.allocate_slots(r, 1).new_blocks == []
         r.num_computed_tokens += 1
     r.output_token_ids.append(4)
-    assert kv.allocate_slots(r, 1) == [2]
+    assert kv.allocate_slots(r, 1).new_blocks == [2]
     kv.check_invariants()
 
 

@@ -53,7 +53,7 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
             break
     (event,) = report.preempted
     assert event.mode == "swap" and event.num_bytes == event.num_blocks * engine.bytes_per_block
-    cpu_ids = engine.kv.cpu_block_tables[event.request_id]
+    cpu_ids = engine.kv.swap.block_tables[event.request_id]
     for gpu, cpu in zip(tables[event.request_id], cpu_ids):
         assert torch.equal(engine.cache.cpu_cache[:, :, cpu], before[:, :, gpu])
     swapped_kv = engine.cache.cpu_cache[:, :, cpu_ids].clone()

@@ -12,6 +12,7 @@ from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.request import Request, RequestOutput, SamplingParams, sequence_id
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import CopyOnWrite, OffloadTransfer, StepReport
+from pykv.engine.kv.block_copy import CopyKind
 from pykv.engine.kv.block_pool import BlockPool
 from pykv.engine.kv.cache_engine import CacheEngine, CopyTiming
 from pykv.engine.kv.kv_budget import check_pool_budget, cpu_pool_blocks, kv_pool_budget
@@ -180,8 +181,7 @@ class LLMEngine:
         t0 = time.perf_counter()
         self.step_count += 1
         out = self.scheduler.schedule(self.step_count)
-        preempted, swapped_in, cow = self._copy_blocks(out)  # before the forward reuses freed device blocks
-        offload = self._offload_copy("load", [m for ms in out.offload_load.values() for m in ms])
+        preempted, swapped_in, cow, offload = self._copy_blocks(out)  # before the forward reuses freed blocks
         result = self.runner.run(out, self.scheduler.requests)
         requests = self.scheduler.requests
         stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks])
@@ -217,23 +217,27 @@ class LLMEngine:
         )
 
     def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionCost], list[PreemptionCost],
-                                                          list[CopyOnWrite]]:
+                                                          list[CopyOnWrite], list[OffloadTransfer]]:
         """Run the step's device copies in the order the scheduler decided them (a block one frees may be reused by
-        the next), then bill them. A sequence whose blocks a sibling's copy already moved copies nothing."""
-        timings: dict[tuple[str, str], CopyTiming] = {}
-        cow = []
-        for op in self.kv.take_device_ops():
-            if op[0] == "cow":
-                self.cache.copy_on_write([op[2:]])
-                cow.append(CopyOnWrite(*op[1:]))
-                continue
-            kind, request_id = op
-            mapping = (out.swap_out if kind == "swap_out" else out.swap_in)[request_id]
-            copy = self.cache.swap_out if kind == "swap_out" else self.cache.swap_in
-            timings[op] = copy(mapping) if mapping else CopyTiming(0.0, 0, 0)
-        preempted = [self.ledger.on_preempt(e, timings.get(("swap_out", e.request_id))) for e in out.preempted]
-        swapped_in = [self.ledger.on_swap_in(rid, timings[("swap_in", rid)], self.step_count) for rid in out.swap_in]
-        return preempted, swapped_in, cow
+        the next), then bill them. A sequence whose blocks a sibling's copy already moved copies nothing. Loads
+        from the offloading tier go into freshly allocated blocks that no other copy touches: they run last, as
+        one measured transfer."""
+        timings: dict[tuple[CopyKind, str], CopyTiming] = {}
+        cow, loads = [], []
+        for copy in out.block_copies:
+            pairs = list(copy.pairs)
+            if copy.kind is CopyKind.COPY_ON_WRITE:
+                self.cache.copy_on_write(pairs)
+                cow += [CopyOnWrite(copy.request_id, src, dst) for src, dst in pairs]
+            elif copy.kind is CopyKind.OFFLOAD_LOAD:
+                loads += pairs
+            else:
+                run = self.cache.swap_out if copy.kind is CopyKind.SWAP_OUT else self.cache.swap_in
+                timings[(copy.kind, copy.request_id)] = run(pairs) if pairs else CopyTiming(0.0, 0, 0)
+        preempted = [self.ledger.on_preempt(e, timings.get((CopyKind.SWAP_OUT, e.request_id))) for e in out.preempted]
+        swapped_in = [self.ledger.on_swap_in(c.request_id, timings[(c.kind, c.request_id)], self.step_count)
+                      for c in out.block_copies if c.kind is CopyKind.SWAP_IN]
+        return preempted, swapped_in, cow, self._offload_copy("load", loads)
 
     def _offload_copy(self, direction: str, mapping: list[tuple[int, int]]) -> list[OffloadTransfer]:
         """Copy blocks between the device pool and the offloading tier, measured; [] when there is nothing to copy."""

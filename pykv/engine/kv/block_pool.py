@@ -14,6 +14,12 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def set_filled(pool: "BlockPool", table: list[int], num_tokens: int, block_size: int) -> None:
+    """Record how many of each block's slots the first ``num_tokens`` tokens of ``table`` fill."""
+    for i, block_id in enumerate(table):
+        pool.blocks[block_id].num_tokens_filled = max(0, min(block_size, num_tokens - i * block_size))
+
+
 @dataclass(slots=True)  # one per block of a pool: slots halve its memory
 class Block:
     """One physical block of ``block_size`` token slots.

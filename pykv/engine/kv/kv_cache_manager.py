@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional, Sequence
 
 from pykv.border.request import Request
-from pykv.engine.kv.block_pool import BlockHash, BlockPool, cdiv
+from pykv.engine.kv.block_copy import Allocation, BlockCopy, CopyKind
+from pykv.engine.kv.block_pool import BlockHash, BlockPool, cdiv, set_filled
 from pykv.engine.kv.offload_tier import OffloadTier
-from pykv.engine.kv.swap_space import KVMoves
+from pykv.engine.kv.prefix_stats import PrefixCacheStats
+from pykv.engine.kv.swap_space import SwapSpace
 
 
 def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> BlockHash:
@@ -19,26 +21,7 @@ def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> 
     return hash((parent, tuple(token_ids)))
 
 
-@dataclass(frozen=True)
-class PrefixCacheStats:
-    """Prefix-cache lookups in tokens, one per admission, plus those that did not admit; the observer
-    exports what the profile's vLLM release counts."""
-
-    queries: int = 0  # tokens looked up (vLLM: prefix_cache_queries)
-    hits: int = 0  # of which found cached (vLLM: prefix_cache_hits)
-    hits_own: int = 0  # hits on blocks the same request computed before a preemption
-    hits_shared: int = 0  # hits on blocks another request computed
-    preempted_queries: int = 0  # of the queries, those by requests preempted before (today's V1 leaves them out)
-    preempted_hits: int = 0  # of the hits, those by requests preempted before
-    unadmitted_queries: int = 0  # lookups that did not lead to admission (not in the fields above)
-    unadmitted_hits: int = 0
-    # The CPU offloading tier, looked up after the device cache (vLLM: external_prefix_cache_*): tokens past the
-    # local hit, and those found in the tier; re-admissions after a preemption are left out, as 0.33 leaves them.
-    external_queries: int = 0
-    external_hits: int = 0
-
-
-class KVCacheManager(KVMoves):
+class KVCacheManager:
     """Maps each request's logical blocks to physical blocks of the pool.
 
     Token position -> slot::
@@ -50,6 +33,9 @@ class KVCacheManager(KVMoves):
     With prefix caching, every full block is registered under its chained hash once its tokens
     are scheduled; a new (or re-admitted) request reuses the longest run of cached blocks, except
     that the last token is always recomputed (the model must produce logits for it).
+
+    It owns the CPU side too: V0's swap space (``swap``) or V1's offloading tier (``offload``), over one CPU
+    pool. Every copy it decides is returned to the caller as a ``BlockCopy``; nothing is queued on the side.
     """
 
     def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool,
@@ -57,15 +43,13 @@ class KVCacheManager(KVMoves):
         self.pool = pool
         self.cpu_pool = cpu_pool or BlockPool(0)  # V0: the swap pool; V1 with offloading: the tier's blocks
         self.offload = OffloadTier(self.cpu_pool, block_size) if offload else None
-        self._num_offered: dict[str, int] = {}  # request id -> its blocks already offered to the tier
-        self.cpu_block_tables: dict[str, list[int]] = {}  # swapped-out request id -> CPU block ids
+        self.swap = SwapSpace(BlockPool(0) if offload else self.cpu_pool, block_size)
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.block_tables: dict[str, list[int]] = {}  # request id -> physical block ids
         self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
         self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_lookup
-        self.device_ops: list[tuple] = []  # copies decided since take_device_ops(), in order (swaps, copy on write)
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -98,14 +82,15 @@ class KVCacheManager(KVMoves):
         return num_new + sum(1 for b in new_computed_blocks if self.pool.blocks[b].ref_cnt == 0)
 
     def allocate_slots(self, request: Request, num_new_tokens: int, new_computed_blocks: Sequence[int] = (), *,
-                       num_reserved_tokens: int = 0, keep_free: int = 0) -> Optional[list[int]]:
+                       num_reserved_tokens: int = 0, keep_free: int = 0) -> Optional[Allocation]:
         """Make room for ``num_new_tokens`` more tokens of ``request``.
 
         ``new_computed_blocks`` are prefix-cache hits for a request being admitted; they cover the
         first tokens. ``num_reserved_tokens`` asks for blocks up to that many tokens now (vLLM V0 allocates
         a whole prompt at admission), though only the computed ones are filled. ``keep_free`` blocks must
-        stay free afterwards (a watermark). Returns the newly allocated block ids, or None (changing
-        nothing) if the pool lacks free blocks.
+        stay free afterwards (a watermark). Returns the newly allocated block ids and the copy on write it
+        decided (the caller lists it on the step's copies), or None (changing nothing) if the pool lacks
+        free blocks.
         """
         num_computed = request.num_computed_tokens + len(new_computed_blocks) * self.block_size
         total = num_computed + num_new_tokens
@@ -114,8 +99,7 @@ class KVCacheManager(KVMoves):
         if need + (shared_tail is not None) + keep_free > self.pool.num_free_blocks():
             return None
         table = self.block_tables.setdefault(request.request_id, [])
-        if shared_tail is not None:
-            self._copy_on_write(request, table, shared_tail)
+        cow = None if shared_tail is None else self._copy_on_write(request, table, shared_tail)
         num_required = cdiv(max(total, num_reserved_tokens), self.block_size) - len(table) - len(new_computed_blocks)
         self.pool.touch(new_computed_blocks)
         table.extend(new_computed_blocks)
@@ -123,10 +107,10 @@ class KVCacheManager(KVMoves):
         for block_id in new_blocks:
             self.pool.blocks[block_id].computed_by = request.request_id
         table.extend(new_blocks)
-        self._set_filled(self.pool, table, total)
+        set_filled(self.pool, table, total, self.block_size)
         if self.enable_prefix_caching:
             self._register_full_blocks(request, table, total)
-        return new_blocks
+        return Allocation(new_blocks, cow)
 
     def _shared_tail(self, request: Request) -> Optional[int]:
         """The index of the partly filled block the request writes next, if other sequences share it (a forked
@@ -136,7 +120,7 @@ class KVCacheManager(KVMoves):
             return i
         return None
 
-    def _copy_on_write(self, request: Request, table: list[int], i: int) -> None:
+    def _copy_on_write(self, request: Request, table: list[int], i: int) -> BlockCopy:
         """Copy-on-write (vLLM V0's ``append_slots``): the first sequence to append to a shared partial block gets a
         copy of it; the last holder writes in place. The engine copies the KV before the forward pass."""
         src = table[i]
@@ -145,7 +129,7 @@ class KVCacheManager(KVMoves):
         self.pool.blocks[dst].num_tokens_filled = self.pool.blocks[src].num_tokens_filled
         table[i] = dst
         self.pool.free([src])
-        self.device_ops.append(("cow", request.request_id, src, dst))
+        return BlockCopy(CopyKind.COPY_ON_WRITE, request.request_id, ((src, dst),))
 
     def fork(self, parent: Request, child: Request) -> None:
         """Parallel sampling: the child sequence shares every block of the parent (one more reference each)."""
@@ -153,10 +137,6 @@ class KVCacheManager(KVMoves):
         self.pool.touch(table)
         self.block_tables[child.request_id] = table
         self._num_registered[child.request_id] = self._num_registered.get(parent.request_id, 0)
-
-    def _set_filled(self, pool: BlockPool, table: list[int], num_tokens: int) -> None:
-        for i, block_id in enumerate(table):
-            pool.blocks[block_id].num_tokens_filled = max(0, min(self.block_size, num_tokens - i * self.block_size))
 
     def _register_full_blocks(self, request: Request, table: list[int], num_tokens: int) -> None:
         hashes = self.block_hashes(request)
@@ -210,7 +190,8 @@ class KVCacheManager(KVMoves):
                 self.pool.uncache(block_id)
         self.pool.free(reversed(table))
         self._num_registered.pop(request.request_id, None)
-        self._num_offered.pop(request.request_id, None)  # re-admitted, it offers every block again (as vLLM)
+        if self.offload is not None:
+            self.offload.forget(request.request_id)
 
     def forget(self, request: Request) -> None:
         """Drop per-request bookkeeping once a request is finished."""
@@ -219,18 +200,98 @@ class KVCacheManager(KVMoves):
     def num_blocks_of(self, request: Request) -> int:
         return len(self.block_tables.get(request.request_id, ()))
 
+    # ---- the CPU offloading tier (V1) ----------------------------------------------------------
+
+    def offloaded_hits(self, request: Request, num_local_blocks: int) -> list[int]:
+        """Tier blocks holding the request's next blocks after its ``num_local_blocks`` device hits, leaving the
+        last token to compute (as the device lookup does)."""
+        if self.offload is None:
+            return []
+        max_blocks = (request.num_tokens - 1) // self.block_size
+        return self.offload.hits(self.block_hashes(request)[num_local_blocks:max_blocks])
+
+    def load_offloaded(self, request: Request, tier_blocks: Sequence[int], num_local_blocks: int) -> BlockCopy:
+        """The copies that fill the request's freshly allocated blocks after its local hits from the tier; the
+        tier blocks become the most recently used."""
+        assert self.offload is not None, "no offloading tier"
+        table = self.block_tables[request.request_id]
+        self.offload.touch(tier_blocks)
+        pairs = zip(tier_blocks, table[num_local_blocks:num_local_blocks + len(tier_blocks)])
+        return BlockCopy(CopyKind.OFFLOAD_LOAD, request.request_id, tuple(pairs))
+
+    def offload_stores(self, computed: Sequence[tuple[Request, int]]) -> list[tuple[int, int]]:
+        """After a forward pass: store each request's newly full blocks (``computed`` = (request, tokens computed
+        now)) to the tier; returns the copies ``[(device block, tier block), ...]``."""
+        if self.offload is None:
+            return []
+        offered = [block for request, num_computed in computed
+                   for block in self.offload.offer(request.request_id, self.block_hashes(request),
+                                                   self.block_tables[request.request_id], num_computed)]
+        return self.offload.store(offered)
+
+    # ---- swapping (V0) -------------------------------------------------------------------------
+
+    def swap_out(self, group: Sequence[Request]) -> Optional[list[BlockCopy]]:
+        """Move a group's block tables to the swap space (see ``SwapSpace``); the device blocks only lose a
+        reference (a prefix-cached one shared with another request stays). Returns one copy per request, or
+        None (changing nothing) when the swap space lacks room."""
+        tables = {r.request_id: self.block_tables.get(r.request_id, []) for r in group}
+        mappings = self.swap.store(group, tables)
+        if mappings is None:
+            return None
+        for request in group:
+            self.free(request)
+        return [BlockCopy(CopyKind.SWAP_OUT, rid, tuple(pairs)) for rid, pairs in mappings.items()]
+
+    def num_blocks_to_swap_in(self, group: Sequence[Request], num_new_tokens: Sequence[int]) -> int:
+        return self.swap.num_blocks_to_swap_in(group, num_new_tokens)
+
+    def swap_in(self, group: Sequence[Request]) -> list[BlockCopy]:
+        """Bring a swapped group's blocks back to fresh device blocks, shared ones shared again; one copy per
+        request (disjoint)."""
+        to_gpu: dict[int, int] = {}
+        copies = []
+        for request in group:
+            cpu_ids = self.swap.take(request)
+            fresh = [c for c in dict.fromkeys(cpu_ids) if c not in to_gpu]
+            for c, g in zip(fresh, self.pool.allocate(len(fresh))):
+                to_gpu[c] = g
+                self.pool.blocks[g].computed_by = request.request_id
+                self.pool.free([g])  # allocate() took one reference: the tables take theirs
+            gpu_ids = [to_gpu[c] for c in cpu_ids]
+            self.pool.touch(gpu_ids)
+            self.block_tables[request.request_id] = gpu_ids
+            set_filled(self.pool, gpu_ids, request.num_computed_tokens, self.block_size)
+            self.swap.release(cpu_ids)
+            if self.enable_prefix_caching:
+                self._register_full_blocks(request, gpu_ids, request.num_computed_tokens)
+            copies.append(BlockCopy(CopyKind.SWAP_IN, request.request_id, tuple((c, to_gpu[c]) for c in fresh)))
+        return copies
+
+    def free_swapped(self, request: Request) -> None:
+        self.swap.free(request)
+
+    def trim(self, request: Request) -> None:
+        """Give back blocks beyond the request's computed tokens (allocated for a chunk that was taken back)."""
+        table = self.block_tables.get(request.request_id, [])
+        keep = cdiv(request.num_computed_tokens, self.block_size)
+        extra, table[keep:] = table[keep:], []
+        for block_id in extra:
+            if self.pool.blocks[block_id].ref_cnt == 1:
+                self.pool.uncache(block_id)
+        self.pool.free(reversed(extra))
+
     def check_invariants(self) -> None:
-        for pool, tables in ((self.pool, self.block_tables), (self.cpu_pool, self.cpu_block_tables)):
-            pool.check_invariants()
-            refs = [0] * pool.num_blocks
-            for request_id, table in tables.items():
-                assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
-                for block_id in table:
-                    refs[block_id] += 1
-            for block in pool.blocks:
-                assert block.ref_cnt == refs[block.block_id], (
-                    f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables"
-                )
-        assert not self.block_tables.keys() & self.cpu_block_tables.keys(), "a request holds blocks in both pools"
+        self.pool.check_invariants()
+        refs = [0] * self.pool.num_blocks
+        for request_id, table in self.block_tables.items():
+            assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
+            for block_id in table:
+                refs[block_id] += 1
+        for block in self.pool.blocks:
+            assert block.ref_cnt == refs[block.block_id], (
+                f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables")
+        self.swap.check_invariants()
+        assert not self.block_tables.keys() & self.swap.block_tables.keys(), "a request holds blocks in both pools"
         if self.offload is not None:
             self.offload.check_invariants()

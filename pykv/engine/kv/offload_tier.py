@@ -33,6 +33,7 @@ class OffloadTier:
         self.block_size = block_size
         self.pool = pool  # the CPU blocks; their free queue is the LRU order (front = evicted next)
         self.num_stored_blocks = 0  # blocks ever stored; changed by store() only
+        self.num_offered: dict[str, int] = {}  # request id -> its blocks already offered; changed by offer/forget
 
     @property
     def num_blocks(self) -> int:
@@ -52,6 +53,18 @@ class OffloadTier:
         """Blocks being loaded become the most recently used."""
         self.pool.touch(block_ids)
         self.pool.free(block_ids)
+
+    def offer(self, request_id: str, hashes: Sequence[BlockHash], table: Sequence[int],
+              num_computed: int) -> list[tuple[BlockHash, int, str]]:
+        """The request's full blocks not yet offered, as ``(hash, device block, request id)`` for ``store``."""
+        start = self.num_offered.get(request_id, 0)
+        num_full = min(num_computed // self.block_size, len(hashes), len(table))
+        self.num_offered[request_id] = max(start, num_full)
+        return [(hashes[i], table[i], request_id) for i in range(start, num_full)]
+
+    def forget(self, request_id: str) -> None:
+        """The request's device blocks were freed: re-admitted, it offers every block again (as vLLM)."""
+        self.num_offered.pop(request_id, None)
 
     def store(self, blocks: Sequence[tuple[BlockHash, int, str]]) -> list[tuple[int, int]]:
         """Store device blocks ``[(hash, device block, request id), ...]`` not already in the tier; returns the

@@ -19,7 +19,7 @@ from typing import Optional
 from pykv.border.config import EngineConfig
 from pykv.border.request import RequestOutput
 from pykv.border.step_report import OffloadTransfer, ScheduledChunk
-from pykv.engine.kv.kv_cache_manager import PrefixCacheStats
+from pykv.engine.kv.prefix_stats import PrefixCacheStats
 from pykv.engine.observe.costs import PreemptionCost, RecomputeStats, recompute_tax
 from pykv.engine.observe.metrics import (
     EngineMetrics,

@@ -45,7 +45,7 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
     """The state now, from the engine's parts (typed; never the engine itself)."""
 
     def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text) -> RequestView:
-        in_gpu, in_cpu = kv.block_tables.get(request_id), kv.cpu_block_tables.get(request_id)
+        in_gpu, in_cpu = kv.block_tables.get(request_id), kv.swap.block_tables.get(request_id)
         totals = ledger.totals_for(request_id)
         return RequestView(
             request_id=request_id, status=status, num_prompt_tokens=prompt, num_output_tokens=len(output_ids),
@@ -78,7 +78,7 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
             "running": [r.request_id for r in scheduler.running],
             "swapped": [r.request_id for r in scheduler.swapped],
         },
-        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.cpu_block_tables, "cpu"),
+        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu"),
         requests=live + done,
         preemptions=[c.view() for c in ledger.records],
         metrics=metrics,

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from pykv.border.config import EngineConfig
 from pykv.border.request import Request, RequestStatus, sequence_id
 from pykv.border.step_report import ScheduledChunk
+from pykv.engine.kv.block_copy import BlockCopy
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
@@ -56,9 +57,7 @@ class SchedulerOutput:
     preempted: list[PreemptionEvent] = field(default_factory=list)
     ignored: list[Request] = field(default_factory=list)
     aborted: list[Request] = field(default_factory=list)
-    swap_out: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(gpu, cpu)]
-    swap_in: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(cpu, gpu)]
-    offload_load: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # request -> [(tier, gpu)]
+    block_copies: list[BlockCopy] = field(default_factory=list)  # every device copy, in the order decided
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -116,6 +115,16 @@ class Scheduler:
 
     # ---- preemption ---------------------------------------------------------------------------
 
+    def _allocate(self, out: SchedulerOutput, request: Request, num_new_tokens: int, hits: Sequence[int] = (),
+                  **kwargs: int) -> Optional[list[int]]:
+        """``KVCacheManager.allocate_slots``, listing the copy on write it decided on this step's copies; the new
+        block ids, or None (nothing changed) when the pool lacks room."""
+        allocation = self.kv.allocate_slots(request, num_new_tokens, hits, **kwargs)
+        if allocation is None:
+            return None
+        out.block_copies += allocation.copies
+        return allocation.new_blocks
+
     def _preempt(self, victim: Request, step: int, out: SchedulerOutput, why: Optional[str] = None) -> PreemptionEvent:
         return self._preempt_group([victim], step, out, why)[0]
 
@@ -148,10 +157,10 @@ class Scheduler:
             live.append((victim, event))
         mode = self.config.preemption_mode
         swap = mode == "swap" or (mode == "auto" and sum(v.num_seqs for v, _ in live) > 1)
-        mappings = self.kv.swap_out([v for v, _ in live]) if swap and live else None
-        if mappings is not None:
+        copies = self.kv.swap_out([v for v, _ in live]) if swap and live else None
+        if copies is not None:
+            out.block_copies += copies
             for victim, event in live:
-                out.swap_out[victim.request_id] = mappings[victim.request_id]
                 victim.status = RequestStatus.SWAPPED
                 self.swapped.append(victim)
                 events.append(PreemptionEvent(mode="swap", **event))
@@ -294,7 +303,7 @@ class Scheduler:
         for request in self.swapped:
             assert request.status == RequestStatus.SWAPPED
             assert self.kv.num_blocks_of(request) == 0, f"swapped {request.request_id} holds device blocks"
-            cpu_blocks = len(self.kv.cpu_block_tables[request.request_id])
+            cpu_blocks = len(self.kv.swap.block_tables[request.request_id])
             # V0 swaps a table whole: a victim caught mid-(re-)prefill takes its reserved, unwritten blocks along
             reserved = cdiv(max(request.num_computed_tokens, request.num_tokens), self.kv.block_size)
             assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, \

@@ -105,7 +105,7 @@ class V0Scheduler(Scheduler):
             if num_new == 0:
                 break
             queue.popleft()
-            while self.kv.allocate_slots(request, num_new) is None:
+            while self._allocate(out, request, num_new) is None:
                 # V0 pops victims off the rest of the queue, else takes the request itself: candidates are the
                 # requests not yet scheduled this step ("last" = the tail of the rest). The victim's whole sequence
                 # group goes (parallel sampling), sequences scheduled earlier this step taken back.
@@ -165,9 +165,9 @@ class V0Scheduler(Scheduler):
                 break
             for request in group:
                 self.swapped.remove(request)
-            out.swap_in.update(self.kv.swap_in(group))
+            out.block_copies += self.kv.swap_in(group)
             for request, num_new in zip(group, nums):
-                assert self.kv.allocate_slots(request, num_new) is not None, "swap-in room was checked above"
+                assert self._allocate(out, request, num_new) is not None, "swap-in room was checked above"
                 request.status = RequestStatus.RUNNING
                 chunk = self._chunk(request, num_new)
                 out.chunks.append(chunk)
@@ -195,7 +195,7 @@ class V0Scheduler(Scheduler):
             request.num_computed_tokens = 0
             if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
                 break
-            blocks = self.kv.allocate_slots(request, num_new, hits, num_reserved_tokens=request.num_tokens)
+            blocks = self._allocate(out, request, num_new, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
             self.kv.record_lookup(request, hits)
             self.waiting.popleft()

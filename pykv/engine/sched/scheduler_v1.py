@@ -40,7 +40,7 @@ class V1Scheduler(Scheduler):
         while i < len(self.running) and budget > 0:
             request = self.running[i]
             num_new = min(request.num_tokens - request.num_computed_tokens, budget)
-            while self.kv.allocate_slots(request, num_new) is None:
+            while self._allocate(out, request, num_new) is None:
                 choice = self._choose_victim(self.running)
                 victim = choice.request
                 j = self.running.index(victim)
@@ -76,7 +76,7 @@ class V1Scheduler(Scheduler):
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break  # 0.33: "If chunked_prefill is disabled, we can stop the scheduling here."
             num_new = min(num_new, budget)
-            if not self._fits(request, num_loaded + num_new, hits):
+            if not self._fits(out, request, num_loaded + num_new, hits):
                 self.kv.record_lookup(request, hits, admitted=False)
                 break
             self.kv.record_lookup(request, hits)
@@ -91,13 +91,13 @@ class V1Scheduler(Scheduler):
         self.waiting.popleft()
         request.status = RequestStatus.RUNNING
         if loads:
-            out.offload_load[request.request_id] = self.kv.load_offloaded(request, loads, len(hits))
+            out.block_copies.append(self.kv.load_offloaded(request, loads, len(hits)))
         num_cached, num_loaded = len(hits) * self.kv.block_size, len(loads) * self.kv.block_size
         request.num_computed_tokens = num_cached + num_loaded
         self.running.append(request)
         out.chunks.append(self._chunk(request, num_new, num_cached, num_loaded))
 
-    def _fits(self, request: Request, num_new: int, hits: list[int]) -> bool:
+    def _fits(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int]) -> bool:
         """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
         keep_free = 0
         if self.profile.watermark_scope == "v1" and self.running:
@@ -107,4 +107,4 @@ class V1Scheduler(Scheduler):
             full = min(request.num_tokens, self.max_model_len)
             if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
                 return False
-        return self.kv.allocate_slots(request, num_new, hits, keep_free=keep_free) is not None
+        return self._allocate(out, request, num_new, hits, keep_free=keep_free) is not None
