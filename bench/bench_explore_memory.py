@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv.border.limits import MAX_STEPS  # noqa: E402
 from pykv.border.runtime import configure_torch_threads  # noqa: E402

@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import free_port, start_streamlit, stop, wait_healthy  # noqa: E402
+from testkit.streamlit_server import free_port, start_streamlit, stop, wait_healthy  # noqa: E402
 
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [

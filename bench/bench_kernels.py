@@ -12,11 +12,7 @@ on CPU. (``Benchmark.run`` would need pandas and matplotlib; the small table pri
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 

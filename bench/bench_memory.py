@@ -10,11 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import resource
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import EngineConfig, LLMEngine, SamplingParams  # noqa: E402
 from pykv.border.runtime import configure_torch_threads  # noqa: E402
@@ -54,12 +51,12 @@ def main() -> None:
         if step % 250 == 0:
             samples.append((step, rss_mib()))
             print(f"step {step:>5}  RSS {samples[-1][1]:7.1f} MiB  requests added {added:>4}  "
-                  f"preemptions {engine.metrics.value('vllm:num_preemptions_total'):.0f}", flush=True)
+                  f"preemptions {engine.totals().release_preemptions}", flush=True)
     wall = time.perf_counter() - t0
     first, last = samples[0][1], samples[-1][1]
     print(f"{args.steps} steps in {wall:.1f} s on {engine.config.device}; RSS from step {samples[0][0]} to "
           f"{samples[-1][0]}: {first:.1f} -> {last:.1f} MiB ({last - first:+.1f} MiB); "
-          f"{len(engine.outputs)} finished outputs and {len(engine.ledger.records)} preemption records kept")
+          f"{len(engine.outputs)} finished outputs and {len(engine.preemptions())} preemption records kept")
 
 
 if __name__ == "__main__":

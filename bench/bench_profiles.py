@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import EngineConfig  # noqa: E402
 from pykv.border.workload import make_workload  # noqa: E402

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import EngineConfig  # noqa: E402
 from pykv.border.workload import make_workload  # noqa: E402
@@ -62,9 +58,9 @@ def main() -> None:
                     reference = reference or tokens
                     for report_transfers in _transfers(run):
                         transfers.append(report_transfers)
-                    print(f"{name:13} {pool:>4} {fate:18} {policy:8} {t['preemptions']:>7} "
-                          f"{t['recomputed_tokens']:>6} {t['recompute_tax']:>7.1%} {t['recompute_tax_time']:>8.1%} "
-                          f"{t['loaded_tokens']:>6}  {'identical' if tokens == reference else 'DIFFER'}", flush=True)
+                    print(f"{name:13} {pool:>4} {fate:18} {policy:8} {t.preemptions:>7} "
+                          f"{t.recomputed_tokens:>6} {t.recompute_tax:>7.1%} {t.recompute_tax_time:>8.1%} "
+                          f"{t.loaded_tokens:>6}  {'identical' if tokens == reference else 'DIFFER'}", flush=True)
     print()
     for direction in ("store", "load"):
         mine = [t for t in transfers if t[0] == direction]

@@ -12,12 +12,10 @@ import argparse
 import logging
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from pykv.border.runtime import configure_torch_threads  # noqa: E402
 from pykv.lab.lab import Lab, lab_config  # noqa: E402

@@ -14,12 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 os.environ["PYKV_STEPWISE_CPU_BACKEND"] = "triton"  # what "auto" runs on a CPU in the Playground and the Lessons
 

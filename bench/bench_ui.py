@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from pykv import EngineConfig, LLMEngine, default_model_path  # noqa: E402
 from pykv.border.runtime import configure_torch_threads  # noqa: E402
@@ -49,7 +47,7 @@ def pick_model(arg: str | None) -> str:
         return arg
     if (default_model_path() / "config.json").exists():
         return "tiny"
-    from checkpoints import make_checkpoint
+    from testkit.checkpoints import make_checkpoint
 
     folder = Path(tempfile.mkdtemp(prefix="pykv-bench-")) / "llama"
     print(f"(shipped model not found: using a random Llama checkpoint in {folder})")
@@ -98,8 +96,7 @@ def bench_steps(model: str, blocks: int, requests: int, max_steps: int) -> dict:
 
 
 def cold_start(model: str, timeout_s: float = 120.0) -> dict:
-    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-    from conftest import CHROMIUM, CHROMIUM_FLAGS, free_port, start_streamlit, wait_healthy
+    from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS, free_port, start_streamlit, wait_healthy
 
     try:
         from playwright.sync_api import sync_playwright

@@ -23,14 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import sysconfig
 import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from kernels import reference
 from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path

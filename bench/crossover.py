@@ -17,10 +17,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv import default_model_path  # noqa: E402
 from pykv.gpu_model import ModelShape, estimate  # noqa: E402

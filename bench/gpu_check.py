@@ -34,7 +34,6 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 KERNEL_TESTS = ["tests/test_kernels_store.py", "tests/test_kernels_decode.py", "tests/test_kernels_prefill.py"]
 HEADS, KV_HEADS, HEAD_DIM, BLOCK = 32, 8, 128, 16

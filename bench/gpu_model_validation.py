@@ -16,9 +16,6 @@ import dataclasses
 import math
 import statistics
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykv.gpu_model import estimate  # noqa: E402
 from pykv.gpu_model.calibration import CALIBRATION, Calibration  # noqa: E402

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import free_port, stop, streamlit_command, wait_healthy  # noqa: E402
+from testkit.streamlit_server import free_port, stop, streamlit_command, wait_healthy  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

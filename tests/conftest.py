@@ -1,5 +1,4 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,10 @@ if not torch.cuda.is_available():
 # The lab's engines (Playground, Lessons) run "auto" as interpreted Triton on a CPU; the suite's many app and lesson
 # replays stay on torch for speed, and the tests of the Triton path choose it explicitly (pykv.engine.model.attention).
 os.environ.setdefault("PYKV_STEPWISE_CPU_BACKEND", "torch")
-sys.path.insert(0, str(Path(__file__).parent))
-
-from checkpoints import make_checkpoint  # noqa: E402
 
 from pykv import EngineConfig, LLMEngine  # noqa: E402
 from pykv.engine.model.loader import load_model  # noqa: E402
+from testkit.checkpoints import make_checkpoint  # noqa: E402
 
 # Hypothesis profile for the property tests: 200 examples by default (CI); PYKV_HYPOTHESIS_EXAMPLES=1000 asks for more.
 # Engines are built per example and steps are not timed, so no deadline; the fixtures are session-scoped models.

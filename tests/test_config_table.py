@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs, parse_knob_text
+from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs
+from pykv.border.knob_table import parse_knob_text
 from pykv.cli.main import build_parser
 from pykv.lessons.errors import FieldError
 from pykv.lessons.lesson_walk import check_config
@@ -93,3 +94,17 @@ def test_replace_validates_like_a_new_config():
     assert base.replace(block_size=4) == EngineConfig(num_gpu_blocks=8, block_size=4)
     with pytest.raises(ConfigError, match="block_size"):
         base.replace(block_size=0)
+
+
+def test_a_knob_without_its_vllm_flags_is_refused_when_the_table_is_read():
+    """Each knob says, for every release, its flag or why there is none: a missing release fails at import."""
+    from pydantic import BaseModel
+
+    from pykv.border.knob_table import knob, read_knobs
+    from pykv.border.vllm_flags import PROFILE_NAMES, Flag, VllmFlags
+
+    class Partial(BaseModel):
+        x: int = knob(1, "a knob", vllm=VllmFlags({"v0.6": Flag("--x", "x")}))
+
+    with pytest.raises(TypeError, match="vllm=... for every release"):
+        read_knobs(Partial, PROFILE_NAMES)

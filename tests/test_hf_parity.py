@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from checkpoints import make_checkpoint
 
 from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path
+from testkit.checkpoints import make_checkpoint
 
 SHIPPED_PROMPTS = [
     "def ",

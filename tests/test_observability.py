@@ -56,7 +56,7 @@ def test_each_profile_exports_its_releases_metric_names(make_engine, profile, pr
 def test_recompute_cost_is_measured_and_metrics_sum_the_events(make_engine):
     engine = crowded_engine(make_engine)
     drain(engine)
-    records = engine.ledger.records
+    records = engine.preemptions()
     assert records and all(r.mode == "recompute" for r in records)
     for r in records:
         assert r.recomputed_tokens + r.prefix_hit_tokens == r.num_tokens
@@ -81,7 +81,7 @@ def test_prefix_hits_after_preemption_count_as_own(make_engine):
     assert own > 0 and shared == 0  # distinct prompts: every hit is a request's own block after its preemption
     assert m.value("vllm:prefix_cache_hits_total") == 0  # invisible in today's vLLM counters
     assert m.value("pykv:prefix_cache_queries_total") > m.value("vllm:prefix_cache_queries_total") > 0
-    assert any(r.prefix_hit_tokens > 0 for r in engine.ledger.records)
+    assert any(r.prefix_hit_tokens > 0 for r in engine.preemptions())
 
 
 def test_v0_10_counts_every_lookup_failed_admissions_included(make_engine):

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 import pykv.review_pack.bundle as bundle
-from pykv.border.config import EngineConfig
+from pykv.border.config import EngineConfig, knobs
 from pykv.border.snapshot import Snapshot
-from pykv.border.vllm_command import NOT_IN_RELEASE, PYKV_ONLY, RELEASE_FLAGS, knob_mappings, llm_kwargs, serve_command
+from pykv.border.vllm_command import knob_mappings, llm_kwargs, serve_command
+from pykv.border.vllm_flags import PROFILE_NAMES
 from pykv.border.workload import Workload, make_workload
 from pykv.cli.main import main
 from pykv.lab.lab import Lab, lab_config
@@ -31,6 +32,11 @@ from pykv.review_pack.text import markdown_html
 SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "metrics", "logs"]
 VLLM_SRC = Path("/tmp/vllm_src")
 RELEASES = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
+
+# The knob table's vLLM flags, per release (each knob carries its own: pykv.border.vllm_flags).
+RELEASE_FLAGS = {p: {k.name: k.vllm.flag_in(p) for k in knobs() if k.vllm.flag_in(p)} for p in PROFILE_NAMES}
+NOT_IN_RELEASE = {p: {k.name for k in knobs() if k.vllm.missing_in(p)} for p in PROFILE_NAMES}
+PYKV_ONLY = {k.name for k in knobs() if k.vllm.pykv_only}
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +145,7 @@ def test_the_vllm_command_follows_the_release(profile, has, lacks):
     for words in lacks:
         assert words not in command, (words, command)
     status = {m.knob: m.status for m in knob_mappings(config)}
-    assert {k for k, s in status.items() if s == "pykv_only"} == set(PYKV_ONLY)
+    assert {k for k, s in status.items() if s == "pykv_only"} == PYKV_ONLY
     assert "num_cpu_blocks" in PYKV_ONLY and "swap_copy" in PYKV_ONLY and "attention_backend" in PYKV_ONLY
     assert llm_kwargs(config)["num_gpu_blocks_override"] == 24
 
@@ -167,7 +173,7 @@ def test_every_knob_is_classified_for_every_release():
         config = EngineConfig(vllm_profile=name)
         assert len(knob_mappings(config)) == len(EngineConfig.model_fields)
         flags = set(RELEASE_FLAGS[name])
-        assert not flags & set(NOT_IN_RELEASE[name]) and not flags & set(PYKV_ONLY)
+        assert not flags & NOT_IN_RELEASE[name] and not flags & PYKV_ONLY
 
 
 @pytest.mark.skipif(not VLLM_SRC.exists(), reason="vLLM sources not unpacked in /tmp/vllm_src")

@@ -69,11 +69,11 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
         step_checked(engine)
     assert_drained(engine)
     m = engine.metrics
-    swaps = [c for c in engine.ledger.records if c.mode == "swap"]
+    swaps = [c for c in engine.preemptions() if c.mode == "swap"]
     assert m.value("pykv:swapped_out_bytes_total") == sum(c.num_bytes for c in swaps)
     assert m.value("pykv:swapped_in_bytes_total") == sum(c.num_bytes for c in swaps)
     assert m.value("pykv:swap_out_seconds_total") == pytest.approx(sum(c.swap_out_s for c in swaps))
-    assert m.value("vllm:num_preemptions_total") == len(engine.ledger.records)
+    assert m.value("vllm:num_preemptions_total") == len(engine.preemptions())
 
 
 def test_full_cpu_pool_falls_back_to_recompute_and_says_so(make_engine, caplog):
@@ -103,7 +103,7 @@ def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_eng
     while engine.has_unfinished_requests():
         step_checked(engine)
     reasons = {o.request_id: o.finish_reason for o in engine.outputs.values()}
-    aborted_ids = {e.request_id for e in engine.ledger.records if e.mode == "abort"}
+    aborted_ids = {e.request_id for e in engine.preemptions() if e.mode == "abort"}
     assert {rid for rid, reason in reasons.items() if reason == "abort"} == aborted_ids
     assert reasons["0"] == "length"  # the head of the running queue is never the victim
     assert_drained(engine)

@@ -60,7 +60,7 @@ def storm_run(make_engine, policy: str, vllm_profile: str = "v0.33"):
         whys += [p.why for p in report.preempted]
     assert_drained(engine)
     tokens = {rid: engine.outputs[rid].output_token_ids for rid in engine.outputs}
-    lost = sum(p.num_tokens for p in engine.ledger.records)
+    lost = sum(p.num_tokens for p in engine.preemptions())
     return victims, whys, lost, tokens, engine
 
 

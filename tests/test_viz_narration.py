@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 
+from pykv.border.metric_names import exported_samples
 from pykv.border.request import RequestOutput
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
 from pykv.border.units import fmt_bytes
+from pykv.border.vllm_profiles import PROFILES
 from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
+
+ZEROS = dict.fromkeys(exported_samples(PROFILES["v0.33"]), 0.0)  # every sample a v0.33 engine exports, at 0
 
 
 def snap_with(report, metrics=None, preemptions=()) -> Snapshot:
     return Snapshot(7, "cpu", 16, 16384, {"waiting": [], "running": [], "swapped": []}, [], [], list(preemptions),
-                    metrics or {}, None if report is None else StepReport(**report))
+                    ZEROS | (metrics or {}), None if report is None else StepReport(**report))
 
 
 def report(**kw):

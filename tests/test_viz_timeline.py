@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from pykv.border.metric_names import MetricNotExportedError
 from pykv.border.snapshot import BlockView, Snapshot
 from pykv.border.step_report import PreemptionView, StepReport
 from pykv.viz import selected_step, timeline_figure
@@ -135,9 +136,12 @@ def test_v1_names_kv_usage_differently_and_has_no_swapped_queue():
     assert values(trace(fig, "device pool")) == [0, 25]
     names = {t.name for t in fig.data}
     assert "swapped" not in names and "CPU pool" not in names  # no SWAPPED queue, no CPU pool
-    # V0's gauge name in a V1 snapshot is not read: the profile decides which name is the device pool's.
-    wrong = dataclasses.replace(history[1], metrics={"vllm:gpu_cache_usage_perc": 0.9})
-    assert values(trace(timeline_figure([wrong], 0), "device pool")) == [0]
+    # V0's gauge name in a V1 snapshot is not read: the profile decides which name is the device pool's, and a
+    # V1 snapshot without its own gauge is incomplete (an error, never a silent 0).
+    wrong = dataclasses.replace(history[1], metrics={"vllm:gpu_cache_usage_perc": 0.9,
+                                                     "pykv:recomputed_tokens_total": 0.0})
+    with pytest.raises(MetricNotExportedError, match="vllm:kv_cache_usage_perc"):
+        timeline_figure([wrong], 0)
 
 
 def test_cpu_pool_without_a_gauge_is_counted_from_its_blocks():
@@ -147,8 +151,8 @@ def test_cpu_pool_without_a_gauge_is_counted_from_its_blocks():
 
 
 def test_an_unknown_profile_reads_whichever_gauge_it_exports():
-    old = snap(0, 0.0, metrics={"vllm:gpu_cache_usage_perc": 0.5}, profile="v9.9")
-    new = snap(0, 0.0, metrics={"vllm:kv_cache_usage_perc": 0.25}, profile="v9.9")
+    old = snap(0, 0.0, metrics={"vllm:gpu_cache_usage_perc": 0.5, "pykv:recomputed_tokens_total": 0.0}, profile="v9.9")
+    new = snap(0, 0.0, metrics={"vllm:kv_cache_usage_perc": 0.25, "pykv:recomputed_tokens_total": 0.0}, profile="v9.9")
     assert values(trace(timeline_figure([old], 0), "device pool")) == [50]
     assert values(trace(timeline_figure([new], 0), "device pool")) == [25]
 

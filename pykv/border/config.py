@@ -11,16 +11,15 @@ is a ``ConfigError``: one line that names the field and says what to change.
 
 from __future__ import annotations
 
-import math
 import re
-import types
-import typing
-from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pykv.border.knob_table import EVERYWHERE, Knob, knob, read_knobs
 from pykv.border.pcie import DEFAULT_PCIE_GBPS, PCIE_COPY_OVERHEAD_US
+from pykv.border.preemption_choices import POLICY_LABELS, VictimPolicyName
+from pykv.border.vllm_flags import PROFILE_NAMES, Flag, per_release, pykv_only, same_flag, the_release
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfileName, profile
 
 PreemptionMode = Literal["recompute", "swap", "auto"]
@@ -28,29 +27,12 @@ AttentionBackendName = Literal["auto", "torch", "triton"]
 DtypeName = Literal["float32", "float16", "bfloat16"]
 SwapFallback = Literal["recompute", "abort"]
 SwapCopy = Literal["batched", "per_block"]
-VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
 
-# Where a knob is exposed: the CLI flags, the Playground sidebar, the Playground URL, a lesson's config.
-EVERYWHERE = ("cli", "sidebar", "url", "lesson")
-HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
 V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
 OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (vLLM 0.11+)
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.border.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
-
-
-def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
-         app_owned: bool = False, app_max: Optional[int] = None, widget: Optional[str] = None,
-         options: Optional[str] = None, profiles: Optional[tuple[str, ...]] = None, **bounds) -> Any:
-    """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
-    app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
-    caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
-    slider instead of a number box; ``options`` names a list the app fills at run time; ``profiles`` names
-    the vLLM profiles that have the knob (None: all of them)."""
-    extra = {"expose": list(expose), "not_in_lessons": not_in_lessons, "app_owned": app_owned, "app_max": app_max,
-             "widget": widget, "options": options, "profiles": None if profiles is None else list(profiles)}
-    return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
 class ConfigError(ValueError):
@@ -68,82 +50,135 @@ class EngineConfig(BaseModel):
 
     vllm_profile: VllmProfileName = knob(
         DEFAULT_PROFILE, "the vLLM release whose rules the engine follows: v0.6 (V0: swap, whole-prompt admission), "
-        "v0.10 (V1 as first shipped) or v0.33 (today's V1)", expose=EVERYWHERE)
+        "v0.10 (V1 as first shipped) or v0.33 (today's V1)", expose=EVERYWHERE,
+        vllm=the_release())
     model: str = knob("tiny", "'tiny' (the shipped model) or a local Hugging Face Llama/Qwen2 checkpoint folder",
                       expose=("cli",), not_in_lessons="the model comes from the app (the shipped one by default)",
-                      app_owned=True, max_length=4096)
+                      app_owned=True, max_length=4096,
+        vllm=same_flag("--model", "model"))
     device: str = knob("cpu", "where the model and the device KV pool live: cpu, cuda or cuda:N",
                        expose=("cli", "sidebar", "url"), options="devices",
-                       not_in_lessons="the device comes from the app", app_owned=True, max_length=32)
+                       not_in_lessons="the device comes from the app", app_owned=True, max_length=32,
+        vllm=per_release(
+            Flag("--device", "device", choices=("auto", "cuda", "neuron", "cpu", "openvino", "tpu", "xpu")),
+            "no flag in vLLM 0.10.2: the platform is detected (DeviceConfig(current_platform.device_type))",
+            "no flag in vLLM 0.33.0: the platform is detected (DeviceConfig(current_platform.device_type))"))
     attention_backend: AttentionBackendName = knob(
         "auto", "torch = plain torch attention (SDPA, batch-invariant); triton = the project's kernels (on CPU through "
         "Triton's interpreter: ~100 ms steps, its CPU launch configuration); auto = triton on CUDA; on CPU, triton "
         "in the lab's Playground and Lessons, torch where runs go to completion (Sweep, CLI, benchmarks)",
-        expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True)
+        expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True,
+        vllm=pykv_only("pykv's torch attention or its Triton kernels (vLLM 0.33.0's --attention-backend "
+                      "chooses among vLLM's own backends, a different list)"))
     dtype: DtypeName = knob("float32", "weights and KV cache dtype", expose=("cli",),
-                            not_in_lessons="the dtype comes from the app", app_owned=True)
-    block_size: int = knob(16, "tokens per KV block (vLLM's default is 16)", expose=EVERYWHERE, ge=1, le=256)
+                            not_in_lessons="the dtype comes from the app", app_owned=True,
+        vllm=same_flag("--dtype", "dtype"))
+    block_size: int = knob(16, "tokens per KV block (vLLM's default is 16)", expose=EVERYWHERE, ge=1, le=256,
+        vllm=per_release(Flag("--block-size", "block_size", choices=(8, 16, 32)),
+            Flag("--block-size", "block_size", choices=(1, 8, 16, 32, 64, 128)),
+            Flag("--block-size", "block_size")))
     num_gpu_blocks: int = knob(64, "physical KV blocks in the device pool; shrink it to force preemption",
-                               expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=512, widget="slider")
+                               expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=512, widget="slider",
+        vllm=same_flag("--num-gpu-blocks-override", "num_gpu_blocks_override"))
     gpu_memory_utilization: Optional[float] = knob(
         None, "CUDA only: size the device pool from this share of GPU memory instead of num_gpu_blocks",
         expose=("cli",), gt=0, le=1,
-        not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine")
+        not_in_lessons="size the pool with num_gpu_blocks so the lesson replays the same on any machine",
+        vllm=same_flag("--gpu-memory-utilization", "gpu_memory_utilization"))
     swap_space: float = knob(0.0, "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it", ge=0,
-                             le=64, profiles=V0)
+                             le=64, profiles=V0,
+        vllm=per_release(
+            Flag("--swap-space", "swap_space"),
+            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; V1 leaves it unused)",
+            "no flag in vLLM 0.33.0: V1 never swaps"))
     num_cpu_blocks: Optional[int] = knob(
         None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
-        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096, profiles=V0)
+        "falls back to recompute", expose=EVERYWHERE, ge=0, le=MAX_POOL_BLOCKS, app_max=4096, profiles=V0,
+        vllm=pykv_only("the CPU pool in blocks; vLLM sizes it from --swap-space only"))
     max_num_seqs: int = knob(8, "most requests in the running batch at once", expose=EVERYWHERE, ge=1, le=1024,
-                       app_max=256)
+                       app_max=256,
+        vllm=same_flag("--max-num-seqs", "max_num_seqs"))
     max_num_batched_tokens: int = knob(256, "token budget of one step (prefill chunks + decodes)", expose=EVERYWHERE,
-                                       ge=1, le=65536, app_max=8192)
+                                       ge=1, le=65536, app_max=8192,
+        vllm=same_flag("--max-num-batched-tokens", "max_num_batched_tokens"))
     max_model_len: Optional[int] = knob(None, "longest sequence (prompt + output) a request may reach; none = the "
-                                              "model's context length", ge=1, le=1_048_576)
+                                              "model's context length", ge=1, le=1_048_576,
+        vllm=same_flag("--max-model-len", "max_model_len"))
     preemption_mode: PreemptionMode = knob(
         "recompute", "what happens to a victim when the pool is full: recompute (drop its KV, re-prefill later), swap "
-        "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)", expose=EVERYWHERE)
+        "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)", expose=EVERYWHERE,
+        vllm=per_release(
+            Flag("--preemption-mode", "preemption_mode"),
+            "not in this profile: V1 always recomputes (0.10.2 parses --preemption-mode, but a non-default "
+            "value falls back to the V0 engine: EngineArgs._is_v1_supported_oracle)",
+            "no flag in vLLM 0.33.0: V1 always recomputes"))
     preemption_victim: VictimPolicyName = knob(
-        "last", "which running request is preempted: last (vLLM's default: the last of the running queue), priority "
-        "(vLLM's priority scheduling: the worst (priority, arrival)), lcf (least computed tokens first: loses the "
-        "least work; a proposal, not vLLM) or sglang (SGLang's retract order: fewest outputs, then longest input)",
-        expose=EVERYWHERE)
+        "last", "which running request is preempted: " + "; ".join(f"{n}: {p}" for n, p in POLICY_LABELS.items()),
+        expose=EVERYWHERE,
+        vllm=same_flag("--scheduling-policy", "scheduling_policy"))
     kv_offloading_size: Optional[float] = knob(
         None, "V1's CPU offloading tier in GiB (vLLM 0.11+'s --kv-offloading-size, native backend): full blocks are "
         "stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides it",
-        gt=0, le=64, profiles=OFFLOADING)
+        gt=0, le=64, profiles=OFFLOADING,
+        vllm=per_release(
+            "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
+            "no flag in vLLM 0.10.2: the tier came later (0.12 with --kv-offloading-backend native; in "
+            "0.33 the size alone enables it)",
+            Flag("--kv-offloading-size", "kv_offloading_size")))
     num_offload_blocks: Optional[int] = knob(
         None, "the CPU offloading tier in blocks; none = sized from kv_offloading_size (none there too: no tier)",
-        expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=4096, profiles=OFFLOADING)
+        expose=EVERYWHERE, ge=1, le=MAX_POOL_BLOCKS, app_max=4096, profiles=OFFLOADING,
+        vllm=pykv_only("the CPU offloading tier in blocks; vLLM sizes it from --kv-offloading-size only"))
     enable_prefix_caching: bool = knob(False, "reuse full blocks whose token prefix was computed before (hash kept "
-                                              "after free)", expose=EVERYWHERE)
+                                              "after free)", expose=EVERYWHERE,
+        vllm=per_release(
+            Flag("--enable-prefix-caching", "enable_prefix_caching", "store_true"),
+            Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+            Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional")))
     enable_chunked_prefill: bool = knob(True, "split long prompts over several steps to fit the token budget",
-                                        expose=EVERYWHERE)
+                                        expose=EVERYWHERE,
+        vllm=per_release(
+            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "store_boolean"),
+            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional")))
     seed: int = knob(0, "seeds sampling and the workload presets", expose=("cli",),
                      not_in_lessons="set the lesson's seed in the front matter (seed: N); it seeds the workload and "
-                                    "the engine", ge=0, lt=2**63)
+                                    "the engine", ge=0, lt=2**63,
+        vllm=same_flag("--seed", "seed"))
     # Swap (vLLM V0): what to do when the CPU pool is full, how to copy, free room kept on swap-in.
     swap_fallback: SwapFallback = knob("recompute", "when the CPU pool is full: recompute the victim instead, or "
-                                                    "abort it with vLLM V0's message", profiles=V0)
-    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)", profiles=V0)
+                                                    "abort it with vLLM V0's message", profiles=V0,
+        vllm=pykv_only("what pykv does when the CPU pool is full"))
+    swap_copy: SwapCopy = knob("batched", "one copy per swap (batched) or one per block (per_block)", profiles=V0,
+        vllm=pykv_only("how pykv issues the swap copies"))
     watermark: Optional[float] = knob(
         None, "share of the device pool an admission must leave free; none = the profile's (v0.6: 0.01 on every "
         "admission and swap-in; v0.33: 0, on admissions while something runs)", ge=0, lt=1,
-        profiles=("v0.6", "v0.33"))
+        profiles=("v0.6", "v0.33"),
+        vllm=per_release(
+            "no flag in vLLM 0.6.3.post1: its block manager keeps its constructor default, 0.01 "
+            "(core/block_manager.py BlockSpaceManager)",
+            "no flag in vLLM 0.10.2 (the watermark came back in later V1 releases)",
+            Flag("--watermark", "watermark")))
     # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
     pcie_bandwidth_gbps: float = knob(DEFAULT_PCIE_GBPS, "modelled PCIe bandwidth for swaps, GB/s (not measured)",
-                                      gt=0, le=100_000)
+                                      gt=0, le=100_000,
+        vllm=pykv_only("the modelled PCIe figure (pykv's model, not measured)"))
     pcie_copy_overhead_us: float = knob(PCIE_COPY_OVERHEAD_US, "modelled fixed cost per copy issued, µs", ge=0,
-                                        le=1_000_000)
+                                        le=1_000_000,
+        vllm=pykv_only("the modelled PCIe figure (pykv's model, not measured)"))
     # Observability and safety.
     max_preemptions_without_progress: int = knob(
         50, "abort a request preempted this many times in a row without producing a token (livelock guard)", ge=1,
-        le=1_000_000)
+        le=1_000_000,
+        vllm=pykv_only("pykv's livelock guard"))
     log_stats_interval: Optional[int] = knob(
-        None, "steps between vLLM-style stats log lines; none = no stats lines by step count", ge=1, le=1_000_000)
+        None, "steps between vLLM-style stats log lines; none = no stats lines by step count", ge=1, le=1_000_000,
+        vllm=pykv_only("pykv's stats lines by step count (vLLM logs on a timer)"))
     log_stats_interval_s: Optional[float] = knob(
         None, "seconds of measured engine time between stats lines, as vLLM's timer (v0.6: 5, V1: 10); none = "
-        "no timed stats lines", gt=0, le=86_400)
+        "no timed stats lines", gt=0, le=86_400,
+        vllm=pykv_only("pykv's stats lines by engine time (vLLM's timer is fixed: 5 s in V0, 10 s in V1)"))
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -214,9 +249,9 @@ def _check_profile(c: EngineConfig) -> None:
     for spec in knobs():
         if spec.profiles is None or p.name in spec.profiles or getattr(c, spec.name) == spec.default:
             continue
-        having = " or ".join(repr(name) for name in spec.profiles)
+        choices = " or ".join(repr(name) for name in spec.profiles)
         raise ConfigError(spec.name, f"{spec.name} is not a knob of vllm_profile={p.name!r} (vLLM {p.release}); "
-                                     f"use vllm_profile={having}, or leave {spec.name} at its default.")
+                                     f"use vllm_profile={choices}, or leave {spec.name} at its default.")
     if p.name == "v0.10" and not c.enable_chunked_prefill:
         raise ConfigError("enable_chunked_prefill", "vLLM 0.10.2 always chunks prefills (V1's default args force it "
                           "on); enable_chunked_prefill=False exists in vllm_profile='v0.6' and 'v0.33'.")
@@ -233,6 +268,8 @@ def _one_line(error: ValidationError) -> ConfigError:
     value, kind, ctx = show_value(err.get("input")), err["type"], err.get("ctx", {})
     if name is not None and name not in EngineConfig.model_fields:  # an unknown field: keep the message short
         name = show_value(name, 60).strip("'")
+    if name is None:
+        return ConfigError(None, f"The config is not valid: {err['msg']}.")
     if kind == "extra_forbidden":
         return ConfigError(name, f"{name!r} is not an EngineConfig field; "
                                  f"use one of {', '.join(EngineConfig.model_fields)}.")
@@ -260,8 +297,10 @@ def show_value(value: Any, limit: int = 80) -> str:
     a message quotes what it was given without growing with it."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    if isinstance(value, (str, bytes, bytearray)) and len(value) > limit:  # no megabyte repr to cut down
+    if isinstance(value, str) and len(value) > limit:  # no megabyte repr to cut down
         value = value[:limit] + value[-4:]
+    elif isinstance(value, (bytes, bytearray)) and len(value) > limit:
+        value = bytes(value[:limit]) + bytes(value[-4:])
     try:
         text = repr(value)
     except Exception:  # a hostile __repr__
@@ -272,66 +311,7 @@ def show_value(value: Any, limit: int = 80) -> str:
 
 # ---- the table, read by the CLI, the sidebar, the URL and the lesson loader ---------------------------
 
-
-@dataclass(frozen=True)
-class Knob:
-    """One EngineConfig field as the front ends see it."""
-
-    name: str
-    kind: str  # "choice" | "int" | "float" | "bool" | "text"
-    optional: bool  # None is allowed (and means what the help says)
-    default: Any
-    help: str
-    choices: tuple = ()  # for kind "choice"
-    ge: Optional[float] = None
-    gt: Optional[float] = None
-    le: Optional[float] = None
-    lt: Optional[float] = None
-    expose: tuple[str, ...] = ()
-    not_in_lessons: Optional[str] = None
-    app_owned: bool = False
-    app_max: Optional[int] = None
-    widget: Optional[str] = None
-    options: Optional[str] = None
-    profiles: Optional[tuple[str, ...]] = None  # the vLLM profiles that have it (None: all)
-
-    def range_text(self) -> str:
-        low = f"[{self.ge}" if self.ge is not None else (f"({self.gt}" if self.gt is not None else "(-inf")
-        high = f"{self.le}]" if self.le is not None else (f"{self.lt})" if self.lt is not None else "inf)")
-        return f"{low}, {high}"
-
-    @property
-    def maximum(self) -> Optional[float]:
-        """The largest value the app accepts: ``app_max`` where set, else the config's own bound."""
-        return self.app_max if self.app_max is not None else self.le
-
-
-def _kind(annotation: Any) -> tuple[str, bool, tuple]:
-    optional = False
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        optional, annotation = True, args[0]
-    if typing.get_origin(annotation) is Literal:
-        return "choice", optional, typing.get_args(annotation)
-    return {int: "int", float: "float", bool: "bool", str: "text"}[annotation], optional, ()
-
-
-def _bound(info, name: str) -> Optional[float]:
-    return next((getattr(m, name) for m in info.metadata if getattr(m, name, None) is not None), None)
-
-
-def _make_knob(name: str) -> Knob:
-    info = EngineConfig.model_fields[name]
-    kind, optional, choices = _kind(info.annotation)
-    extra = info.json_schema_extra or {}
-    return Knob(name=name, kind=kind, optional=optional, default=info.default, help=info.description or "",
-                choices=choices, ge=_bound(info, "ge"), gt=_bound(info, "gt"), le=_bound(info, "le"),
-                lt=_bound(info, "lt"), expose=tuple(extra["expose"]), not_in_lessons=extra["not_in_lessons"],
-                app_owned=extra["app_owned"], app_max=extra["app_max"], widget=extra["widget"],
-                options=extra["options"], profiles=None if extra["profiles"] is None else tuple(extra["profiles"]))
-
-
-_KNOBS = {name: _make_knob(name) for name in EngineConfig.model_fields}
+_KNOBS = read_knobs(EngineConfig, PROFILE_NAMES)
 
 
 def knobs(exposed_in: Optional[str] = None) -> list[Knob]:
@@ -346,31 +326,3 @@ def app_owned_knobs() -> list[Knob]:
 
 def knob_named(name: str) -> Knob:
     return _KNOBS[name]
-
-
-def parse_knob_text(spec: Knob, text: str) -> Any:
-    """A knob's value from text (a URL parameter); ValueError says what was expected."""
-    low = text.strip().lower()
-    if spec.optional and low in ("", "none"):
-        return None
-    if spec.kind == "bool":
-        if low not in ("true", "false", "1", "0"):
-            raise ValueError(f"{spec.name} must be true or false")
-        return low in ("true", "1")
-    if spec.kind == "int":
-        if not re.fullmatch(r"[0-9]{1,9}", low):
-            raise ValueError(f"{spec.name} must be a whole number")
-        return int(low)
-    if spec.kind == "float":
-        value = float(low)  # ValueError on junk
-        if not math.isfinite(value):
-            raise ValueError(f"{spec.name} must be a finite number")
-        return value
-    return text.strip()
-
-
-def knob_text(value: Any) -> str:
-    """The inverse of ``parse_knob_text``: how a value is written in a URL."""
-    if value is None:
-        return "none"
-    return str(value).lower() if isinstance(value, bool) else str(value)

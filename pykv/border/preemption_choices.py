@@ -1,19 +1,44 @@
-"""What a user can choose when the KV pool is full, in two lines each, with the vLLM profile that has it: the
-About page shows these, the README says the same."""
+"""What a user can choose when the KV pool is full, with the vLLM profile that has it: the one table of
+victim policies (the engine's ``preemption_victim``, its CLI choices, the Sweep's labels, the About page and
+the ``vllm serve`` translation all read it) and the fates of a victim's KV."""
 
 from __future__ import annotations
 
+import typing
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
+
+
+@dataclass(frozen=True)
+class VictimPolicy:
+    name: str
+    label: str  # a few words, for legends and the CLI's help
+    about: str  # two lines for the About page and the README
+    vllm_scheduling_policy: Optional[str]  # the --scheduling-policy that picks victims this way; None: no release
+    not_vllm: Optional[str] = None  # whose policy it is, when vLLM has none
+
+
 # preemption_victim: which running request is preempted.
-VICTIM_POLICIES: dict[str, str] = {
-    "last": "The last request of the running queue (the most recently admitted). vLLM's default in every "
-            "release; every profile.",
-    "priority": "The worst (priority, arrival): lower priority values run first, as vLLM's "
-                "--scheduling-policy priority, which also orders the waiting queue; every profile.",
-    "lcf": "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
-           "recompute tax, in no release; every profile.",
-    "sglang": "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
-              "every profile.",
-}
+VICTIM_POLICIES: dict[str, VictimPolicy] = {p.name: p for p in (
+    VictimPolicy("last", "last of the running queue (vLLM's default)",
+                 "The last request of the running queue (the most recently admitted). vLLM's default in every "
+                 "release; every profile.", vllm_scheduling_policy="fcfs"),
+    VictimPolicy("priority", "worst (priority, arrival) (vLLM's priority scheduling)",
+                 "The worst (priority, arrival): lower priority values run first, as vLLM's "
+                 "--scheduling-policy priority, which also orders the waiting queue; every profile.",
+                 vllm_scheduling_policy="priority"),
+    VictimPolicy("lcf", "least computed tokens first (a proposal to vLLM, not in a release)",
+                 "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
+                 "recompute tax, in no release; every profile.", vllm_scheduling_policy=None,
+                 not_vllm="a proposal to vLLM"),
+    VictimPolicy("sglang", "fewest outputs, then longest input (SGLang's retract order)",
+                 "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
+                 "every profile.", vllm_scheduling_policy=None, not_vllm="SGLang's retract order"),
+)}
+assert tuple(VICTIM_POLICIES) == typing.get_args(VictimPolicyName), "the Literal and the table name the same policies"
+POLICY_LABELS: dict[str, str] = {name: p.label for name, p in VICTIM_POLICIES.items()}
 
 # Where a victim's KV goes (preemption_mode, and V1's offloading tier).
 KV_FATES: dict[str, str] = {
@@ -24,7 +49,8 @@ KV_FATES: dict[str, str] = {
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
             "and recompute one with a single sequence; v0.6 only.",
     "recompute+offload": "Recompute, but full blocks are also stored to a CPU tier as they are computed and loaded "
-                         "back at re-admission. vLLM 0.11+'s --kv-offloading-size; v0.33 only.",
+                         "back at re-admission. vLLM's --kv-offloading-size (0.33; 0.12 also needs "
+                         "--kv-offloading-backend native); v0.33 only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
                "returns, until another request takes them; every profile.",
 }

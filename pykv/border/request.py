@@ -71,7 +71,7 @@ class SamplingParams:
         ids = self.stop_token_ids
         if not isinstance(ids, (list, tuple)) or len(ids) > MAX_STOP_TOKEN_IDS:
             raise ValueError(f"stop_token_ids must be a list of token ids (at most {MAX_STOP_TOKEN_IDS}), "
-                             f"got {show_value(ids)}{'; write [%d] for one id' % ids if _is_int(ids) else ''}.")
+                             f"got {show_value(ids)}{f'; write [{ids}] for one id' if _is_int(ids) else ''}.")
         bad = [t for t in ids if not _is_int(t) or not 0 <= t < 2**31][:1]
         if bad:
             raise ValueError(f"stop_token_ids must hold non-negative integer token ids, got {show_value(bad[0])}.")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
+from pykv.border.metric_names import GPU_CACHE_USAGE, KV_CACHE_USAGE, Metric, kv_usage, read_metric, read_optional
 from pykv.border.step_report import PreemptionView, StepReport
+from pykv.border.vllm_profiles import PROFILES, VllmProfile
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,29 @@ class Snapshot:
         raw = json.loads(text)
         raw["blocks"] = [BlockView(**b) for b in raw["blocks"]]
         raw["requests"] = [RequestView(**r) for r in raw["requests"]]
-        raw["preemptions"] = [PreemptionView(**p) for p in raw["preemptions"]]
+        raw["preemptions"] = [PreemptionView.from_dict(p) for p in raw["preemptions"]]
         raw["report"] = None if raw["report"] is None else StepReport.from_dict(raw["report"])
         return cls(**raw)
+
+    @property
+    def profile(self) -> Optional[VllmProfile]:
+        """The vLLM profile the engine followed; None for a release this build does not know."""
+        return PROFILES.get(self.vllm_profile)
+
+    def metric(self, metric: Union[Metric, str]) -> float:
+        """A metric's value, by its entry in ``pykv.border.metric_names`` (or its sample name): raises on a name the
+        table lacks, and on a metric the profile does not export (ask for that with ``optional_metric``)."""
+        return read_metric(self.metrics, metric, self.profile)
+
+    def optional_metric(self, metric: Union[Metric, str]) -> Optional[float]:
+        """A metric's value, or None where the profile does not export it."""
+        return read_optional(self.metrics, metric, self.profile)
+
+    def kv_usage_metric(self) -> Metric:
+        """The device pool's usage gauge under the profile's name; for an unknown release, whichever it holds."""
+        if self.profile is not None:
+            return kv_usage(self.profile)
+        return GPU_CACHE_USAGE if GPU_CACHE_USAGE.sample in self.metrics else KV_CACHE_USAGE
 
     def block(self, pool: str, block_id: int) -> BlockView:
         return next(b for b in self.blocks if b.pool == pool and b.block_id == block_id)

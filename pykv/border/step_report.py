@@ -23,8 +23,9 @@ class ScheduledChunk:
 
 @dataclass(frozen=True)
 class PreemptionView:
-    """One preemption and what it cost, as known when the view was taken (``pykv.engine.observe.costs`` keeps the
-    live record, whose recovery fields fill in on later steps)."""
+    """One preemption and what it cost, as known when the view was taken: the one definition of a preemption
+    record. ``pykv.engine.observe.costs.CostLedger`` makes them and, as the recovery fields fill in on later
+    steps, replaces its record with an updated copy; a view once handed out never changes."""
 
     step: int
     request_id: str
@@ -48,8 +49,20 @@ class PreemptionView:
     recompute_s: float = 0.0  # apportioned forward time (see pykv.engine.observe.costs)
     recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
     steps_lost: Optional[int] = None
-    swap_out_bandwidth: Optional[float] = None  # measured bytes/s of the swap-out copy
-    swap_in_bandwidth: Optional[float] = None
+
+    @property
+    def swap_out_bandwidth(self) -> Optional[float]:
+        """Measured bytes/s of the swap-out copy; None where nothing was copied out."""
+        return self.num_bytes / self.swap_out_s if self.swap_out_s else None
+
+    @property
+    def swap_in_bandwidth(self) -> Optional[float]:
+        return self.num_bytes / self.swap_in_s if self.swap_in_s else None
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "PreemptionView":
+        """From ``dataclasses.asdict``; the bandwidths older JSON stored beside the times are derived now."""
+        return cls(**{k: v for k, v in raw.items() if k not in ("swap_out_bandwidth", "swap_in_bandwidth")})
 
 
 @dataclass(frozen=True)
@@ -109,8 +122,8 @@ class StepReport:
     def from_dict(cls, raw: dict) -> "StepReport":
         return cls(**raw | {
             "chunks": [ScheduledChunk(**c) for c in raw["chunks"]],
-            "preempted": [PreemptionView(**p) for p in raw["preempted"]],
-            "swapped_in": [PreemptionView(**p) for p in raw["swapped_in"]],
+            "preempted": [PreemptionView.from_dict(p) for p in raw["preempted"]],
+            "swapped_in": [PreemptionView.from_dict(p) for p in raw["swapped_in"]],
             "finished": [RequestOutput(**o) for o in raw["finished"]],
             "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
             "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],

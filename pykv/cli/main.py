@@ -8,15 +8,19 @@ import logging
 import sys
 from typing import Any, Optional, Sequence
 
-from pykv.border.config import ConfigError, EngineConfig, Knob, knob_text, knobs
+from pykv.border.config import ConfigError, EngineConfig, Knob, knobs
+from pykv.border.knob_table import knob_text
 from pykv.border.limits import MAX_STEPS
+from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.request import SamplingParams
 from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
+from pykv.cli.diagnose import add_parser as add_diagnose_parser
 from pykv.cli.errors import UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
+from pykv.cli.metrics_server import serving_metrics
+from pykv.cli.output import write_atomic
 from pykv.cli.summary import engine_header, summary
 from pykv.engine.llm_engine import LLMEngine
-from pykv.engine.sched.victim_policy import POLICY_LABELS
 from pykv.lab.workload_runner import WorkloadRunner
 
 MAX_STEPS_FLAG = 10_000_000  # --max-steps
@@ -91,9 +95,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine = LLMEngine(config)
     print(engine_header(engine), file=sys.stderr)
     runner = WorkloadRunner(engine, workload)
-    t0 = time.perf_counter()
-    runner.run(max_steps=args.max_steps)
-    print(summary(engine, runner.request_ids, time.perf_counter() - t0))
+    with serving_metrics(engine.metrics.registry, args.serve_metrics, args.metrics_host, args.linger):
+        t0 = time.perf_counter()
+        runner.run(max_steps=args.max_steps)
+        print(summary(engine, runner.request_ids, time.perf_counter() - t0), flush=True)
     if not runner.done():
         print(f"error: stopped after --max-steps {args.max_steps} with requests unfinished", file=sys.stderr)
         return 1
@@ -182,23 +187,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it there: never a half-written file."""
-    import os
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pykv-", suffix=".part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     """Run a workload (to its end, or --max-steps) and write the review pack: one HTML page, or a zip with it."""
     import os
@@ -252,6 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
     run.add_argument("--export-workload", default=None, help="write the workload as JSON to this path")
     run.add_argument("--max-steps", type=int, default=100_000)
+    run.add_argument("--serve-metrics", type=int, default=None, metavar="PORT",
+                     help="serve the engine's Prometheus metrics on http://HOST:PORT/metrics during the run")
+    run.add_argument("--metrics-host", default="127.0.0.1", help="the address --serve-metrics listens on")
+    run.add_argument("--linger", type=float, default=0.0, metavar="SECONDS",
+                     help="keep serving /metrics this long after the run (for a last scrape)")
     run.set_defaults(func=cmd_run)
     sweep = sub.add_parser("sweep", help="run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
     add_engine_flags(sweep)
@@ -280,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", required=True, help="the pack: a .html file, or a .zip file")
     report.set_defaults(func=cmd_report)
     add_estimate_parser(sub)
+    add_diagnose_parser(sub)
     gen = sub.add_parser("generate", help="complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")

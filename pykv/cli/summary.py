@@ -1,8 +1,10 @@
 """What ``python -m pykv run`` prints after a run: the header naming the engine, then the requests and the
-run's measured costs (preemptions, recompute tax, swaps, the offloading tier, prefix cache)."""
+run's measured costs (preemptions, recompute tax, swaps, the offloading tier, prefix cache), from the engine's
+typed totals (``LLMEngine.totals()``)."""
 
 from __future__ import annotations
 
+from pykv.border import metric_names as names
 from pykv.engine.llm_engine import LLMEngine
 
 
@@ -16,34 +18,28 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
                      str(r.recomputed_tokens), f"{r.swapped_bytes / 1024:.0f}", ttft))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
-    m = engine.metrics
-    out_tokens = m.value("vllm:generation_tokens_total")
-    hits = m.value("pykv:prefix_cache_hits_own_total") + m.value("pykv:prefix_cache_hits_shared_total")
+    t = engine.totals()
     lines += [
         "",
         f"steps: {engine.step_count}   wall: {seconds:.2f} s on {engine.config.device} ({engine.backend.label} "
         "attention)   "
-        f"output tokens/s: {out_tokens / max(seconds, 1e-9):.1f}",
-        f"preemptions: {m.value('pykv:num_preemptions_total'):.0f} "
-        f"(vllm:num_preemptions_total {m.value('vllm:num_preemptions_total'):.0f})   recomputed tokens: "
-        f"{m.value('pykv:recomputed_tokens_total'):.0f} "
-        f"({m.value('pykv:recompute_seconds_total') * 1e3:.1f} ms measured)   "
-        f"swapped out: {m.value('pykv:swapped_out_bytes_total') / 1024:.0f} KiB "
-        f"({m.value('pykv:swap_out_seconds_total') * 1e3:.2f} ms measured)",
-        f"prefix cache: {hits:.0f} / {m.value('pykv:prefix_cache_queries_total'):.0f} tokens hit at admission "
-        f"(own after preemption: {m.value('pykv:prefix_cache_hits_own_total'):.0f}, "
-        f"shared: {m.value('pykv:prefix_cache_hits_shared_total'):.0f})",
-        f"recompute tax: {m.value('pykv:recompute_tax'):.1%} of prefill tokens "
-        f"({m.value('pykv:recompute_tax_time'):.1%} of prefill time measured)   victim policy: "
+        f"output tokens/s: {t.generation_tokens / max(seconds, 1e-9):.1f}",
+        f"preemptions: {t.preemptions} ({names.VLLM_NUM_PREEMPTIONS.sample} {t.release_preemptions})   "
+        f"recomputed tokens: {t.recomputed_tokens} ({t.recompute_s * 1e3:.1f} ms measured)   "
+        f"swapped out: {t.swapped_out_bytes / 1024:.0f} KiB ({t.swap_out_s * 1e3:.2f} ms measured)",
+        f"prefix cache: {t.prefix_hits} / {t.prefix_queries} tokens hit at admission "
+        f"(own after preemption: {t.prefix_hits_own}, shared: {t.prefix_hits_shared})",
+        f"recompute tax: {t.recompute_tax or 0.0:.1%} of prefill tokens "
+        f"({t.recompute_tax_time or 0.0:.1%} of prefill time measured)   victim policy: "
         f"{engine.config.preemption_victim}",
     ]
     if engine.kv.offload is not None:
         lines.append(
-            f"CPU offloading tier: {m.value('pykv:offload_loaded_tokens_total'):.0f} tokens loaded instead of "
-            f"recomputed; stored {m.value('vllm:kv_offload_store_bytes_total') / 1024:.0f} KiB "
-            f"({m.value('vllm:kv_offload_store_time_total') * 1e3:.2f} ms measured), loaded "
-            f"{m.value('vllm:kv_offload_load_bytes_total') / 1024:.0f} KiB "
-            f"({m.value('vllm:kv_offload_load_time_total') * 1e3:.2f} ms measured)")
+            f"CPU offloading tier: {t.offload_loaded_tokens} tokens loaded instead of "
+            f"recomputed; stored {t.offload_store_bytes / 1024:.0f} KiB "
+            f"({t.offload_store_s * 1e3:.2f} ms measured), loaded "
+            f"{t.offload_load_bytes / 1024:.0f} KiB "
+            f"({t.offload_load_s * 1e3:.2f} ms measured)")
     return "\n".join(lines)
 
 

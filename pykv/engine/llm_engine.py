@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import torch
 
+from kernels.launch_record import LaunchRecord
 from pykv.border.config import MAX_POOL_BLOCKS, EngineConfig, show_value
 from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.request import Request, RequestOutput, SamplingParams, sequence_id
 from pykv.border.snapshot import Snapshot
-from pykv.border.step_report import CopyOnWrite, OffloadTransfer, StepReport
+from pykv.border.step_report import CopyOnWrite, OffloadTransfer, PreemptionView, StepReport
 from pykv.engine.kv.block_copy import CopyKind
 from pykv.engine.kv.block_pool import BlockPool
 from pykv.engine.kv.cache_engine import CacheEngine, CopyTiming
@@ -21,15 +23,24 @@ from pykv.engine.max_model_len import fit_max_model_len, fitted_because
 from pykv.engine.model.attention import resolve_backend
 from pykv.engine.model.loader import LoadedModel, load_model
 from pykv.engine.model_runner import ModelRunner, RunResult
-from pykv.engine.observe.costs import CostLedger, PreemptionCost, RecomputeStats
+from pykv.engine.observe.costs import CostLedger, RecomputeStats
 from pykv.engine.observe.metrics import EngineMetrics, logger
 from pykv.engine.observe.observer import StepObserver, StepOutcome
 from pykv.engine.observe.snapshot_builder import build_snapshot
+from pykv.engine.observe.totals import EngineTotals
 from pykv.engine.parallel_sampling import check_n, fork_generators, group_output, sequence_ids
 from pykv.engine.prompt_checks import Prompt, checked_priority, checked_request_id, token_ids_of
 from pykv.engine.sched.scheduler import SchedulerOutput
 from pykv.engine.sched.scheduler_v0 import V0Scheduler
 from pykv.engine.sched.scheduler_v1 import V1Scheduler
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """A step's report and what its forward pass launched (``LLMEngine.step_recording_kernels``)."""
+
+    report: StepReport
+    launches: tuple[LaunchRecord, ...]  # layer 0's kernel launches, in launch order; () on the torch backend
 
 
 class LLMEngine:
@@ -178,11 +189,26 @@ class LLMEngine:
 
     def step(self) -> StepReport:
         """Schedule -> copy swapped blocks -> run the model -> append tokens, finish, account."""
+        return self._step(record_kernels=False).report
+
+    def step_recording_kernels(self) -> RecordedStep:
+        """``step()``, keeping what its forward pass launched: the first layer's Triton kernel launches (none
+        on the torch backend). The lab's kernel view reads them."""
+        return self._step(record_kernels=True)
+
+    def _step(self, record_kernels: bool) -> RecordedStep:
         t0 = time.perf_counter()
         self.step_count += 1
         out = self.scheduler.schedule(self.step_count)
         preempted, swapped_in, cow, offload = self._copy_blocks(out)  # before the forward reuses freed blocks
-        result = self.runner.run(out, self.scheduler.requests)
+        result = self.runner.run(out, self.scheduler.requests, record_kernels)
+        report = self._postprocess(out, result, preempted, swapped_in, cow, offload, t0)
+        return RecordedStep(report, result.launches)
+
+    def _postprocess(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionView],
+                     swapped_in: list[PreemptionView], cow: list[CopyOnWrite], offload: list[OffloadTransfer],
+                     t0: float) -> StepReport:
+        """Offload stores, append tokens and finish, bill the forward, observe; the step's report."""
         requests = self.scheduler.requests
         stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks])
         offload += self._offload_copy("store", stores)  # after the forward that computed them, before any is freed
@@ -195,7 +221,7 @@ class LLMEngine:
             self._outcome(out, result, preempted, swapped_in, finished, recompute, offload, time.perf_counter() - t0))
         return StepReport(
             step=self.step_count, scheduled=[c.request_id for c in out.chunks], chunks=out.chunks,
-            preempted=[c.view() for c in preempted], swapped_in=[c.view() for c in swapped_in],
+            preempted=preempted, swapped_in=swapped_in,
             finished=finished, num_batched_tokens=out.num_scheduled_tokens, forward_time_s=result.forward_s,
             step_time_s=time.perf_counter() - t0, device=self.config.device, log_lines=log_lines,
             recomputed_tokens=recompute.tokens, offload=offload,
@@ -203,8 +229,8 @@ class LLMEngine:
             forked={rid: [sequence_id(rid, k) for k in range(1, len(t) + 1)] for rid, t in result.forks.items()},
         )
 
-    def _outcome(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionCost],
-                 swapped_in: list[PreemptionCost], finished: list[RequestOutput], recompute: RecomputeStats,
+    def _outcome(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionView],
+                 swapped_in: list[PreemptionView], finished: list[RequestOutput], recompute: RecomputeStats,
                  offload: list[OffloadTransfer], step_time_s: float) -> StepOutcome:
         sched, kv = self.scheduler, self.kv
         return StepOutcome(
@@ -216,7 +242,7 @@ class LLMEngine:
             gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
         )
 
-    def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionCost], list[PreemptionCost],
+    def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionView], list[PreemptionView],
                                                           list[CopyOnWrite], list[OffloadTransfer]]:
         """Run the step's device copies in the order the scheduler decided them (a block one frees may be reused by
         the next), then bill them. A sequence whose blocks a sibling's copy already moved copies nothing. Loads
@@ -307,6 +333,14 @@ class LLMEngine:
             assert self.has_unfinished_requests(), "a request's sequences neither finished nor remain"
             self.step()
         return [group_output(self.outputs, rid, n) for rid, n in groups]
+
+    def preemptions(self) -> list[PreemptionView]:
+        """Every preemption so far, in order, each with its cost as known now (frozen views)."""
+        return list(self.ledger.records)
+
+    def totals(self) -> EngineTotals:
+        """The running totals since the engine started (what the Prometheus counters were set from)."""
+        return self.observer.totals
 
     def snapshot(self, report: Optional[StepReport] = None) -> Snapshot:
         """The engine's whole state now (a copy); ``report`` adds this step's events."""

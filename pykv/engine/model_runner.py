@@ -23,14 +23,13 @@ class RunResult:
     sampled: dict[str, int]  # request id -> new token, for chunks that reached the end of the known tokens
     forward_s: float  # measured wall time of the forward pass (synchronised on CUDA)
     forks: dict[str, list[int]] = field(default_factory=dict)  # n > 1: the first tokens of sequences 1 .. n-1
+    launches: tuple[LaunchRecord, ...] = ()  # record_kernels: layer 0's kernel launches (none on the torch backend)
 
 
 class ModelRunner:
     def __init__(self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend,
                  device: str):
         self.loaded, self.cache, self.kv, self.backend, self.device = loaded, cache, kv, backend, device
-        self.record_kernels = False  # set by the lab: keep the first layer's kernel launches of each step
-        self.last_launches: tuple[LaunchRecord, ...] = ()  # those of the last step (empty on the torch backend)
 
     def prepare(self, out: SchedulerOutput, requests: dict[str, Request]):
         """Flatten the scheduled chunks into one token batch::
@@ -70,19 +69,20 @@ class ModelRunner:
         rows = torch.tensor(logits_rows, dtype=torch.int64, device=dev)
         return ids, pos, meta, rows, sampled_ids
 
-    def run(self, out: SchedulerOutput, requests: dict[str, Request]) -> RunResult:
-        self.last_launches = ()
+    def run(self, out: SchedulerOutput, requests: dict[str, Request], record_kernels: bool = False) -> RunResult:
+        """One forward pass and sampling; ``record_kernels`` keeps the first layer's kernel launches."""
         if not out.chunks:
             return RunResult({}, 0.0)
         ids, pos, meta, rows, sampled_ids = self.prepare(out, requests)
         self._sync()
         t0 = time.perf_counter()
-        with record_launches() if self.record_kernels else contextlib.nullcontext() as launches:
+        with record_launches() if record_kernels else contextlib.nullcontext() as launches:
             logits = self.loaded.model(ids, pos, self.cache.gpu_cache, meta, self.backend, rows)  # (num_sampled, vocab)
         self._sync()
         forward_s = time.perf_counter() - t0
+        layer0: tuple[LaunchRecord, ...] = ()
         if launches is not None:  # every layer launches the same kernels over the same tables: keep layer 0's
-            self.last_launches = tuple(launches[: len(launches) // self.loaded.config.num_layers])
+            layer0 = tuple(launches[: len(launches) // self.loaded.config.num_layers])
         reqs = [requests[r] for r in sampled_ids]
         tokens = sample(logits, [r.sampling_params for r in reqs], [r.generator for r in reqs])
         forks = {}
@@ -91,7 +91,7 @@ class ModelRunner:
                 n = r.pending_forks
                 forks[r.request_id] = sample(logits[row].expand(n, -1), [r.sampling_params] * n,
                                              r.fork_generators or [None] * n)
-        return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks)
+        return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks, layer0)
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):

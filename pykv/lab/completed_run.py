@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pykv.border.config import EngineConfig
 from pykv.border.pcie import PCIE_GBPS, modelled_copy_seconds
 from pykv.border.request import RequestOutput
+from pykv.border.run_totals import MODELLED_PCIE_FIELDS, RunTotals
 from pykv.border.step_report import StepReport
 from pykv.border.workload import Workload
 from pykv.engine.llm_engine import LLMEngine
@@ -24,30 +25,29 @@ class CompletedRun:
     done: bool  # False if max_steps ran out first
     reports: list[StepReport] = field(default_factory=list)  # every step's report: what a GPU model prices
 
-    def totals(self) -> dict:
-        """Counts, measured times (on the engine's device) and, labelled so, modelled PCIe times.
-        ``swapped_bytes`` counts each swap-out once; ``swap_s`` and ``swap_copies`` add the swap-in."""
-        config, records = self.engine.config, self.engine.ledger.records
+    def totals(self) -> RunTotals:
+        """Counts, measured times (on the engine's device) and, labelled so, modelled PCIe times, from the
+        engine's preemption records and its observer's totals."""
+        config, records, observed = self.engine.config, self.engine.preemptions(), self.engine.totals()
         swaps = [r for r in records if r.mode == "swap"]
-        trips = {id(r): 2 if r.swap_in_s else 1 for r in swaps}  # out, and back in if it came back
+        trips = [2 if r.swap_in_s else 1 for r in swaps]  # out, and back in if it came back
 
         def modelled(gbps: float) -> float:
             return sum(modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, config.pcie_copy_overhead_us)
-                       * trips[id(r)] for r in swaps)
+                       * n for r, n in zip(swaps, trips))
 
         output_tokens = sum(len(o.output_token_ids) for o in self.outputs)
-        m = self.engine.metrics
-        return {
-            "steps": self.engine.step_count, "wall_s": self.wall_s, "output_tokens": output_tokens,
-            "tokens_per_s": output_tokens / self.wall_s if self.wall_s > 0 else 0.0,
-            "preemptions": len(records), "recomputed_tokens": sum(r.recomputed_tokens for r in records),
-            "recompute_s": sum(r.recompute_s for r in records),
-            "recompute_tax": m.value("pykv:recompute_tax"), "recompute_tax_time": m.value("pykv:recompute_tax_time"),
-            "loaded_tokens": sum(r.loaded_tokens for r in records), "swapped_bytes": sum(r.num_bytes for r in swaps),
-            "swap_s": sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in swaps),
-            "swap_copies": sum((r.swap_copies or 0) * trips[id(r)] for r in swaps),
-            **{f"modelled_pcie_{gen}_s": modelled(gbps) for gen, gbps in PCIE_GBPS.items()},
-        }
+        return RunTotals(
+            steps=self.engine.step_count, wall_s=self.wall_s, output_tokens=output_tokens,
+            tokens_per_s=output_tokens / self.wall_s if self.wall_s > 0 else 0.0,
+            preemptions=len(records), recomputed_tokens=sum(r.recomputed_tokens for r in records),
+            recompute_s=sum(r.recompute_s for r in records),
+            recompute_tax=observed.recompute_tax or 0.0, recompute_tax_time=observed.recompute_tax_time or 0.0,
+            loaded_tokens=sum(r.loaded_tokens for r in records), swapped_bytes=sum(r.num_bytes for r in swaps),
+            swap_s=sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in swaps),
+            swap_copies=sum((r.swap_copies or 0) * n for r, n in zip(swaps, trips)),
+            **{MODELLED_PCIE_FIELDS[gen]: modelled(gbps) for gen, gbps in PCIE_GBPS.items()},
+        )
 
 
 def run_to_completion(config: EngineConfig, workload: Workload, loaded: LoadedModel,

@@ -127,7 +127,6 @@ class Lab:
         self._done_when_detached = False
         self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
         self.loaded = self._engine.loaded
-        self._engine.runner.record_kernels = True
         self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
         self.snapshots: list[Snapshot] = [self.engine.snapshot()]
@@ -140,11 +139,9 @@ class Lab:
         self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
         self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
-        self._engine.runner.record_kernels = False  # the replayed steps' launches are recorded already
-        while self._engine.step_count < self.head:
+        while self._engine.step_count < self.head:  # plain steps: the replayed steps' launches are recorded already
             self._runner.step() if self._runner else self._engine.step()
             self._apply_manual(self._engine.step_count)
-        self._engine.runner.record_kernels = True
 
     def release(self) -> None:
         """Give back the engine (KV pools) and the recorded history: the Lab goes back to step 0 and would
@@ -183,12 +180,12 @@ class Lab:
 
     def _advance(self) -> Snapshot:
         """Run the engine one step past ``head`` and record the snapshot."""
-        report = self.runner.step() if self.runner else self.engine.step()
+        recorded = self.runner.step_recording_kernels() if self.runner else self.engine.step_recording_kernels()
         self._apply_manual(self.engine.step_count)
-        snap = self.engine.snapshot(report)
+        snap = self.engine.snapshot(recorded.report)
         self.snapshots.append(snap)
-        if self.engine.runner.last_launches:
-            self.kernel_launches[self.head] = self.engine.runner.last_launches
+        if recorded.launches:
+            self.kernel_launches[self.head] = recorded.launches
         return snap
 
     # ---- where we are ---------------------------------------------------------------------

@@ -12,10 +12,11 @@ import pandas as pd
 
 from pykv.border.config import EngineConfig
 from pykv.border.pcie import PCIE_GBPS, modelled_copy_seconds
+from pykv.border.preemption_choices import POLICY_LABELS
+from pykv.border.run_totals import MODELLED_PCIE_FIELDS, RUN_TOTALS_COLUMNS
 from pykv.border.workload import PRESETS, check_preset_args, make_workload
 from pykv.engine.kv.kv_cache_manager import cdiv
 from pykv.engine.model.loader import LoadedModel, load_model
-from pykv.engine.sched.victim_policy import POLICY_LABELS
 from pykv.lab.completed_run import run_to_completion
 
 # Named modes: the engine settings each stands for.
@@ -31,16 +32,15 @@ SWAP_PROFILE = "v0.6"  # swap modes run under vLLM V0's rules: V1 has no swap
 OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11+)
 OFFLOAD_MODES = ("recompute+offload",)
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
-RUN_COLUMNS = [
+RUN_CONFIG_COLUMNS = [  # what a run was: its mode, axis value and the config fields a sweep varies
     "mode", "vllm_profile", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode",
-    "prefix_caching", "swap_copy", "preemption_victim", "steps", "wall_s", "output_tokens", "tokens_per_s",
-    "preemptions", "recomputed_tokens", "recompute_s", "recompute_tax", "recompute_tax_time", "loaded_tokens",
-    "swapped_bytes", "swap_s", "swap_copies", "modelled_pcie_gen4_s",
-    "modelled_pcie_gen5_s", "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "device",
+    "prefix_caching", "swap_copy", "preemption_victim",
 ]
+LATENCY_COLUMNS = ["ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s"]
+RUN_COLUMNS = [*RUN_CONFIG_COLUMNS, *RUN_TOTALS_COLUMNS, *LATENCY_COLUMNS, "device"]  # totals: RunTotals' fields
 PREEMPTION_COLUMNS = [
     "mode", "value", "preemption_mode", "block_size", "seq_len", "num_bytes", "measured_s",
-    "recomputed_tokens", "steps_lost", "device", "modelled_pcie_gen4_s", "modelled_pcie_gen5_s",
+    "recomputed_tokens", "steps_lost", "device", *MODELLED_PCIE_FIELDS.values(),
 ]
 
 
@@ -196,7 +196,7 @@ class SweepResult:
 def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str,
             value: int) -> tuple[dict, list[dict]]:
     run = run_to_completion(config, make_workload(spec.workload, seed=spec.seed, **spec.workload_args), loaded)
-    records = run.engine.ledger.records
+    records = run.engine.preemptions()
     ttft = pd.Series([o.ttft_s for o in run.outputs if o.ttft_s is not None], dtype=float)
     tpot = pd.Series([o.tpot_s for o in run.outputs if o.tpot_s is not None], dtype=float)
     row = {
@@ -204,7 +204,7 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
         "num_gpu_blocks": config.num_gpu_blocks,
         "block_size": config.block_size, "max_num_seqs": config.max_num_seqs, "preemption_mode": config.preemption_mode,
         "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy,
-        "preemption_victim": config.preemption_victim, **run.totals(),
+        "preemption_victim": config.preemption_victim, **run.totals().as_row(),
         "ttft_p50_s": ttft.quantile(0.5), "ttft_p95_s": ttft.quantile(0.95),
         "tpot_p50_s": tpot.quantile(0.5), "tpot_p95_s": tpot.quantile(0.95), "device": config.device,
         "reports": run.reports,  # not a column: the schedule pykv.gpu_model prices for the page's modelled series
@@ -223,9 +223,9 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
             "seq_len": r.num_tokens, "num_bytes": r.num_bytes, "measured_s": measured,
             "recomputed_tokens": r.recomputed_tokens, "steps_lost": r.steps_lost, "device": r.device,
             "step": r.step, "request_id": r.request_id,  # not columns: match the row to its modelled bill
-            **{f"modelled_pcie_{gen}_s": None if r.mode != "swap" else
+            **{MODELLED_PCIE_FIELDS[gen]: None if r.mode != "swap" else
                modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
-               for gen, gbps in PCIE_GBPS.items()},
+               for gen, gbps in PCIE_GBPS.items()},  # the same field names as RunTotals' (MODELLED_PCIE_FIELDS)
         })
     return row, costs
 

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 from pykv.border.request import SamplingParams
 from pykv.border.step_report import StepReport
 from pykv.border.workload import Workload
-from pykv.engine.llm_engine import LLMEngine
+from pykv.engine.llm_engine import LLMEngine, RecordedStep
 
 
 class WorkloadRunner:
@@ -21,13 +21,22 @@ class WorkloadRunner:
     def done(self) -> bool:
         return not self.pending and not self.engine.has_unfinished_requests()
 
-    def step(self) -> StepReport:
+    def admit_arrivals(self) -> None:
+        """Add the requests that have arrived by the engine's step."""
         while self.pending and self.pending[0].arrival_step <= self.engine.step_count:
             r = self.pending.pop(0)
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
             params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos, n=r.n)
             self.request_ids.append(self.engine.add_request(prompt, params, r.request_id, priority=r.priority))
+
+    def step(self) -> StepReport:
+        self.admit_arrivals()
         return self.engine.step()
+
+    def step_recording_kernels(self) -> RecordedStep:
+        """``step()``, keeping the step's kernel launches (``LLMEngine.step_recording_kernels``)."""
+        self.admit_arrivals()
+        return self.engine.step_recording_kernels()
 
     def run(self, max_steps: int = 100_000, on_step: Optional[Callable[[StepReport], None]] = None) -> list[StepReport]:
         reports = []

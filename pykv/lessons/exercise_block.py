@@ -28,7 +28,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from pydantic import BaseModel, ConfigDict
 
-from pykv.border.config import EngineConfig, knobs, parse_knob_text
+from pykv.border.config import EngineConfig, knobs
+from pykv.border.knob_table import parse_knob_text
 from pykv.border.limits import MAX_STEPS
 from pykv.border.workload import PRESETS
 from pykv.lessons.errors import FieldError

@@ -31,13 +31,13 @@ def side_run(name: str, config: EngineConfig, workload: Workload, loaded: Loaded
 
     totals = run.totals()
     est = LESSON_TARGET.estimate()
-    modelled = run_totals(est, run.reports, config.block_size, totals["output_tokens"])
+    modelled = run_totals(est, run.reports, config.block_size, totals.output_tokens)
     return RunSummary(
-        name=name, config=config.model_dump(), device=config.device, **totals, modelled_target=est.label,
+        name=name, config=config.model_dump(), device=config.device, **totals.as_row(), modelled_target=est.label,
         modelled_s=modelled.modelled_s, modelled_tokens_per_s=modelled.tokens_per_s,
         modelled_recompute_s=modelled.recompute_s, modelled_swap_s=modelled.swap_s,
         modelled_delay_to_others_s=modelled.delay_to_others_s,
         ttft_p50_s=median([o.ttft_s for o in run.outputs]), tpot_p50_s=median([o.tpot_s for o in run.outputs]),
         outputs={o.request_id: list(o.output_token_ids) for o in run.outputs}, metrics=run.engine.metrics.as_dict(),
-        preemption_records=[r.view() for r in run.engine.ledger.records],
+        preemption_records=run.engine.preemptions(),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pykv.border.config import EngineConfig, knob_text
+from pykv.border.config import EngineConfig
+from pykv.border.knob_table import knob_text
 from pykv.border.vllm_command import knob_mappings, llm_call, serve_command
 from pykv.review_pack.page import Code, Section, code_block, esc, para, table
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Optional
 from urllib.parse import urlencode
 
-from pykv.border.config import EngineConfig, knob_text, knobs
+from pykv.border.config import EngineConfig, knobs
+from pykv.border.knob_table import knob_text
 from pykv.lab.lab import lab_config
 
 APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says

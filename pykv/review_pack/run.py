@@ -9,6 +9,13 @@ from typing import Optional
 
 import pandas as pd
 
+from pykv.border.metric_names import (
+    GENERATION_TOKENS,
+    PYKV_NUM_PREEMPTIONS,
+    RECOMPUTED_TOKENS,
+    SWAPPED_OUT_BYTES,
+    VLLM_NUM_PREEMPTIONS,
+)
 from pykv.border.snapshot import Snapshot
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
@@ -40,7 +47,7 @@ def _preemption_steps(snapshots: tuple[Snapshot, ...]) -> list[int]:
 
 
 def summary_html(r: RunRecord) -> str:
-    last, m = r.last, r.last.metrics
+    last = r.last
     p = r.config.profile
     finished = sum(req.status.startswith("finished") for req in last.requests)
     engine_s = sum(s.report.step_time_s for s in r.snapshots if s.report)
@@ -48,11 +55,11 @@ def summary_html(r: RunRecord) -> str:
         ("vLLM release", p.label()), ("model", r.config.model), ("device (measured on)", last.device),
         ("steps", f"{last.step}" + ("" if r.done else " (the run had not finished)")),
         ("requests", f"{len(last.requests)} arrived, {finished} finished"),
-        ("preemptions", f"{m.get('pykv:num_preemptions_total', 0):.0f} (vllm:num_preemptions_total "
-                        f"{m.get('vllm:num_preemptions_total', 0):.0f})"),
-        ("recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0):.0f}"),
-        ("swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0))),
-        ("output tokens", f"{m.get('vllm:generation_tokens_total', 0):.0f}"),
+        ("preemptions", f"{last.metric(PYKV_NUM_PREEMPTIONS):.0f} ({VLLM_NUM_PREEMPTIONS.sample} "
+                        f"{last.metric(VLLM_NUM_PREEMPTIONS):.0f})"),
+        ("recomputed tokens", f"{last.metric(RECOMPUTED_TOKENS):.0f}"),
+        ("swapped out", fmt_bytes(last.metric(SWAPPED_OUT_BYTES))),
+        ("output tokens", f"{last.metric(GENERATION_TOKENS):.0f}"),
         ("engine time", f"{engine_s:.3f} s measured on {last.device} (the steps' own time)"),
     ]
     if r.view_step is not None and r.view_step != last.step:

@@ -10,7 +10,7 @@ from pykv.border.vllm_command import serve_command
 from pykv.engine.kv.cache_engine import CacheEngine
 from pykv.engine.max_model_len import fit_max_model_len
 from pykv.engine.model.model import ModelConfig
-from pykv.lab.sweep import MODES, SweepResult, SweepSpec
+from pykv.lab.sweep import MODES, PREEMPTION_COLUMNS, RUN_COLUMNS, SweepResult, SweepSpec
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
     PackFigure,
@@ -28,6 +28,7 @@ RUN_TABLE_COLUMNS = ["mode", "vllm_profile", "value", "preemptions", "recomputed
                      "tokens_per_s", "recompute_s", "swap_s", "modelled_pcie_gen5_s"]  # the CSV has every column
 PREEMPTION_TABLE_COLUMNS = ["mode", "value", "preemption_mode", "seq_len", "num_bytes", "measured_s",
                             "recomputed_tokens", "steps_lost", "modelled_pcie_gen5_s"]
+assert set(RUN_TABLE_COLUMNS) <= set(RUN_COLUMNS) and set(PREEMPTION_TABLE_COLUMNS) <= set(PREEMPTION_COLUMNS)
 MAX_PREEMPTION_ROWS = 300  # rows of the preemptions table in the page (the CSV has them all)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import shlex
 from typing import Iterable, Optional
 
-from pykv.border.config import EngineConfig, knob_text
+from pykv.border.config import EngineConfig
+from pykv.border.knob_table import knob_text
 
 SWEEP_AXIS_FLAGS = {"num_gpu_blocks": "--pool-sizes", "block_size": "--block-sizes",
                     "max_num_seqs": "--max-num-seqs-values"}

@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from pykv.border.metric_names import (
+    PYKV_NUM_PREEMPTIONS,
+    RECOMPUTE_TAX,
+    RECOMPUTED_TOKENS,
+    SWAPPED_OUT_BYTES,
+    VLLM_NUM_PREEMPTIONS,
+)
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import OffloadTransfer, PreemptionView
 from pykv.border.units import fmt_bytes
@@ -101,24 +108,24 @@ def narrate(snapshot: Snapshot) -> list[str]:
 
 def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
     """(label, value, help) for the metrics strip, labelled with the measuring device."""
-    m, device = snapshot.metrics, snapshot.device
-    report = snapshot.report
+    device, report = snapshot.device, snapshot.report
     step_s = report.step_time_s if report else None
     tps = report.num_batched_tokens / step_s if report and step_s else None
-    usage_name = "vllm:gpu_cache_usage_perc" if "vllm:gpu_cache_usage_perc" in m else "vllm:kv_cache_usage_perc"
+    usage = snapshot.kv_usage_metric()
+    pykv_count, vllm_count = PYKV_NUM_PREEMPTIONS.sample, VLLM_NUM_PREEMPTIONS.sample
+    recomputed, tax = RECOMPUTED_TOKENS.sample, RECOMPUTE_TAX.sample
     return [
-        ("KV usage", f"{m.get(usage_name, 0.0) * 100:.0f}%", f"{usage_name} — device pool blocks in use."),
-        ("Preemptions", f"{m.get('pykv:num_preemptions_total', 0.0):.0f}",
-         "pykv:num_preemptions_total — all modes, counted when they happen. vllm:num_preemptions_total reads "
-         f"{m.get('vllm:num_preemptions_total', 0.0):.0f}" + ("" if snapshot.vllm_profile == "v0.6" else
-                                                           " (V1 counts a preemption on the request's next output)")
+        ("KV usage", f"{snapshot.metric(usage) * 100:.0f}%", f"{usage.sample} — device pool blocks in use."),
+        ("Preemptions", f"{snapshot.metric(PYKV_NUM_PREEMPTIONS):.0f}",
+         f"{pykv_count} — all modes, counted when they happen. {vllm_count} reads "
+         f"{snapshot.metric(VLLM_NUM_PREEMPTIONS):.0f}" + ("" if snapshot.vllm_profile == "v0.6" else
+                                                          " (V1 counts a preemption on the request's next output)")
          + "."),
-        ("Recomputed tokens", f"{m.get('pykv:recomputed_tokens_total', 0.0):.0f} · tax "
-         f"{m.get('pykv:recompute_tax', 0.0):.0%}",
-         "pykv:recomputed_tokens_total — tokens re-prefilled after recompute preemptions; pykv:recompute_tax — their "
+        ("Recomputed tokens", f"{snapshot.metric(RECOMPUTED_TOKENS):.0f} · tax {snapshot.metric(RECOMPUTE_TAX):.0%}",
+         f"{recomputed} — tokens re-prefilled after recompute preemptions; {tax} — their "
          "share of all prefill tokens so far (the recompute tax)."),
-        ("Swapped out", fmt_bytes(m.get("pykv:swapped_out_bytes_total", 0.0)),
-         "pykv:swapped_out_bytes_total — KV bytes copied device → CPU."),
+        ("Swapped out", fmt_bytes(snapshot.metric(SWAPPED_OUT_BYTES)),
+         f"{SWAPPED_OUT_BYTES.sample} — KV bytes copied device → CPU."),
         (f"Tokens/s ({device})", "—" if tps is None else f"{tps:,.0f}",
          f"Tokens this step / measured step time on {device}."),
         (f"Step time ({device})", fmt_ms(step_s),

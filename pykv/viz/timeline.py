@@ -26,8 +26,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from pykv.border.metric_names import CPU_CACHE_USAGE, NUM_REQUESTS_SWAPPED, RECOMPUTED_TOKENS, Metric
 from pykv.border.snapshot import Snapshot
-from pykv.border.vllm_profiles import PROFILES
 from pykv.viz.queues import MODE_LETTER
 from pykv.viz.theme import colors, figure, text_color_on
 
@@ -58,21 +58,12 @@ class TimelineSeries:
     device: str  # where the step times were measured (the latest step's)
 
 
-def kv_usage_name(snapshot: Snapshot) -> str:
-    """The device pool's usage gauge under the snapshot's vLLM profile (V0 and V1 name it differently)."""
-    profile = PROFILES.get(snapshot.vllm_profile)
-    if profile is None:  # a profile this build does not know: whichever gauge is there
-        v0 = "vllm:gpu_cache_usage_perc" in snapshot.metrics
-    else:
-        v0 = profile.is_v0
-    return "vllm:gpu_cache_usage_perc" if v0 else "vllm:kv_cache_usage_perc"
-
-
 def cpu_usage(snapshot: Snapshot) -> float:
     """CPU pool usage, 0-1: V0's gauge when exported, else counted from the pool's blocks (the CPU
     pool caches nothing, so a block that is not free is in use). NaN when there is no CPU pool."""
-    if "vllm:cpu_cache_usage_perc" in snapshot.metrics:
-        return snapshot.metrics["vllm:cpu_cache_usage_perc"]
+    gauge = snapshot.optional_metric(CPU_CACHE_USAGE)
+    if gauge is not None:
+        return gauge
     cpu = [b for b in snapshot.blocks if b.pool == "cpu"]
     return sum(b.state != "free" for b in cpu) / len(cpu) if cpu else math.nan
 
@@ -83,17 +74,17 @@ def timeline_series(history: Sequence[Snapshot]) -> TimelineSeries:
     nan = math.nan
     rows: list[tuple[float, ...]] = []  # one per step, in SERIES order
     events: dict[str, dict[int, list[str]]] = {mode: {} for mode in MODES}
-    usage_names: dict[str, str] = {}  # profile -> gauge name, looked up once per profile
     # A CPU pool is part of the config, so a Lab's history has it at every step or at none: the ends
     # tell (a block read per step costs more than the rest of the pass, the blocks being scattered).
     has_cpu = any(s.blocks and s.blocks[-1].pool == "cpu" for s in ((history[0], history[-1]) if history else ()))
     has_swapped = False
+    usage_of: dict[str, Metric] = {}  # profile -> its device-pool gauge, looked up once per profile
     for i, snap in enumerate(history):
-        m, q, report = snap.metrics, snap.queues, snap.report
-        name = usage_names.get(snap.vllm_profile) or usage_names.setdefault(snap.vllm_profile, kv_usage_name(snap))
+        q, report = snap.queues, snap.report
         cpu = cpu_usage(snap) * 100 if has_cpu else nan
         swapped = len(q.get("swapped", ()))
-        has_swapped = has_swapped or swapped > 0 or "vllm:num_requests_swapped" in m
+        has_swapped = has_swapped or swapped > 0 or (not has_swapped and snap.optional_metric(NUM_REQUESTS_SWAPPED)
+                                                     is not None)
         tokens = throughput = nan  # step 0 ran nothing: gaps
         if report is not None:
             tokens = report.num_batched_tokens
@@ -101,8 +92,9 @@ def timeline_series(history: Sequence[Snapshot]) -> TimelineSeries:
                 throughput = tokens / report.step_time_s
             for p in report.preempted:
                 events.setdefault(p.mode, {}).setdefault(i, []).append(p.request_id)
-        rows.append((m.get(name, 0.0) * 100, cpu, len(q.get("running", ())), len(q.get("waiting", ())), swapped,
-                     m.get("pykv:recomputed_tokens_total", 0.0), tokens, throughput))
+        usage = usage_of.get(snap.vllm_profile) or usage_of.setdefault(snap.vllm_profile, snap.kv_usage_metric())
+        rows.append((snap.metric(usage) * 100, cpu, len(q.get("running", ())),
+                     len(q.get("waiting", ())), swapped, snap.metric(RECOMPUTED_TOKENS), tokens, throughput))
     table = np.array(rows, dtype=np.float32).reshape(len(rows), len(SERIES))
     cols = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(SERIES)}
     last = history[-1] if history else None

@@ -8,16 +8,12 @@ same walk and writes the report."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from projector_fit import measure, misfits, wait_rendered, walk_lesson  # noqa: E402
-
 from pykv.lessons.loader import read_course  # noqa: E402
+from testkit.projector import measure, misfits, wait_rendered, walk_lesson  # noqa: E402
 
 SCREEN = {"width": 1920, "height": 1080}
 COURSE = {lesson.id: lesson for lesson in read_course()[0]}

@@ -22,7 +22,7 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 def default_model_path() -> Path:
     """The shipped default model: a normal Hugging Face checkpoint folder."""
-    return Path(__file__).parent / "assets" / "tiny"
+    return Path(__file__).resolve().parents[2] / "assets" / "tiny"  # pykv/assets/tiny
 
 
 @dataclass

@@ -43,6 +43,9 @@ class RMSNorm(nn.Module):
 class Rotary(nn.Module):
     """RoPE in HF's "rotate half" layout: dims [0, d/2) pair with [d/2, d)."""
 
+    cos: torch.Tensor  # (max_positions, head_dim) buffers, registered in __init__
+    sin: torch.Tensor
+
     def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
         inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))

@@ -9,59 +9,13 @@ cache still held at re-admission are not recomputed and are counted apart.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.step_report import PreemptionView, ScheduledChunk
 from pykv.engine.kv.cache_engine import CopyTiming
 from pykv.engine.sched.scheduler import PreemptionEvent
-
-
-@dataclass
-class PreemptionCost:
-    """One preemption and its measured cost; the recovery fields fill in on later steps."""
-
-    step: int
-    request_id: str
-    mode: str  # "recompute" | "swap" | "abort"
-    num_blocks: int
-    num_tokens: int  # tokens whose KV was dropped (recompute) or moved (swap)
-    num_bytes: int  # bytes of that KV
-    device: str  # where the times were measured
-    fallback: Optional[str] = None
-    reason: Optional[str] = None
-    why: Optional[str] = None  # why the victim policy chose this request
-    blocks_copied: Optional[int] = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
-    # swap: measured copy times and the modelled PCIe equivalent
-    swap_out_s: Optional[float] = None
-    swap_in_s: Optional[float] = None
-    swap_copies: Optional[int] = None  # copies issued each way
-    modelled_pcie_out_s: Optional[float] = None
-    modelled_pcie_in_s: Optional[float] = None
-    # recompute: what the re-prefill cost
-    prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
-    loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
-    recomputed_tokens: int = 0
-    recompute_s: float = 0.0  # apportioned forward time, see the module docstring
-    # both
-    recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
-    steps_lost: Optional[int] = None
-
-    @property
-    def swap_out_bandwidth(self) -> Optional[float]:
-        """Measured bytes/s of the swap-out copy."""
-        return self.num_bytes / self.swap_out_s if self.swap_out_s else None
-
-    @property
-    def swap_in_bandwidth(self) -> Optional[float]:
-        return self.num_bytes / self.swap_in_s if self.swap_in_s else None
-
-    def view(self) -> PreemptionView:
-        """A frozen copy, as it stands now."""
-        return PreemptionView(**dataclasses.asdict(self), swap_out_bandwidth=self.swap_out_bandwidth,
-                              swap_in_bandwidth=self.swap_in_bandwidth)
 
 
 @dataclass(frozen=True)
@@ -81,41 +35,47 @@ def recompute_tax(recomputed: float, prefill: float) -> Optional[float]:
 
 
 class CostLedger:
-    """Every preemption's cost record, and the open ones still waiting for their request to recover."""
+    """Every preemption's cost record, and the open ones still waiting for their request to recover.
+
+    A record is a frozen ``PreemptionView`` (the one definition of its fields); a later step's news (the
+    swap-in, the re-prefill) replaces it in ``records`` with an updated copy, so a view handed out earlier
+    never changes. Only the engine's step calls the ``on_*`` methods."""
 
     def __init__(self, bytes_per_block: int, device: str, pcie_bandwidth_gbps: float, pcie_copy_overhead_us: float):
         self.bytes_per_block = bytes_per_block
         self.device = device
         self.bandwidth, self.overhead = pcie_bandwidth_gbps, pcie_copy_overhead_us
-        self.records: list[PreemptionCost] = []
-        self.open: dict[str, PreemptionCost] = {}  # request id -> its last, unrecovered preemption
+        self.records: list[PreemptionView] = []  # every preemption so far, in order, each as it stands now
+        self.open: dict[str, int] = {}  # request id -> the index in records of its last, unrecovered preemption
         self._recompute_tokens, self._recompute_s = 0, 0.0  # since the last make_recompute_stats()
         self._prefill_s = 0.0  # forward time of all prefill tokens, since the last make_recompute_stats()
 
-    def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionCost:
-        record = PreemptionCost(
+    def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionView:
+        swap = {}
+        if swap_out is not None:
+            swap = dict(swap_out_s=swap_out.seconds, swap_copies=swap_out.num_copies,
+                        blocks_copied=swap_out.num_bytes // self.bytes_per_block,
+                        modelled_pcie_out_s=modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies,
+                                                                  self.bandwidth, self.overhead))
+        record = PreemptionView(
             step=event.step, request_id=event.request_id, mode=event.mode, num_blocks=event.num_blocks,
             num_tokens=event.num_tokens, device=self.device,
             # a swap bills the bytes it copied (a block shared with a sibling sequence crosses once)
             num_bytes=swap_out.num_bytes if swap_out is not None else event.num_blocks * self.bytes_per_block,
-            fallback=event.fallback, reason=event.reason, why=event.why,
+            fallback=event.fallback, reason=event.reason, why=event.why, **swap,
         )
-        if swap_out is not None:
-            record.swap_out_s, record.swap_copies = swap_out.seconds, swap_out.num_copies
-            record.blocks_copied = swap_out.num_bytes // self.bytes_per_block
-            record.modelled_pcie_out_s = modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies,
-                                                               self.bandwidth, self.overhead)
         self.records.append(record)
         if event.mode != "abort":
-            self.open[event.request_id] = record
+            self.open[event.request_id] = len(self.records) - 1
         return record
 
-    def on_swap_in(self, request_id: str, timing: CopyTiming, step: int) -> PreemptionCost:
-        record = self.open.pop(request_id)
-        record.swap_in_s = timing.seconds
-        record.modelled_pcie_in_s = modelled_copy_seconds(timing.num_bytes, timing.num_copies,
-                                                          self.bandwidth, self.overhead)
-        record.recovered_step, record.steps_lost = step, step - record.step
+    def on_swap_in(self, request_id: str, timing: CopyTiming, step: int) -> PreemptionView:
+        index = self.open.pop(request_id)
+        record = self.records[index] = replace(
+            self.records[index], swap_in_s=timing.seconds,
+            modelled_pcie_in_s=modelled_copy_seconds(timing.num_bytes, timing.num_copies, self.bandwidth,
+                                                     self.overhead),
+            recovered_step=step, steps_lost=step - self.records[index].step)
         return record
 
     def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
@@ -124,20 +84,25 @@ class CostLedger:
         prefill = sum(c.num_new_tokens for c in chunks if c.is_prefill)
         self._prefill_s += forward_s * prefill / total if total else 0.0
         for chunk in chunks:
-            record = self.open.get(chunk.request_id)
-            if record is None or record.mode != "recompute":
+            index = self.open.get(chunk.request_id)
+            if index is None or self.records[index].mode != "recompute":
                 continue
-            record.prefix_hit_tokens += min(chunk.num_cached_tokens, record.num_tokens)
-            record.loaded_tokens += max(0, min(chunk.num_cached_tokens + chunk.num_loaded_tokens, record.num_tokens)
-                                        - chunk.num_cached_tokens)
+            record = self.records[index]
             end = chunk.start + chunk.num_new_tokens
             redone = max(0, min(end, record.num_tokens) - chunk.start)
-            record.recomputed_tokens += redone
-            record.recompute_s += forward_s * redone / total
+            recovered = end >= record.num_tokens
+            self.records[index] = replace(
+                record,
+                prefix_hit_tokens=record.prefix_hit_tokens + min(chunk.num_cached_tokens, record.num_tokens),
+                loaded_tokens=record.loaded_tokens + max(0, min(chunk.num_cached_tokens + chunk.num_loaded_tokens,
+                                                                record.num_tokens) - chunk.num_cached_tokens),
+                recomputed_tokens=record.recomputed_tokens + redone,
+                recompute_s=record.recompute_s + forward_s * redone / total,
+                recovered_step=step if recovered else record.recovered_step,
+                steps_lost=step - record.step if recovered else record.steps_lost)
             self._recompute_tokens += redone
             self._recompute_s += forward_s * redone / total
-            if end >= record.num_tokens:
-                record.recovered_step, record.steps_lost = step, step - record.step
+            if recovered:
                 del self.open[chunk.request_id]
 
     def make_recompute_stats(self) -> RecomputeStats:

@@ -1,15 +1,25 @@
 """Engine metrics under the names of the profile's vLLM release (plus pykv's own), in a Prometheus
-registry per engine, and that release's log lines."""
+registry per engine, and that release's log lines. The names live in ``pykv.border.metric_names``."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from pykv.border.metric_names import (
+    METRICS,
+    PROMPT_TOKENS,
+    PROMPT_TOKENS_HELP_V0,
+    Metric,
+    MetricKind,
+    all_sample_names,
+    read_metric,
+    read_optional,
+)
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfile
 
 prometheus_client.disable_created_metrics()  # as vLLM does: no *_created series
@@ -18,90 +28,47 @@ PREEMPTION_BUCKETS = (0, 1, 2, 4, 8, 16, 32)
 
 
 class EngineMetrics:
-    """The metrics of one engine under the names its vLLM profile exports, plus pykv's own in every profile.
-    Counter names get Prometheus' ``_total`` suffix in the exposition (``vllm:num_preemptions_total``),
-    exactly as vLLM's do. Gauges and counters a profile's release lacks are not registered at all."""
+    """The metrics of one engine under the names its vLLM profile exports, plus pykv's own in every profile:
+    registered from the one table, ``pykv.border.metric_names``. Counter names get Prometheus' ``_total`` suffix
+    in the exposition (``vllm:num_preemptions_total``), exactly as vLLM's do. Metrics a profile's release lacks
+    are not registered at all. Only the observer updates them, from its own running totals."""
 
     def __init__(self, profile: Optional[VllmProfile] = None) -> None:
         p = self.profile = profile or PROFILES[DEFAULT_PROFILE]
         r = self.registry = CollectorRegistry()
-        self.running = Gauge("vllm:num_requests_running", "Requests in the RUNNING queue.", registry=r)
-        self.waiting = Gauge("vllm:num_requests_waiting", "Requests in the WAITING queue.", registry=r)
-        self.preemptions = Counter(
-            "vllm:num_preemptions", "Preemptions, as this vLLM release counts them (V1: when the request next "
-            "produces output).", registry=r)
-        prompt_help = ("Prefill tokens computed, re-prefills included (V0)." if p.prompt_tokens_include_reprefill
-                       else "Prompt tokens, each request's prompt once (V1).")
-        self.prompt_tokens = Counter("vllm:prompt_tokens", prompt_help, registry=r)
-        self.generation_tokens = Counter("vllm:generation_tokens", "Output tokens generated.", registry=r)
-        if p.is_v0:
-            self.swapped = Gauge("vllm:num_requests_swapped", "Requests in the SWAPPED queue.", registry=r)
-            self.kv_usage = Gauge("vllm:gpu_cache_usage_perc", "Device KV pool usage, 0-1.", registry=r)
-            self.cpu_usage = Gauge("vllm:cpu_cache_usage_perc", "CPU swap pool usage, 0-1.", registry=r)
-            self.prefix_hit_rate = Gauge("vllm:gpu_prefix_cache_hit_rate", "Prefix-cache hit rate so far, 0-1 "
-                                         "(-1: prefix caching off).", registry=r)
-            self.cpu_prefix_hit_rate = Gauge("vllm:cpu_prefix_cache_hit_rate", "CPU pool prefix-cache hit rate "
-                                             "(-1: prefix caching off; pykv's CPU pool caches nothing).", registry=r)
-        else:
-            self.kv_usage = Gauge("vllm:kv_cache_usage_perc", "Device KV pool usage, 0-1.", registry=r)
-            self.prefix_queries = Counter("vllm:prefix_cache_queries", "Prefix-cache lookups, in tokens.", registry=r)
-            self.prefix_hits = Counter("vllm:prefix_cache_hits", "Prefix-cache hits, in tokens.", registry=r)
-        if p.has_request_preemptions_histogram:
-            self.vllm_request_preemptions = Histogram(
-                "vllm:request_num_preemptions", "Preemptions per finished request.", buckets=PREEMPTION_BUCKETS,
-                registry=r)
-        if p.has_kv_offloading:  # 0.33.0: v1/metrics/loggers.py and the OffloadingConnector's metrics.py
-            self.external_queries = Counter(
-                "vllm:external_prefix_cache_queries", "Offloading-tier lookups, in tokens past the device hit "
-                "(re-admissions after preemption left out, as 0.33 does).", registry=r)
-            self.external_hits = Counter(
-                "vllm:external_prefix_cache_hits", "Offloading-tier hits, in tokens loaded (re-admissions left out).",
-                registry=r)
-            self.offload_store_bytes = Counter("vllm:kv_offload_store_bytes", "Bytes stored device -> CPU tier.",
-                                               registry=r)
-            self.offload_store_time = Counter("vllm:kv_offload_store_time", "Measured store time, seconds.",
-                                              registry=r)
-            self.offload_load_bytes = Counter("vllm:kv_offload_load_bytes", "Bytes loaded CPU tier -> device.",
-                                              registry=r)
-            self.offload_load_time = Counter("vllm:kv_offload_load_time", "Measured load time, seconds.", registry=r)
-            self.offload_loaded_tokens = Counter(
-                "pykv:offload_loaded_tokens", "Tokens loaded from the CPU tier instead of computed, re-admissions "
-                "after preemption included.", registry=r)
-        # pykv's own, in every profile.
-        self.pykv_preemptions = Counter(
-            "pykv:num_preemptions", "Preemptions, counted when they happen (any mode).", registry=r)
-        self.prefill_tokens = Counter(
-            "pykv:prefill_tokens", "Prefill tokens computed, re-prefills included, cache hits excluded.", registry=r)
-        self.prefix_queries_all = Counter(
-            "pykv:prefix_cache_queries", "Prefix-cache lookups at admission, in tokens (re-admissions after preemption "
-            "included).", registry=r)
-        self.prefix_hits_own = Counter(
-            "pykv:prefix_cache_hits_own", "Hits on blocks the same request computed before its preemption (tokens).",
-            registry=r)
-        self.prefix_hits_shared = Counter(
-            "pykv:prefix_cache_hits_shared", "Hits on blocks another request computed (tokens).", registry=r)
-        self.recomputed_tokens = Counter(
-            "pykv:recomputed_tokens", "Tokens re-prefilled after recompute preemptions.", registry=r)
-        self.recompute_seconds = Counter(
-            "pykv:recompute_seconds", "Forward time apportioned to re-prefilled tokens.", registry=r)
-        self.prefill_seconds = Counter(
-            "pykv:prefill_seconds", "Forward time apportioned to prefill tokens (re-prefills included).", registry=r)
-        self.recompute_tax = Gauge(
-            "pykv:recompute_tax", "The recompute tax so far: the share of prefill tokens that recomputed tokens "
-            "already computed once, 0-1.", registry=r)
-        self.recompute_tax_time = Gauge(
-            "pykv:recompute_tax_time", "The same share of prefill forward time, 0-1.", registry=r)
-        self.swap_out_bytes = Counter("pykv:swapped_out_bytes", "KV bytes copied device -> CPU.", registry=r)
-        self.swap_in_bytes = Counter("pykv:swapped_in_bytes", "KV bytes copied CPU -> device.", registry=r)
-        self.swap_out_seconds = Counter("pykv:swap_out_seconds", "Measured swap-out copy time.", registry=r)
-        self.swap_in_seconds = Counter("pykv:swap_in_seconds", "Measured swap-in copy time.", registry=r)
-        self.request_preemptions = Histogram(
-            "pykv:request_preemptions", "Preemptions per finished request.", buckets=PREEMPTION_BUCKETS, registry=r)
+        self._series: dict[Metric, Union[Counter, Gauge, Histogram]] = {}
+        for metric in METRICS:
+            if not metric.exported_by(p):
+                continue
+            help_text = PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill \
+                else metric.help
+            if metric.kind is MetricKind.HISTOGRAM:
+                series = Histogram(metric.name, help_text, buckets=PREEMPTION_BUCKETS, registry=r)
+            else:
+                series = (Counter if metric.kind is MetricKind.COUNTER else Gauge)(metric.name, help_text, registry=r)
+            self._series[metric] = series
 
-    def value(self, name: str) -> float:
-        """A sample's current value by its exposition name, e.g. ``vllm:num_preemptions_total``."""
-        value = self.registry.get_sample_value(name)
-        return 0.0 if value is None else value
+    def exports(self, metric: Metric) -> bool:
+        return metric in self._series
+
+    def inc(self, metric: Metric, amount: float) -> None:
+        self._series[metric].inc(amount)  # type: ignore[union-attr]  # KeyError: not exported by this profile
+
+    def set(self, metric: Metric, value: float) -> None:
+        self._series[metric].set(value)  # type: ignore[union-attr]
+
+    def observe(self, metric: Metric, value: float) -> None:
+        self._series[metric].observe(value)  # type: ignore[union-attr]
+
+    def value(self, metric: Union[Metric, str]) -> float:
+        """A sample's current value, by the table's entry or its exposition name (``vllm:num_preemptions_total``);
+        UnknownMetricError for a name the table lacks, MetricNotExportedError for one this profile does not
+        export (ask with ``optional_value``). For tests and exports: totals come from ``LLMEngine.totals()``."""
+        return read_metric(self.as_dict(), metric, self.profile)
+
+    def optional_value(self, metric: Union[Metric, str]) -> Optional[float]:
+        """As ``value``, but None where this profile does not export the metric."""
+        return read_optional(self.as_dict(), metric, self.profile)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -118,13 +85,7 @@ class EngineMetrics:
 
 def all_metric_names() -> tuple[str, ...]:
     """Every sample name some profile exports (what a lesson may name)."""
-    names = {name for p in PROFILES.values() for name in EngineMetrics(p).as_dict()}
-    return tuple(sorted(names))
-
-
-def kv_usage_name(profile: VllmProfile) -> str:
-    """The device pool's usage gauge under the profile's name."""
-    return "vllm:gpu_cache_usage_perc" if profile.is_v0 else "vllm:kv_cache_usage_perc"
+    return all_sample_names()
 
 
 def preemption_log_line(request_id: str, mode: str, total: int) -> str:

@@ -2,8 +2,9 @@
 
 The observer takes typed data, never the engine: what the step scheduled and cost, plus the per-step
 deltas its producers hand over and reset (the ledger's re-prefill work, the KV manager's prefix-cache
-stats, the preemptions V1 reports this step), as vLLM V1's ``make_prefix_cache_stats()`` does. Nobody
-reads counters back from the registry.
+stats, the preemptions V1 reports this step), as vLLM V1's ``make_prefix_cache_stats()`` does. It keeps its
+own running totals (``EngineTotals``) and sets the Prometheus metrics from them: nobody reads counters back
+from the registry.
 
 pykv's clock is the step, not the second: a stats line comes every ``log_stats_interval`` steps, or
 every ``log_stats_interval_s`` seconds of *measured* engine time (vLLM's timer: 5 s in V0, 10 s in V1).
@@ -16,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from pykv.border import metric_names as names
 from pykv.border.config import EngineConfig
+from pykv.border.metric_names import kv_usage
 from pykv.border.request import RequestOutput
-from pykv.border.step_report import OffloadTransfer, ScheduledChunk
+from pykv.border.step_report import OffloadTransfer, PreemptionView, ScheduledChunk
 from pykv.engine.kv.prefix_stats import PrefixCacheStats
-from pykv.engine.observe.costs import PreemptionCost, RecomputeStats, recompute_tax
+from pykv.engine.observe.costs import RecomputeStats
 from pykv.engine.observe.metrics import (
     EngineMetrics,
     StatsWindow,
@@ -30,6 +33,7 @@ from pykv.engine.observe.metrics import (
     sglang_retract_line,
     stats_log_lines,
 )
+from pykv.engine.observe.totals import COUNTER_OF, EngineTotals
 from pykv.engine.sched.scheduler import OutputEvents
 
 
@@ -40,8 +44,8 @@ class StepOutcome:
     step: int
     chunks: list[ScheduledChunk]
     num_sampled: int  # output tokens produced
-    preempted: list[PreemptionCost]
-    swapped_in: list[PreemptionCost]
+    preempted: list[PreemptionView]
+    swapped_in: list[PreemptionView]
     finished: list[RequestOutput]
     recompute: RecomputeStats  # re-prefill work charged this step
     offload: list[OffloadTransfer]  # copies to and from the CPU offloading tier this step
@@ -57,7 +61,10 @@ class StepOutcome:
 
 
 class StepObserver:
-    """Turns one step's outcome into metric updates and log lines (returned for the UI too)."""
+    """Turns one step's outcome into its running totals, metric updates and log lines (returned for the UI too).
+
+    The rule: each step's outcome becomes one ``EngineTotals`` delta; the totals add it and the Prometheus
+    counters take it (``COUNTER_OF``), so the registry always equals ``totals`` and nobody reads it back."""
 
     def __init__(self, metrics: EngineMetrics, config: EngineConfig) -> None:
         self.metrics = metrics
@@ -68,7 +75,7 @@ class StepObserver:
         self.device_name = "GPU" if config.device.startswith("cuda") else "CPU"
         self.sglang_victims = config.preemption_victim == "sglang"
         self.block_size = config.block_size
-        self._queries = self._hits = 0  # what the release's prefix-cache counters count, so far
+        self.totals = EngineTotals()  # since the engine started; changed by after_step only
         self._new_window()
 
     def _new_window(self) -> None:
@@ -76,13 +83,19 @@ class StepObserver:
         self._window_prompt = self._window_generation = self._window_preemptions = 0
 
     def after_step(self, o: StepOutcome) -> list[str]:
-        lines = self._preemptions(o)
+        lines = self._preemption_lines(o)
         retracted = [c for c in o.preempted if c.mode != "abort"]
         if self.sglang_victims and retracted:
             line = sglang_retract_line(len(retracted), sum(c.num_blocks for c in retracted) * self.block_size)
             logger.warning(line)
             lines.append(line)
-        self._counters(o)
+        delta = self._delta(o)
+        self.totals = self.totals.plus(delta)
+        self._publish(delta, o)
+        # 0.33's line counts the prompt tokens computed (_track_iteration_stats); older lines, the counter's.
+        self._window_prompt += delta.prefill_tokens if self.profile.stats_format == "v0.33" else delta.prompt_tokens
+        self._window_generation += delta.generation_tokens
+        self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s
         due = (self.every_steps is not None and o.step % self.every_steps == 0) or \
               (self.every_s is not None and self._window_engine_s > self.every_s)  # V0's strict ">"
@@ -90,11 +103,10 @@ class StepObserver:
             lines += self._stats_lines(o)
         return lines
 
-    def _preemptions(self, o: StepOutcome) -> list[str]:
-        m, p, lines = self.metrics, self.profile, []
+    def _preemption_lines(self, o: StepOutcome) -> list[str]:
+        p, lines = self.profile, []
         first = o.total_preemptions - len(o.preempted)  # the count before this step
         for i, cost in enumerate(o.preempted):
-            m.pykv_preemptions.inc()
             if p.preemption_warning_every and cost.mode != "abort" and (first + i) % p.preemption_warning_every == 0:
                 line = preemption_log_line(cost.request_id, cost.mode, first + i + 1)
                 logger.warning(line)
@@ -103,80 +115,71 @@ class StepObserver:
             if note:
                 logger.warning(note)
                 lines.append(note)
-            if cost.mode == "swap":
-                m.swap_out_bytes.inc(cost.num_bytes)
-                m.swap_out_seconds.inc(cost.swap_out_s or 0.0)
-        # pykv's aborts (livelock guard, swap_fallback="abort") are no vLLM preemption.
-        reported = sum(c.mode != "abort" for c in o.preempted) if p.is_v0 else o.output_events.delivered_preemptions
-        m.preemptions.inc(reported)
-        self._window_preemptions += reported
-        for cost in o.swapped_in:
-            m.swap_in_bytes.inc(cost.num_bytes)  # the same blocks come back
-            m.swap_in_seconds.inc(cost.swap_in_s or 0.0)
         return lines
 
-    def _counters(self, o: StepOutcome) -> None:
-        m, p, pc = self.metrics, self.profile, o.prefix
-        m.recomputed_tokens.inc(o.recompute.tokens)
-        m.recompute_seconds.inc(o.recompute.seconds)
-        m.prefill_seconds.inc(o.recompute.prefill_seconds)
-        if p.has_kv_offloading:
-            self._offload(o)
-        m.prefix_queries_all.inc(pc.queries)  # pykv's: one lookup per admission, in every profile
-        m.prefix_hits_own.inc(pc.hits_own)
-        m.prefix_hits_shared.inc(pc.hits_shared)
+    def _delta(self, o: StepOutcome) -> EngineTotals:
+        """This step's additions to every total."""
+        p, pc = self.profile, o.prefix
+        swaps = [c for c in o.preempted if c.mode == "swap"]
+        # pykv's aborts (livelock guard, swap_fallback="abort") are no vLLM preemption.
+        reported = sum(c.mode != "abort" for c in o.preempted) if p.is_v0 else o.output_events.delivered_preemptions
         queries, hits = pc.queries, pc.hits  # what this release's vllm:prefix_cache_* count
         if p.prefix_stats_skip_preempted:
             queries, hits = queries - pc.preempted_queries, hits - pc.preempted_hits
         if p.prefix_stats_count_unadmitted:
             queries, hits = queries + pc.unadmitted_queries, hits + pc.unadmitted_hits
-        self._queries, self._hits = self._queries + queries, self._hits + hits
-        for output in o.finished:
-            m.request_preemptions.observe(output.num_preemptions)
-            if p.has_request_preemptions_histogram:
-                m.vllm_request_preemptions.observe(output.num_preemptions)
-        computed = sum(c.num_new_tokens for c in o.chunks if c.is_prefill)
-        m.prefill_tokens.inc(computed)
-        # the recompute tax so far, from the counters: re-prefilled share of prefill tokens, and of prefill time
-        m.recompute_tax.set(recompute_tax(m.value("pykv:recomputed_tokens_total"),
-                                          m.value("pykv:prefill_tokens_total")) or 0.0)
-        m.recompute_tax_time.set(recompute_tax(m.value("pykv:recompute_seconds_total"),
-                                               m.value("pykv:prefill_seconds_total")) or 0.0)
         if p.prompt_tokens_include_reprefill:  # V0: every prefill chunk, its cached tokens included
             prompt = sum(c.num_new_tokens + c.num_cached_tokens for c in o.chunks if c.is_prefill)
         else:  # V1: each request's prompt once, when its first token comes
             prompt = o.output_events.first_token_prompts
-        m.prompt_tokens.inc(prompt)
-        m.generation_tokens.inc(o.num_sampled)
-        m.running.set(o.num_running)
-        m.waiting.set(o.num_waiting)
-        m.kv_usage.set(o.gpu_usage)
-        if p.is_v0:
-            m.swapped.set(o.num_swapped)
-            m.cpu_usage.set(o.cpu_usage)
-            rate = self._hit_rate()
-            m.prefix_hit_rate.set(-1.0 if rate is None else rate)
-            m.cpu_prefix_hit_rate.set(-1.0 if rate is None else 0.0)
-        else:
-            m.prefix_queries.inc(queries)
-            m.prefix_hits.inc(hits)
-        # 0.33's line counts the prompt tokens computed (_track_iteration_stats); older lines, the counter's.
-        self._window_prompt += computed if p.stats_format == "v0.33" else prompt
-        self._window_generation += o.num_sampled
+        offload = p.has_kv_offloading
+        stores = [t for t in o.offload if t.direction == "store"]
+        loads = [t for t in o.offload if t.direction == "load"]
+        return EngineTotals(
+            preemptions=len(o.preempted), release_preemptions=reported, prompt_tokens=prompt,
+            generation_tokens=o.num_sampled,
+            prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill),
+            prefix_queries=pc.queries, prefix_hits_own=pc.hits_own, prefix_hits_shared=pc.hits_shared,
+            release_prefix_queries=queries, release_prefix_hits=hits,
+            recomputed_tokens=o.recompute.tokens, recompute_s=o.recompute.seconds,
+            prefill_s=o.recompute.prefill_seconds,
+            swapped_out_bytes=sum(c.num_bytes for c in swaps), swap_out_s=sum(c.swap_out_s or 0.0 for c in swaps),
+            swapped_in_bytes=sum(c.num_bytes for c in o.swapped_in),  # the same blocks come back
+            swap_in_s=sum(c.swap_in_s or 0.0 for c in o.swapped_in),
+            external_queries=pc.external_queries if offload else 0, external_hits=pc.external_hits if offload else 0,
+            offload_loaded_tokens=sum(c.num_loaded_tokens for c in o.chunks) if offload else 0,
+            offload_store_bytes=sum(t.num_bytes for t in stores), offload_store_s=sum(t.seconds for t in stores),
+            offload_load_bytes=sum(t.num_bytes for t in loads), offload_load_s=sum(t.seconds for t in loads),
+        )
 
-    def _offload(self, o: StepOutcome) -> None:
-        m, pc = self.metrics, o.prefix
-        m.external_queries.inc(pc.external_queries)
-        m.external_hits.inc(pc.external_hits)
-        m.offload_loaded_tokens.inc(sum(c.num_loaded_tokens for c in o.chunks))
-        for t in o.offload:
-            (m.offload_store_bytes if t.direction == "store" else m.offload_load_bytes).inc(t.num_bytes)
-            (m.offload_store_time if t.direction == "store" else m.offload_load_time).inc(t.seconds)
+    def _publish(self, delta: EngineTotals, o: StepOutcome) -> None:
+        """Set the Prometheus metrics from the totals: counters take the delta, gauges the state now."""
+        m, p, t = self.metrics, self.profile, self.totals
+        for total, metric in COUNTER_OF.items():
+            amount = getattr(delta, total)
+            if amount and m.exports(metric):
+                m.inc(metric, amount)
+        for output in o.finished:
+            m.observe(names.REQUEST_PREEMPTIONS, output.num_preemptions)
+            if m.exports(names.VLLM_REQUEST_PREEMPTIONS):
+                m.observe(names.VLLM_REQUEST_PREEMPTIONS, output.num_preemptions)
+        m.set(names.RECOMPUTE_TAX, t.recompute_tax or 0.0)  # the gauge reads 0 before any prefill
+        m.set(names.RECOMPUTE_TAX_TIME, t.recompute_tax_time or 0.0)
+        m.set(names.NUM_REQUESTS_RUNNING, o.num_running)
+        m.set(names.NUM_REQUESTS_WAITING, o.num_waiting)
+        m.set(kv_usage(p), o.gpu_usage)
+        if p.is_v0:
+            m.set(names.NUM_REQUESTS_SWAPPED, o.num_swapped)
+            m.set(names.CPU_CACHE_USAGE, o.cpu_usage)
+            rate = self._hit_rate()
+            m.set(names.GPU_PREFIX_HIT_RATE, -1.0 if rate is None else rate)  # vLLM's own -1: caching off
+            m.set(names.CPU_PREFIX_HIT_RATE, -1.0 if rate is None else 0.0)
 
     def _hit_rate(self) -> Optional[float]:
         if not self.prefix_caching:
             return None
-        return self._hits / self._queries if self._queries else 0.0
+        t = self.totals
+        return t.release_prefix_hits / t.release_prefix_queries if t.release_prefix_queries else 0.0
 
     def _stats_lines(self, o: StepOutcome) -> list[str]:
         elapsed = max(self._window_engine_s, 1e-9)

@@ -80,7 +80,7 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
         },
         blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu"),
         requests=live + done,
-        preemptions=[c.view() for c in ledger.records],
+        preemptions=list(ledger.records),
         metrics=metrics,
         report=report,
         vllm_profile=vllm_profile,

@@ -145,13 +145,14 @@ class Scheduler:
             stalled = victim.tokens_since_preemption == 0
             victim.preemptions_without_progress = victim.preemptions_without_progress + 1 if stalled else 1
             victim.tokens_since_preemption = 0
-            event = dict(request_id=victim.request_id, step=step, num_blocks=self.kv.num_blocks_of(victim),
-                         num_tokens=victim.num_computed_tokens, why=member_why)
+            event = PreemptionEvent(request_id=victim.request_id, mode="recompute", step=step,
+                                    num_blocks=self.kv.num_blocks_of(victim), num_tokens=victim.num_computed_tokens,
+                                    why=member_why)  # the mode and its reasons are set below, once decided
             if victim.preemptions_without_progress > self.config.max_preemptions_without_progress:
                 victim.finish_message = LIVELOCK_MESSAGE.format(n=victim.preemptions_without_progress)
                 self._finish(victim, RequestStatus.FINISHED_ABORTED)
                 out.aborted.append(victim)
-                events.append(PreemptionEvent(mode="abort", reason="livelock guard", **event))
+                events.append(dataclasses.replace(event, mode="abort", reason="livelock guard"))
                 continue
             victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
             live.append((victim, event))
@@ -163,23 +164,22 @@ class Scheduler:
             for victim, event in live:
                 victim.status = RequestStatus.SWAPPED
                 self.swapped.append(victim)
-                events.append(PreemptionEvent(mode="swap", **event))
+                events.append(dataclasses.replace(event, mode="swap"))
             return events
         reason = None
         if swap and live:
             reason = (f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
-                      f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e['num_blocks'] for _, e in live)}")
+                      f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}")
         for victim, event in live:
             if reason and self.config.swap_fallback == "abort":
                 victim.undelivered_preemptions -= 1
                 victim.finish_message = SWAP_ABORT_MESSAGE
                 self._finish(victim, RequestStatus.FINISHED_ABORTED)
                 out.aborted.append(victim)
-                events.append(PreemptionEvent(mode="abort", fallback="abort", reason=reason, **event))
+                events.append(dataclasses.replace(event, mode="abort", fallback="abort", reason=reason))
                 continue
             self._preempt_by_recompute(victim)
-            events.append(PreemptionEvent(mode="recompute", fallback="recompute" if reason else None, reason=reason,
-                                          **event))
+            events.append(dataclasses.replace(event, fallback="recompute" if reason else None, reason=reason))
         return events
 
     def _preempt_by_recompute(self, victim: Request) -> None:

@@ -21,14 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from pykv.border.preemption_choices import VICTIM_POLICIES
 from pykv.border.request import Request
-
-POLICY_LABELS = {
-    "last": "last of the running queue (vLLM's default)",
-    "priority": "worst (priority, arrival) (vLLM's priority scheduling)",
-    "lcf": "least computed tokens first (a proposal to vLLM, not in a release)",
-    "sglang": "fewest outputs, then longest input (SGLang's retract order)",
-}
 
 
 @dataclass(frozen=True)
@@ -60,4 +54,4 @@ def choose_victim(policy: str, candidates: Sequence[Request]) -> VictimChoice:
         return VictimChoice(victim, f"it has the fewest output tokens ({len(victim.output_token_ids)}), then the "
                                     f"longest input ({victim.num_prompt_tokens} tokens), of {len(candidates)} running "
                                     "(SGLang's retract order)")
-    raise ValueError(f"Unknown preemption_victim {policy!r}; use one of {', '.join(POLICY_LABELS)}.")
+    raise ValueError(f"Unknown preemption_victim {policy!r}; use one of {', '.join(VICTIM_POLICIES)}.")

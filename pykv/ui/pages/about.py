@@ -24,7 +24,7 @@ Measured figures are labelled with the device they were measured on; PCIe swap t
 
 def choices_markdown() -> str:
     """The victim policies and the fates of a victim's KV, two lines each with the profile that has them."""
-    policies = "\n".join(f"- `{name}`: {text}" for name, text in VICTIM_POLICIES.items())
+    policies = "\n".join(f"- `{name}`: {p.about}" for name, p in VICTIM_POLICIES.items())
     fates = "\n".join(f"- `{name}`: {text}" for name, text in KV_FATES.items())
     return (f"**Who is preempted** (`preemption_victim`)\n\n{policies}\n\n**Where the victim's KV goes** "
             f"(`preemption_mode`, the offloading tier)\n\n{fates}")

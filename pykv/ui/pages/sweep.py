@@ -19,10 +19,10 @@ import streamlit as st
 
 from pykv import EngineConfig
 from pykv.border.pcie import PCIE_GBPS
+from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.workload import PRESETS
 from pykv.engine.model.attention import resolve_backend
 from pykv.engine.model.loader import LoadedModel
-from pykv.engine.sched.victim_policy import POLICY_LABELS
 from pykv.lab.sweep import (
     MODES,
     StormShape,

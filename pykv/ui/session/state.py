@@ -24,7 +24,8 @@ from typing import Optional
 import streamlit as st
 import torch
 
-from pykv.border.config import EngineConfig, Knob, knob_text, knobs, parse_knob_text
+from pykv.border.config import EngineConfig, Knob, knobs
+from pykv.border.knob_table import knob_text, parse_knob_text
 from pykv.border.runtime import configure_torch_threads
 from pykv.border.workload import PRESETS, Workload
 from pykv.engine.model.attention import prepare_stepwise_attention

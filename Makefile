@@ -1,0 +1,17 @@
+# The common commands (README, "Developing"). Run inside the virtual environment.
+.PHONY: check test fast bench app
+
+check:
+	ruff check . && lint-imports && mypy
+
+test:
+	python -m pytest -n 2 --dist loadfile --durations=25
+
+fast:
+	python -m pytest -n 2 --dist loadfile --ignore=tests/e2e
+
+bench:
+	python bench/bench_vs_hf.py
+
+app:
+	streamlit run app.py

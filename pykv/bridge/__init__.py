@@ -1,0 +1,14 @@
+"""Bridge: reads what a real vLLM server printed (logs), scraped (Prometheus) and served (traces), and diagnoses it.
+
+Pure: imports nothing from the rest of pykv, no torch, no streamlit.
+"""
+
+from pykv.bridge.baseline import compare, load_baseline, save_baseline
+from pykv.bridge.diagnose import diagnose, sniff
+from pykv.bridge.diagnosis import Diagnosis
+from pykv.bridge.errors import BridgeInputError
+from pykv.bridge.prometheus_range import fetch_range
+from pykv.bridge.traces import TraceParse, TraceRequest, read_trace
+
+__all__ = ["BridgeInputError", "Diagnosis", "TraceParse", "TraceRequest", "compare", "diagnose", "fetch_range",
+           "load_baseline", "read_trace", "save_baseline", "sniff"]

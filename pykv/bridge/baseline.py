@@ -1,0 +1,72 @@
+"""A diagnosis saved as a baseline (JSON with config, release, figures) and a new one compared to it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykv.bridge.diagnosis import Diagnosis
+from pykv.bridge.errors import BridgeInputError
+
+BASELINE_VERSION = 1
+
+
+def figures(diagnosis: Diagnosis) -> dict:
+    """Preemptions per minute, mean / peak GPU KV usage, mean generation throughput (None when not seen)."""
+    samples = diagnosis.samples
+    times = [s.seconds for s in samples if s.seconds is not None]
+    minutes = (max(times) - min(times)) / 60.0 if len(times) >= 2 else None
+    usage = [s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None]
+    gen = [s.gen_tps for s in samples if s.gen_tps is not None]
+    return {"preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes else None,
+            "preemptions_at_least": diagnosis.preemptions_at_least,
+            "mean_gpu_kv_usage": round(sum(usage) / len(usage), 4) if usage else None,
+            "peak_gpu_kv_usage": max(usage) if usage else None,
+            "mean_gen_tps": round(sum(gen) / len(gen), 2) if gen else None}
+
+
+def save_baseline(diagnosis: Diagnosis, path: str | Path) -> dict:
+    body = {"baseline_version": BASELINE_VERSION, "release": diagnosis.release.text, "engine": diagnosis.engine,
+            "config": diagnosis.config.to_json_dict(), "figures": figures(diagnosis),
+            "findings": [f.id for f in diagnosis.findings]}
+    Path(path).write_text(json.dumps(body, indent=2) + "\n")
+    return body
+
+
+def load_baseline(path: str | Path) -> dict:
+    try:
+        body = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise BridgeInputError(f"cannot read the baseline {path}: {exc}; save one first with save_baseline") from None
+    if not isinstance(body, dict) or body.get("baseline_version") != BASELINE_VERSION or "figures" not in body:
+        raise BridgeInputError(f"{path} is not a bridge baseline (version {BASELINE_VERSION}): save it again")
+    return body
+
+
+@dataclass
+class Comparison:
+    changes: dict[str, tuple]  # figure -> (baseline, now)
+    verdict: str  # one line
+
+
+def compare(diagnosis: Diagnosis, baseline: dict, tolerance: float = 0.10) -> Comparison:
+    now, before = figures(diagnosis), baseline["figures"]
+    changes = {key: (before.get(key), now[key]) for key in ("preemptions_per_min", "mean_gpu_kv_usage", "mean_gen_tps")}
+    better, worse = [], []
+    for key, lower_is_better in (("preemptions_per_min", True), ("mean_gen_tps", False)):
+        old, new = changes[key]
+        if old is None or new is None:
+            continue
+        if abs(new - old) <= tolerance * max(abs(old), 1e-9) and not (old == 0 and new > 0):
+            continue
+        (better if (new < old) == lower_is_better else worse).append(f"{key.replace('_', ' ')} {old} -> {new}")
+    if worse and not better:
+        verdict = "worse than the baseline: " + ", ".join(worse)
+    elif better and not worse:
+        verdict = "better than the baseline: " + ", ".join(better)
+    elif better:
+        verdict = "mixed: better " + ", ".join(better) + "; worse " + ", ".join(worse)
+    else:
+        verdict = f"same as the baseline (within {tolerance:.0%}) on preemptions and throughput"
+    return Comparison(changes, verdict)

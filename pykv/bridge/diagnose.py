@@ -1,0 +1,106 @@
+"""`diagnose(sources)`: sniffs each source (log, metrics, trace), parses it, and draws the findings."""
+
+from __future__ import annotations
+
+import os
+
+from pykv.bridge.bounded_reader import MAX_DECOMPRESSED_BYTES, TextSource
+from pykv.bridge.diagnosis import Diagnosis, visibility_notes
+from pykv.bridge.errors import BridgeInputError
+from pykv.bridge.evidence import Evidence
+from pykv.bridge.findings import find_all
+from pykv.bridge.log_parser import LogParse, parse_log
+from pykv.bridge.metrics_parser import MetricsParse, parse_metrics
+from pykv.bridge.records import ServerConfig
+from pykv.bridge.release_guess import guess_release
+from pykv.bridge.traces import TraceParse, read_trace, sniff_trace_format
+
+Source = str | os.PathLike | bytes
+
+
+def sniff(head: str) -> str:
+    """'log', 'metrics' or 'trace' from the first 64 KB."""
+    if sniff_trace_format(head):
+        return "trace"
+    metric_lines = head.count("\nvllm:") + head.startswith("vllm:") + head.count("# TYPE vllm:")
+    if metric_lines and "throughput:" not in head:
+        return "metrics"
+    return "log"
+
+
+def shared_prefix_count(trace: TraceParse) -> int | None:
+    """Requests whose first block id another request also has (None: the trace has no block ids)."""
+    firsts = [r.prefix_block_ids[0] for r in trace.requests if r.prefix_block_ids]
+    if not firsts:
+        return None
+    counts: dict[int, int] = {}
+    for block in firsts:
+        counts[block] = counts.get(block, 0) + 1
+    return sum(n for n in counts.values() if n > 1)
+
+
+def diagnose(sources: list[Source] | Source, max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+             live_metrics: MetricsParse | None = None) -> Diagnosis:
+    """Read every source (a path, pasted text or bytes) and draw the findings. ``live_metrics`` (a Prometheus
+    server's series, ``fetch_range``) stands in for metrics files when given."""
+    if isinstance(sources, (str, bytes, os.PathLike)):
+        sources = [sources]
+    logs: list[LogParse] = []
+    metric_sources: list[TextSource] = []
+    traces: list[TraceParse] = []
+    for source in sources:
+        text = TextSource(source, max_decompressed=max_decompressed)
+        kind = sniff(text.head)
+        if kind == "trace":
+            traces.append(read_trace(text))
+        elif kind == "metrics":
+            metric_sources.append(text)
+        else:
+            logs.append(parse_log(text))
+    metrics: MetricsParse | None = live_metrics or (parse_metrics(metric_sources) if metric_sources else None)
+    return combine(logs, metrics, traces)
+
+
+def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[TraceParse]) -> Diagnosis:
+    samples = [s for log in logs for s in log.samples]
+    startup = [f for log in logs for f in log.startup]
+    warnings = [w for log in logs for w in log.warnings]
+    features = set().union(*(log.features for log in logs)) if logs else set()
+    config = logs[0].config if logs else (metrics.config if metrics else None)
+    printed = next((log.config.version for log in logs if log.config.version), None)
+    engine_hint = next((log.engine_kind for log in logs if log.engine_kind), None)
+    notes = [n for log in logs for n in log.notes]
+    lines_read = sum(log.lines_read for log in logs)
+    lines_skipped = sum(log.lines_skipped for log in logs)
+    unit = "line"
+    histogram: dict[float, float] = {}
+    if metrics is not None:
+        features |= {"metric:" + name for name in metrics.names}
+        if not samples:
+            samples, unit = metrics.samples, "scrape"
+        startup += [f for f in metrics.startup if not startup]
+        histogram = metrics.preemption_histogram
+        notes += metrics.notes
+        lines_read += metrics.lines_read
+        lines_skipped += metrics.lines_skipped
+        if config is not None and metrics.config.enable_prefix_caching is not None:
+            config.enable_prefix_caching = metrics.config.enable_prefix_caching
+        config = config or metrics.config
+    if not samples and not startup and not warnings and not traces:
+        raise BridgeInputError("found no vLLM stats line, start-up line, preemption warning, metric or trace: give "
+                               "the server's log (stdout), its /metrics body, or a request trace")
+    config = config or ServerConfig()  # a trace alone brings no config
+    release = guess_release(features, printed, engine_hint)
+    counted = max((log.cumulative_preemptions for log in logs), default=0)
+    if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
+        counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
+    evidence = Evidence(release, samples, startup, config, warnings, counted, histogram, sample_unit=unit)
+    for trace in traces:
+        notes += trace.notes + [f"trace {trace.format}: {trace.bad_row_count} bad row(s)"] * bool(trace.bad_row_count)
+        shared = shared_prefix_count(trace)
+        if shared is not None:
+            evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
+            evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
+    findings = find_all(evidence) if samples or startup or warnings else []
+    return Diagnosis(release, startup, samples, evidence.preemptions_at_least(), findings, config, lines_read,
+                     lines_skipped, visibility_notes(release), notes, traces)

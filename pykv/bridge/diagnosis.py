@@ -1,0 +1,51 @@
+"""The result: release, engine and what it can show, start-up facts, timeline, findings; the --json contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykv.bridge.evidence import Finding
+from pykv.bridge.records import Sample, ServerConfig, StartupFact
+from pykv.bridge.release_guess import ReleaseGuess
+from pykv.bridge.traces import TraceParse
+
+
+@dataclass
+class Diagnosis:
+    release: ReleaseGuess
+    startup: list[StartupFact]
+    samples: list[Sample]
+    preemptions_at_least: int
+    findings: list[Finding]
+    config: ServerConfig
+    lines_read: int
+    lines_skipped: int
+    visibility: list[str] = field(default_factory=list)  # what this release can and cannot show
+    notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
+    traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
+
+    @property
+    def engine(self) -> str | None:
+        return self.release.engine
+
+    def to_json_dict(self) -> dict:
+        return {"release": self.release.text, "engine": self.engine,
+                "startup": [fact.to_json_dict() for fact in self.startup],
+                "samples": [sample.to_json_dict() for sample in self.samples],
+                "preemptions_at_least": self.preemptions_at_least,
+                "findings": [finding.to_json_dict() for finding in self.findings],
+                "lines_read": self.lines_read, "lines_skipped": self.lines_skipped}
+
+
+def visibility_notes(release: ReleaseGuess) -> list[str]:
+    if release.engine == "v0":
+        return ["V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption",
+                "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
+                "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc"]
+    if release.engine == "v1":
+        notes = ["V1 logs no per-preemption line; counts come from 'Preemptions: N' (0.11.1+) or "
+                 "vllm:num_preemptions_total", "V1 never swaps to CPU: a preempted request is recomputed"]
+        if release.at_least("0.11.1") is not True:
+            notes.append("before 0.11.1 the stats line has no preemption count: use the metrics endpoint")
+        return notes
+    return ["engine not recognised: V0/V1-specific findings are not drawn"]

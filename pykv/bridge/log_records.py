@@ -1,0 +1,189 @@
+"""Recognises one log message: the periodic stats line, V0's preemption warning, start-up capacity, config dumps.
+
+Fields are read by name, not by position, so a release that adds, drops or reorders a field still parses
+(0.11.1 adds `Preemptions: N`, 0.30 names the device in `GPU KV cache usage`, 0.33 drops an empty prefix hit rate).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_STAT_FIELD = re.compile(
+    r"(Avg prompt throughput|Avg generation throughput|Running|Swapped|Pending|Waiting|Preemptions"
+    r"|Prefix cache hit rate|(?:([A-Za-z]{2,8}) )?KV cache usage): " + _NUM + r"(%?)")
+_ENGINE = re.compile(r"Engine (\d{1,4}):")
+_AGGREGATED = re.compile(r"(\d{1,4}) Engines Aggregated:")
+_V0_PREFIX_HIT = re.compile(r"Prefix cache hit rate: GPU: " + _NUM + r"%, CPU: " + _NUM + "%")
+_PREEMPTED = re.compile(r"Sequence group (\S{1,200}) is preempted by (?:PreemptionMode\.)?(RECOMPUTE|SWAP) mode")
+_CUMULATIVE = re.compile(r"total_num_cumulative_preemption=(\d+)")
+_BLOCKS = re.compile(r"# ([A-Za-z]{2,8}) blocks: (\d+)(?:, # CPU blocks: (\d+))?")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]{1,20}) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]{1,20}) tokens per request: " + _NUM + "x")
+_KV_MEMORY = re.compile(r"(?:Available KV cache memory:|reserved for KV Cache is) " + _NUM + " ?GiB")
+_V0_TOO_LONG = re.compile(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in "
+                          r"KV cache \((\d+)\)")
+_V1_TOO_LONG = re.compile(r"max seq len \((\d+)\), \(" + _NUM + r" GiB KV cache is needed, which is larger than the "
+                          r"available KV cache memory \(" + _NUM + " GiB")
+_ESTIMATED_LEN = re.compile(r"estimated maximum model length is (\d+)")
+_CONFIG_BLOCKS = re.compile(r"cache_config_info with initialization after num_gpu_blocks is: (\d+)")
+_VERSION = re.compile(r"(?:LLM engine \(v|vLLM API server version v?)(\d+\.\d+\.\d+[\w.+-]{0,30})")
+_ENGINE_KIND = re.compile(r"Initializing an? (V[01] )?LLM engine")
+# key=value (engine config dump, Namespace(...)) and 'key': value (non-default args dict).
+_CONFIG_ITEM = re.compile(r"['\"]?\b(gpu_memory_utilization|max_num_seqs|max_model_len|swap_space|block_size"
+                          r"|enable_prefix_caching|enable_chunked_prefill|kv_offloading_size|tensor_parallel_size)"
+                          r"['\"]?(?:=|: )([\w.]{1,30})")
+
+# Cheap substring pre-filter: a message without any of these cannot be a record (keeps the hot path regex-free).
+KEYWORDS = ("throughput", "preempted", "blocks:", "KV cache", "concurrency", "max seq len", "engine", "args",
+            "Prefix cache", "server version")
+
+
+@dataclass(slots=True)
+class StatsRecord:
+    fields: dict  # running, waiting, swapped, gpu_kv_usage, cpu_kv_usage, prompt_tps, gen_tps, prefix_hit_rate, ...
+    engine: int | None
+    aggregated_engines: int | None
+    complete: bool  # False: looks cut off (a wrapped line); the reader may join the next line
+    device: str | None  # "GPU", "CPU"... as printed before "KV cache usage"; "" when no device name
+
+
+@dataclass(slots=True)
+class V0PrefixHitRecord:
+    gpu: float
+    cpu: float
+
+
+@dataclass(slots=True)
+class PreemptionRecord:
+    request_id: str
+    mode: str
+    cumulative: int | None  # None: the line was cut before the count
+
+
+@dataclass(slots=True)
+class StartupRecord:
+    facts: dict  # StartupFact field -> value
+    error: bool = False
+    form: str = ""  # which line it was: "blocks", "kv_tokens", "concurrency", "kv_tokens+concurrency"...
+
+
+@dataclass(slots=True)
+class ConfigRecord:
+    items: dict  # ServerConfig field -> raw string
+    version: str | None
+    engine_kind: str | None  # "v0", "v1" when the line says
+
+
+_STAT_NAMES = {"Avg prompt throughput": "prompt_tps", "Avg generation throughput": "gen_tps", "Running": "running",
+               "Swapped": "swapped", "Pending": "waiting", "Waiting": "waiting", "Preemptions": "preemptions",
+               "Prefix cache hit rate": "prefix_hit_rate"}
+_INT_FIELDS = {"running", "swapped", "waiting", "preemptions"}
+
+
+def parse_stats(message: str) -> StatsRecord:
+    fields: dict = {}
+    device = None
+    for match in _STAT_FIELD.finditer(message):
+        name, dev, value, percent = match.group(1), match.group(2), match.group(3), match.group(4)
+        if name.endswith("KV cache usage"):
+            key = "cpu_kv_usage" if dev == "CPU" else "gpu_kv_usage"
+            if key == "gpu_kv_usage":
+                device = dev or ""
+        else:
+            key = _STAT_NAMES[name]
+        if key in _INT_FIELDS:
+            fields[key] = int(float(value))
+        elif key in ("gpu_kv_usage", "cpu_kv_usage", "prefix_hit_rate"):
+            if not percent:
+                continue  # "12.5" without its % sign: the line was cut inside the number
+            fields[key] = round(float(value) / 100.0, 6)
+        else:
+            fields[key] = float(value)
+    engine = _ENGINE.search(message)
+    aggregated = _AGGREGATED.search(message)
+    # V0 ends with CPU KV usage; V1 ends with KV usage or the prefix hit rate (a later field means nothing was cut).
+    complete = "cpu_kv_usage" in fields or ("gpu_kv_usage" in fields and "Swapped" not in message)
+    return StatsRecord(fields, int(engine.group(1)) if engine else None,
+                       int(aggregated.group(1)) if aggregated else None, complete, device)
+
+
+def parse_message(message: str) -> object | None:
+    """The record in one message, or None when it is none of ours."""
+    if not any(word in message for word in KEYWORDS):
+        return None
+    if "throughput" in message and ("Running" in message or "Avg prompt" in message):
+        return parse_stats(message)
+    if "preempted by" in message:
+        match = _PREEMPTED.search(message)
+        if match:
+            cumulative = _CUMULATIVE.search(message)
+            return PreemptionRecord(match.group(1), match.group(2), int(cumulative.group(1)) if cumulative else None)
+    match = _V0_PREFIX_HIT.search(message)
+    if match:
+        return V0PrefixHitRecord(round(float(match.group(1)) / 100.0, 6), round(float(match.group(2)) / 100.0, 6))
+    startup = parse_startup(message)
+    if startup is not None:
+        return startup
+    return parse_config(message)
+
+
+def parse_startup(message: str) -> StartupRecord | None:
+    facts: dict = {}
+    forms = []
+    match = _BLOCKS.search(message)
+    if match and match.group(1).upper() != "CPU":
+        facts["num_gpu_blocks"] = int(match.group(2))
+        if match.group(3) is not None:
+            facts["num_cpu_blocks"] = int(match.group(3))
+        forms.append("blocks")
+    match = _CONFIG_BLOCKS.search(message)
+    if match:
+        facts["num_gpu_blocks"] = int(match.group(1))
+        forms.append("config_blocks")
+    match = _KV_TOKENS.search(message)
+    if match:
+        facts["kv_cache_tokens"] = int(match.group(1).replace(",", "") or 0)
+        forms.append("kv_tokens")
+    match = _CONCURRENCY.search(message)
+    if match:
+        facts["max_model_len"] = int(match.group(1).replace(",", "") or 0)
+        facts["max_concurrency"] = float(match.group(2))
+        forms.append("concurrency")
+    match = _KV_MEMORY.search(message)
+    if match:
+        facts["kv_memory_gib"] = float(match.group(1))
+        forms.append("kv_memory")
+    error = False
+    match = _V0_TOO_LONG.search(message)
+    if match:
+        facts.update(max_model_len=int(match.group(1)), kv_cache_tokens=int(match.group(2)), max_concurrency=None)
+        error = True
+    match = _V1_TOO_LONG.search(message)
+    if match:
+        facts["max_model_len"] = int(match.group(1))
+        facts["kv_memory_gib"] = float(match.group(3))
+        estimated = _ESTIMATED_LEN.search(message)
+        if estimated:
+            facts["kv_cache_tokens"] = int(estimated.group(1))  # the longest request that fits: all the KV there is
+        error = True
+    if not facts and not error:
+        return None
+    return StartupRecord(facts, error, "+".join(forms) or "error")
+
+
+def parse_config(message: str) -> ConfigRecord | None:
+    version = _VERSION.search(message)
+    kind = _ENGINE_KIND.search(message)
+    items = {}
+    if "args" in message or "config" in message:
+        items = {match.group(1): match.group(2) for match in _CONFIG_ITEM.finditer(message)}
+    if not items and version is None and kind is None:
+        return None
+    engine_kind = None
+    if kind is not None:
+        engine_kind = "v1" if kind.group(1) == "V1 " else "v0"
+    elif "V1 LLM engine" in message or "EngineCore" in message:
+        engine_kind = "v1"
+    return ConfigRecord(items, version.group(1) if version else None, engine_kind)

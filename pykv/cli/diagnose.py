@@ -1,0 +1,145 @@
+"""``python -m pykv diagnose``: read what your own vLLM printed and scraped, say what is wrong in the course's
+terms, replay the same pressure in the lab, and keep a baseline.
+
+    python -m pykv diagnose vllm.log [metrics.txt trace.jsonl ...]
+    python -m pykv diagnose --prometheus http://127.0.0.1:9090 --since 2h
+    python -m pykv diagnose vllm.log --json
+    python -m pykv diagnose vllm.log --replay-out replay.json --what-if --gpu H100-SXM --model llama-3.1-8b
+    python -m pykv diagnose vllm.log --save-baseline before.json
+    python -m pykv diagnose new.log --baseline before.json
+
+Nothing leaves the machine; every figure is read from the files, measured in the lab, or labelled modelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from pykv.border.config import EngineConfig, knobs
+from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline, save_baseline
+from pykv.cli.errors import UsageError, check_writable
+from pykv.cli.output import write_atomic
+from pykv.gpu_model import GPUS, MODELS, Target
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("diagnose", help="read a vLLM server's logs, metrics or traces: release, timeline, findings, "
+                       "a lab replay, a baseline", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", help="vLLM log text (plain or .gz), /metrics bodies, request traces "
+                   "(Azure, BurstGPT, Mooncake/Bailian JSONL, vLLM bench custom JSONL)")
+    p.add_argument("--prometheus", default=None, metavar="URL", help="a Prometheus server that scrapes vLLM, "
+                   "e.g. http://127.0.0.1:9090 (its vllm: series stand in for metrics files)")
+    p.add_argument("--since", default="2h", help="with --prometheus: how far back, e.g. 30m, 2h, 1d")
+    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON (the documented contract)")
+    p.add_argument("--baseline", default=None, metavar="OLD.json", help="compare with a saved baseline")
+    p.add_argument("--save-baseline", default=None, metavar="NEW.json", help="save this diagnosis as a baseline")
+    p.add_argument("--replay-out", default=None, metavar="WORKLOAD.json",
+                   help="write the lab replay's workload (run it with the printed `python -m pykv run` command)")
+    p.add_argument("--what-if", action="store_true", help="run the replay, and again with the suggested fix, and "
+                   "print both (takes seconds to a minute on a CPU)")
+    p.add_argument("--gpu", default="H100-SXM", help=f"the modelled GPU for --what-if: {', '.join(GPUS)}")
+    p.add_argument("--model", default="llama-3.1-8b", help=f"the modelled model for --what-if: {', '.join(MODELS)}")
+    p.set_defaults(func=cmd_diagnose)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    if not args.files and not args.prometheus:
+        raise UsageError("give at least one file (a vLLM log, a /metrics body or a trace) or --prometheus URL")
+    for path, flag in ((args.save_baseline, "--save-baseline"), (args.replay_out, "--replay-out")):
+        check_writable(path, flag)
+    if args.gpu not in GPUS or args.model not in MODELS:
+        raise UsageError(f"--gpu must be one of {', '.join(GPUS)} and --model one of {', '.join(MODELS)}")
+    live = fetch_range(args.prometheus, last=args.since) if args.prometheus else None
+    diagnosis = diagnose(list(args.files), live_metrics=live)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    if args.save_baseline:
+        save_baseline(diagnosis, args.save_baseline)
+    if args.json:
+        body = diagnosis.to_json_dict()
+        if baseline is not None:
+            body["baseline"] = compare(diagnosis, baseline).verdict  # an addition to the contract's keys
+        print(json.dumps(body, indent=2))
+        return 0
+    print("\n".join(describe(diagnosis)))
+    if baseline is not None:
+        print(f"\nbaseline {args.baseline}: {compare(diagnosis, baseline).verdict}")
+    if args.save_baseline:
+        print(f"\nsaved the baseline {args.save_baseline}")
+    if args.replay_out or args.what_if:
+        _replay(diagnosis, args)
+    return 0
+
+
+def describe(d: Diagnosis) -> list[str]:
+    """The diagnosis as a person reads it: release, what it can show, start-up, timeline, findings."""
+    lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
+    for i, fact in enumerate(d.startup, 1):
+        parts = [f"{fact.num_gpu_blocks:,} GPU blocks" if fact.num_gpu_blocks else None,
+                 f"{fact.num_cpu_blocks:,} CPU blocks" if fact.num_cpu_blocks else None,
+                 f"block size {fact.block_size}" if fact.block_size else None,
+                 f"{fact.kv_cache_tokens:,} KV tokens" if fact.kv_cache_tokens else None,
+                 f"max concurrency {fact.max_concurrency:.2f}x" if fact.max_concurrency is not None else None,
+                 "START-UP FAILED: max_model_len exceeds the KV cache" if fact.startup_error else None]
+        lines.append(f"start-up {i}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
+    s = d.samples
+    if s:
+        peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
+        lines.append(f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
+                     f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
+                     + (f", GPU KV usage up to {peak:.1%}" if peak is not None else ""))
+    lines.append(f"preemptions: at least {d.preemptions_at_least:,}")
+    lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
+    lines += [f"note: {n}" for n in d.notes]
+    if not d.findings:
+        lines.append("findings: none: nothing here looks like KV-cache trouble")
+    for f in d.findings:
+        lines += [f"\n[{f.confidence}] {f.id}: {f.title}", f"  why {f.confidence}: {f.why}",
+                  *[f"  evidence: {e}" for e in f.evidence[:5]], f"  fix: {f.fix}"]
+    return lines
+
+
+def cli_flags(config: EngineConfig) -> str:
+    """The `python -m pykv run` flags that differ from the defaults."""
+    words = []
+    for spec in knobs("cli"):
+        value = getattr(config, spec.name)
+        if value != spec.default:
+            flag = "--" + spec.name.replace("_", "-")
+            words += [flag] if value is True and spec.kind == "bool" else [flag, str(value)]
+    return " ".join(words)
+
+
+def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
+    from pykv.engine.model.loader import load_model
+    from pykv.lab.server_replay import plan_replay
+    from pykv.lab.what_if import suggested_fix, what_if
+
+    logging.getLogger("pykv").setLevel(logging.ERROR)  # the replay's own vLLM-style lines are not what was asked
+    loaded = load_model("tiny", "cpu", "float32")
+    plan = plan_replay(diagnosis, loaded.config.vocab_size)
+    print(f"\nreplay in the lab ({plan.profile_reason}):")
+    print("  keeps: " + "; ".join(plan.keeps))
+    print("  cannot keep: " + "; ".join(plan.cannot_keep))
+    if args.replay_out:
+        write_atomic(args.replay_out, plan.workload.to_json().encode())
+        print(f"  run it: python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}")
+    if args.what_if:
+        fix = suggested_fix(diagnosis, plan)
+        if fix is None:
+            print("  what-if: no fix in the tuning order applies to this replay")
+            return
+        before, after = what_if(plan, fix, loaded, Target(args.gpu, args.model))
+        print(f"  what-if: {fix.label}; throughput {before.target_label}")
+        print(f"  {'':24}{'as planned':>14}{'with the fix':>14}")
+        for label, a, b in (("preemptions", before.preemptions, after.preemptions),
+                            ("recomputed tokens", before.recomputed_tokens, after.recomputed_tokens),
+                            ("recompute tax", f"{before.recompute_tax:.1%}", f"{after.recompute_tax:.1%}"),
+                            ("output tokens/s", f"{before.modelled_tokens_per_s:,.0f}",
+                             f"{after.modelled_tokens_per_s:,.0f}")):
+            print(f"  {label:24}{a!s:>14}{b!s:>14}")
+        if not (before.done and after.done):
+            print("  (a run stopped at its step limit before finishing)", file=sys.stderr)

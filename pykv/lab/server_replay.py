@@ -1,0 +1,193 @@
+"""A real server's pressure, replayed in the lab: from a diagnosis (start-up capacity, the running and waiting
+counts it logged, KV usage, a request trace when there is one) a scaled-down lab config and workload under the
+matching vLLM profile, on the shipped model.
+
+What is kept, and how::
+
+    pressure   rho = KV demand / KV capacity at the server's peak
+               demand  = (running + waiting) x a request's final length   (from the trace; without one, twice
+               capacity = # GPU blocks x block size, or V1's "KV cache size: N tokens"   the mean length the
+                                                  running requests held at the peak: KV usage x capacity / running)
+    lab        R_lab = min(running, 12) running, W_lab = waiting scaled by R_lab / running, each request
+               L_lab = 96 tokens split as the server's input:output; the pool is sized so that
+               (R_lab + W_lab) x L_lab / (blocks x 16) = rho
+    arrivals   the trace's arrival times squeezed onto lab steps (bursts stay bursts); without a trace, all at
+               once when requests waited, else one every other step
+    sharing    Mooncake/Bailian hash ids: requests with equal leading ids share the same leading lab blocks
+
+What it cannot keep (said on screen): absolute sizes and times (a 96-token request stands for a 4,000-token
+one), the model's compute, tensor parallelism, and any request mix the log does not show.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pykv.border.config import EngineConfig
+from pykv.border.workload import Workload, WorkloadRequest
+from pykv.bridge import Diagnosis
+from pykv.bridge.traces import TraceRequest
+
+LAB_BLOCK_SIZE = 16
+LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the server's length
+MAX_LAB_RUNNING = 12
+MAX_LAB_REQUESTS = 32
+LAB_ARRIVAL_SPAN_STEPS = 60  # the trace's whole span, squeezed onto this many engine steps
+
+
+@dataclass(frozen=True)
+class ServerPressure:
+    """What the diagnosis says about the server's KV pressure (None: not seen)."""
+
+    capacity_tokens: Optional[int]
+    running: int
+    waiting: int
+    peak_kv_usage: Optional[float]
+    mean_input_tokens: Optional[float]
+    mean_output_tokens: Optional[float]
+    num_cpu_blocks: Optional[int]
+    num_gpu_blocks: Optional[int]
+
+    @property
+    def rho(self) -> float:
+        """KV demand over KV capacity at the peak (1.0 = exactly full). Without the trace's lengths, a request's
+        final length is taken as twice what the running requests held on average at the peak (midway through
+        their lives on average): an assumption the page states."""
+        if self.capacity_tokens and self.mean_input_tokens is not None:
+            length = self.mean_input_tokens + (self.mean_output_tokens or 0)
+            return (self.running + self.waiting) * length / self.capacity_tokens
+        usage = self.peak_kv_usage if self.peak_kv_usage is not None else 1.0
+        return 2 * usage * (self.running + self.waiting) / max(self.running, 1)
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    config: EngineConfig
+    workload: Workload
+    pressure: ServerPressure
+    profile_reason: str
+    keeps: list[str] = field(default_factory=list)
+    cannot_keep: list[str] = field(default_factory=list)
+
+    @property
+    def lab_rho(self) -> float:
+        demand = sum(len(r.prompt_token_ids or []) + r.max_tokens for r in self.workload.requests)
+        return demand / (self.config.num_gpu_blocks * self.config.block_size)
+
+
+def profile_for(diagnosis: Diagnosis) -> tuple[str, str]:
+    """The lab profile for the recognised release, and why."""
+    release = diagnosis.release
+    if release.engine == "v0":
+        return "v0.6", f"the server runs vLLM's V0 engine ({release.text}): profile v0.6 (vLLM 0.6.3.post1, V0)"
+    if release.engine == "v1" and release.at_least("0.11.0") is False:
+        return "v0.10", f"the server runs early V1 ({release.text}): profile v0.10 (vLLM 0.10.2)"
+    if release.engine == "v1":
+        return "v0.33", f"the server runs V1 ({release.text}): profile v0.33 (vLLM 0.33.0, today's V1)"
+    return "v0.33", "the engine was not recognised: profile v0.33 (today's V1), the default"
+
+
+def server_pressure(diagnosis: Diagnosis) -> ServerPressure:
+    startup = diagnosis.startup[0] if diagnosis.startup else None
+    capacity = None
+    if startup is not None:
+        block_size = startup.block_size or diagnosis.config.block_size or 16  # vLLM's default --block-size
+        capacity = startup.kv_cache_tokens or (startup.num_gpu_blocks * block_size if startup.num_gpu_blocks else None)
+    samples = diagnosis.samples
+    running = max((s.running or 0 for s in samples), default=0) or (diagnosis.config.max_num_seqs or 0)
+    waiting = max((s.waiting or 0 for s in samples), default=0)
+    usage = max((s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None), default=None)
+    requests = [r for t in diagnosis.traces for r in t.requests]
+    mean_in = sum(r.input_tokens for r in requests) / len(requests) if requests else None
+    outs = [r.output_tokens for r in requests if r.output_tokens is not None]
+    mean_out = sum(outs) / len(outs) if outs else None
+    return ServerPressure(capacity, max(running, 1), waiting, usage, mean_in, mean_out,
+                          startup.num_cpu_blocks if startup else None, startup.num_gpu_blocks if startup else None)
+
+
+def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayPlan:
+    """The lab run that keeps the server's pressure (see the module's docstring)."""
+    p = server_pressure(diagnosis)
+    profile, why = profile_for(diagnosis)
+    running_lab = min(p.running, MAX_LAB_RUNNING)
+    waiting_lab = min(round(p.waiting * running_lab / p.running), MAX_LAB_REQUESTS - running_lab)
+    count = running_lab + waiting_lab
+    share_in = p.mean_input_tokens / (p.mean_input_tokens + p.mean_output_tokens) \
+        if p.mean_input_tokens and p.mean_output_tokens else 0.75
+    prompt_len = min(max(round(LAB_REQUEST_TOKENS * share_in), 8), LAB_REQUEST_TOKENS - 8)
+    output_len = LAB_REQUEST_TOKENS - prompt_len
+    rho = max(p.rho, 0.05)
+    blocks = math.ceil(count * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
+    blocks = max(blocks, math.ceil(LAB_REQUEST_TOKENS / LAB_BLOCK_SIZE) + 1)  # one request always fits
+    knobs: dict = dict(vllm_profile=profile, block_size=LAB_BLOCK_SIZE, num_gpu_blocks=blocks,
+                       max_num_seqs=running_lab, max_num_batched_tokens=max(256, running_lab),
+                       enable_prefix_caching=bool(diagnosis.config.enable_prefix_caching), seed=seed)
+    keeps = [f"KV demand over capacity at the peak: {p.rho:.2f} on the server, "
+             f"{count * LAB_REQUEST_TOKENS / (blocks * LAB_BLOCK_SIZE):.2f} in the lab",
+             f"{p.running} running and {p.waiting} waiting become {running_lab} and {waiting_lab}",
+             f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"]
+    if profile == "v0.6" and p.num_cpu_blocks:
+        cpu = max(1, round(p.num_cpu_blocks * blocks / (p.num_gpu_blocks or blocks)))
+        knobs |= dict(preemption_mode="auto", num_cpu_blocks=cpu)
+        keeps.append(f"the CPU swap pool in proportion to the device pool ({cpu} blocks); V0 swaps only "
+                     "multi-sequence requests")
+    requests = _requests(diagnosis, count, prompt_len, output_len, vocab_size, seed)
+    keeps.append(requests.arrivals_kept)
+    workload = Workload(name="server-replay", seed=seed, requests=requests.requests)
+    cannot = ["absolute lengths and times: a lab request is 96 tokens on the shipped model",
+              "the server's compute, tensor parallelism and scheduler timings",
+              "requests the log does not show (their lengths are the trace's, or guessed from KV usage)"]
+    if p.mean_input_tokens is None:
+        cannot.append("request lengths: without a trace, a request's final length is taken as twice the mean "
+                      "length the running requests held at the peak")
+    return ReplayPlan(EngineConfig(**knobs), workload, p, why, keeps, cannot)
+
+
+@dataclass(frozen=True)
+class _Requests:
+    requests: list[WorkloadRequest]
+    arrivals_kept: str
+
+
+def _requests(diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int, vocab_size: int,
+              seed: int) -> _Requests:
+    trace = [r for t in diagnosis.traces for r in t.requests]
+    rng = random.Random(seed)
+    if trace:
+        picked = [trace[round(i * (len(trace) - 1) / max(count - 1, 1))] for i in range(count)] if count > 1 \
+            else trace[:1]
+        steps = _arrival_steps(picked)
+        prompts = _prompts(picked, prompt_len, vocab_size, rng)
+        kept = "arrivals: the trace's arrival times squeezed onto engine steps"
+    else:
+        steps = [0] * count if diagnosis.samples and max((s.waiting or 0) for s in diagnosis.samples) else \
+            [2 * i for i in range(count)]
+        prompts = [[rng.randrange(3, vocab_size) for _ in range(prompt_len)] for _ in range(count)]
+        kept = "arrivals: a burst (requests waited on the server)" if not any(steps) else \
+            "arrivals: one every other step (nothing waited on the server)"
+    return _Requests([WorkloadRequest(prompt_token_ids=tokens, max_tokens=output_len, arrival_step=step,
+                                      ignore_eos=True) for tokens, step in zip(prompts, steps)], kept)
+
+
+def _arrival_steps(picked: list[TraceRequest]) -> list[int]:
+    times = [r.arrival_s or 0.0 for r in picked]
+    start, span = min(times), (max(times) - min(times)) or 1.0
+    return [round((t - start) / span * LAB_ARRIVAL_SPAN_STEPS) for t in times]
+
+
+def _prompts(picked: list[TraceRequest], prompt_len: int, vocab_size: int, rng: random.Random) -> list[list[int]]:
+    """Token ids per request: a trace block id (Mooncake's hash ids) becomes one lab block of fixed tokens, so
+    requests that share leading ids share leading lab blocks; the rest of each prompt is its own."""
+    blocks: dict[int, list[int]] = {}
+    shared_blocks = prompt_len // LAB_BLOCK_SIZE - 1  # the last block stays the request's own
+    prompts = []
+    for request in picked:
+        tokens: list[int] = []
+        for block_id in (request.prefix_block_ids or ())[:max(shared_blocks, 0)]:
+            tokens += blocks.setdefault(block_id, [rng.randrange(3, vocab_size) for _ in range(LAB_BLOCK_SIZE)])
+        tokens += [rng.randrange(3, vocab_size) for _ in range(prompt_len - len(tokens))]
+        prompts.append(tokens)
+    return prompts
