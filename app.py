@@ -12,7 +12,7 @@ boot = st.empty()
 if not st.session_state.get("booted"):
     boot.plotly_chart(go.Figure(layout={"height": 10}), theme=None, key="boot")
     st.session_state.booted = True
-from pykv.ui.pages import about, lessons, playground, sweep  # noqa: E402  (after the boot chart)
+from pykv.ui.pages import about, lessons, playground, server, sweep  # noqa: E402  (after the boot chart)
 from pykv.ui.session import routes, seats  # noqa: E402
 
 boot.empty()
@@ -23,5 +23,6 @@ st.navigation(routes.routed({
                           default=True),
     "sweep": st.Page(sweep.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
     "lessons": st.Page(lessons.render, title="Lessons", icon=":material/school:", url_path="lessons"),
+    "server": st.Page(server.render, title="Your server", icon=":material/dns:", url_path="server"),
     "about": st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
 })).run()

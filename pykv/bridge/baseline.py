@@ -26,22 +26,46 @@ def figures(diagnosis: Diagnosis) -> dict:
             "mean_gen_tps": round(sum(gen) / len(gen), 2) if gen else None}
 
 
-def save_baseline(diagnosis: Diagnosis, path: str | Path) -> dict:
-    body = {"baseline_version": BASELINE_VERSION, "release": diagnosis.release.text, "engine": diagnosis.engine,
+MAX_BASELINE_BYTES = 1_000_000  # a baseline is a few hundred bytes of JSON
+
+
+def baseline_body(diagnosis: Diagnosis) -> dict:
+    """What a baseline keeps: the release, the config seen, the figures and the findings' ids."""
+    return {"baseline_version": BASELINE_VERSION, "release": diagnosis.release.text, "engine": diagnosis.engine,
             "config": diagnosis.config.to_json_dict(), "figures": figures(diagnosis),
             "findings": [f.id for f in diagnosis.findings]}
+
+
+def save_baseline(diagnosis: Diagnosis, path: str | Path) -> dict:
+    body = baseline_body(diagnosis)
     Path(path).write_text(json.dumps(body, indent=2) + "\n")
+    return body
+
+
+def parse_baseline(raw: bytes, source: str = "the baseline") -> dict:
+    """A baseline from its bytes; one-line BridgeInputError for anything else (too big, not JSON, not ours)."""
+    if len(raw) > MAX_BASELINE_BYTES:
+        raise BridgeInputError(f"{source} is {len(raw):,} bytes; a baseline is a small JSON file: save one again")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BridgeInputError(f"cannot read {source}: {exc}; save one first with save_baseline") from None
+    if not isinstance(body, dict) or body.get("baseline_version") != BASELINE_VERSION or \
+            not isinstance(body.get("figures"), dict):
+        raise BridgeInputError(f"{source} is not a bridge baseline (version {BASELINE_VERSION}): save it again")
+    for key, value in body["figures"].items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value):
+            raise BridgeInputError(f"{source}: figure {str(key)[:40]!r} is not a number: save the baseline again")
     return body
 
 
 def load_baseline(path: str | Path) -> dict:
     try:
-        body = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise BridgeInputError(f"cannot read the baseline {path}: {exc}; save one first with save_baseline") from None
-    if not isinstance(body, dict) or body.get("baseline_version") != BASELINE_VERSION or "figures" not in body:
-        raise BridgeInputError(f"{path} is not a bridge baseline (version {BASELINE_VERSION}): save it again")
-    return body
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BASELINE_BYTES + 1)
+    except OSError as exc:
+        raise BridgeInputError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
+    return parse_baseline(raw, str(path))
 
 
 @dataclass

@@ -116,7 +116,7 @@ def cli_flags(config: EngineConfig) -> str:
 def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
     from pykv.engine.model.loader import load_model
     from pykv.lab.server_replay import plan_replay
-    from pykv.lab.what_if import suggested_fix, what_if
+    from pykv.lab.what_if import WHAT_IF_ROWS, suggested_fixes, what_if
 
     logging.getLogger("pykv").setLevel(logging.ERROR)  # the replay's own vLLM-style lines are not what was asked
     loaded = load_model("tiny", "cpu", "float32")
@@ -128,18 +128,17 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
         write_atomic(args.replay_out, plan.workload.to_json().encode())
         print(f"  run it: python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}")
     if args.what_if:
-        fix = suggested_fix(diagnosis, plan)
-        if fix is None:
+        fixes = suggested_fixes(diagnosis, plan)
+        if not fixes:
             print("  what-if: no fix in the tuning order applies to this replay")
             return
-        before, after = what_if(plan, fix, loaded, Target(args.gpu, args.model))
-        print(f"  what-if: {fix.label}; throughput {before.target_label}")
-        print(f"  {'':24}{'as planned':>14}{'with the fix':>14}")
-        for label, a, b in (("preemptions", before.preemptions, after.preemptions),
-                            ("recomputed tokens", before.recomputed_tokens, after.recomputed_tokens),
-                            ("recompute tax", f"{before.recompute_tax:.1%}", f"{after.recompute_tax:.1%}"),
-                            ("output tokens/s", f"{before.modelled_tokens_per_s:,.0f}",
-                             f"{after.modelled_tokens_per_s:,.0f}")):
-            print(f"  {label:24}{a!s:>14}{b!s:>14}")
-        if not (before.done and after.done):
+        outcomes = what_if(plan, fixes, loaded, Target(args.gpu, args.model))
+        print(f"  what-if (throughput {outcomes[0].target_label}):")
+        for i, fix in enumerate(fixes, 1):
+            print(f"    fix {i}: {fix.label}")
+        heads = ["as planned"] + [f"fix {i}" for i in range(1, len(fixes) + 1)]
+        print("  " + " " * 20 + "".join(f"{h:>14}" for h in heads))
+        for label, field, fmt in WHAT_IF_ROWS:
+            print(f"  {label:20}" + "".join(f"{fmt.format(getattr(o, field)):>14}" for o in outcomes))
+        if not all(o.done for o in outcomes):
             print("  (a run stopped at its step limit before finishing)", file=sys.stderr)

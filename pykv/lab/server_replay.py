@@ -4,13 +4,14 @@ matching vLLM profile, on the shipped model.
 
 What is kept, and how::
 
-    pressure   rho = KV demand / KV capacity at the server's peak
-               demand  = (running + waiting) x a request's final length   (from the trace; without one, twice
-               capacity = # GPU blocks x block size, or V1's "KV cache size: N tokens"   the mean length the
-                                                  running requests held at the peak: KV usage x capacity / running)
-    lab        R_lab = min(running, 12) running, W_lab = waiting scaled by R_lab / running, each request
-               L_lab = 96 tokens split as the server's input:output; the pool is sized so that
-               (R_lab + W_lab) x L_lab / (blocks x 16) = rho
+    pressure   rho = KV demand of the running requests at their final length / KV capacity, at the peak
+               demand   = running x a request's final length   (from the trace; without one, twice the mean
+               capacity = # GPU blocks x block size,            length the running requests held at the peak,
+                          or V1's "KV cache size: N tokens"     i.e. rho = 2 x KV usage: midway on average)
+    lab        R_lab = min(running, 12) running, W_lab = waiting scaled by R_lab / running (the queue that
+               comes back after each preemption), each request L_lab = 96 tokens split as the server's
+               input:output (half and half without a trace); the pool is sized so that
+               R_lab x L_lab / (blocks x 16) = rho
     arrivals   the trace's arrival times squeezed onto lab steps (bursts stay bursts); without a trace, all at
                once when requests waited, else one every other step
     sharing    Mooncake/Bailian hash ids: requests with equal leading ids share the same leading lab blocks
@@ -53,14 +54,15 @@ class ServerPressure:
 
     @property
     def rho(self) -> float:
-        """KV demand over KV capacity at the peak (1.0 = exactly full). Without the trace's lengths, a request's
-        final length is taken as twice what the running requests held on average at the peak (midway through
-        their lives on average): an assumption the page states."""
+        """The running requests' KV at their final length over the KV capacity, at the peak (above 1: they
+        cannot all finish without preemption). Without the trace's lengths, a request's final length is taken
+        as twice what the running requests held on average at the peak (midway through their lives on average):
+        an assumption the page states."""
         if self.capacity_tokens and self.mean_input_tokens is not None:
             length = self.mean_input_tokens + (self.mean_output_tokens or 0)
-            return (self.running + self.waiting) * length / self.capacity_tokens
+            return self.running * length / self.capacity_tokens
         usage = self.peak_kv_usage if self.peak_kv_usage is not None else 1.0
-        return 2 * usage * (self.running + self.waiting) / max(self.running, 1)
+        return 2 * usage
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,9 @@ class ReplayPlan:
 
     @property
     def lab_rho(self) -> float:
-        demand = sum(len(r.prompt_token_ids or []) + r.max_tokens for r in self.workload.requests)
-        return demand / (self.config.num_gpu_blocks * self.config.block_size)
+        """The lab's running requests' KV at their final length over its pool."""
+        length = max(len(r.prompt_token_ids or []) + r.max_tokens for r in self.workload.requests)
+        return self.config.max_num_seqs * length / (self.config.num_gpu_blocks * self.config.block_size)
 
 
 def profile_for(diagnosis: Diagnosis) -> tuple[str, str]:
@@ -114,21 +117,24 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
     profile, why = profile_for(diagnosis)
     running_lab = min(p.running, MAX_LAB_RUNNING)
     waiting_lab = min(round(p.waiting * running_lab / p.running), MAX_LAB_REQUESTS - running_lab)
-    count = running_lab + waiting_lab
+    traced = sum(len(t.requests) for t in diagnosis.traces)
+    count = min(traced, MAX_LAB_REQUESTS) if traced else running_lab + waiting_lab  # a trace: its requests
     share_in = p.mean_input_tokens / (p.mean_input_tokens + p.mean_output_tokens) \
-        if p.mean_input_tokens and p.mean_output_tokens else 0.75
+        if p.mean_input_tokens and p.mean_output_tokens else 0.5
     prompt_len = min(max(round(LAB_REQUEST_TOKENS * share_in), 8), LAB_REQUEST_TOKENS - 8)
     output_len = LAB_REQUEST_TOKENS - prompt_len
     rho = max(p.rho, 0.05)
-    blocks = math.ceil(count * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
+    blocks = math.ceil(running_lab * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
     blocks = max(blocks, math.ceil(LAB_REQUEST_TOKENS / LAB_BLOCK_SIZE) + 1)  # one request always fits
     knobs: dict = dict(vllm_profile=profile, block_size=LAB_BLOCK_SIZE, num_gpu_blocks=blocks,
                        max_num_seqs=running_lab, max_num_batched_tokens=max(256, running_lab),
                        enable_prefix_caching=bool(diagnosis.config.enable_prefix_caching), seed=seed)
-    keeps = [f"KV demand over capacity at the peak: {p.rho:.2f} on the server, "
-             f"{count * LAB_REQUEST_TOKENS / (blocks * LAB_BLOCK_SIZE):.2f} in the lab",
-             f"{p.running} running and {p.waiting} waiting become {running_lab} and {waiting_lab}",
-             f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"]
+    keeps = [f"the running requests' KV at their final length over the KV capacity: {p.rho:.2f} on the server, "
+             f"{running_lab * LAB_REQUEST_TOKENS / (blocks * LAB_BLOCK_SIZE):.2f} in the lab",
+             f"{p.running} running at most become {running_lab}, with {count} requests in all"
+             + (f" sampled from the trace's {traced:,}" if traced else f" ({p.waiting} waited on the server)"),
+             f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"
+             + ("" if p.mean_input_tokens else " (assumed: the log gives no lengths)")]
     if profile == "v0.6" and p.num_cpu_blocks:
         cpu = max(1, round(p.num_cpu_blocks * blocks / (p.num_gpu_blocks or blocks)))
         knobs |= dict(preemption_mode="auto", num_cpu_blocks=cpu)

@@ -1,6 +1,7 @@
-"""What-if: a replay run to completion as planned and again with one fix from the tuning order applied, side by
-side: preemptions, recomputed tokens, the recompute tax (measured here) and throughput on a named GPU and model
-(modelled from the schedule the lab really ran, ``pykv.gpu_model``)."""
+"""What-if: a replay run to completion as planned and again with each of the first fixes of the tuning order
+applied (from the first finding's step on), side by side: preemptions, recomputed tokens, the recompute tax
+(measured here) and throughput on a named GPU and model (modelled from the schedule the lab really ran,
+``pykv.gpu_model``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload
 from pykv.bridge import Diagnosis
+from pykv.bridge.fixes import STEPS
 from pykv.engine.model.loader import LoadedModel
 from pykv.gpu_model import Target
 from pykv.gpu_model.schedule import run_totals
@@ -56,14 +58,13 @@ def lab_fix(step: str, config: EngineConfig) -> LabFix | None:
     return None
 
 
-def suggested_fix(diagnosis: Diagnosis, plan: ReplayPlan) -> LabFix | None:
-    """The first finding's first tuning step that the lab can apply (else more KV memory, the first step)."""
-    for finding in diagnosis.findings:
-        step = STEP_FOR_FINDING.get(finding.id)
-        fix = lab_fix(step, plan.config) if step else None
-        if fix is not None:
-            return fix
-    return lab_fix("gpu_memory", plan.config)
+def suggested_fixes(diagnosis: Diagnosis, plan: ReplayPlan, count: int = 2) -> list[LabFix]:
+    """The lab's fixes in the tuning order, from the first finding's step on (more KV memory without a finding):
+    the first ``count`` the profile has."""
+    first = next((STEP_FOR_FINDING[f.id] for f in diagnosis.findings if f.id in STEP_FOR_FINDING), "gpu_memory")
+    steps = STEPS[STEPS.index(first):]
+    fixes = [fix for step in steps for fix in [lab_fix(step, plan.config)] if fix is not None]
+    return fixes[:count]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,12 @@ class ReplayOutcome:
     target_label: str
 
 
+# The rows a what-if is shown in (the CLI and the page): label, ReplayOutcome field, format.
+WHAT_IF_ROWS = (("preemptions", "preemptions", "{:,}"), ("recomputed tokens", "recomputed_tokens", "{:,}"),
+                ("recompute tax", "recompute_tax", "{:.1%}"), ("output tokens/s", "modelled_tokens_per_s", "{:,.0f}"),
+                ("engine steps", "steps", "{:,}"))
+
+
 def run_replay(config: EngineConfig, workload: Workload, loaded: LoadedModel, target: Target) -> ReplayOutcome:
     run = run_to_completion(config, workload, loaded, max_steps=MAX_REPLAY_STEPS)
     totals = run.totals()
@@ -86,8 +93,7 @@ def run_replay(config: EngineConfig, workload: Workload, loaded: LoadedModel, ta
                          modelled.modelled_s, modelled.tokens_per_s, f"modelled {target.gpu} + {target.model}")
 
 
-def what_if(plan: ReplayPlan, fix: LabFix, loaded: LoadedModel, target: Target) -> tuple[ReplayOutcome,
-                                                                                          ReplayOutcome]:
-    """The replay as planned, and with ``fix`` applied."""
-    return (run_replay(plan.config, plan.workload, loaded, target),
-            run_replay(plan.config.replace(**fix.changes), plan.workload, loaded, target))
+def what_if(plan: ReplayPlan, fixes: list[LabFix], loaded: LoadedModel, target: Target) -> list[ReplayOutcome]:
+    """The replay as planned, then with each fix applied (one at a time)."""
+    return [run_replay(plan.config.replace(**changes), plan.workload, loaded, target)
+            for changes in [{}] + [fix.changes for fix in fixes]]

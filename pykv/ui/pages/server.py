@@ -1,0 +1,65 @@
+"""Your server: bring what your own vLLM printed (its log) and scraped (/metrics), or a request trace; the lab
+reads it, charts it, says what is wrong in the course's terms, replays the same pressure, tries the fix, and
+keeps a baseline. Nothing leaves this machine, and nothing is kept after the session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from pykv.bridge import diagnose
+from pykv.ui.safe_text import plain
+from pykv.ui.views import server_lab, server_report
+
+UPLOAD_CAP_MB = 100  # .streamlit/config.toml server.maxUploadSize
+MAX_PASTE_CHARS = 2_000_000
+EXAMPLES = Path(__file__).resolve().parents[2] / "bridge" / "examples"  # pykv/bridge/examples
+
+
+def render() -> None:
+    st.title("Your server")
+    st.caption("Upload what your vLLM printed (its log, plain or .gz), a /metrics body or a request trace (Azure, "
+               "BurstGPT, Mooncake / Qwen-Bailian JSONL, vLLM bench JSONL), or paste text. Any release from 0.2 "
+               f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; nothing leaves this machine and nothing is "
+               "kept after the session. From a shell: `python -m pykv diagnose FILE`.")
+    _inputs()
+    d = st.session_state.get("server_diagnosis")
+    if d is None:
+        return
+    server_report.release(d)
+    server_report.startup(d)
+    server_report.timeline(d)
+    server_report.findings(d)
+    plan = server_lab.replay(d)
+    server_lab.what_if_panel(d, plan)
+    server_lab.baseline(d)
+
+
+def _inputs() -> None:
+    with st.form("server_input"):
+        files = st.file_uploader("Log, metrics or trace files", accept_multiple_files=True, key="server_files")
+        pasted = st.text_area("…or paste text", max_chars=MAX_PASTE_CHARS, height=120, key="server_paste",
+                              placeholder="INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: …")
+        submitted = st.form_submit_button("Diagnose", type="primary", icon=":material/troubleshoot:")
+    examples = sorted(EXAMPLES.glob("*.log"))
+    picked = st.selectbox("…or try an example log", ["(none)"] + [p.name for p in examples], key="server_example",
+                          help="Written for pykv in each release's own log format.")
+    sources: list = []
+    if submitted:
+        sources = [f.getvalue() for f in files or []] + ([pasted.encode()] if pasted.strip() else [])
+        if not sources:
+            st.warning("Upload a file or paste some text first.")
+            return
+    elif picked != "(none)" and st.session_state.get("server_example_read") != picked:
+        sources = [str(EXAMPLES / picked)]
+        st.session_state.server_example_read = picked
+    if not sources:
+        return
+    size = sum(len(s) for s in sources if isinstance(s, bytes)) / 2**20
+    with st.spinner(f"Reading {size:.1f} MB…" if size >= 1 else "Reading…"):
+        try:
+            st.session_state.server_diagnosis = diagnose(sources)
+            st.session_state.pop("server_what_if_result", None)
+        except ValueError as e:  # nothing usable: one sentence, and the previous diagnosis stays
+            st.error(plain(e))
