@@ -51,7 +51,8 @@ def test_a_real_prometheus_scrapes_a_lab_run_and_diagnose_reads_it_back(tmp_path
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
                              f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    run = subprocess.Popen([sys.executable, "-m", "pykv", "run", "--workload", "storm", "--num-gpu-blocks", "24",
+    run = subprocess.Popen([sys.executable, "-m", "pykv", "run", "--workload", "storm", "--num-gpu-blocks", "12",
+                            "--num-requests", "6", "--max-tokens", "24",
                             "--serve-metrics", str(lab_port), "--linger", "30"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     prom_url = f"http://127.0.0.1:{prom_port}"
