@@ -15,7 +15,7 @@ from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.request import SamplingParams
 from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
-from pykv.cli.errors import UsageError, check_writable, one_line, quoted
+from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
 from pykv.cli.metrics_server import serving_metrics
 from pykv.cli.output import write_atomic
@@ -158,6 +158,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if e.field != axis:
             raise
         raise UsageError(f"{flag}: {e}") from None
+    for note in spec.profile_notes():
+        print(f"note: {note}", file=sys.stderr)
     logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
     configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
 
@@ -231,7 +233,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pykv", description=__doc__)
+    parser = OneLineParser(prog="python -m pykv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workload, printing vLLM-style logs and a summary table")
     add_engine_flags(run, log_stats_interval=10)  # a run prints vLLM's periodic stats line, as vLLM does
