@@ -183,6 +183,12 @@ class RedisStore:
         if learners:
             self._call(lambda: self._redis.hdel(key(code, "presence"), *learners))
 
+    def codes(self) -> list[str]:
+        def live() -> list[str]:
+            now_s, now_us = self._redis.time()
+            return list(self._redis.zrangebyscore(INDEX, now_s * 1000 + now_us // 1000, "+inf"))
+        return self._call(live)
+
     # ---- expiry and lifetime ---------------------------------------------------------------------
     def sweep(self) -> int:
         """Redis expires classes by their keys' TTLs: nothing to do."""

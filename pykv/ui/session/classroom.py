@@ -15,6 +15,7 @@ choose to explore on their own.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pykv.classroom import CLASS_IDLE_S, ClassError, Classes, ClassState, make_store
+from pykv.classroom import CLASS_IDLE_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
@@ -48,10 +49,25 @@ class Membership:
     secret: Optional[str]
 
 
+INSTRUCTOR_KEY_ENV, ADMIN_KEY_ENV = "PYKV_INSTRUCTOR_KEY", "PYKV_ADMIN_KEY"
+
+
 @st.cache_resource(show_spinner=False)
 def classes() -> Classes:
-    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas)."""
-    return Classes(make_store())
+    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas). PYKV_INSTRUCTOR_KEY:
+    the passphrase Start a class asks for; PYKV_ADMIN_KEY: the operator's key, which drives or ends any class."""
+    return Classes(make_store(), unjoined_s=UNJOINED_S, instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
+                   admin_key=os.environ.get(ADMIN_KEY_ENV) or None)
+
+
+def owners() -> tuple[str, ...]:
+    """Who starts a class from this session: the browser session (its anonymous id) and its client address,
+    each capped at MAX_CLASSES_PER_OWNER live classes."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # bare mode (tests): no browser
+        address = None
+    return (f"session:{learner_id()}",) + ((f"ip:{address}",) if isinstance(address, str) and address else ())
 
 
 @st.cache_resource(max_entries=16, ttl=CLASS_IDLE_S, show_spinner=False)  # a lesson no class used for 3 h goes
