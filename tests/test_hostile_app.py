@@ -270,7 +270,8 @@ def test_plain_escapes_every_markdown_construct():
 # ---- issue 29 #3: one link must not take the engine budget --------------------------------------------------
 
 def test_one_session_is_held_to_a_small_share_of_the_budget():
-    wanted = 2_432 * 2**20  # ?vllm_profile=v0.6&preemption_mode=swap&block_size=256&num_gpu_blocks=512&num_cpu_blocks=4096
+    # the issue's link: ?vllm_profile=v0.6&preemption_mode=swap&block_size=256&num_gpu_blocks=512&num_cpu_blocks=4096
+    wanted = 2_432 * 2**20
     with pytest.raises(seats.ServerFull, match="one session may hold at most"):
         seats.Seats().claim(None, wanted)
     assert seats.SESSION_ENGINE_BYTES <= seats.APP_ENGINE_BYTES // 16
