@@ -36,6 +36,7 @@ POLL_SPREAD_S = 0.5  # each session polls every POLL_S ± half this: the room's 
 #                      land together (in lockstep, 100 learners took 2.75 s p95 on a mostly idle server)
 EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
 KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
+FOLLOWED = "class_followed"  # session_state: the class code this session last followed (to say it ended)
 SYNCED = "class_synced"  # session_state: (lesson id, step) an instructor's window last showed in step with the class
 
 

@@ -27,6 +27,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
     """A learner's page, or with ``?presenter=1`` the class's projector: the same step in large type, no
     answer form, no explore button and no presence (it is not a learner)."""
     projector = st.query_params.get("presenter") == "1"
+    st.session_state[classroom.FOLLOWED] = member.code
     if projector:
         st.html(PRESENTER_CSS)
     lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
