@@ -290,3 +290,24 @@ def test_the_class_projector_shows_the_takeaway_at_the_lessons_end(course):
     ok(teacher.run())
     ok(full.run())
     assert shown(full) == (3, 3) and takeaways(full) == ["**Takeaway** · Followers follow."]
+
+
+def test_the_projector_shows_the_class_code_and_link(course):
+    code, _ = start_class(session())
+    projector = session()
+    projector.query_params["class"], projector.query_params["presenter"] = code, "1"
+    ok(projector.run())
+    assert any(code in c.value and f"lessons?class={code}" in c.value for c in projector.caption)
+
+
+def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):
+    assert classroom.loopback("http://localhost:8501/lessons?class=K7QM2X")
+    assert classroom.loopback("http://127.0.0.1:8501/x") and not classroom.loopback("https://lab.example.org/x")
+    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "https://lab.example.org/")
+    teacher = session()
+    code, _ = start_class(teacher)
+    assert any(f"https://lab.example.org/lessons?class={code}" in m.value for m in teacher.markdown)
+    assert not any("loopback" in w.value for w in teacher.warning)
+    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "http://localhost:8501")
+    ok(teacher.run())
+    assert any("loopback" in w.value and classroom.PUBLIC_URL_ENV in w.value for w in teacher.warning)

@@ -132,14 +132,29 @@ def leave_class_params() -> None:
             del st.query_params[name]
 
 
+PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the address the room opens (https://lab.example.org), set once by the host
+_LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
+
+
 def learner_link(code: str) -> str:
-    """The absolute link a learner opens (the host the instructor's browser used)."""
-    try:
-        base = (st.context.url or "").split("?")[0]
-    except Exception:  # bare mode (tests): no browser URL
-        base = ""
-    root = base.rsplit("/", 1)[0] if base else ""
+    """The absolute link a learner opens: under PYKV_PUBLIC_URL when the host set it, else under the address
+    the instructor's browser used (which may be a loopback address the room cannot open: see loopback())."""
+    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
+    if public.startswith(("http://", "https://")):
+        root = public
+    else:
+        try:
+            base = (st.context.url or "").split("?")[0]
+        except Exception:  # bare mode (tests): no browser URL
+            base = ""
+        root = base.rsplit("/", 1)[0] if base else ""
     return f"{root}/lessons?{CLASS_PARAM}={code}" if root else f"lessons?{CLASS_PARAM}={code}"
+
+
+def loopback(link: str) -> bool:
+    """Whether ``link`` points at this machine only (localhost, 127.x, ::1): the room cannot open it."""
+    host = link.split("://", 1)[-1].split("/", 1)[0].split("@")[-1].lower()
+    return host.startswith(_LOOPBACK)
 
 
 def safe_error(e: Exception) -> str:

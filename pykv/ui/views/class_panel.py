@@ -48,6 +48,10 @@ def panel(member: Membership) -> None:
         with code_col:
             st.markdown(f"Class code **`{member.code}`**")
             st.markdown(f"Learners open [{link}]({link}) or type the code on the Lessons page.")
+            if classroom.loopback(link):
+                st.warning("This link points at this computer only (a loopback address): the room cannot open "
+                           f"it. Start the app with {classroom.PUBLIC_URL_ENV}=https://your-host (the address "
+                           "learners reach), or open this page through that address.", icon=":material/wifi_off:")
             _presence(member.code)
             with st.container(horizontal=True, gap="small"):
                 # on the workshop path the projector ends each lesson (its takeaway) where the instructor does

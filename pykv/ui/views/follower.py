@@ -53,6 +53,8 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
             _explore(shared, index - 1 if hidden else index, member.code)
 
     st.markdown(f"**{lesson.title}** · step {index + 1} of {shared.num_steps}")
+    if projector:  # the room sees how to join: the code and the link (the QR code is in the class panel)
+        st.caption(f"Join class `{member.code}` at {classroom.learner_link(member.code)}")
     if not projector:
         st.caption(f"Class `{member.code}` · your page follows the instructor.")
     text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")
