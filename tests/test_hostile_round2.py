@@ -62,3 +62,12 @@ def test_max_model_len_above_the_models_limit_is_capped_with_a_note():
     fitted, lines = fit_max_model_len(config, model_max=2048, bytes_per_block=1024)
     assert fitted == 2048
     assert any("max_model_len 4096" in line and "2048" in line for line in lines), lines
+
+
+def test_a_review_pack_too_big_for_memory_is_refused_up_front(tmp_path, capsys):
+    t0 = time.perf_counter()
+    assert main(["report", "--num-requests", "10000", "--max-tokens", "64", "--max-steps", "3000",
+                 "--out", str(tmp_path / "p.html")]) == 2
+    err = capsys.readouterr().err
+    assert "1,000,000" in err and "--max-steps" in err and err.count("\n") == 1
+    assert time.perf_counter() - t0 < 5 and not (tmp_path / "p.html").exists()

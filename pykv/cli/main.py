@@ -24,6 +24,9 @@ from pykv.engine.llm_engine import LLMEngine
 from pykv.lab.workload_runner import WorkloadRunner
 
 MAX_STEPS_FLAG = 10_000_000  # --max-steps
+# A review pack keeps every step's snapshot of every request: ~0.5 KB per request per step (3.1 GB at 2,000
+# requests x 3,000 steps). Requests x steps is held to this, so its peak RSS stays under 1 GB.
+MAX_REPORT_REQUEST_STEPS = 1_000_000
 USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
 
 
@@ -210,6 +213,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     given = _check_preset_flags(args, file_ok=True)
     workload = load_workload(args)
+    if len(workload.requests) * args.max_steps > MAX_REPORT_REQUEST_STEPS:
+        raise UsageError(f"a review pack keeps every step of every request: {len(workload.requests):,} requests x "
+                         f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,} "
+                         "(peak memory 1 GB); lower --num-requests or --max-steps.")
     lab = Lab(config, workload=workload)
     lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
     print(engine_header(lab.engine), file=sys.stderr)
