@@ -91,3 +91,15 @@ def test_an_admin_key_ends_any_class(clock):
     with pytest.raises(ClassError, match="admin key"):
         classes.end_all("wrong")
     assert classes.end_all("operator-key-123") == 3
+
+
+def test_the_step_began_when_the_class_moved_not_when_revealed(clock):
+    """Issue 28 #6: the speaker view's "on this step" timer reads ``step_at``."""
+    classes = make(clock)
+    state, secret = classes.start("l")
+    assert state.step_at == clock.t
+    clock.t += 30
+    moved = classes.drive(state.code, secret, step=2)
+    clock.t += 20
+    revealed = classes.drive(state.code, secret, revealed=True)
+    assert moved.step_at == revealed.step_at == clock.t - 20

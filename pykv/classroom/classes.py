@@ -113,7 +113,7 @@ class Classes:
         now = self._clock()
         for _ in range(_CODE_ATTEMPTS):
             state = ClassState(code=new_code(), lesson_id=lesson_id, step=step, revealed=False, version=1,
-                               created_at=now, updated_at=now)
+                               created_at=now, updated_at=now, step_at=now)
             outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self._ttl(state), MAX_CLASSES)
             if outcome is Outcome.OK:
                 self.store.publish(state.code, state.version)
@@ -144,8 +144,9 @@ class Classes:
             new_revealed = revealed if revealed is not None else (False if moved else old.revealed)
             if not moved and new_revealed == old.revealed:
                 return old
+            now = self._clock()
             new = replace(old, lesson_id=new_lesson, step=new_step, revealed=new_revealed, version=old.version + 1,
-                          updated_at=self._clock())
+                          updated_at=now, step_at=now if moved else old.step_at)
             outcome = self.store.replace_class(replace(record, state=new), old.version, self._ttl(new),
                                                clear_answers=new_lesson != old.lesson_id)
             if outcome is Outcome.OK:

@@ -17,7 +17,7 @@ from pykv.classroom.errors import ClassError
 from pykv.classroom.state import ClassState
 from pykv.classroom.store import ClassRecord
 
-FIELDS = ("lesson_id", "step", "revealed", "version", "created_at", "updated_at", "secret_hash", "joined")
+FIELDS = ("lesson_id", "step", "revealed", "version", "created_at", "updated_at", "secret_hash", "joined", "step_at")
 MAX_VERSION = 10**12  # a class bumps its version once per instructor action
 _DIGITS = re.compile(r"[0-9]{1,13}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -37,7 +37,7 @@ def to_fields(record: ClassRecord) -> list[str]:
     s = record.state
     pairs = {"lesson_id": s.lesson_id, "step": str(s.step), "revealed": "1" if s.revealed else "0",
              "version": str(s.version), "created_at": repr(s.created_at), "updated_at": repr(s.updated_at),
-             "secret_hash": record.secret_hash, "joined": "1" if s.joined else "0"}
+             "secret_hash": record.secret_hash, "joined": "1" if s.joined else "0", "step_at": repr(s.step_at)}
     return [item for pair in pairs.items() for item in pair]
 
 
@@ -86,5 +86,6 @@ def from_fields(code: str, h: dict[str, str]) -> ClassRecord:
         raise CorruptRecord("joined", joined)
     state = ClassState(code=code, lesson_id=lesson, step=step, revealed=h["revealed"] == "1",
                        version=parse_version(h.get("version")), created_at=number("created_at"),
-                       updated_at=number("updated_at"), joined=joined == "1")
+                       updated_at=number("updated_at"), joined=joined == "1",
+                       step_at=number("step_at") if "step_at" in h else 0.0)
     return ClassRecord(state, h["secret_hash"])
