@@ -228,7 +228,8 @@ def test_ending_the_class_frees_it_and_followers_are_told(course):
     ok(teacher.run())
     assert "class" not in teacher.query_params and classroom.classes().version(code) is None
     ok(learner.run())
-    assert any("No class" in e.value for e in learner.error)
+    assert any(f"Class {code} has ended" in i.value for i in learner.info)  # not "ask your instructor for the code"
+    assert not any("Ask your instructor" in m.value for m in [*learner.error, *learner.info])
     other, _ = classroom.classes().start("classy")  # the registry itself still serves other classes
     assert classroom.classes().get(other.code).step == 1 and other.code != code
 
@@ -289,3 +290,24 @@ def test_the_class_projector_shows_the_takeaway_at_the_lessons_end(course):
     ok(teacher.run())
     ok(full.run())
     assert shown(full) == (3, 3) and takeaways(full) == ["**Takeaway** · Followers follow."]
+
+
+def test_the_projector_shows_the_class_code_and_link(course):
+    code, _ = start_class(session())
+    projector = session()
+    projector.query_params["class"], projector.query_params["presenter"] = code, "1"
+    ok(projector.run())
+    assert any(code in c.value and f"lessons?class={code}" in c.value for c in projector.caption)
+
+
+def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):
+    assert classroom.loopback("http://localhost:8501/lessons?class=K7QM2X")
+    assert classroom.loopback("http://127.0.0.1:8501/x") and not classroom.loopback("https://lab.example.org/x")
+    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "https://lab.example.org/")
+    teacher = session()
+    code, _ = start_class(teacher)
+    assert any(f"https://lab.example.org/lessons?class={code}" in m.value for m in teacher.markdown)
+    assert not any("loopback" in w.value for w in teacher.warning)
+    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "http://localhost:8501")
+    ok(teacher.run())
+    assert any("loopback" in w.value and classroom.PUBLIC_URL_ENV in w.value for w in teacher.warning)

@@ -107,7 +107,7 @@ def test_the_limits_the_ui_states():
 def test_start_gives_a_fresh_code_and_a_secret_only_its_hash_is_stored(classes, clock):
     state, secret = classes.start("recompute-is-a-rollback")
     assert state == ClassState(code=state.code, lesson_id="recompute-is-a-rollback", step=1, revealed=False,
-                               version=1, created_at=clock.t, updated_at=clock.t)
+                               version=1, created_at=clock.t, updated_at=clock.t, step_at=clock.t)
     assert len(state.code) == CODE_LENGTH and set(state.code) <= set(CODE_ALPHABET)
     assert len(secret) >= 20
     record = classes.store.get_class(state.code)

@@ -85,7 +85,7 @@ def test_a_change_on_one_replica_reaches_the_other_by_pub_sub_within_a_second(re
     wait_for(lambda: b.store.feed.live)
     a.drive(state.code, secret, step=2)
     assert wait_for(lambda: b.version(state.code) == 2) < 1.0
-    assert b.store.feed.cached(state.code).version == 2  # came by message, not by a read
+    assert b.store.feed.cached(state.code).version == 2  # re-read by the feed on the notice
     a.drive(state.code, secret, revealed=True)
     assert wait_for(lambda: b.store.feed.cached(state.code) is not None
                     and b.store.feed.cached(state.code).version == 3) < 1.0
@@ -118,6 +118,7 @@ def test_the_subscriber_reconnects_after_its_connection_is_killed(replicas, raw)
     a.drive(state.code, secret, step=2)  # may be published while b is reconnecting: b must not miss it
     assert wait_for(lambda: b.version(state.code) == 2, timeout_s=5.0) < 5.0
     wait_for(lambda: b.store.feed.live and b.store.feed.epoch > epoch, timeout_s=5.0)
+    assert b.version(state.code) == 2  # held again after the resubscription's cleared cache
     a.drive(state.code, secret, step=3)
     assert wait_for(lambda: b.store.feed.cached(state.code) is not None
                     and b.store.feed.cached(state.code).version == 3) < 1.0

@@ -262,5 +262,32 @@ def test_link_values_are_never_rendered_as_markdown_in_the_lessons_page(lessons_
 
 def test_plain_escapes_every_markdown_construct():
     text = safe_text.plain("got '[log in](http://evil)' and ![x](http://evil/t.png) **b** :red[x] <b>")
-    assert not rendered_markup(text) and "**" not in text and ":red[" not in text and "<b>" not in text
+    outside_code = re.sub(r"`[^`]*`", "", text)
+    assert not rendered_markup(text) and "**" not in text and ":red[" not in outside_code and "<b>" not in text
     assert safe_text.code("a`b\n\nc" + "d" * 200).count("`") == 2 and len(safe_text.code("d" * 5000)) < 70
+
+
+# ---- issue 29 #3: one link must not take the engine budget --------------------------------------------------
+
+def test_one_session_is_held_to_a_small_share_of_the_budget():
+    # the issue's link: ?vllm_profile=v0.6&preemption_mode=swap&block_size=256&num_gpu_blocks=512&num_cpu_blocks=4096
+    wanted = 2_432 * 2**20
+    with pytest.raises(seats.ServerFull, match="one session may hold at most"):
+        seats.Seats().claim(None, wanted)
+    assert seats.SESSION_ENGINE_BYTES <= seats.APP_ENGINE_BYTES // 16
+    assert seats.Seats().claim(None, 131 * 2**20).bytes == 131 * 2**20  # the default session still fits
+
+
+def test_the_app_budget_is_sized_from_the_machine():
+    from pykv.ui.session.engine_budget import app_engine_bytes, session_engine_bytes
+
+    assert app_engine_bytes(4 * 2**30) == 2 * 2**30 and app_engine_bytes(512 * 2**30) == 64 * 2**30
+    assert app_engine_bytes(2**30) == 2**30  # at least 1 GiB
+    assert session_engine_bytes(2 * 2**30) == 128 * 2**20 and session_engine_bytes(64 * 2**30) == 512 * 2**20
+
+
+def test_the_2_3_gb_link_opens_with_a_message_and_allocates_nothing_big(app):
+    opened(app, vllm_profile="v0.6", preemption_mode="swap", block_size="256", num_gpu_blocks="512",
+           num_cpu_blocks="4096")
+    assert any("one session may hold at most" in m for m in messages(app)), messages(app)
+    assert seats.seats().in_use()[1] <= seats.SESSION_ENGINE_BYTES

@@ -321,3 +321,22 @@ def test_odd_but_valid_narration_loads_within_a_second(tmp_path, body):
     start = time.perf_counter()
     load_lesson(path)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("narration", [
+    "See ![the grid](https://tracker.example/pixel.png).",
+    "See ![x](//tracker.example/p.png)",
+    "![x][pic]\n\n[pic]: https://tracker.example/p.png",
+    '<img src="https://tracker.example/p.png">',
+    "![x](data:image/png;base64,AAAA)",
+])
+def test_a_remote_image_in_a_lesson_is_refused_at_load(tmp_path, narration):
+    path = _write(tmp_path / "02-remote.md", lesson(body=step(narration=narration)))
+    with pytest.raises(LessonError) as info:
+        load_lesson(path)
+    assert "lessons stay offline" in info.value.problem and "line " in info.value.problem
+
+
+def test_links_and_local_images_still_load(tmp_path):
+    narration = "Read [the docs](https://docs.vllm.ai) and ![grid](grid.png)."
+    assert load_lesson(_write(tmp_path / "02-ok.md", lesson(body=step(narration=narration)))).id == "hostile"

@@ -51,9 +51,13 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
     n: int = 1
+    stop: Optional[object] = None  # vLLM's stop strings: not supported (refused with a message, not a TypeError)
 
     def __post_init__(self) -> None:
         """Type and range checks, with no silent conversion (no ``int(1.5)``, no ``True`` as 1, no ``"0.5"``)."""
+        if self.stop is not None:
+            raise ValueError(f"stop (stop strings) is not supported: pykv stops on token ids; give "
+                             f"stop_token_ids=[...] instead of stop={show_value(self.stop)}.")
         if not _is_int(self.max_tokens) or not 1 <= self.max_tokens <= MAX_TOKENS:
             raise ValueError(f"max_tokens must be an integer >= 1 (at most {MAX_TOKENS}), "
                              f"got {show_value(self.max_tokens)}.")

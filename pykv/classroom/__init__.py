@@ -15,6 +15,7 @@ from pykv.classroom.limits import (
     MAX_CLASSES,
     MAX_LEARNERS,
     PRESENCE_S,
+    UNJOINED_S,
 )
 from pykv.classroom.memory_store import MemoryStore
 from pykv.classroom.state import ClassState, Presence
@@ -22,7 +23,7 @@ from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
 from pykv.classroom.store_factory import make_store
 
 __all__ = [
-    "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S",
+    "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S", "UNJOINED_S",
     "ClassError", "ClassNotFound", "ClassRecord", "ClassState", "ClassStore", "Classes", "MemoryStore",
     "NotInstructor", "Outcome", "Presence", "Seen", "StoreUnavailable", "make_store",
 ]

@@ -13,7 +13,12 @@ The rules, all here and none in the stores:
   nothing changes nothing: no version bump, no new ``updated_at``, no longer life.
 - Changing lesson or step closes the reveal (``revealed=False``) unless the same drive sets it;
   changing lesson also drops the previous lesson's answers (its steps are not this lesson's).
-- A class whose instructor has done nothing for ``idle_s`` is gone (store TTL; and by this clock).
+- A class whose instructor has done nothing for ``idle_s`` is gone (store TTL; and by this clock); one
+  that no learner has joined yet is gone after ``unjoined_s`` (when set: the app sets UNJOINED_S), so a
+  script that starts classes cannot hold the server's slots for hours.
+- Starting a class: at most MAX_CLASSES_PER_OWNER live classes per owner (the app passes the browser
+  session and the client address; counted on this replica), and the ``instructor_key`` passphrase when
+  the server was started with one. An ``admin_key`` (the operator's) drives or ends any class.
 - An answer counts only for the class's current step while it is not revealed, is one of the
   question's choices, and is one per learner per step (the last wins). The store writes it only if
   the class is still at the version the rules were checked against, so an answer racing a step
@@ -24,6 +29,8 @@ The rules, all here and none in the stores:
 
 from __future__ import annotations
 
+import hmac
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -33,38 +40,88 @@ from typing import Callable, Optional
 from pykv.classroom import inputs
 from pykv.classroom.codes import hash_secret, is_code, new_code, new_secret, normalize_code, secret_matches
 from pykv.classroom.errors import ClassError, ClassNotFound, NotInstructor
-from pykv.classroom.limits import CLASS_IDLE_S, MAX_CLASSES, MAX_LEARNERS, PRESENCE_S
+from pykv.classroom.limits import (
+    CLASS_IDLE_S,
+    MAX_CLASSES,
+    MAX_CLASSES_PER_OWNER,
+    MAX_LEARNERS,
+    MAX_PASSPHRASE_CHARS,
+    PRESENCE_S,
+)
 from pykv.classroom.state import ClassState, Presence
 from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
 
 _CODE_ATTEMPTS = 32  # fresh codes tried before giving up (1 in 32**6 is taken per running class)
 _WRITE_ATTEMPTS = 8  # compare-and-set retries when another writer got there first
+_MAX_KNOWN = 10_000  # codes remembered as joined / owners remembered, before the memory is cleared
+
+
+def _same(given: Optional[str], expected: Optional[str]) -> bool:
+    """Whether a typed passphrase is ``expected`` (constant time; never when either is empty)."""
+    if not expected or not isinstance(given, str) or not given or len(given) > MAX_PASSPHRASE_CHARS:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
 class Classes:
     """Class mode's rules over ``store``; ``clock`` gives seconds (time.time; tests pass a fake)."""
 
-    def __init__(self, store: ClassStore, idle_s: float = CLASS_IDLE_S, clock: Callable[[], float] = time.time):
+    def __init__(self, store: ClassStore, idle_s: float = CLASS_IDLE_S, clock: Callable[[], float] = time.time,
+                 *, unjoined_s: Optional[float] = None, instructor_key: Optional[str] = None,
+                 admin_key: Optional[str] = None):
         if not isinstance(idle_s, (int, float)) or not 0 < idle_s <= 30 * 24 * 3600:
             raise ValueError(f"idle_s must be a number of seconds above 0 and at most 30 days, got {idle_s!r}")
+        if unjoined_s is not None and not 0 < unjoined_s <= idle_s:
+            raise ValueError(f"unjoined_s must be above 0 and at most idle_s, got {unjoined_s!r}")
         self.store = store
         self.idle_s = float(idle_s)
+        self.unjoined_s = None if unjoined_s is None else float(unjoined_s)
         self._clock = clock
+        self._instructor_key = instructor_key or None
+        self._admin_key = admin_key or None
+        self._lock = threading.Lock()
+        self._owned: dict[str, list[str]] = {}  # owner -> codes it started (pruned of ended ones); under _lock
+        self._joined: set[str] = set()  # codes known to be joined (no more checks per heartbeat)
+
+    @property
+    def needs_passphrase(self) -> bool:
+        """Whether starting a class needs the instructor passphrase (PYKV_INSTRUCTOR_KEY)."""
+        return self._instructor_key is not None
+
+    def _ttl(self, state: ClassState) -> float:
+        return self.idle_s if state.joined or self.unjoined_s is None else self.unjoined_s
 
     normalize_code = staticmethod(normalize_code)
 
     # ---- the instructor ----------------------------------------------------------------------------
-    def start(self, lesson_id: str, step: int = 1) -> tuple[ClassState, str]:
-        """A new class on ``lesson_id`` at ``step``: its state and the instructor secret (shown nowhere)."""
+    def start(self, lesson_id: str, step: int = 1, *, owners: Sequence[str] = (),
+              passphrase: Optional[str] = None) -> tuple[ClassState, str]:
+        """A new class on ``lesson_id`` at ``step``: its state and the instructor secret (shown nowhere).
+        ``owners``: who starts it (e.g. "session:ID", "ip:ADDR"), each held to MAX_CLASSES_PER_OWNER."""
         lesson_id, step = inputs.lesson_id(lesson_id), inputs.step(step)
+        if self._instructor_key is not None and not _same(passphrase, self._instructor_key):
+            raise ClassError("Starting a class needs the instructor passphrase this server was started with "
+                             "(PYKV_INSTRUCTOR_KEY): type it in the field, or ask the workshop host.")
+        with self._lock:
+            for owner in owners:
+                live = [code for code in self._owned.get(owner, []) if self.store.version(code) is not None]
+                self._owned[owner] = live
+                if len(live) >= MAX_CLASSES_PER_OWNER:
+                    raise ClassError(f"This browser (or its network address) already runs {MAX_CLASSES_PER_OWNER} "
+                                     "classes: end one of them first (a class nobody joins ends by itself).")
         secret = new_secret()
         now = self._clock()
         for _ in range(_CODE_ATTEMPTS):
             state = ClassState(code=new_code(), lesson_id=lesson_id, step=step, revealed=False, version=1,
-                               created_at=now, updated_at=now)
-            outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self.idle_s, MAX_CLASSES)
+                               created_at=now, updated_at=now, step_at=now)
+            outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self._ttl(state), MAX_CLASSES)
             if outcome is Outcome.OK:
                 self.store.publish(state.code, state.version)
+                with self._lock:
+                    if len(self._owned) >= _MAX_KNOWN:
+                        self._owned.clear()
+                    for owner in owners:
+                        self._owned.setdefault(owner, []).append(state.code)
                 return state, secret
             if outcome is Outcome.FULL:
                 raise ClassError(f"The server is full: it already runs {MAX_CLASSES} classes. Try again later, "
@@ -87,9 +144,10 @@ class Classes:
             new_revealed = revealed if revealed is not None else (False if moved else old.revealed)
             if not moved and new_revealed == old.revealed:
                 return old
+            now = self._clock()
             new = replace(old, lesson_id=new_lesson, step=new_step, revealed=new_revealed, version=old.version + 1,
-                          updated_at=self._clock())
-            outcome = self.store.replace_class(replace(record, state=new), old.version, self.idle_s,
+                          updated_at=now, step_at=now if moved else old.step_at)
+            outcome = self.store.replace_class(replace(record, state=new), old.version, self._ttl(new),
                                                clear_answers=new_lesson != old.lesson_id)
             if outcome is Outcome.OK:
                 self.store.publish(code, new.version)
@@ -105,13 +163,23 @@ class Classes:
         self.store.delete_class(code)
         self.store.publish(code, None)
 
+    def end_all(self, admin_key: str) -> int:
+        """The operator's reset: end every live class; how many. Needs the server's admin key."""
+        if not _same(admin_key, self._admin_key):
+            raise ClassError("Ending every class needs this server's admin key (PYKV_ADMIN_KEY).")
+        codes = self.store.codes()
+        for code in codes:
+            self.store.delete_class(code)
+            self.store.publish(code, None)
+        return len(codes)
+
     def is_instructor(self, code: str, secret: Optional[str]) -> bool:
         """Whether ``secret`` drives class ``code`` (False when the class is gone or the code is garbage)."""
         try:
             record = self._record(normalize_code(code))
         except ClassError:
             return False
-        return record is not None and secret_matches(secret, record.secret_hash)
+        return record is not None and (secret_matches(secret, record.secret_hash) or _same(secret, self._admin_key))
 
     # ---- everyone ----------------------------------------------------------------------------------
     def get(self, code: str) -> ClassState:
@@ -171,6 +239,8 @@ class Classes:
         if outcome is Outcome.FULL:
             raise ClassError(f"Class {code} is full: {MAX_LEARNERS} learners are connected. "
                              "Ask your instructor to start a second class.")
+        if code not in self._joined:
+            self._mark_joined(code)
 
     def presence(self, code: str) -> Presence:
         """Learners seen within PRESENCE_S, following and exploring; older heartbeats are dropped."""
@@ -180,12 +250,26 @@ class Classes:
         following = sum(1 for seen in fresh if seen.mode == "following")
         return Presence(connected=len(fresh), following=following, exploring=len(fresh) - following)
 
+    def _mark_joined(self, code: str) -> None:
+        """The first learner of a class: it now lives its full idle time (same version: nobody reruns)."""
+        record = self.store.get_class(code)
+        if record is None:
+            return
+        if not record.state.joined:
+            joined = replace(record, state=replace(record.state, joined=True))
+            if self.store.replace_class(joined, record.state.version, self.idle_s, clear_answers=False) \
+                    is not Outcome.OK:
+                return  # changed meanwhile: the next heartbeat tries again
+        if len(self._joined) >= _MAX_KNOWN:
+            self._joined.clear()
+        self._joined.add(code)
+
     # ---- helpers -------------------------------------------------------------------------------------
     def _record(self, code: str) -> Optional[ClassRecord]:
         """The class's record, None when it is gone (also when idle_s passed by this clock and the store
         has not expired it yet)."""
         record = self.store.get_class(code)
-        if record is None or self._clock() - record.state.updated_at >= self.idle_s:
+        if record is None or self._clock() - record.state.updated_at >= self._ttl(record.state):
             return None
         return record
 
@@ -197,7 +281,7 @@ class Classes:
 
     def _instructor_record(self, code: str, secret: Optional[str]) -> ClassRecord:
         record = self._require(code)
-        if not secret_matches(secret, record.secret_hash):
+        if not secret_matches(secret, record.secret_hash) and not _same(secret, self._admin_key):
             raise NotInstructor(code)
         return record
 

@@ -129,6 +129,11 @@ class MemoryStore:
             for learner in learners if entry else ():
                 entry.seen.pop(learner, None)
 
+    def codes(self) -> list[str]:
+        with self._lock:
+            self._sweep_locked()
+            return list(self._classes)
+
     # ---- expiry ----------------------------------------------------------------------------------
     def sweep(self) -> int:
         with self._lock:

@@ -19,14 +19,19 @@ inside records and presence are the replicas' own (``Classes``' clock), so repli
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Callable, Optional, TypeVar
 
 import redis
 
 from pykv.classroom.errors import ClassError, StoreUnavailable
-from pykv.classroom.state import ClassState
+from pykv.classroom.limits import LEARNER_MODES
+from pykv.classroom.record_fields import CorruptRecord, from_fields, parse_version, to_fields
 from pykv.classroom.store import ClassRecord, Outcome, Seen
 from pykv.classroom.version_feed import VersionFeed
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CHANNEL = "pykv:class:changes"
@@ -83,19 +88,14 @@ def _ttl_ms(ttl_s: float) -> int:
     return max(1, int(ttl_s * 1000))
 
 
-def _fields(record: ClassRecord) -> list[str]:
-    s = record.state
-    pairs = {"lesson_id": s.lesson_id, "step": str(s.step), "revealed": "1" if s.revealed else "0",
-             "version": str(s.version), "created_at": repr(s.created_at), "updated_at": repr(s.updated_at),
-             "secret_hash": record.secret_hash}
-    return [item for pair in pairs.items() for item in pair]
-
-
-def _record(code: str, h: dict[str, str]) -> ClassRecord:
-    state = ClassState(code=code, lesson_id=h["lesson_id"], step=int(h["step"]), revealed=h["revealed"] == "1",
-                       version=int(h["version"]), created_at=float(h["created_at"]),
-                       updated_at=float(h["updated_at"]))
-    return ClassRecord(state, h["secret_hash"])
+def _seen(value: str) -> Optional[Seen]:
+    """A presence value ("mode at") read back, or None when it is not one the app writes."""
+    mode, _, at = value.partition(" ")
+    try:
+        when = float(at) if len(at) <= 32 else math.nan
+    except ValueError:
+        return None
+    return Seen(mode, when) if mode in LEARNER_MODES and math.isfinite(when) else None
 
 
 class RedisStore:
@@ -111,23 +111,30 @@ class RedisStore:
         self.where = kw.get("path") or f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
         self._scripts = {name: self._redis.register_script(src)
                          for name, src in (("add", _ADD), ("replace", _REPLACE), ("delete", _DELETE), ("put", _PUT))}
+        self._reader = redis.Redis.from_url(url, **options)  # the feed's re-reads (its thread), apart from ours
         self._feed = VersionFeed(lambda: redis.Redis.from_url(url, health_check_interval=5, **options),
-                                 CHANNEL, trust_s=trust_s)
+                                 CHANNEL, trust_s=trust_s, read=self._feed_read)
 
     # ---- records ---------------------------------------------------------------------------------
     def add_class(self, record: ClassRecord, ttl_s: float, max_classes: int) -> Outcome:
         code = record.state.code
-        args = [code, _ttl_ms(ttl_s), max_classes, *_fields(record)]
+        args = [code, _ttl_ms(ttl_s), max_classes, *to_fields(record)]
         return Outcome(self._call(lambda: self._scripts["add"](keys=[key(code, "state"), INDEX], args=args)))
 
     def get_class(self, code: str) -> Optional[ClassRecord]:
         h = self._call(lambda: self._redis.hgetall(key(code, "state")))
-        return _record(code, h) if h else None
+        if not h:
+            return None
+        try:
+            return from_fields(code, h)
+        except CorruptRecord as e:
+            self._end_corrupt(code, e)
+            return None
 
     def replace_class(self, record: ClassRecord, expected_version: int, ttl_s: float, clear_answers: bool) -> Outcome:
         code = record.state.code
         keys = [key(code, "state"), key(code, "keys"), INDEX]
-        args = [code, str(expected_version), _ttl_ms(ttl_s), "1" if clear_answers else "0", *_fields(record)]
+        args = [code, str(expected_version), _ttl_ms(ttl_s), "1" if clear_answers else "0", *to_fields(record)]
         return Outcome(self._call(lambda: self._scripts["replace"](keys=keys, args=args)))
 
     def delete_class(self, code: str) -> bool:
@@ -141,7 +148,11 @@ class RedisStore:
             return hit.version
         mark = self._feed.mark()
         raw = self._call(lambda: self._redis.hget(key(code, "state"), "version"))
-        version = int(raw) if raw is not None else None
+        try:
+            version = None if raw is None else parse_version(raw)
+        except CorruptRecord as e:
+            self._end_corrupt(code, e)
+            version = None
         self._feed.remember(code, version, mark)
         return version
 
@@ -165,15 +176,18 @@ class RedisStore:
 
     def seen_all(self, code: str) -> dict[str, Seen]:
         raw = self._call(lambda: self._redis.hgetall(key(code, "presence")))
-        seen = {}
-        for learner, value in raw.items():
-            mode, _, at = value.partition(" ")
-            seen[learner] = Seen(mode, float(at))
-        return seen
+        parsed = {learner: _seen(value) for learner, value in raw.items()}
+        return {learner: seen for learner, seen in parsed.items() if seen is not None}  # garbage is skipped
 
     def drop_seen(self, code: str, learners: list[str]) -> None:
         if learners:
             self._call(lambda: self._redis.hdel(key(code, "presence"), *learners))
+
+    def codes(self) -> list[str]:
+        def live() -> list[str]:
+            now_s, now_us = self._redis.time()
+            return list(self._redis.zrangebyscore(INDEX, now_s * 1000 + now_us // 1000, "+inf"))
+        return self._call(live)
 
     # ---- expiry and lifetime ---------------------------------------------------------------------
     def sweep(self) -> int:
@@ -182,6 +196,7 @@ class RedisStore:
 
     def close(self) -> None:
         self._feed.close()
+        self._reader.close()
         self._redis.close()
 
     def holds(self, code: str) -> bool:
@@ -197,6 +212,19 @@ class RedisStore:
     @property
     def feed(self) -> VersionFeed:
         return self._feed
+
+    def _feed_read(self, code: str) -> Optional[int]:
+        """The class's real version, for the feed after a change notice (a notice's number is never trusted);
+        raises on any failure or garbage (the feed then forgets the code, and the next poll reads it here)."""
+        raw = self._reader.hget(key(code, "state"), "version")
+        return None if raw is None else parse_version(raw)
+
+    def _end_corrupt(self, code: str, problem: CorruptRecord) -> None:
+        """A class whose stored record is garbage (someone wrote into Redis): end it for everyone, logged."""
+        log.warning("Class %s ended: its record in Redis at %s is corrupt (%s)", code, self.where, problem)
+        keys = [key(code, "state"), key(code, "keys"), INDEX]
+        self._call(lambda: self._scripts["delete"](keys=keys, args=[code]))
+        self.publish(code, None)
 
     def _put(self, code: str, part: str, field: str, value: str, max_fields: int, at_version: str) -> Outcome:
         keys = [key(code, "state"), key(code, part), key(code, "keys")]

@@ -20,6 +20,8 @@ class ClassState:
     version: int  # 1 at start, +1 on every change the instructor makes
     created_at: float  # clock seconds
     updated_at: float  # last instructor action; the idle expiry (CLASS_IDLE_S) counts from here
+    step_at: float = 0.0  # when the class came to this lesson step (a reveal does not move it); 0: unknown
+    joined: bool = False  # a learner has been seen: until then the class ends UNJOINED_S after updated_at
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ class ClassStore(Protocol):
 
     def drop_seen(self, code: str, learners: list[str]) -> None: ...
 
+    def codes(self) -> list[str]:
+        """The codes of every live class (at most the store's cap on classes)."""
+
     def sweep(self) -> int:
         """Drop expired classes now; how many. A store whose records expire by themselves returns 0."""
 

@@ -10,8 +10,11 @@ Rule: a cached version is served only while it can be trusted:
 - otherwise the caller reads Redis and offers the result with ``remember``, which keeps it only if
   no message about that code arrived since the caller's ``mark()`` (the message is newer).
 
-Messages ("CODE VERSION" or "CODE end") and this replica's own writes go through ``note``: a version
-only moves up (publishes from two replicas can arrive out of order), an end (None) replaces it.
+A message ("CODE VERSION" or "CODE end") is only a hint, since anyone who reaches Redis can publish
+one: for a code this replica holds in its cache, the subscriber re-reads the class's real version with
+``read`` and caches that; a message about a code it does not hold is ignored, and its number is never
+used (a forged "K7QM2X 999999999" once kept every follower rerunning). This replica's own writes go
+through ``note``: a version only moves up there, an end (None) replaces it.
 
 The subscriber is a daemon thread started by the first ``start()``; it reconnects with backoff after
 any error and clears the cache on every (re)subscription; ``close()`` stops it.
@@ -47,8 +50,10 @@ class Mark:
 
 class VersionFeed:
     def __init__(self, connect: Callable[[], redis.Redis], channel: str, trust_s: float = 30.0,
-                 monotonic: Callable[[], float] = time.monotonic):
+                 monotonic: Callable[[], float] = time.monotonic,
+                 read: Optional[Callable[[str], Optional[int]]] = None):
         self._connect = connect
+        self._read = read  # code -> its real version (None: gone); without it a notice just forgets the code
         self._channel = channel
         self._trust_s = trust_s
         self._monotonic = monotonic
@@ -95,6 +100,10 @@ class VersionFeed:
                 or self._monotonic() - entry.at >= self._trust_s):
             return None
         return entry
+
+    def holds(self, code: str) -> bool:
+        """Whether anything is cached for ``code`` (trusted or not)."""
+        return code in self._cache
 
     def mark(self) -> Mark:
         with self._lock:
@@ -171,11 +180,21 @@ class VersionFeed:
             self._cache.clear()
 
     def _on_message(self, data: object) -> None:
+        """A hint that ``code`` changed: re-read it if this replica holds it (never trust the number)."""
         parts = data.split(" ") if isinstance(data, str) else []
-        if len(parts) != 2:
+        if len(parts) != 2 or not self.holds(parts[0]):
             return
-        code, version = parts
-        if version == "end":
-            self.note(code, None)
-        elif version.isdigit() and len(version) <= 18:
-            self.note(code, int(version))
+        code = parts[0]
+        with self._lock:
+            self._seq += 1  # a read that started before this notice must not be remembered over it
+            mark = Mark(self._epoch, self._seq)
+            entry = self._cache.get(code)
+            if entry is not None:  # served until the re-read lands (a few ms): polls meanwhile cost nothing
+                self._cache[code] = _Entry(entry.version, entry.at, entry.epoch, mark.seq)
+        if self._read is None:
+            return
+        try:
+            version = self._read(code)
+        except Exception:  # noqa: BLE001 (unreachable or garbage: forgotten; the next poll reads the store)
+            return
+        self.remember(code, version, mark)

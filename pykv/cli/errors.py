@@ -3,7 +3,9 @@ checked writable before any work starts."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -14,6 +16,16 @@ from pykv.border.workload import validation_problems
 
 MAX_MESSAGE_CHARS = 300  # an error line is cut to this length
 _CLI_KNOBS = {spec.name for spec in knobs("cli")}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors as one line (``error: ...``, exit code 2), not the usage block first; its
+    sub-commands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        hint = f"; `{self.prog} --help` lists the flags"
+        sys.stderr.write(" ".join(f"error: {message}{hint}".split())[:MAX_MESSAGE_CHARS] + "\n")
+        sys.exit(2)
 
 
 class UsageError(ValueError):

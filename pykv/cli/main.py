@@ -15,7 +15,7 @@ from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.request import SamplingParams
 from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
-from pykv.cli.errors import UsageError, check_writable, one_line, quoted
+from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
 from pykv.cli.metrics_server import serving_metrics
 from pykv.cli.output import write_atomic
@@ -24,6 +24,9 @@ from pykv.engine.llm_engine import LLMEngine
 from pykv.lab.workload_runner import WorkloadRunner
 
 MAX_STEPS_FLAG = 10_000_000  # --max-steps
+# A review pack keeps every step's snapshot of every request: ~0.5 KB per request per step (3.1 GB at 2,000
+# requests x 3,000 steps). Requests x steps is held to this, so its peak RSS stays under 1 GB.
+MAX_REPORT_REQUEST_STEPS = 1_000_000
 USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
 
 
@@ -158,6 +161,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if e.field != axis:
             raise
         raise UsageError(f"{flag}: {e}") from None
+    for note in spec.profile_notes():
+        print(f"note: {note}", file=sys.stderr)
     logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
     configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
 
@@ -208,6 +213,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     given = _check_preset_flags(args, file_ok=True)
     workload = load_workload(args)
+    if len(workload.requests) * args.max_steps > MAX_REPORT_REQUEST_STEPS:
+        raise UsageError(f"a review pack keeps every step of every request: {len(workload.requests):,} requests x "
+                         f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,} "
+                         "(peak memory 1 GB); lower --num-requests or --max-steps.")
     lab = Lab(config, workload=workload)
     lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
     print(engine_header(lab.engine), file=sys.stderr)
@@ -231,7 +240,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pykv", description=__doc__)
+    parser = OneLineParser(prog="python -m pykv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workload, printing vLLM-style logs and a summary table")
     add_engine_flags(run, log_stats_interval=10)  # a run prints vLLM's periodic stats line, as vLLM does

@@ -49,8 +49,11 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
             f"max_num_batched_tokens ({config.max_num_batched_tokens}) is smaller than max_model_len ({wanted}). "
             "This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
             "longer sequences. Raise max_num_batched_tokens, lower max_model_len, or enable chunked prefill.")
+    capped = [] if wanted == config.max_model_len else [
+        f"[pykv] max_model_len {config.max_model_len} is above the model's limit (max_position_embeddings "
+        f"{model_max}): capped to {wanted}"]
     if wanted <= capacity:
-        return wanted, []
+        return wanted, capped
     if p.is_v0:
         raise ValueError(
             f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "

@@ -178,6 +178,18 @@ class SweepSpec:
             runs.append((label, value, self.base.with_profile(profile, **changes)[0]))
         return runs
 
+    def profile_notes(self) -> list[str]:
+        """One line per mode that runs on another vLLM release than the base's (the sweep picks the release
+        that has the mode), so a flag's release is never changed silently."""
+        base = self.base.vllm_profile
+        notes = []
+        for mode in self.modes:
+            if mode in OFFLOAD_MODES and base != OFFLOAD_PROFILE:
+                notes.append(f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is vLLM 0.11+'s")
+            elif MODES.get(mode, {}).get("preemption_mode") == "swap" and not self.base.profile.is_v0:
+                notes.append(f"{mode} runs on {SWAP_PROFILE}, not {base}: only vLLM V0 swaps")
+        return notes
+
 
 @dataclass
 class SweepResult:

@@ -17,6 +17,7 @@ from pykv.lessons.lesson_walk import LessonWalk
 from pykv.lessons.limits import MAX_FILE_BYTES, clip
 from pykv.lessons.markdown import split_front_matter, split_steps
 from pykv.lessons.model_base import pydantic_problems
+from pykv.lessons.offline import check_offline
 from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
 from pykv.lessons.schema import FrontMatter, Lesson
 from pykv.lessons.workshop import check_timing
@@ -59,6 +60,7 @@ def _parse(text: str, path: Path) -> Lesson:
         raise FieldError("", f"{len(text)} characters; a lesson file has at most {MAX_FILE_BYTES // 1024} KB")
     if "\x00" in text:
         raise FieldError("", "holds a NUL character: a binary file, not a Markdown lesson")
+    check_offline(text)
     budget = YamlBudget()
     head, body, body_line = split_front_matter(text)
     raw = parse_yaml(head, "front matter", 2, budget)

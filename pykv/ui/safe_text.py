@@ -7,6 +7,7 @@ import re
 
 URL_ECHO_CHARS = 60  # how much of a URL value a message quotes
 
+_RISKY = re.compile(r":(?=\S)|@|www\.|https?\b", re.IGNORECASE)  # a word that could render as a link/icon
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&])")
 
 
@@ -20,8 +21,10 @@ def code(value: object) -> str:
 
 
 def plain(text: object) -> str:
-    """Any text (an engine message that may echo a URL value) escaped so Markdown shows it as typed:
-    every Markdown character is backslash-escaped (``http\\://`` is no autolink either); line breaks
+    """Any text (an engine message that may echo a URL value) made safe for Markdown: every word that a
+    renderer could turn into a link, an icon or colour (a ``:`` inside it, an ``@``, ``www.``) is quoted as
+    code, and every Markdown character elsewhere is backslash-escaped. Escaping alone is not enough:
+    Streamlit's autolinker and its ``:material/...:`` parser see through ``https\\://``. Line breaks
     become spaces."""
-    flat = " ".join(str(text).split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    return " ".join(code(word) if _RISKY.search(word) else _MARKDOWN_SPECIAL.sub(r"\\\1", word)
+                    for word in str(text).split())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.classroom import StoreUnavailable
+from pykv.classroom import ClassNotFound, StoreUnavailable
 from pykv.lessons import Lesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, course_files
@@ -39,7 +39,15 @@ def render() -> None:
         st.error(f"{e} Retrying…")
         classroom.retry_soon()
         return
-    except Exception as e:  # a bad, unknown or ended class code: the course, and a message
+    except ClassNotFound as e:  # an ended class: its followers are told so; a mistyped code is an error
+        if e.code == st.session_state.get(classroom.FOLLOWED):
+            st.info(f"Class {e.code} has ended. The course is below: carry on at your own pace.")
+        else:
+            st.error(classroom.safe_error(e))
+        classroom.leave_class_params()
+        course_list(lessons, problems)
+        return
+    except Exception as e:  # a bad class code: the course, and a message
         st.error(classroom.safe_error(e))
         classroom.leave_class_params()
         course_list(lessons, problems)

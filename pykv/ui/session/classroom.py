@@ -15,6 +15,7 @@ choose to explore on their own.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pykv.classroom import CLASS_IDLE_S, ClassError, Classes, ClassState, make_store
+from pykv.classroom import CLASS_IDLE_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
@@ -35,6 +36,7 @@ POLL_SPREAD_S = 0.5  # each session polls every POLL_S ± half this: the room's 
 #                      land together (in lockstep, 100 learners took 2.75 s p95 on a mostly idle server)
 EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
 KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
+FOLLOWED = "class_followed"  # session_state: the class code this session last followed (to say it ended)
 SYNCED = "class_synced"  # session_state: (lesson id, step) an instructor's window last showed in step with the class
 
 
@@ -48,10 +50,25 @@ class Membership:
     secret: Optional[str]
 
 
+INSTRUCTOR_KEY_ENV, ADMIN_KEY_ENV = "PYKV_INSTRUCTOR_KEY", "PYKV_ADMIN_KEY"
+
+
 @st.cache_resource(show_spinner=False)
 def classes() -> Classes:
-    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas)."""
-    return Classes(make_store())
+    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas). PYKV_INSTRUCTOR_KEY:
+    the passphrase Start a class asks for; PYKV_ADMIN_KEY: the operator's key, which drives or ends any class."""
+    return Classes(make_store(), unjoined_s=UNJOINED_S, instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
+                   admin_key=os.environ.get(ADMIN_KEY_ENV) or None)
+
+
+def owners() -> tuple[str, ...]:
+    """Who starts a class from this session: the browser session (its anonymous id) and its client address,
+    each capped at MAX_CLASSES_PER_OWNER live classes."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # bare mode (tests): no browser
+        address = None
+    return (f"session:{learner_id()}",) + ((f"ip:{address}",) if isinstance(address, str) and address else ())
 
 
 @st.cache_resource(max_entries=16, ttl=CLASS_IDLE_S, show_spinner=False)  # a lesson no class used for 3 h goes
@@ -115,14 +132,29 @@ def leave_class_params() -> None:
             del st.query_params[name]
 
 
+PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the address the room opens (https://lab.example.org), set once by the host
+_LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
+
+
 def learner_link(code: str) -> str:
-    """The absolute link a learner opens (the host the instructor's browser used)."""
-    try:
-        base = (st.context.url or "").split("?")[0]
-    except Exception:  # bare mode (tests): no browser URL
-        base = ""
-    root = base.rsplit("/", 1)[0] if base else ""
+    """The absolute link a learner opens: under PYKV_PUBLIC_URL when the host set it, else under the address
+    the instructor's browser used (which may be a loopback address the room cannot open: see loopback())."""
+    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
+    if public.startswith(("http://", "https://")):
+        root = public
+    else:
+        try:
+            base = (st.context.url or "").split("?")[0]
+        except Exception:  # bare mode (tests): no browser URL
+            base = ""
+        root = base.rsplit("/", 1)[0] if base else ""
     return f"{root}/lessons?{CLASS_PARAM}={code}" if root else f"lessons?{CLASS_PARAM}={code}"
+
+
+def loopback(link: str) -> bool:
+    """Whether ``link`` points at this machine only (localhost, 127.x, ::1): the room cannot open it."""
+    host = link.split("://", 1)[-1].split("/", 1)[0].split("@")[-1].lower()
+    return host.startswith(_LOOPBACK)
 
 
 def safe_error(e: Exception) -> str:

@@ -17,11 +17,14 @@ from pykv.border.config import EngineConfig
 from pykv.border.units import fmt_bytes
 from pykv.engine.model.loader import LoadedModel
 from pykv.lab.lab import memory_estimate
+from pykv.ui.session.engine_budget import app_engine_bytes, session_engine_bytes
 
 # The whole app: sessions holding an engine, and the memory their engines may come to hold (KV pools + a full
-# MAX_STEPS history: ~137 MB for the default config, ~290 MB at the sidebar's largest pools on the tiny model).
+# MAX_STEPS history: ~131 MiB for the default config, ~290 MiB at the sidebar's largest pools on the tiny model),
+# sized from the machine's memory; one session may hold at most SESSION_ENGINE_BYTES of it (engine_budget.py).
 MAX_ENGINE_SESSIONS = 40
-APP_ENGINE_BYTES = 8 * 2**30
+APP_ENGINE_BYTES = app_engine_bytes()
+SESSION_ENGINE_BYTES = session_engine_bytes(APP_ENGINE_BYTES)
 REAP_EVERY_S = 10.0  # at most this often a script run looks for closed sessions (released TTL + ~2x this after)
 
 
@@ -62,7 +65,12 @@ class Seats:
         self._last_reap = 0.0  # time.monotonic() of the last reap()
 
     def claim(self, mine: Optional[Seat], wanted: int) -> Seat:
-        """``mine`` resized to ``wanted`` bytes (a new seat if None); ServerFull if the app is at its cap."""
+        """``mine`` resized to ``wanted`` bytes (a new seat if None); ServerFull if the app is at its cap, or if
+        ``wanted`` is more than one session's share."""
+        if wanted > SESSION_ENGINE_BYTES:
+            raise ServerFull(f"This engine would hold {fmt_bytes(wanted)} (KV pools and history); one session may "
+                             f"hold at most {fmt_bytes(SESSION_ENGINE_BYTES)} on this server: use smaller pools "
+                             "(num_gpu_blocks, num_cpu_blocks, block_size).")
         with self.lock:
             for attempt in range(2):
                 others = [s for s in self.seats if s is not mine]

@@ -12,7 +12,8 @@ Limits, all checked before anything is allocated or run:
   budget, and a session has a compute allowance over a sliding window; an action stops when its
   session is gone (the browser tab closed);
 - at most ``MAX_ENGINE_SESSIONS`` sessions hold an engine at once, and their engines' memory (KV pools
-  + a full history, ``lab.memory_estimate``) stays under ``APP_ENGINE_BYTES``.
+  + a full history, ``lab.memory_estimate``) stays under ``APP_ENGINE_BYTES`` (half the machine's memory), one
+  session's under ``SESSION_ENGINE_BYTES``.
 """
 
 from __future__ import annotations

@@ -22,13 +22,17 @@ PRESENCE_EVERY_S = 3.0  # the instructor's learner counts refresh this often
 
 
 def start_button(lesson_id: str, step: int) -> None:
+    if classroom.classes().needs_passphrase:
+        st.text_input("Instructor passphrase", key="class_passphrase", type="password", max_chars=200,
+                      help="This server asks for the workshop host's passphrase before a class starts.")
     st.button("Start a class", key="class_start", icon=":material/groups:", on_click=_start, args=(lesson_id, step),
               help="Learners who open the class link follow this lesson step by step as you move.")
 
 
 def _start(lesson_id: str, step: int) -> None:
     try:
-        started, secret = classroom.classes().start(lesson_id, step)
+        started, secret = classroom.classes().start(lesson_id, step, owners=classroom.owners(),
+                                                    passphrase=st.session_state.get("class_passphrase"))
     except Exception as e:  # the server's class limit, an unreachable store: a message
         st.session_state.class_flash = classroom.safe_error(e)
         return
@@ -44,6 +48,10 @@ def panel(member: Membership) -> None:
         with code_col:
             st.markdown(f"Class code **`{member.code}`**")
             st.markdown(f"Learners open [{link}]({link}) or type the code on the Lessons page.")
+            if classroom.loopback(link):
+                st.warning("This link points at this computer only (a loopback address): the room cannot open "
+                           f"it. Start the app with {classroom.PUBLIC_URL_ENV}=https://your-host (the address "
+                           "learners reach), or open this page through that address.", icon=":material/wifi_off:")
             _presence(member.code)
             with st.container(horizontal=True, gap="small"):
                 # on the workshop path the projector ends each lesson (its takeaway) where the instructor does

@@ -27,6 +27,7 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
     """A learner's page, or with ``?presenter=1`` the class's projector: the same step in large type, no
     answer form, no explore button and no presence (it is not a learner)."""
     projector = st.query_params.get("presenter") == "1"
+    st.session_state[classroom.FOLLOWED] = member.code
     if projector:
         st.html(PRESENTER_CSS)
     lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
@@ -52,6 +53,8 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
             _explore(shared, index - 1 if hidden else index, member.code)
 
     st.markdown(f"**{lesson.title}** · step {index + 1} of {shared.num_steps}")
+    if projector:  # the room sees how to join: the code and the link (the QR code is in the class panel)
+        st.caption(f"Join class `{member.code}` at {classroom.learner_link(member.code)}")
     if not projector:
         st.caption(f"Class `{member.code}` · your page follows the instructor.")
     text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")

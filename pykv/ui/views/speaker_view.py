@@ -32,7 +32,9 @@ def render(lesson: Lesson, states: list[StepState], index: int, member: Membersh
                   disabled=before is None)
         st.button("Next", key="lesson_next", type="primary", icon=":material/arrow_forward:", on_click=go,
                   args=(after or n,), disabled=after is None)
-    since = st.session_state.setdefault(STEP_SINCE, {}).setdefault((lesson.id, k), time.time())
+    at_class_step = (member.state.lesson_id, member.state.step) == (lesson.id, k) and member.state.step_at > 0
+    since = member.state.step_at if at_class_step else \
+        st.session_state.setdefault(STEP_SINCE, {}).setdefault((lesson.id, k), time.time())  # when the step began
     _clock(member, since)
     st.markdown(f"### On the projector: {step_state.step.title}")
     if (p := step_state.prediction) is not None:
