@@ -44,7 +44,7 @@ DEPS = {
     "0.10.2": ["packaging", "pydantic", "regex", "numpy", "cbor2", "psutil", "pyzmq", "transformers", "aiohttp",
                "requests", "openai", "pillow", "pybase64", "cachetools", "msgspec", "cloudpickle", "py-cpuinfo",
                "prometheus-client", "fastapi", "partial-json-parser", "einops", "blake3", "gguf", "tqdm",
-               "pyyaml", "sentencepiece", "setuptools"],
+               "pyyaml", "sentencepiece", "setuptools", "setproctitle", "openai-harmony", "diskcache", "compressed-tensors"],
     "0.6.3.post1": ["packaging", "pydantic", "numpy", "psutil", "pyzmq", "transformers", "aiohttp", "requests",
                     "openai", "pillow", "msgspec", "cloudpickle", "py-cpuinfo", "prometheus-client", "fastapi",
                     "partial-json-parser", "einops", "gguf", "tqdm", "pyyaml", "sentencepiece", "setuptools",
@@ -56,8 +56,11 @@ DIST_OF = {"yaml": "pyyaml", "google": "protobuf", "PIL": "pillow", "zmq": "pyzm
            "openai_harmony": "openai-harmony", "partial_json_parser": "partial-json-parser",
            "prometheus_client": "prometheus-client", "sentencepiece": "sentencepiece", "cv2": "opencv-python-headless"}
 SCHEDULER_MODULES = {"0.6.3.post1": ["vllm.config", "vllm.core.scheduler", "vllm.sequence"],
-                     "0.10.2": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs"],
-                     "0.33.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs"]}
+                     # ModelConfig inspects the architecture by importing its model module (in a subprocess)
+                     "0.10.2": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs",
+                                "vllm.model_executor.models.llama"],
+                     "0.33.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs",
+                                "vllm.model_executor.models.llama"]}
 
 
 def default_cache() -> Path:
@@ -87,8 +90,9 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def _pip(python: Path, *args: str) -> None:
-    _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args])
+def _pip(python: Path, *args: str, constraints: Path | None = None) -> None:
+    extra = ["-c", str(constraints)] if constraints else []
+    _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *extra, *args])
 
 
 def build_torch(cache: Path) -> Path:
@@ -149,10 +153,13 @@ def build_release(release: str, cache: Path, torch_dir: Path, force: bool = Fals
     python = venv / "bin" / "python"
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "pykv_oracle_torch.pth").write_text(str(torch_dir) + "\n")
+    # Nothing may pull in another torch (a CUDA one would shadow the shared CPU torch): pip fails instead.
+    constraints = venv / "pykv-oracle-constraints.txt"
+    constraints.write_text(TORCH + "\n")
     _pip(python, "--no-deps", f"vllm=={release}")
     specs = _requirement_specs(python)
     pins = EXTRA_PINS.get(release, {})
-    _pip(python, *[_spec(d, pins, specs) for d in DEPS[release]])
+    _pip(python, *[_spec(d, pins, specs) for d in DEPS[release]], constraints=constraints)
     if release == "0.6.3.post1":
         moved = venv / "vllm-so-moved"
         moved.mkdir(exist_ok=True)
@@ -164,7 +171,7 @@ def build_release(release: str, cache: Path, torch_dir: Path, force: bool = Fals
             break
         dist = DIST_OF.get(module, module).lower().replace("_", "-")
         print(f"vllm {release}: also needs {dist} (module {module}); add it to DEPS", flush=True)
-        _pip(python, _spec(dist, pins, specs))
+        _pip(python, _spec(dist, pins, specs), constraints=constraints)
     else:
         raise RuntimeError(f"vllm {release}: the scheduler still does not import")
     (venv / MARKER).write_text(f"vllm=={release}\n{TORCH}\n")

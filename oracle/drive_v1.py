@@ -81,7 +81,10 @@ def build_scheduler(case: Case, model_dir: str) -> Scheduler:
                                **({"swap_space": 0} if _accepts(CacheConfig, "swap_space") else {}))
     vllm_config = VllmConfig(scheduler_config=scheduler_config, model_config=model_config, cache_config=cache_config,
                              device_config=DeviceConfig(device="cuda"))
-    spec = FullAttentionSpec(block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32)
+    spec_kwargs = dict(block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32)
+    if "use_mla" in getattr(FullAttentionSpec, "__dataclass_fields__", {}):  # 0.10.2
+        spec_kwargs["use_mla"] = False
+    spec = FullAttentionSpec(**spec_kwargs)
     kv_cache_config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
                                     kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)])
     cache_config.num_gpu_blocks = num_blocks
