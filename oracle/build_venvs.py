@@ -20,7 +20,7 @@ vllm.config`` fails (``Tried to instantiate class '_core_C.ScalarType'``), so th
 from __future__ import annotations
 
 import argparse
-import importlib.util  # noqa: F401  (documented: the marker check runs find_spec in the venv)
+import concurrent.futures
 import os
 import re
 import shutil
@@ -44,7 +44,8 @@ DEPS = {
     "0.10.2": ["packaging", "pydantic", "regex", "numpy", "cbor2", "psutil", "pyzmq", "transformers", "aiohttp",
                "requests", "openai", "pillow", "pybase64", "cachetools", "msgspec", "cloudpickle", "py-cpuinfo",
                "prometheus-client", "fastapi", "partial-json-parser", "einops", "blake3", "gguf", "tqdm",
-               "pyyaml", "sentencepiece", "setuptools", "setproctitle", "openai-harmony", "diskcache", "compressed-tensors"],
+               "pyyaml", "sentencepiece", "setuptools", "setproctitle", "openai-harmony", "diskcache",
+               "compressed-tensors"],
     "0.6.3.post1": ["packaging", "pydantic", "numpy", "psutil", "pyzmq", "transformers", "aiohttp", "requests",
                     "openai", "pillow", "msgspec", "cloudpickle", "py-cpuinfo", "prometheus-client", "fastapi",
                     "partial-json-parser", "einops", "gguf", "tqdm", "pyyaml", "sentencepiece", "setuptools",
@@ -183,13 +184,16 @@ def main() -> int:
     ap.add_argument("--releases", nargs="+", default=list(RELEASES), choices=RELEASES)
     ap.add_argument("--cache", type=Path, default=None, help="default: $PYKV_ORACLE_CACHE or ~/.cache/pykv-oracle")
     ap.add_argument("--force", action="store_true", help="rebuild even a venv that is ready")
+    ap.add_argument("--jobs", type=int, default=3, help="releases built at once (downloads overlap; default 3)")
     args = ap.parse_args()
     cache = args.cache or default_cache()
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     torch_dir = build_torch(cache)
-    for release in args.releases:
-        build_release(release, cache, torch_dir, args.force)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(build_release, r, cache, torch_dir, args.force) for r in args.releases]
+        for future in futures:
+            future.result()
     du = subprocess.run(["du", "-sh", str(cache)], capture_output=True, text=True).stdout.split()[0]
     print(f"done in {time.perf_counter() - t0:.0f} s; {cache} holds {du}")
     return 0

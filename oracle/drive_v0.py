@@ -28,8 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 warnings.filterwarnings("ignore")
 
-from oracle.trace import Case, StepTrace, Trace, dump_list, load_cases  # noqa: E402
-
 import vllm  # noqa: E402
 from vllm.config import CacheConfig, SchedulerConfig  # noqa: E402
 from vllm.core.scheduler import Scheduler  # noqa: E402
@@ -37,6 +35,8 @@ from vllm.engine.output_processor.stop_checker import StopChecker  # noqa: E402
 from vllm.inputs import token_inputs  # noqa: E402
 from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.sequence import Logprob, Sequence, SequenceGroup, SequenceStatus  # noqa: E402
+
+from oracle.trace import Case, StepTrace, Trace, dump_list, load_cases  # noqa: E402
 
 RELEASE = vllm.__version__
 EOS_TOKEN_ID = 2**30  # never produced: every case runs with ignore_eos on both sides
@@ -148,8 +148,7 @@ def run_case(case: Case) -> Trace:
             for seq, parent in new:
                 if seq.is_finished():
                     finished.append(names[seq.seq_id])
-                    if seq is parent or True:
-                        sched.free_seq(seq)
+                    sched.free_seq(seq)
         sched.free_finished_seq_groups()
 
         def queue(q, status=None) -> list[str]:

@@ -32,8 +32,6 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 os.environ.setdefault("PYTHONHASHSEED", "0")
 warnings.filterwarnings("ignore")
 
-from oracle.trace import Case, StepTrace, Trace, dump_list, load_cases  # noqa: E402
-
 import torch  # noqa: E402
 import vllm  # noqa: E402
 from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig  # noqa: E402
@@ -44,6 +42,8 @@ from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCache
 from vllm.v1.outputs import ModelRunnerOutput  # noqa: E402
 from vllm.v1.request import Request  # noqa: E402
 from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
+
+from oracle.trace import Case, StepTrace, Trace, dump_list, load_cases  # noqa: E402
 
 try:  # 0.33.0
     from vllm.utils.hashing import get_hash_fn_by_name  # noqa: E402
