@@ -70,7 +70,7 @@ class _StandInRunner:
     def __init__(self, run_result_class) -> None:
         self._result = run_result_class
 
-    def run(self, out, requests):
+    def run(self, out, requests, record_kernels: bool = False):
         sampled, forks = {}, {}
         for chunk in out.chunks:
             request = requests[chunk.request_id]
@@ -90,7 +90,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
 
     engine = LLMEngine(engine_config(case), loaded=_loaded())
     if not use_model:
-        from pykv.model_runner import RunResult
+        from pykv.engine.model_runner import RunResult
 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
@@ -137,7 +137,7 @@ def prompt_tokens(texts: list[str]) -> list[list[int]]:
 
 def preset(name: str, seed: int = 0, **kwargs):
     """A pykv workload preset (pykv.workload.make_workload) as [(prompt_token_ids, max_tokens, arrival_step)]."""
-    from pykv.workload import make_workload
+    from pykv.border.workload import make_workload
 
     workload = make_workload(name, seed=seed, **kwargs)
     out = []

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from pykv.bridge import diagnose
+from pykv.gpu_model import Target
 from pykv.lab.server_replay import plan_replay, profile_for
 from pykv.lab.what_if import lab_fix, suggested_fixes, what_if
-from pykv.gpu_model import Target
 
 EXAMPLES = Path(__file__).parent.parent / "pykv" / "bridge" / "examples"
 FIXTURES = Path(__file__).parent / "fixtures" / "bridge"
