@@ -77,7 +77,8 @@ class Comparison:
 def compare(diagnosis: Diagnosis, baseline: dict, tolerance: float = 0.10) -> Comparison:
     now, before = figures(diagnosis), baseline["figures"]
     changes = {key: (before.get(key), now[key]) for key in ("preemptions_per_min", "mean_gpu_kv_usage", "mean_gen_tps")}
-    better, worse = [], []
+    better: list[str] = []
+    worse: list[str] = []
     for key, lower_is_better in (("preemptions_per_min", True), ("mean_gen_tps", False)):
         old, new = changes[key]
         if old is None or new is None:

@@ -71,6 +71,7 @@ class TextSource:
             raw: BinaryIO = io.BytesIO(self._blob)
         else:
             try:
+                assert self._path is not None, "a source is a blob or a path"
                 raw = open(self._path, "rb")  # noqa: SIM115 (closed by the caller's with-block)
             except OSError as exc:
                 raise BridgeInputError(f"cannot open {self._path}: {exc.strerror}") from None

@@ -14,7 +14,7 @@ HIT_NEAR_ZERO = 0.02
 
 def prefix_cache_not_hitting(ev: Evidence) -> Finding | None:
     rates = [s for s in ev.samples if s.prefix_hit_rate is not None and (s.running or s.prompt_tps)]
-    if not rates or max(s.prefix_hit_rate for s in rates) >= HIT_NEAR_ZERO:
+    if not rates or max(s.prefix_hit_rate or 0.0 for s in rates) >= HIT_NEAR_ZERO:
         return None
     expected = ev.shared_prefix_requests
     if expected == 0 or (expected is None and ev.config.enable_prefix_caching is not True):

@@ -85,6 +85,7 @@ class LogParser:
 
     def _try_continue(self, line: str) -> bool:
         pending = self._pending
+        assert pending is not None, "only called with a record pending"
         records = split_records(line)
         if len(records) != 1 or records[0].has_prefix or not records[0].message:
             return False

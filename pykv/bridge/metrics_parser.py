@@ -76,7 +76,8 @@ def _parse_chunk(lines: list[str]) -> tuple[list, int]:
         return [s for family in text_string_to_metric_families("\n".join(lines) + "\n") for s in family.samples], 0
     except (ValueError, TypeError, IndexError):
         pass
-    samples, bad = [], 0
+    samples: list = []
+    bad = 0
     for line in lines:
         if line.startswith("#"):
             continue

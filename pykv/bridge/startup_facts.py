@@ -33,7 +33,7 @@ def fill_derived(fact: StartupFact, config_block_size: int | None) -> None:
     if fact.block_size is None:
         fact.block_size = config_block_size
     if fact.block_size is None and fact.num_gpu_blocks:
-        tokens = fact.kv_cache_tokens
+        tokens: float | None = fact.kv_cache_tokens
         if tokens is None and fact.max_concurrency is not None and fact.max_model_len:
             tokens = fact.max_concurrency * fact.max_model_len
         if tokens:

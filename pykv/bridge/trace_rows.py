@@ -17,7 +17,7 @@ CHARS_PER_TOKEN = 4  # custom JSONL carries text, not token counts: a rough Engl
 
 def _tokens(value: object, what: str) -> int:
     try:
-        number = float(value)
+        number = float(value)  # type: ignore[arg-type]  # any cell: float() refuses what is not a number
     except (TypeError, ValueError):
         raise ValueError(f"{what} {value!r} is not a number") from None
     if number != number or number < 0 or number > 10**9:
@@ -27,7 +27,7 @@ def _tokens(value: object, what: str) -> int:
 
 def _timestamp(value: object) -> float:
     try:
-        number = float(value)
+        number = float(value)  # type: ignore[arg-type]  # any cell: float() refuses what is not a number
     except (TypeError, ValueError):
         number = None
     if number is not None:

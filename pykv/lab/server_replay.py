@@ -169,8 +169,8 @@ def _requests(diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int
         prompts = _prompts(picked, prompt_len, vocab_size, rng)
         kept = "arrivals: the trace's arrival times squeezed onto engine steps"
     else:
-        steps = [0] * count if diagnosis.samples and max((s.waiting or 0) for s in diagnosis.samples) else \
-            [2 * i for i in range(count)]
+        waited = any((s.waiting or 0) > 0 for s in diagnosis.samples)
+        steps = [0] * count if waited else [2 * i for i in range(count)]
         prompts = [[rng.randrange(3, vocab_size) for _ in range(prompt_len)] for _ in range(count)]
         kept = "arrivals: a burst (requests waited on the server)" if not any(steps) else \
             "arrivals: one every other step (nothing waited on the server)"
