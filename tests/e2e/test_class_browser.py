@@ -19,7 +19,7 @@ FOLLOW_MS = 15_000  # the goal is 2 s (a 1 s poll + one rerun); a busy CI machin
 
 @pytest.fixture(scope="module")
 def lesson():
-    from pykv.ui.pages.lessons import course
+    from pykv.ui.session.course_files import course
 
     lessons, _ = course()
     if not lessons:

@@ -15,7 +15,7 @@ TIMEOUT_MS = 60_000
 
 @pytest.fixture(scope="module")
 def course():
-    from pykv.ui.pages.lessons import course
+    from pykv.ui.session.course_files import course
 
     lessons, problems = course()
     if not lessons:
