@@ -29,7 +29,7 @@ SwapFallback = Literal["recompute", "abort"]
 SwapCopy = Literal["batched", "per_block"]
 
 V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
-OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (vLLM 0.11+)
+OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (--kv-offloading-size, vLLM 0.11.1+)
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.border.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
@@ -117,12 +117,13 @@ class EngineConfig(BaseModel):
         expose=EVERYWHERE,
         vllm=same_flag("--scheduling-policy", "scheduling_policy"))
     kv_offloading_size: Optional[float] = knob(
-        None, "V1's CPU offloading tier in GiB (vLLM 0.11+'s --kv-offloading-size, native backend): full blocks are "
-        "stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides it",
+        None, "V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size: 0.11.1+ with --kv-offloading-backend "
+        "native, the size alone in 0.33): full blocks are stored to CPU as they are computed and loaded back instead "
+        "of recomputed; num_offload_blocks overrides it",
         gt=0, le=64, profiles=OFFLOADING,
         vllm=per_release(
             "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
-            "no flag in vLLM 0.10.2: the tier came later (0.12 with --kv-offloading-backend native; in "
+            "no flag in vLLM 0.10.2: the tier came in 0.11.1 (with --kv-offloading-backend native; in "
             "0.33 the size alone enables it)",
             Flag("--kv-offloading-size", "kv_offloading_size")))
     num_offload_blocks: Optional[int] = knob(

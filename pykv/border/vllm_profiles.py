@@ -37,7 +37,9 @@ class VllmProfile:
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
     has_request_preemptions_histogram: bool  # vllm:request_num_preemptions (per finished request)
-    has_kv_offloading: bool = False  # the CPU offloading tier (--kv-offloading-size, vLLM 0.11+) and its metrics
+    # the CPU offloading tier and its metrics (--kv-offloading-size: 0.11.1+ with --kv-offloading-backend native;
+    # the size alone in 0.33)
+    has_kv_offloading: bool = False
 
     @property
     def is_v0(self) -> bool:

@@ -29,7 +29,7 @@ MODES: dict[str, dict] = {
     "swap+prefix": {"preemption_mode": "swap", "enable_prefix_caching": True, "swap_copy": "batched"},
 }
 SWAP_PROFILE = "v0.6"  # swap modes run under vLLM V0's rules: V1 has no swap
-OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11+)
+OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11.1+)
 OFFLOAD_MODES = ("recompute+offload",)
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 RUN_CONFIG_COLUMNS = [  # what a run was: its mode, axis value and the config fields a sweep varies
@@ -185,7 +185,8 @@ class SweepSpec:
         notes = []
         for mode in self.modes:
             if mode in OFFLOAD_MODES and base != OFFLOAD_PROFILE:
-                notes.append(f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is vLLM 0.11+'s")
+                notes.append(f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is V1's "
+                             "(vLLM 0.11.1+)")
             elif MODES.get(mode, {}).get("preemption_mode") == "swap" and not self.base.profile.is_v0:
                 notes.append(f"{mode} runs on {SWAP_PROFILE}, not {base}: only vLLM V0 swaps")
         return notes

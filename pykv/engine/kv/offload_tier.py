@@ -1,5 +1,6 @@
-"""vLLM V1's CPU offloading tier (``--kv-offloading-size``, native backend, vLLM 0.11+): a cache of full,
-hashed KV blocks in CPU memory, beside the device pool, that survives a recompute preemption.
+"""vLLM V1's CPU offloading tier (``--kv-offloading-size``; 0.11.1+ with ``--kv-offloading-backend native``, the
+size alone in 0.33): a cache of full, hashed KV blocks in CPU memory, beside the device pool, that survives a
+recompute preemption.
 
 Transcribed in spirit from vLLM 0.33.0: the OffloadingConnector's scheduler side
 (``vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py``: ``get_num_new_matched_tokens``
