@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pykv.border.workload import Workload
 from pykv.cli.main import main
+from pykv.review_pack.page import plotly_js
 
 EXAMPLES = Path(__file__).parent.parent / "pykv" / "bridge" / "examples"
 STORM = str(EXAMPLES / "v1-0.33-preemption-storm.log")
@@ -55,3 +57,14 @@ def test_the_replay_workload_runs_with_the_printed_command(tmp_path, capsys):
     assert f"--workload {out}" in command and "--max-num-seqs 12" in command
     workload = Workload.load(out)
     assert len(workload.requests) == 19
+
+
+def test_the_review_pack_of_a_server_is_one_offline_page(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["diagnose", STORM, "--out", str(out)]) == 0
+    page = out.read_text()
+    for section in ('id="server"', 'id="server-timeline"', 'id="findings"', 'id="replay"'):
+        assert section in page
+    assert "Preemption storm" in page and "What the scaling keeps" not in page  # the pack's own wording
+    rest = page.replace(plotly_js(), "")  # plotly.js is embedded once; nothing else names a host
+    assert page.count(plotly_js()) == 1 and not re.search(r"(?i)https?://|@import|@font-face|cdn\.", rest)

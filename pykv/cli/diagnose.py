@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
     p.add_argument("--save-baseline", default=None, metavar="NEW.json", help="save this diagnosis as a baseline")
     p.add_argument("--replay-out", default=None, metavar="WORKLOAD.json",
                    help="write the lab replay's workload (run it with the printed `python -m pykv run` command)")
+    p.add_argument("--out", default=None, metavar="REPORT.html", help="write the review pack: one offline HTML page "
+                   "(release, timeline, findings, the lab replay, and the what-if with --what-if)")
     p.add_argument("--what-if", action="store_true", help="run the replay, and again with the suggested fix, and "
                    "print both (takes seconds to a minute on a CPU)")
     p.add_argument("--gpu", default="H100-SXM", help=f"the modelled GPU for --what-if: {', '.join(GPUS)}")
@@ -49,7 +51,7 @@ def add_parser(sub) -> None:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.files and not args.prometheus:
         raise UsageError("give at least one file (a vLLM log, a /metrics body or a trace) or --prometheus URL")
-    for path, flag in ((args.save_baseline, "--save-baseline"), (args.replay_out, "--replay-out")):
+    for path, flag in ((args.save_baseline, "--save-baseline"), (args.replay_out, "--replay-out"), (args.out, "--out")):
         check_writable(path, flag)
     if args.gpu not in GPUS or args.model not in MODELS:
         raise UsageError(f"--gpu must be one of {', '.join(GPUS)} and --model one of {', '.join(MODELS)}")
@@ -69,7 +71,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"\nbaseline {args.baseline}: {compare(diagnosis, baseline).verdict}")
     if args.save_baseline:
         print(f"\nsaved the baseline {args.save_baseline}")
-    if args.replay_out or args.what_if:
+    if args.replay_out or args.what_if or args.out:
         _replay(diagnosis, args)
     return 0
 
@@ -127,11 +129,10 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
     if args.replay_out:
         write_atomic(args.replay_out, plan.workload.to_json().encode())
         print(f"  run it: python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}")
-    if args.what_if:
-        fixes = suggested_fixes(diagnosis, plan)
-        if not fixes:
-            print("  what-if: no fix in the tuning order applies to this replay")
-            return
+    fixes, outcomes = suggested_fixes(diagnosis, plan), []
+    if args.what_if and not fixes:
+        print("  what-if: no fix in the tuning order applies to this replay")
+    elif args.what_if:
         outcomes = what_if(plan, fixes, loaded, Target(args.gpu, args.model))
         print(f"  what-if (throughput {outcomes[0].target_label}):")
         for i, fix in enumerate(fixes, 1):
@@ -142,3 +143,10 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
             print(f"  {label:20}" + "".join(f"{fmt.format(getattr(o, field)):>14}" for o in outcomes))
         if not all(o.done for o in outcomes):
             print("  (a run stopped at its step limit before finishing)", file=sys.stderr)
+    if args.out:
+        from pykv.review_pack.page import render_html
+        from pykv.review_pack.server import server_pack
+
+        data = render_html(server_pack(diagnosis, plan, fixes, outcomes))
+        write_atomic(args.out, data)
+        print(f"\nwrote {args.out} ({len(data) / 2**20:.1f} MiB)")

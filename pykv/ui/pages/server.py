@@ -34,6 +34,7 @@ def render() -> None:
     plan = server_lab.replay(d)
     server_lab.what_if_panel(d, plan)
     server_lab.baseline(d)
+    server_lab.pack_button(d, plan)
 
 
 def _inputs() -> None:

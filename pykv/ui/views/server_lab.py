@@ -11,7 +11,9 @@ import streamlit as st
 from pykv.bridge import Diagnosis, compare
 from pykv.bridge.baseline import baseline_body, parse_baseline
 from pykv.lab.server_replay import ReplayPlan, plan_replay
-from pykv.lab.what_if import WHAT_IF_ROWS, ReplayOutcome, suggested_fixes, what_if
+from pykv.lab.what_if import WHAT_IF_ROWS, LabFix, ReplayOutcome, suggested_fixes, what_if
+from pykv.review_pack.page import render_html
+from pykv.review_pack.server import server_pack
 from pykv.ui.safe_text import plain
 from pykv.ui.session import routes, state
 from pykv.ui.views import target
@@ -65,9 +67,26 @@ def what_if_panel(d: Diagnosis, plan: ReplayPlan) -> None:
         loaded = state.model_for(plan.config)
         with st.spinner("Running the replay…"):
             st.session_state.server_what_if_result = (labels, what_if(plan, fixes, loaded, tgt))
+    outcomes = what_if_outcomes(fixes)
+    if outcomes:
+        _what_if_table(outcomes)
+
+
+def what_if_outcomes(fixes: list[LabFix]) -> list[ReplayOutcome]:
+    """The what-if this session ran for these fixes ([] if none yet)."""
     result = st.session_state.get("server_what_if_result")
-    if result is not None and result[0] == labels:
-        _what_if_table(result[1])
+    return result[1] if result is not None and result[0] == tuple(fix.label for fix in fixes) else []
+
+
+def pack_button(d: Diagnosis, plan: ReplayPlan) -> None:
+    """The review pack of this diagnosis (with the what-if once it ran): one offline HTML page."""
+    fixes = suggested_fixes(d, plan)
+    outcomes = what_if_outcomes(fixes)
+    st.download_button("Review pack (HTML)", lambda: render_html(server_pack(d, plan, fixes if outcomes else [],
+                                                                          outcomes)),
+                       file_name="pykv-your-server.html", mime="text/html", key="server_pack",
+                       icon=":material/description:", on_click="ignore",
+                       help="One self-contained page to send: release, timeline, findings, replay and what-if.")
 
 
 def _what_if_table(outcomes: list[ReplayOutcome]) -> None:
