@@ -123,6 +123,20 @@ class BlockPool:
             del self.cached[block.block_hash]
         block.block_hash = None
 
+    def check_tables(self, tables: dict[str, list[int]], pool_name: str = "device") -> None:
+        """The pool's invariants, and that each block's ref count is the number of ``tables`` (request -> block ids)
+        holding it, none twice."""
+        self.check_invariants()
+        refs = [0] * self.num_blocks
+        for request_id, table in tables.items():
+            assert len(set(table)) == len(table), f"request {request_id} holds a {pool_name} block twice"
+            for block_id in table:
+                refs[block_id] += 1
+        for block in self.blocks:
+            assert block.ref_cnt == refs[block.block_id], (
+                f"{pool_name} block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} "
+                "block tables")
+
     def check_invariants(self) -> None:
         for block in self.blocks:
             assert block.ref_cnt >= 0, f"block {block.block_id} has negative ref count"

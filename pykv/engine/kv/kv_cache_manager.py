@@ -282,15 +282,7 @@ class KVCacheManager:
         self.pool.free(reversed(extra))
 
     def check_invariants(self) -> None:
-        self.pool.check_invariants()
-        refs = [0] * self.pool.num_blocks
-        for request_id, table in self.block_tables.items():
-            assert len(set(table)) == len(table), f"request {request_id} holds a block twice"
-            for block_id in table:
-                refs[block_id] += 1
-        for block in self.pool.blocks:
-            assert block.ref_cnt == refs[block.block_id], (
-                f"block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} block tables")
+        self.pool.check_tables(self.block_tables)
         self.swap.check_invariants()
         assert not self.block_tables.keys() & self.swap.block_tables.keys(), "a request holds blocks in both pools"
         if self.offload is not None:

@@ -63,12 +63,4 @@ class SwapSpace:
         self.pool.free(self.block_tables.pop(request.request_id, []))
 
     def check_invariants(self) -> None:
-        self.pool.check_invariants()
-        refs = [0] * self.pool.num_blocks
-        for request_id, table in self.block_tables.items():
-            assert len(set(table)) == len(table), f"request {request_id} holds a CPU block twice"
-            for block_id in table:
-                refs[block_id] += 1
-        for block in self.pool.blocks:
-            assert block.ref_cnt == refs[block.block_id], (
-                f"CPU block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} tables")
+        self.pool.check_tables(self.block_tables, "CPU")
