@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import streamlit as st
+from streamlit.proto.ClientState_pb2 import ClientState
 
 from pykv.classroom.watch import VersionWatch
 
@@ -34,7 +35,6 @@ def waker() -> Optional[Callable[[], None]]:
     """A callable that reruns this session's page from any thread (a no-op once it is gone), or None."""
     sid = session_id()
     try:
-        from streamlit.proto.ClientState_pb2 import ClientState
         from streamlit.runtime import Runtime
         manager = Runtime.instance()._session_mgr  # noqa: SLF001
         if sid is None or manager.get_active_session_info(sid) is None:
@@ -47,12 +47,24 @@ def waker() -> Optional[Callable[[], None]]:
         if info is None:
             return
         session = info.session
-        state = ClientState()
-        state.CopyFrom(session._client_state)  # noqa: SLF001 (the widgets, query and page of its last run)
-        state.fragment_id = ""  # the whole page, not the poll fragment that may have run last
-        state.is_auto_rerun = False
-        session.request_rerun(state)
+        session.request_rerun(replay_state(session._client_state))  # noqa: SLF001 (its last run's)
     return wake
+
+
+_TRIGGERS = frozenset({"trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value"})
+
+
+def replay_state(last: ClientState) -> ClientState:
+    """The session's last client state for a rerun of the whole page: its widgets' values, query and page, no
+    trigger (a button pressed in that run is not pressed again) and no fragment (the poll may have run last)."""
+    state = ClientState()
+    state.CopyFrom(last)
+    state.fragment_id = ""
+    state.is_auto_rerun = False
+    kept = [w for w in state.widget_states.widgets if w.WhichOneof("value") not in _TRIGGERS]
+    del state.widget_states.widgets[:]
+    state.widget_states.widgets.extend(kept)
+    return state
 
 
 def watch(code: str, version: int, read: Callable[[str], Optional[int]]) -> bool:
