@@ -11,7 +11,7 @@ from pykv.classroom.watch import VersionWatch
 
 def test_an_idle_class_wakes_nobody_and_costs_one_read_per_pass():
     versions = {"AAAAAA": 1}
-    watch = VersionWatch(versions.get)
+    watch = VersionWatch(versions.get, sleep=lambda s: None)
     woken: list[int] = []
     for i in range(300):
         watch.watch(f"s{i}", "AAAAAA", 1, lambda i=i: woken.append(i))
@@ -22,7 +22,7 @@ def test_an_idle_class_wakes_nobody_and_costs_one_read_per_pass():
 
 def test_a_move_wakes_that_class_only_once_each():
     versions = {"AAAAAA": 1, "BBBBBB": 4}
-    watch = VersionWatch(versions.get)
+    watch = VersionWatch(versions.get, gap_s=0)
     woken: list[str] = []
     for i in range(3):
         watch.watch(f"a{i}", "AAAAAA", 1, lambda i=i: woken.append(f"a{i}"))
@@ -34,7 +34,7 @@ def test_a_move_wakes_that_class_only_once_each():
 
 def test_an_ended_class_wakes_a_broken_store_does_not():
     versions: dict[str, int] = {"AAAAAA": 1}
-    watch = VersionWatch(versions.get)
+    watch = VersionWatch(versions.get, gap_s=0)
     woken: list[str] = []
     watch.watch("x", "AAAAAA", 1, lambda: woken.append("x"))
     watch.watch("y", "CCCCCC", 1, lambda: woken.append("y"))  # gone: version None
@@ -48,7 +48,7 @@ def test_an_ended_class_wakes_a_broken_store_does_not():
 
 
 def test_one_waiter_per_session_bounded_and_a_failing_wake_is_dropped():
-    watch = VersionWatch(lambda code: 2, max_waiters=5)
+    watch = VersionWatch(lambda code: 2, max_waiters=5, gap_s=0)
     for i in range(8):
         watch.watch(f"s{i}", "AAAAAA", 1, lambda: 1 / 0)
     watch.watch("s7", "AAAAAA", 1, lambda: 1 / 0)  # again: replaces
@@ -68,3 +68,11 @@ def test_the_thread_wakes_a_real_class_within_a_pass_or_two():
         time.sleep(0.01)
     watch.close()
     assert woken and woken[0] - t0 < 1.0
+
+
+def test_a_room_is_woken_paced_not_all_at_once():
+    slept: list[float] = []
+    watch = VersionWatch(lambda code: 2, gap_s=0.01, sleep=slept.append)
+    for i in range(100):
+        watch.watch(f"s{i}", "AAAAAA", 1, lambda: None)
+    assert watch.tick() == 100 and slept == [0.01] * 99  # 100 reruns over ~1 s, one behind another
