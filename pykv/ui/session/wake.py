@@ -2,7 +2,7 @@
 class moved, so a follower's page reruns within a watcher pass instead of polling every second.
 
 Streamlit has no public API for this; it is what its own run-on-save does (``AppSession.request_rerun`` with
-the session's last client state, from the file watcher's thread). Where that is not available (a bare test
+the session's last client state), scheduled on the session's event loop. Where that is not available (a bare test
 run, another Streamlit), ``waker()`` is None and the page keeps its one-second poll.
 """
 
@@ -47,7 +47,10 @@ def waker() -> Optional[Callable[[], None]]:
         if info is None:
             return
         session = info.session
-        session.request_rerun(replay_state(session._client_state))  # noqa: SLF001 (its last run's)
+        # On the session's event loop, like every browser rerun: called from the watcher's thread, 3 of 50
+        # followers once lost a wake (a rerun requested while their fallback fragment's ran)
+        session._call_soon_on_event_loop(  # noqa: SLF001
+            lambda: session.request_rerun(replay_state(session._client_state)))  # noqa: SLF001 (its last run's)
     return wake
 
 
