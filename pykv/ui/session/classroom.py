@@ -27,14 +27,13 @@ import streamlit as st
 from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
-from pykv.ui.session import state, wake
+from pykv.ui.session import state
 
 CLASS_PARAM, KEY_PARAM = "class", "key"
 SWEEP_EVERY_S = 60.0
 POLL_S = 1.0  # how often, on average, a follower's page asks whether the class moved (propagation ≈ this + a rerun)
 POLL_SPREAD_S = 0.5  # each session polls every POLL_S ± half this: the room's reruns after a step do not all
 #                      land together (in lockstep, 100 learners took 2.75 s p95 on a mostly idle server)
-FALLBACK_S = HEARTBEAT_S + 0.5  # with the watcher: the page's own check (and heartbeat) this often
 EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
 KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
 FOLLOWED = "class_followed"  # session_state: the class code this session last followed (to say it ended)
@@ -169,19 +168,12 @@ def poll_interval() -> float:
 
 
 def poll(code: str, version: int, presence: Optional[str] = None) -> None:
-    """Rerun the page when the class's version is no longer ``version`` (the instructor moved, revealed or
-    ended it); ``presence`` ("following") also counts this learner as there (written every HEARTBEAT_S).
-
-    The process-wide watcher (``wake.watch``) reruns the page within a pass of its thread; a fragment every
-    FALLBACK_S still checks (and beats the heart). Where the watcher cannot wake a session (a bare test run),
-    the fragment polls about once every POLL_S instead."""
-    woken = wake.watch(code, version, classes().version)
-
-    @st.fragment(run_every=FALLBACK_S if woken else poll_interval())
+    """About once every POLL_S: rerun the page when the class's version is no longer ``version`` (the
+    instructor moved, revealed or ended it); ``presence`` ("following") also counts this learner as there
+    (written to the store every HEARTBEAT_S: Classes batches it)."""
+    @st.fragment(run_every=poll_interval())
     def watch() -> None:
         registry = classes()
-        if woken:
-            wake.watch(code, version, registry.version)
         if presence is not None:
             try:
                 registry.seen(code, learner_id(), presence)
