@@ -12,6 +12,7 @@ from pykv.classroom.limits import (
     CLASS_IDLE_S,
     CODE_ALPHABET,
     CODE_LENGTH,
+    HEARTBEAT_S,
     MAX_CLASSES,
     MAX_LEARNERS,
     PRESENCE_S,
@@ -23,7 +24,8 @@ from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
 from pykv.classroom.store_factory import make_store
 
 __all__ = [
-    "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S", "UNJOINED_S",
+    "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "HEARTBEAT_S", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S",
+    "UNJOINED_S",
     "ClassError", "ClassNotFound", "ClassRecord", "ClassState", "ClassStore", "Classes", "MemoryStore",
     "NotInstructor", "Outcome", "Presence", "Seen", "StoreUnavailable", "make_store",
 ]

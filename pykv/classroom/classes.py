@@ -24,7 +24,8 @@ The rules, all here and none in the stores:
   the class is still at the version the rules were checked against, so an answer racing a step
   change or a reveal is checked again rather than slipped in.
 - Presence counts learners whose last heartbeat is younger than PRESENCE_S; older ones are dropped
-  when the headcount is read, or when the class is full of them.
+  when the headcount is read, or when the class is full of them. With ``heartbeat_s`` (the app: HEARTBEAT_S)
+  a learner's heartbeat is written at most that often per class and mode (the page polls every second).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class Classes:
 
     def __init__(self, store: ClassStore, idle_s: float = CLASS_IDLE_S, clock: Callable[[], float] = time.time,
                  *, unjoined_s: Optional[float] = None, instructor_key: Optional[str] = None,
-                 admin_key: Optional[str] = None):
+                 admin_key: Optional[str] = None, heartbeat_s: float = 0.0):
         if not isinstance(idle_s, (int, float)) or not 0 < idle_s <= 30 * 24 * 3600:
             raise ValueError(f"idle_s must be a number of seconds above 0 and at most 30 days, got {idle_s!r}")
         if unjoined_s is not None and not 0 < unjoined_s <= idle_s:
@@ -82,6 +83,8 @@ class Classes:
         self._lock = threading.Lock()
         self._owned: dict[str, list[str]] = {}  # owner -> codes it started (pruned of ended ones); under _lock
         self._joined: set[str] = set()  # codes known to be joined (no more checks per heartbeat)
+        self._heartbeat_s = float(heartbeat_s)
+        self._beats: dict[tuple[str, str, str], float] = {}  # (code, learner, mode) -> when last written
 
     @property
     def needs_passphrase(self) -> bool:
@@ -230,6 +233,10 @@ class Classes:
         """A learner's heartbeat: their tab is in the class, ``following`` the instructor or ``exploring``."""
         code, learner, mode = normalize_code(code), inputs.learner(learner), inputs.mode(mode)
         now = self._clock()
+        beat = (code, learner, mode)
+        last = self._beats.get(beat)
+        if last is not None and now - last < self._heartbeat_s:
+            return  # written less than heartbeat_s ago: batched (presence lasts PRESENCE_S)
         outcome = self.store.put_seen(code, learner, Seen(mode, now), MAX_LEARNERS)
         if outcome is Outcome.FULL:
             self._drop_stale(code, now)
@@ -239,6 +246,9 @@ class Classes:
         if outcome is Outcome.FULL:
             raise ClassError(f"Class {code} is full: {MAX_LEARNERS} learners are connected. "
                              "Ask your instructor to start a second class.")
+        if len(self._beats) >= _MAX_KNOWN:
+            self._beats.clear()
+        self._beats[beat] = now
         if code not in self._joined:
             self._mark_joined(code)
 

@@ -13,12 +13,14 @@ MAX_CODE_INPUT_CHARS = 64  # a typed code is cut here before any work ("k7qm-2x 
 
 CLASS_IDLE_S = 3 * 3600  # a class with no instructor action for this long ends (the UI states it)
 PRESENCE_S = 15  # a learner not seen for this long no longer counts as connected
+HEARTBEAT_S = 4.0  # a learner's presence is written at most this often (the page polls every second; app)
 MAX_CLASSES = 50  # per store: starting one more is a ClassError saying the server is full
 MAX_CLASSES_PER_OWNER = 3  # live classes one browser session, or one client address, may start (per replica)
 UNJOINED_S = 10 * 60  # a class no learner has joined ends this long after its last instructor action
 MAX_PASSPHRASE_CHARS = 200  # PYKV_INSTRUCTOR_KEY / PYKV_ADMIN_KEY as typed
 
-MAX_LEARNERS = 500  # learners one class tracks at once (connected ones; and answers to one step)
+MAX_LEARNERS = 100  # learners one class takes at once (connected ones; answers to one step): what one idle
+#                    2-core server redraws within p95 ~2 s after a step (bench/results/class_load.txt)
 MAX_STEP = 100  # a lesson has at most this many steps (pykv.lessons.limits.MAX_LESSON_STEPS)
 MAX_LESSON_ID_CHARS = 100
 MAX_LEARNER_ID_CHARS = 64  # the app makes uuid4 hex ids (32 characters)

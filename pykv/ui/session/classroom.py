@@ -24,7 +24,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pykv.classroom import CLASS_IDLE_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
+from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
@@ -58,7 +58,7 @@ def classes() -> Classes:
     """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas). PYKV_INSTRUCTOR_KEY:
     the passphrase Start a class asks for; PYKV_ADMIN_KEY: the operator's key, which drives or ends any class."""
     return Classes(make_store(), unjoined_s=UNJOINED_S, instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
-                   admin_key=os.environ.get(ADMIN_KEY_ENV) or None)
+                   admin_key=os.environ.get(ADMIN_KEY_ENV) or None, heartbeat_s=HEARTBEAT_S)
 
 
 def owners() -> tuple[str, ...]:
@@ -169,7 +169,8 @@ def poll_interval() -> float:
 
 def poll(code: str, version: int, presence: Optional[str] = None) -> None:
     """About once every POLL_S: rerun the page when the class's version is no longer ``version`` (the
-    instructor moved, revealed or ended it); ``presence`` ("following") also counts this learner as there."""
+    instructor moved, revealed or ended it); ``presence`` ("following") also counts this learner as there
+    (written to the store every HEARTBEAT_S: Classes batches it)."""
     @st.fragment(run_every=poll_interval())
     def watch() -> None:
         registry = classes()
