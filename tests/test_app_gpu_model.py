@@ -133,3 +133,16 @@ def test_a_lesson_shows_its_own_target_and_labels_every_modelled_figure(monkeypa
     labels = modelled_metrics(at)
     assert labels and all("modelled H100-SXM + Llama-3.1-8B" in label for label in labels)  # ...not the lesson's
     assert not unlabelled_modelled_text(at, at_least=8)
+
+
+def test_modelled_ttft_of_a_request_prefilled_in_its_first_step_is_that_step(app):
+    """Issue 28 item 8: a request added before a step and prefilled in it waited for that step; its modelled
+    TTFT is never 0 while its measured one is not."""
+    for key, value in {"preset": "storm", "num_gpu_blocks": "24", "step": "18"}.items():
+        app.query_params[key] = value
+    ok(app.run())
+    table = app.dataframe[0].value
+    modelled = next(c for c in table.columns if c.startswith("TTFT ms (modelled"))
+    shown = table[table["TTFT ms"].notna()]
+    assert len(shown) >= 3
+    assert (shown[modelled].astype(float) > 0).all(), shown[["TTFT ms", modelled]]

@@ -44,6 +44,7 @@ class RequestView:
     swap_s: float
     ttft_s: Optional[float]
     text: str
+    arrival_step: int = 0  # the engine's step count when the request was added (it waits from snapshots[k])
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,9 @@ class RequestTimes:
 
 def request_times(snapshots: Sequence[Snapshot], step_ms: Sequence[float]) -> dict[str, RequestTimes]:
     """Modelled TTFT/TPOT of every request seen in ``snapshots``; ``step_ms[k]`` is the modelled time of
-    the step that led to ``snapshots[k + 1]``."""
+    the step that led to ``snapshots[k + 1]``. A request added when the engine had run ``a`` steps
+    (``RequestView.arrival_step``) waits from ``clock[a]``: one added before step ``a + 1`` and prefilled in
+    it has that step's time as its TTFT, never 0."""
     clock = [0.0]
     for ms in step_ms:
         clock.append(clock[-1] + ms)
@@ -181,8 +183,8 @@ def request_times(snapshots: Sequence[Snapshot], step_ms: Sequence[float]) -> di
     first: dict[str, int] = {}
     last: dict[str, tuple[int, int]] = {}  # request -> (snapshot index, output tokens) when it last grew
     for k, snap in enumerate(snapshots):
-        for r in snap.requests:
-            arrived.setdefault(r.request_id, k)
+        for r in snap.requests:  # it waits from its arrival: a request prefilled in its first step paid that step
+            arrived.setdefault(r.request_id, min(r.arrival_step, k))
             if r.num_output_tokens >= 1:
                 first.setdefault(r.request_id, k)
             if r.request_id not in last or r.num_output_tokens > last[r.request_id][1]:
