@@ -84,7 +84,8 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
         st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
         export(queues, "queues", f"{k}queues", width=800)
         st.markdown("**This step**")
-        with st.container(height=215, key=f"{k}narration"):
+        # As tall as its text: a fixed height hid the victim's reason and the modelled cost below the fold.
+        with st.container(border=True, key=f"{k}narration"):
             lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
             st.markdown("\n".join(f"- {line}" for line in lines))
             if log_lines := (snap.report.log_lines if snap.report else None):
