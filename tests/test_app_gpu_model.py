@@ -146,3 +146,17 @@ def test_modelled_ttft_of_a_request_prefilled_in_its_first_step_is_that_step(app
     shown = table[table["TTFT ms"].notna()]
     assert len(shown) >= 3
     assert (shown[modelled].astype(float) > 0).all(), shown[["TTFT ms", modelled]]
+
+
+def test_a_preemption_bill_of_0_says_why_where_it_is_shown(app):
+    """Issue 28 item 9: two preemptions, none re-prefilled yet: the bill reads 0.00 ms and says they are open,
+    and each row of the Costs table whose bill is 0 says why."""
+    for key, value in {"preset": "storm", "num_gpu_blocks": "24", "step": "18"}.items():
+        app.query_params[key] = value
+    ok(app.run())
+    bill = next(m for m in app.metric if m.label.startswith("Preemption bill (modelled"))
+    assert "open" in bill.value and "billed when they happen" in bill.help
+    costs = next(df.value for df in app.dataframe if "why the bill is 0 or small" in df.value.columns)
+    column = next(c for c in costs.columns if c.startswith("bill ms (modelled"))
+    zero = costs[costs[column].astype(float) < 0.01]
+    assert len(zero) and (zero["why the bill is 0 or small"] != "").all()
