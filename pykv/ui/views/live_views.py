@@ -87,6 +87,8 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
         # As tall as its text: a fixed height hid the victim's reason and the modelled cost below the fold.
         with st.container(border=True, key=f"{k}narration"):
             lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
+            if snap.report is None and not key_prefix:  # the Playground (a lesson steps with its own Next)
+                lines[0] += " Press Step (→) or Play."
             st.markdown("\n".join(f"- {line}" for line in lines))
             if log_lines := (snap.report.log_lines if snap.report else None):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
