@@ -23,6 +23,7 @@ from pykv.ui.views.export_buttons import export_controls
 from pykv.viz import (
     block_grid_figure,
     block_tables_figure,
+    engine_times,
     metrics_strip,
     narrate,
     preemptions_frame,
@@ -123,7 +124,9 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
         if export is not None:
             export(block_tables, "block_tables", f"{k}block_tables", width=1000)
     with reqs:
-        frame = requests_frame(snap)
+        frame = requests_frame(snap, engine_times(lab.snapshots[:lab.cursor + 1]))
+        st.caption("TTFT here is engine time: the measured step times from a request's arrival to its first token, "
+                   f"summed (on {snap.device}), so the pauses between your clicks are not counted.")
         if modelled is not None:
             frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
         st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
