@@ -16,7 +16,7 @@ from pykv.border.metric_names import (
     SWAPPED_OUT_BYTES,
     VLLM_NUM_PREEMPTIONS,
 )
-from pykv.border.snapshot import Snapshot
+from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
@@ -121,14 +121,7 @@ def timeline_section(r: RunRecord, prefix: str = "", sid: str = "timeline") -> S
 def changed_blocks(previous: Optional[Snapshot], snapshot: Snapshot) -> Optional[set[tuple[str, int]]]:
     """Blocks whose state, owners, reference count, fill or hash changed since ``previous`` (a free block that only
     moved in the free queue has not changed, for a reader of a still picture)."""
-    if previous is None:
-        return None
-
-    def key(b):
-        return b.state, b.ref_cnt, tuple(b.owners), b.tokens_filled, b.block_hash
-
-    before = {(b.pool, b.block_id): key(b) for b in previous.blocks}
-    return {(b.pool, b.block_id) for b in snapshot.blocks if before.get((b.pool, b.block_id)) != key(b)}
+    return None if previous is None else diff_snapshots(previous, snapshot).blocks  # the app's own rule
 
 
 def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, caption: str) -> list[PackFigure]:
