@@ -103,5 +103,5 @@ def test_the_lesson_player_shows_the_box_with_the_playground_link(monkeypatch):
     assert "**Your turn**" in [m.value for m in at.markdown] and exercise.task in [m.value for m in at.markdown]
     (button,) = [b for b in at.get("link_button") if b.proto.label == "Open in the Playground"]
     url = button.proto.url
-    assert url == f"playground?{exercise.link.playground_query()}&exercise={lesson.id}.{index + 1}"
+    assert url == f"./?{exercise.link.playground_query()}&exercise={lesson.id}.{index + 1}"
     assert "solution" not in url and exercise.solution.query not in url

@@ -60,7 +60,7 @@ def test_choosing_a_target_changes_the_modelled_figures_and_never_the_measured(a
     assert len(before) == 4 and all("modelled H100-SXM + Llama-3.1-8B" in label for label in before)
     assert {"Step time (cpu)", "Tokens/s (cpu)", "KV usage", "Preemptions"} <= set(measured)
     columns = list(app.dataframe[0].value.columns)
-    assert "TTFT ms" in columns and "TTFT ms (modelled H100-SXM + Llama-3.1-8B)" in columns
+    assert "TTFT ms (engine time)" in columns and "TTFT ms (modelled H100-SXM + Llama-3.1-8B)" in columns
     narration = [line for m in app.markdown for line in m.value.splitlines()]
     assert any(line.startswith("- Modelled H100-SXM + Llama-3.1-8B: re-prefilling req") for line in narration)
     app.selectbox(key="sb_target_gpu").set_value("L4").run()
@@ -68,7 +68,7 @@ def test_choosing_a_target_changes_the_modelled_figures_and_never_the_measured(a
     assert all("modelled L4 + Llama-3.1-8B" in label for label in after) and len(after) == 4
     assert list(after.values()) != list(before.values())  # a slower GPU: other values
     assert measured_metrics(app) == measured  # the measured row is untouched
-    assert "TTFT ms" in app.dataframe[0].value.columns
+    assert "TTFT ms (engine time)" in app.dataframe[0].value.columns
     assert "TTFT ms (modelled L4 + Llama-3.1-8B)" in app.dataframe[0].value.columns
     app.selectbox(key="sb_target_dtype").set_value("fp32").run()
     assert all("(fp32)" in label for label in modelled_metrics(ok(app)))
@@ -133,3 +133,52 @@ def test_a_lesson_shows_its_own_target_and_labels_every_modelled_figure(monkeypa
     labels = modelled_metrics(at)
     assert labels and all("modelled H100-SXM + Llama-3.1-8B" in label for label in labels)  # ...not the lesson's
     assert not unlabelled_modelled_text(at, at_least=8)
+
+
+def test_modelled_ttft_of_a_request_prefilled_in_its_first_step_is_that_step(app):
+    """Issue 28 item 8: a request added before a step and prefilled in it waited for that step; its modelled
+    TTFT is never 0 while its measured one is not."""
+    for key, value in {"preset": "storm", "num_gpu_blocks": "24", "step": "18"}.items():
+        app.query_params[key] = value
+    ok(app.run())
+    table = app.dataframe[0].value
+    modelled = next(c for c in table.columns if c.startswith("TTFT ms (modelled"))
+    shown = table[table["TTFT ms (engine time)"].notna()]
+    assert len(shown) >= 3
+    assert (shown[modelled].astype(float) > 0).all(), shown[["TTFT ms (engine time)", modelled]]
+
+
+def test_a_preemption_bill_of_0_says_why_where_it_is_shown(app):
+    """Issue 28 item 9: two preemptions, none re-prefilled yet: the bill reads 0.00 ms and says they are open,
+    and each row of the Costs table whose bill is 0 says why."""
+    for key, value in {"preset": "storm", "num_gpu_blocks": "24", "step": "18"}.items():
+        app.query_params[key] = value
+    ok(app.run())
+    bill = next(m for m in app.metric if m.label.startswith("Preemption bill (modelled"))
+    assert "open" in bill.value and "billed when they happen" in bill.help
+    costs = next(df.value for df in app.dataframe if "why the bill is 0 or small" in df.value.columns)
+    column = next(c for c in costs.columns if c.startswith("bill ms (modelled"))
+    zero = costs[costs[column].astype(float) < 0.01]
+    assert len(zero) and (zero["why the bill is 0 or small"] != "").all()
+
+
+def test_a_stepped_run_shows_engine_time_never_the_users_pauses(app):
+    """Issue 28 item 10: TTFT on a hand-stepped run is the engine's time (the step times summed), named so; a
+    pause between clicks adds nothing to it."""
+    import time
+
+    ok(app.run())
+    app.button(key="step").click().run()
+    time.sleep(1.5)  # the user's pause: measured wall time would include it
+    app.button(key="step").click().run()
+    table = ok(app).dataframe[0].value
+    assert "TTFT ms (engine time)" in table.columns and "TTFT ms" not in table.columns
+    ttft = table["TTFT ms (engine time)"].dropna().astype(float)
+    assert len(ttft) and (ttft > 0).all() and (ttft < 1500).all()
+    assert any("engine time" in c.value and "pauses" in c.value for c in app.caption)
+
+
+def test_a_review_pack_number_is_never_in_scientific_notation():
+    from pykv.review_pack.page import cell_text
+
+    assert [cell_text(v) for v in (1.22e5, 12.345, 0.0016, 0.0, 459.2)] == ["122,000", "12.3", "0.00160", "0", "459"]

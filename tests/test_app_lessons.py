@@ -247,8 +247,9 @@ def test_tokenize_draws_a_token_diff_and_side_runs_a_table(app, tmp_path, monkey
     charts = {c.proto.id for c in app.get("plotly_chart")}
     assert any("lesson_tokens_pair" in c for c in charts), charts
     assert app.expander[0].label == "Token diff `tokens.pair`"
-    runs = next(d.value for d in app.dataframe if "run" in d.value.columns)
-    assert list(runs["run"]) == ["small"] and int(runs["steps"][0]) > 0
+    runs = next(d.value for d in app.dataframe if "measured" in d.value.columns)  # a column per run: none cut off
+    assert list(runs.columns) == ["measured", "small"]
+    assert int(runs.set_index("measured").loc["steps", "small"]) > 0
     app.button(key="lesson_next").click().run()
     assert shown(ok(app)) == (2, 2) and app.expander[0].label == "Token diff `tokens.pair`"  # kept, folded
 

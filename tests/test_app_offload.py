@@ -68,3 +68,27 @@ def test_a_request_with_n_sequences_forks_and_copies_on_write_in_the_playground(
     app.button(key="back").click().run()  # replaying from the log keeps n and the priority
     app.button(key="step").click().run()
     assert {r.request_id for r in lab.view.requests} >= {"m1", "m1#1", "m1#2"}
+
+
+def test_at_the_first_swap_out_only_the_cpu_blocks_that_changed_are_outlined(app):
+    """Issue 28 item 15: v0.6, swap, Next preemption: the CPU grid outlines the blocks the swap filled, not every
+    free block (each moved one place up the free queue), and the review pack's grid agrees."""
+    import json
+
+    from pykv.review_pack.run import changed_blocks
+
+    for key, value in {"vllm_profile": "v0.6", "preemption_mode": "swap", "num_cpu_blocks": "64",
+                       "num_gpu_blocks": "24"}.items():
+        app.query_params[key] = value
+    ok(app.run())
+    app.button(key="next_preemption").click().run()
+    lab = ok(app).session_state["lab"]
+    snap = lab.view
+    used = {b.block_id for b in snap.blocks if b.pool == "cpu" and b.state != "free"}
+    assert used and snap.report.preempted and snap.report.preempted[0].mode == "swap"
+    cpu_grid = json.loads(next(c for c in app.get("plotly_chart") if "CPU" in c.proto.spec).proto.spec)
+    outlined = [t for t in cpu_grid["data"] if t.get("name") == "changed this step" or
+                (t.get("marker", {}).get("line", {}).get("width", 0) > 1)]
+    changed = {bid for pool, bid in changed_blocks(lab.previous, snap) if pool == "cpu"}
+    assert changed == used  # the swapped-out request's blocks, and no free one
+    assert len(changed) < 64 and all(len(t.get("x", [])) <= len(used) for t in outlined)

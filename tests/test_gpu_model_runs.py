@@ -140,3 +140,17 @@ def test_on_a_real_gpu_the_measured_step_sits_beside_the_prediction_for_that_gpu
     assert f"measured {snap.report.step_time_s * 1e3:.2f} ms on NVIDIA H100 80GB HBM3" in note
     assert f"predicts {predicted:.2f} ms (modelled H100-SXM + the shipped model (fp32))" in note
     assert "no prediction" in real_gpu_comparison("Tesla T4", shape, "float32", snap)
+
+
+def test_a_bill_of_0_or_near_0_says_why():
+    """Issue 28 item 9: a pending, superseded or marginal bill carries a note wherever it is shown."""
+    est = estimate()
+    pending = bills(est, [report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 112, 7)])], 16)
+    assert pending[0].modelled_ms == 0 and "pending" in pending[0].note
+    again = bills(est, [report(1, [], [preempt(1, "c", "recompute", 112, 7)]),
+                        report(2, [ScheduledChunk("c", 0, 50, True)]),
+                        report(3, [], [preempt(3, "c", "recompute", 50, 4)])], 16)
+    assert again[0].superseded and "preempted again" in again[0].note
+    paid = bills(est, [report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 416, 26)]),
+                       report(2, [ScheduledChunk("b", 31, 1, False), ScheduledChunk("c", 0, 417, True)])], 16)
+    assert paid[0].note is None  # an ordinary bill says nothing extra

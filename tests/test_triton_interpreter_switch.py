@@ -17,10 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_fresh(code: str) -> list[str]:
+def run_fresh(code: str, timeout: int = 60) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.split()
 
@@ -60,3 +61,19 @@ def test_triton_imported_too_early_is_a_clear_error():
         "    print('TRITON_INTERPRET=1' in str(e), len(str(e).splitlines()))\n"
     )
     assert run_fresh(code) == ["True", "1"]
+
+
+def test_the_documented_triton_engine_runs_from_a_plain_script():
+    """README: ``LLMEngine(EngineConfig(attention_backend="triton"))`` on a CPU, as a user's script runs it: the
+    engine switches the interpreter on before its model load imports triton (through torch._dynamo)."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed here")
+    code = (
+        "import os\n"
+        "from pykv import EngineConfig, LLMEngine, SamplingParams\n"
+        "engine = LLMEngine(EngineConfig(attention_backend='triton'))\n"
+        "rid = engine.add_request('def fib(n):', SamplingParams(max_tokens=2))\n"
+        "report = engine.step()\n"
+        "print(engine.backend.name, os.environ.get('TRITON_INTERPRET'), rid in report.scheduled)\n"
+    )
+    assert run_fresh(code, timeout=240) == ["triton", "1", "True"]

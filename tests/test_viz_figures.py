@@ -74,8 +74,8 @@ def labels(fig: go.Figure) -> list[str]:
 def test_labels_contrast_with_their_cells(snap):
     fig = block_grid_figure(snap, "gpu")
     inks = {t.textfont.color: list(t.text) for t in fig.data if isinstance(t, go.Scatter) and t.mode == "text"}
-    assert inks["#000000"] == ["1", "1", "2", "0"]  # orange req 0 and the grey cached block: black ink
-    s2 = snapshot([block(0, ref=1, owners=["7"], logical=[0])], [request("7", table=[0])])  # indigo #332288
+    assert inks["#000000"] == ["0"] and inks["#FFFFFF"] == ["1", "1", "2"]  # grey cached: black; magenta req 0: white
+    s2 = snapshot([block(0, ref=1, owners=["4"], logical=[0])], [request("4", table=[0])])  # indigo #332288
     inks = {t.textfont.color: list(t.text) for t in block_grid_figure(s2, "gpu").data if isinstance(t, go.Scatter)}
     assert inks["#FFFFFF"] == ["1"] and inks["#000000"] == []
 

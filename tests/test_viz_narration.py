@@ -58,7 +58,7 @@ def test_fallback_abort_swap_in_prefix_hit_and_finish():
                                 finish_reason="length", num_preemptions=2)],
     )))
     text = "\n".join(lines)
-    assert "1 prefill chunk(s) and 1 decode(s), 11 tokens" in lines[0] and "measured on cpu" in lines[0]
+    assert "2 requests: 1 prefill chunk and 1 decode, 11 tokens" in lines[0] and "measured on cpu" in lines[0]
     assert "reusing 48 cached prompt tokens (3 blocks) from the prefix cache" in text
     assert "swap fell back to recompute: CPU pool full" in text and "req 6 aborted: too big." in text
     assert "req 2 swapped back in: 5 blocks, 80 KiB, 0.20 ms measured on cpu" in text

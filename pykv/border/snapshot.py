@@ -44,6 +44,7 @@ class RequestView:
     swap_s: float
     ttft_s: Optional[float]
     text: str
+    arrival_step: int = 0  # the engine's step count when the request was added (it waits from snapshots[k])
 
 
 @dataclass(frozen=True)
@@ -108,10 +109,16 @@ class SnapshotDiff:
     requests: set[str]
 
 
+def _block_look(b: BlockView) -> tuple:
+    """What a still picture of a block shows: a free block that only moved in the free queue has not changed
+    (at a swap-out every free CPU block moves up one place; outlining them all hid the 6 that changed)."""
+    return b.state, b.ref_cnt, tuple(b.owners), tuple(b.logical_index), b.tokens_filled, b.block_hash
+
+
 def diff_snapshots(before: Snapshot, after: Snapshot) -> SnapshotDiff:
-    old_blocks = {(b.pool, b.block_id): b for b in before.blocks}
+    old_blocks = {(b.pool, b.block_id): _block_look(b) for b in before.blocks}
     old_requests = {r.request_id: r for r in before.requests}
     return SnapshotDiff(
-        blocks={(b.pool, b.block_id) for b in after.blocks if old_blocks.get((b.pool, b.block_id)) != b},
+        blocks={(b.pool, b.block_id) for b in after.blocks if old_blocks.get((b.pool, b.block_id)) != _block_look(b)},
         requests={r.request_id for r in after.requests if old_requests.get(r.request_id) != r},
     )

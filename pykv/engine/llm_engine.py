@@ -20,7 +20,7 @@ from pykv.engine.kv.cache_engine import CacheEngine, CopyTiming
 from pykv.engine.kv.kv_budget import check_pool_budget, cpu_pool_blocks, kv_pool_budget
 from pykv.engine.kv.kv_cache_manager import KVCacheManager
 from pykv.engine.max_model_len import fit_max_model_len, fitted_because
-from pykv.engine.model.attention import resolve_backend
+from pykv.engine.model.attention import prepare_backend, resolve_backend
 from pykv.engine.model.loader import LoadedModel, load_model
 from pykv.engine.model_runner import ModelRunner, RunResult
 from pykv.engine.observe.costs import CostLedger, RecomputeStats
@@ -57,6 +57,7 @@ class LLMEngine:
         if config.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError("device='cuda' was asked for but this machine has no CUDA GPU; use device='cpu'.")
         self.config = config
+        prepare_backend(config.attention_backend, config.device, stepwise)  # before the load imports triton
         self.loaded = loaded or load_model(config.model, config.device, config.dtype)
         model_cfg = self.loaded.config
         self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)

@@ -37,6 +37,24 @@ class ModelledBill:
     complete: bool = False  # the request has recomputed (or copied back) everything it lost
     steps: list[int] = field(default_factory=list)  # the steps that paid it
     step_ms: list[float] = field(default_factory=list)  # what each of them paid
+    superseded: bool = False  # preempted again before it recovered: the next preemption's bill carries on
+
+    @property
+    def note(self) -> Optional[str]:
+        """Why the bill is 0 or near 0, in words for wherever it is shown; None for an ordinary bill."""
+        if self.superseded and not self.complete:
+            return "preempted again before it recovered: its re-prefill is billed to the next preemption"
+        if not self.complete and self.modelled_ms == 0:
+            return "not re-prefilled yet (pending)" if self.mode == "recompute" else "not swapped back in yet"
+        if not self.complete:
+            return "partly paid so far (re-prefill still running)"
+        if self.mode == "recompute" and self.modelled_ms < MARGINAL_SHARE * self.seed_formula_ms:
+            return (f"marginal: the re-prefill rode in steps the target's weight reads already paid for "
+                    f"(tokens x per-token prefill would say {self.seed_formula_ms:.2f} ms)")
+        return None
+
+
+MARGINAL_SHARE = 0.05  # a recompute bill under 5% of tokens x per-token prefill time is called marginal
 
 
 @dataclass(frozen=True)
@@ -86,9 +104,10 @@ def _recompute_bill(est: Estimate, p: PreemptionView, later: Iterable[StepReport
     others: list[str] = []
     steps: list[int] = []
     paid: list[float] = []
-    complete = False
+    complete = superseded = False
     for report in later:
         if any(q.request_id == p.request_id for q in report.preempted):
+            superseded = True
             break  # preempted again before it recovered: the next bill takes over
         chunk = next((c for c in report.chunks if c.request_id == p.request_id), None)
         if chunk is None or chunk.start >= p.num_tokens:
@@ -108,7 +127,7 @@ def _recompute_bill(est: Estimate, p: PreemptionView, later: Iterable[StepReport
             complete = True
             break
     return ModelledBill(p.step, p.request_id, "recompute", p.num_tokens, cost, delay, others,
-                        p.num_tokens * per_token, complete, steps, paid)
+                        p.num_tokens * per_token, complete, steps, paid, superseded)
 
 
 def _swap_bill(est: Estimate, p: PreemptionView, report: StepReport, later: Iterable[StepReport],
@@ -173,7 +192,9 @@ class RequestTimes:
 
 def request_times(snapshots: Sequence[Snapshot], step_ms: Sequence[float]) -> dict[str, RequestTimes]:
     """Modelled TTFT/TPOT of every request seen in ``snapshots``; ``step_ms[k]`` is the modelled time of
-    the step that led to ``snapshots[k + 1]``."""
+    the step that led to ``snapshots[k + 1]``. A request added when the engine had run ``a`` steps
+    (``RequestView.arrival_step``) waits from ``clock[a]``: one added before step ``a + 1`` and prefilled in
+    it has that step's time as its TTFT, never 0."""
     clock = [0.0]
     for ms in step_ms:
         clock.append(clock[-1] + ms)
@@ -181,8 +202,8 @@ def request_times(snapshots: Sequence[Snapshot], step_ms: Sequence[float]) -> di
     first: dict[str, int] = {}
     last: dict[str, tuple[int, int]] = {}  # request -> (snapshot index, output tokens) when it last grew
     for k, snap in enumerate(snapshots):
-        for r in snap.requests:
-            arrived.setdefault(r.request_id, k)
+        for r in snap.requests:  # it waits from its arrival: a request prefilled in its first step paid that step
+            arrived.setdefault(r.request_id, min(r.arrival_step, k))
             if r.num_output_tokens >= 1:
                 first.setdefault(r.request_id, k)
             if r.request_id not in last or r.num_output_tokens > last[r.request_id][1]:

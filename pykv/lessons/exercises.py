@@ -3,7 +3,7 @@
 An exercise is named in a Playground URL as ``exercise=<lesson id>.<step number>`` (steps count from 1,
 as the lesson player's ``step=`` does)::
 
-    playground?preset=storm&num_gpu_blocks=64&exercise=what-triggers-preemption.4
+    ./?preset=storm&num_gpu_blocks=64&exercise=what-triggers-preemption.4
 
 ``check_exercise`` first makes sure the Lab runs the exercise's workload (the learner may have picked
 another preset in the sidebar), then reads every check on the step on screen. ``engine.done`` holds

@@ -9,6 +9,7 @@ request ids and lesson narration are data, never markup.
 from __future__ import annotations
 
 import html
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -94,8 +95,18 @@ def cell_text(value: object) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "—"
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return plain_number(value)
     return str(value)
+
+
+def plain_number(value: float) -> str:
+    """3 significant digits, never in scientific notation: 122,000 / 12.3 / 0.00157."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "",

@@ -16,7 +16,7 @@ from pykv.border.metric_names import (
     SWAPPED_OUT_BYTES,
     VLLM_NUM_PREEMPTIONS,
 )
-from pykv.border.snapshot import Snapshot
+from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
@@ -31,7 +31,7 @@ from pykv.review_pack.page import (
     table,
 )
 from pykv.review_pack.record import RunRecord
-from pykv.viz import block_grid_figure, preemptions_frame, requests_frame
+from pykv.viz import block_grid_figure, engine_times, preemptions_frame, requests_frame
 from pykv.viz.timeline import timeline_figure
 
 GRID_PREEMPTIONS = 4  # block grids drawn at the first this-many steps that preempted
@@ -121,14 +121,7 @@ def timeline_section(r: RunRecord, prefix: str = "", sid: str = "timeline") -> S
 def changed_blocks(previous: Optional[Snapshot], snapshot: Snapshot) -> Optional[set[tuple[str, int]]]:
     """Blocks whose state, owners, reference count, fill or hash changed since ``previous`` (a free block that only
     moved in the free queue has not changed, for a reader of a still picture)."""
-    if previous is None:
-        return None
-
-    def key(b):
-        return b.state, b.ref_cnt, tuple(b.owners), b.tokens_filled, b.block_hash
-
-    before = {(b.pool, b.block_id): key(b) for b in previous.blocks}
-    return {(b.pool, b.block_id) for b in snapshot.blocks if before.get((b.pool, b.block_id)) != key(b)}
+    return None if previous is None else diff_snapshots(previous, snapshot).blocks  # the app's own rule
 
 
 def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, caption: str) -> list[PackFigure]:
@@ -192,11 +185,12 @@ def bill_section(r: RunRecord, sid: str = "bill") -> Section:
 
 def requests_table_frame(r: RunRecord) -> pd.DataFrame:
     """The final requests table with each finished request's TPOT and finish reason (from the step reports)."""
-    frame = requests_frame(r.last)
+    engine = engine_times(r.snapshots)
+    frame = requests_frame(r.last, engine)
     outputs = {o.request_id: o for s in r.snapshots if s.report for o in s.report.finished}
-    tpot = [None if rid not in outputs or outputs[rid].tpot_s is None else round(outputs[rid].tpot_s * 1e3, 3)
+    tpot = [None if rid not in engine or engine[rid].tpot_ms is None else round(engine[rid].tpot_ms, 3)
             for rid in frame["request"]]
-    frame.insert(8, "TPOT ms", tpot)
+    frame.insert(8, "TPOT ms (engine time)", tpot)
     frame.insert(9, "finish", [outputs[rid].finish_reason if rid in outputs else None for rid in frame["request"]])
     return frame
 
@@ -206,7 +200,8 @@ def requests_section(r: RunRecord, sid: str = "requests") -> Section:
     shown = frame.assign(**{"text so far": [t if len(t) <= TEXT_CHARS else t[: TEXT_CHARS - 1] + "…"
                                             for t in frame["text so far"].str.replace("\n", "⏎")]})
     cut = [para(rows_cut(len(shown)), "muted")] if len(shown) > MAX_ROWS else []
-    return Section(sid, "Requests", (para(f"TTFT and TPOT are measured wall times on {r.last.device}."),
+    return Section(sid, "Requests", (para(f"TTFT and TPOT are engine time: the step times measured on {r.last.device}, "
+                                          "summed from each request's arrival (pauses between steps not counted)."),
                                      frame_table(shown.head(MAX_ROWS), "requests wide"), *cut))
 
 

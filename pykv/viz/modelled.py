@@ -28,6 +28,11 @@ def modelled_strip(label: str, step_ms: Optional[float], tokens: Optional[int], 
     tps = tokens / (step_ms * 1e-3) if step_ms and tokens else None
     billed = sum(b.modelled_ms for b in bills)
     delay = sum(b.delay_to_others_ms for b in bills)
+    open_bills = [b for b in bills if b.note]
+    bill_value = fmt_model_ms(billed) + (f" · {len(open_bills)} open" if open_bills else "")
+    open_help = ("" if not open_bills else f" {len(open_bills)} of {len(bills)} bills are 0 or near 0 for now: "
+                 + "; ".join(f"req {b.request_id} (step {b.step}): {b.note}" for b in open_bills[:4])
+                 + ("; ..." if len(open_bills) > 4 else "") + ".")
     return [
         (f"Step time (modelled {label})", fmt_model_ms(step_ms),
          f"Modelled, not measured: this step's chunks and copies priced on {label} (roofline per phase + overheads; "
@@ -36,9 +41,10 @@ def modelled_strip(label: str, step_ms: Optional[float], tokens: Optional[int], 
          f"Modelled: tokens this step / the modelled step time on {label}."),
         (f"Clock (modelled {label})", fmt_model_ms(clock_ms),
          f"Modelled: every step so far priced on {label}, added up: how long this schedule would have taken there."),
-        (f"Preemption bill (modelled {label})", fmt_model_ms(billed),
-         f"Modelled on {label}: re-prefills and swap copies so far; they also delayed the other requests in the "
-         f"same steps by {fmt_model_ms(delay)} in all (each waited that long for its token)."),
+        (f"Preemption bill (modelled {label})", bill_value,
+         f"Modelled on {label}: re-prefills and swap copies so far, billed when they happen (a victim's re-prefill "
+         f"is billed in the steps that redo it, not when it is preempted); they also delayed the other requests in "
+         f"the same steps by {fmt_model_ms(delay)} in all (each waited that long for its token).{open_help}"),
     ]
 
 
@@ -52,7 +58,8 @@ def modelled_narration(snapshot: Snapshot, label: str, bills: Sequence[ModelledB
     for b in bills:
         if b.step == report.step and b.mode == "recompute":
             lines.append(f"Modelled {label}: re-prefilling req {b.request_id}'s {b.tokens} tokens will cost about "
-                         f"{fmt_model_ms(b.seed_formula_ms)} ({b.tokens} × {per_token_us:.0f} µs per prefill token).")
+                         f"{fmt_model_ms(b.seed_formula_ms)} ({b.tokens} × {per_token_us:.0f} µs per prefill token); "
+                         "the Preemption bill counts it in the steps that redo it, so it stays unchanged this step.")
         elif report.step in b.steps and b.mode == "recompute":
             paid = b.step_ms[b.steps.index(report.step)]
             waited = [r for r in report.scheduled if r != b.request_id]
@@ -87,4 +94,5 @@ def with_modelled_bills(frame: pd.DataFrame, bills: Sequence[ModelledBill], labe
     out[f"bill ms (modelled {label})"] = [None if b is None else round(b.modelled_ms, 3) for b in found]
     out[f"delay to others ms (modelled {label})"] = [None if b is None else round(b.delay_to_others_ms, 3)
                                                      for b in found]
+    out["why the bill is 0 or small"] = [(b.note or "") if b is not None else "" for b in found]
     return out

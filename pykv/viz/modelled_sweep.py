@@ -32,11 +32,21 @@ def modelled_run_columns(rows: Sequence[dict], est: Estimate) -> pd.DataFrame:
 
 def modelled_cost_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[Optional[float]]:
     """Each preemption row's modelled bill in seconds (same order as ``costs``)."""
-    priced = {}
-    for row in rows:
-        for b in bills(est, row.get("reports") or [], row["block_size"]):
-            priced[(row["mode"], row["value"], b.step, b.request_id)] = b.modelled_ms * 1e-3
-    return [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
+    priced = _bills_by_row(rows, est)
+    found = [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
+    return [None if b is None else b.modelled_ms * 1e-3 for b in found]
+
+
+def modelled_note_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[str]:
+    """Why each preemption row's modelled bill is 0 or near 0 ("" for an ordinary bill; same order as ``costs``)."""
+    priced = _bills_by_row(rows, est)
+    found = [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
+    return ["" if b is None else (b.note or "") for b in found]
+
+
+def _bills_by_row(rows: Sequence[dict], est: Estimate) -> dict:
+    return {(row["mode"], row["value"], b.step, b.request_id): b
+            for row in rows for b in bills(est, row.get("reports") or [], row["block_size"])}
 
 
 def modelled_runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: Optional[int] = None,

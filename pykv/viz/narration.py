@@ -47,19 +47,24 @@ def describe_offload(t: OffloadTransfer) -> str:
             f"{t.device}{rate} (modelled over PCIe: {fmt_ms(t.modelled_pcie_s)}).")
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 token", "2 tokens", "0 decodes"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def narrate(snapshot: Snapshot) -> list[str]:
     """One sentence per event of the step that led to ``snapshot`` (its ``report``)."""
     report = snapshot.report
     if report is None:
         waiting = len(snapshot.queues.get("waiting", []))
         queued = f"; {waiting} request(s) waiting" if waiting else ""
-        return [f"Step {snapshot.step}: nothing has run yet{queued}. Press Step (→) or Play."]
+        return [f"Step {snapshot.step}: nothing has run yet{queued}."]  # the page says which control steps it
     chunks = report.chunks
     prefills = [c for c in chunks if c.is_prefill]
     decodes = len(chunks) - len(prefills)
     lines = [
-        f"Step {report.step} ran {len(chunks)} request(s): {len(prefills)} prefill chunk(s) and {decodes} decode(s), "
-        f"{report.num_batched_tokens} tokens in {fmt_ms(report.step_time_s)} "
+        f"Step {report.step} ran {counted(len(chunks), 'request')}: {counted(len(prefills), 'prefill chunk')} and "
+        f"{counted(decodes, 'decode')}, {counted(report.num_batched_tokens, 'token')} in {fmt_ms(report.step_time_s)} "
         f"(forward {fmt_ms(report.forward_time_s)}, measured on {report.device})."
     ]
     if not chunks:

@@ -100,6 +100,16 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
                      f"{preemptions['modelled_target'].dropna().iloc[0]}.")
     if preemptions.empty:
         return _empty(title, subtitle, dark, height, "No preemption in this sweep: shrink the pool or add requests.")
+    if "modelled_target_s" in preemptions:
+        zero = int((preemptions["modelled_target_s"] <= 0).sum())
+        if zero:  # a log axis cannot draw 0: say so rather than let them vanish
+            subtitle += (f"<br>{zero} modelled bill(s) of 0 are not drawn (log axis): the victim was preempted "
+                         "again before it recovered, or the run ended first (modelled_note in the Preemptions CSV).")
+    if "modelled_note" in preemptions:
+        marginal = int(preemptions["modelled_note"].fillna("").str.startswith("marginal").sum())
+        if marginal:
+            subtitle += (f"<br>{marginal} bill(s) are marginal: the re-prefill rode in steps whose weight reads were "
+                         "paid anyway, so it added almost nothing there.")
     data = []
     for mode, group in preemptions.sort_values("seq_len").groupby("mode", sort=False):
         data.append(_trace(f"{mode}, measured", group["seq_len"], group["measured_s"] * 1e3, mode, "ms",
@@ -109,8 +119,12 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
             if not swaps.empty:
                 line = swaps.groupby("seq_len")[f"modelled_pcie_{gen}_s"].mean() * 1e3
                 data.append(_trace(f"{mode}, modelled {label}", line.index, line.values, mode, "ms", modelled=gen))
-        if "modelled_target_s" in group and group["modelled_target_s"].notna().any():  # the Sweep page's target
+        if "modelled_target_s" in group:  # the Sweep page's target
             priced = group.dropna(subset=["modelled_target_s"])
+            priced = priced[priced["modelled_target_s"] > 0]
+        else:
+            priced = group.iloc[0:0]
+        if not priced.empty:
             data.append(_trace(f"{mode}, modelled {priced['modelled_target'].iloc[0]}", priced["seq_len"],
                                priced["modelled_target_s"] * 1e3, mode, "ms", modelled="gen4", markers_only=True))
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,

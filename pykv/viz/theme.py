@@ -7,8 +7,12 @@ Colour rules (checked in tests):
 
 * Requests get a stable colour from ``REQUEST_PALETTE`` by their id (numeric ids by value, others by
   CRC32), so request 3 is the same colour on every step, in every figure and in every session.
-* The palette is Okabe-Ito plus Paul Tol's "muted" set: distinguishable under the common colour
-  vision deficiencies. No meaning is carried by red-vs-green alone: block *states* differ by
+* The palette is 16 colours picked from Okabe-Ito's and Paul Tol's published sets (bright, muted, light,
+  vibrant, dark) to be far apart for everyone: every pair differs by at least 20 CIELAB units in normal
+  vision and 15 under simulated deuteranopia and protanopia (Machado 2009), and each colour is 25+ units from the
+  ones of the three ids before it (``tests/test_viz_palette.py`` checks it). The earlier Okabe-Ito + Tol
+  "muted" list put req 1 and req 8 (sky blue, cyan) and req 2/9/10 (greens) within 5-14 units. No meaning
+  is carried by red-vs-green alone: block *states* differ by
   lightness and by text (free cells are blank, cached cells print ref 0, used cells print ref >= 1).
 """
 
@@ -19,10 +23,10 @@ from functools import lru_cache
 
 import plotly.graph_objects as go
 
-# Okabe-Ito (black dropped) then Tol "muted": 16 colours for 16 concurrent requests.
+# 16 colours for 16 concurrent requests (see the module docstring), ordered so that neighbouring ids differ most.
 REQUEST_PALETTE = (
-    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
-    "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499",
+    "#AA3377", "#F0E442", "#99DDFF", "#117733", "#332288", "#D55E00", "#77AADD", "#EEDD88",
+    "#663333", "#FFAABB", "#0077BB", "#E69F00", "#222255", "#EE6677", "#CC79A7", "#EE8866",
 )
 
 LIGHT = {

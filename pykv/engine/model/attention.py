@@ -97,6 +97,23 @@ def prepare_stepwise_attention() -> None:
             pass
 
 
+def prepare_backend(name: str, device: str, stepwise: bool = False) -> None:
+    """Before the model load (which imports triton through torch._dynamo): switch Triton's interpreter on
+    when ``resolve_backend(name, device, stepwise)`` would want it, so that
+    ``LLMEngine(EngineConfig(attention_backend="triton"))`` works on a CPU from a plain script without
+    ``TRITON_INTERPRET=1``. Does nothing on CUDA, without triton, or for the torch backend; if triton was
+    imported already, ``resolve_backend`` says so in one line."""
+    if device.startswith("cuda") or not _triton_installed():
+        return
+    if name == "triton" or (name == "auto" and stepwise and _stepwise_triton_wanted()):
+        from kernels.launch_utils import use_interpreter_without_cuda
+
+        try:
+            use_interpreter_without_cuda()
+        except RuntimeError:  # too late: resolve_backend raises its clear error ("triton") or serves torch ("auto")
+            pass
+
+
 def _triton_installed() -> bool:
     # find_spec, not `import triton`: an import here would come before the interpreter switch that
     # kernels.triton_utils makes on the way into Triton.

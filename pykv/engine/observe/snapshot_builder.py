@@ -44,7 +44,7 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
                    report: Optional[StepReport] = None) -> Snapshot:
     """The state now, from the engine's parts (typed; never the engine itself)."""
 
-    def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text) -> RequestView:
+    def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text, arrival) -> RequestView:
         in_gpu, in_cpu = kv.block_tables.get(request_id), kv.swap.block_tables.get(request_id)
         totals = ledger.totals_for(request_id)
         return RequestView(
@@ -53,19 +53,20 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
             pool="gpu" if in_gpu else ("cpu" if in_cpu else None), num_preemptions=preemptions,
             recomputed_tokens=int(totals["recomputed_tokens"]), recompute_s=totals["recompute_s"],
             swapped_bytes=int(totals["swapped_bytes"]), swap_s=totals["swap_s"], ttft_s=ttft, text=text,
+            arrival_step=arrival,
         )
 
     live = [
         view(r.request_id, r.status.value, r.num_prompt_tokens, r.output_token_ids, r.num_computed_tokens,
              r.num_preemptions, None if r.first_token_time is None else r.first_token_time - r.arrival_time,
-             decode(r.output_token_ids))
+             decode(r.output_token_ids), r.arrival_step)
         for r in scheduler.requests.values()
     ]
     status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished and s.finish_reason != "length"}
     status_of["length"] = RequestStatus.FINISHED_LENGTH.value
     done = [
         view(o.request_id, o.status or status_of[o.finish_reason], len(o.prompt_token_ids), o.output_token_ids, 0,
-             o.num_preemptions, o.ttft_s, o.text)
+             o.num_preemptions, o.ttft_s, o.text, o.arrival_step)
         for o in outputs
     ]
     return Snapshot(

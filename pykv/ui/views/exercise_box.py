@@ -1,6 +1,6 @@
 """A lesson step's "Your turn" box: the exercise's task and a link that opens the Playground at its start.
 
-The link opens a new tab, ``playground?<the exercise's link>&exercise=<lesson id>.<step>``: the learner's
+The link opens a new tab, ``./?<the exercise's link>&exercise=<lesson id>.<step>``: the learner's
 own engine, where the Playground's "Your turn" panel (``exercise_panel``) has the hints and the self-check.
 The solution is never shown here.
 """
@@ -15,8 +15,10 @@ from pykv.lessons.exercises import exercise_ref
 
 
 def playground_url(lesson: Lesson, index: int, exercise: Exercise) -> str:
-    """The Playground link of the exercise on ``lesson.steps[index]`` (relative: it works under any base path)."""
-    return f"playground?{exercise.link.playground_query()}&exercise={exercise_ref(lesson, index)}"
+    """The Playground link of the exercise on ``lesson.steps[index]`` (relative: it works under any base path).
+    The Playground is the default page, which Streamlit serves at the app's root (``/``) and not at
+    ``/playground``, so the link names the root."""
+    return f"./?{exercise.link.playground_query()}&exercise={exercise_ref(lesson, index)}"
 
 
 def render(lesson: Lesson, index: int, projector: bool = False) -> None:

@@ -39,7 +39,8 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
         st.markdown(callout_markdown(step_state.step.differs))
     if step_state.runs and not folded_checks:  # the projector draws them as a chart by the grid
         st.markdown("**Side runs** (each run to completion on its own engine)")
-        st.dataframe(runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch")
+        st.dataframe(runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch",
+                     row_height=30)
     if not step_state.checks:
         return
     lines = "\n".join(check_line(c) for c in step_state.checks)
@@ -101,7 +102,9 @@ def runs_chart(step_state: StepState, key: str) -> None:
 
 
 def runs_rows(runs: dict) -> list[dict]:
-    return [{"run": name} | {f: format_value(getattr(run, f)) for f in RUN_FIELDS} for name, run in runs.items()]
+    """One row per measured field, one column per run: the text column is narrow and a run per row put the
+    later fields past its right edge (lesson 2 step 6 showed three of its columns)."""
+    return [{"measured": f} | {name: format_value(getattr(run, f)) for name, run in runs.items()} for f in RUN_FIELDS]
 
 
 def check_line(check: CheckResult) -> str:

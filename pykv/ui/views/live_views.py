@@ -23,6 +23,7 @@ from pykv.ui.views.export_buttons import export_controls
 from pykv.viz import (
     block_grid_figure,
     block_tables_figure,
+    engine_times,
     metrics_strip,
     narrate,
     preemptions_frame,
@@ -84,8 +85,11 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
         st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
         export(queues, "queues", f"{k}queues", width=800)
         st.markdown("**This step**")
-        with st.container(height=215, key=f"{k}narration"):
+        # As tall as its text: a fixed height hid the victim's reason and the modelled cost below the fold.
+        with st.container(border=True, key=f"{k}narration"):
             lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
+            if snap.report is None and not key_prefix:  # the Playground (a lesson steps with its own Next)
+                lines[0] += " Press Step (→) or Play."
             st.markdown("\n".join(f"- {line}" for line in lines))
             if log_lines := (snap.report.log_lines if snap.report else None):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
@@ -120,7 +124,9 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
         if export is not None:
             export(block_tables, "block_tables", f"{k}block_tables", width=1000)
     with reqs:
-        frame = requests_frame(snap)
+        frame = requests_frame(snap, engine_times(lab.snapshots[:lab.cursor + 1]))
+        st.caption("TTFT here is engine time: the measured step times from a request's arrival to its first token, "
+                   f"summed (on {snap.device}), so the pauses between your clicks are not counted.")
         if modelled is not None:
             frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
         st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")

@@ -3,6 +3,12 @@
 PAGE_CSS = """<style>
 [data-testid="stMainBlockContainer"], .block-container {padding-top: 3.2rem; padding-bottom: 1rem;}
 [data-testid="stMetric"] {padding: 0;} [data-testid="stMetricValue"] {font-size: 1.35rem;}
+/* a metric's label and value wrap instead of ending in "...": "Preemption bill (modelled H100-SXM + Llama-3.1-8B)"
+   is the whole label at any width (Streamlit truncates both to one line) */
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *, [data-testid="stMetricValue"],
+[data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; overflow-wrap: anywhere; height: auto !important;}
+[data-testid="stMetricLabel"] p {line-height: 1.25;}
 </style>"""
 LESSON_DOTS_CSS = """<style>
 .st-key-lesson_dots button {padding: 0 0.2rem; min-height: 1.6rem;} .st-key-lesson_dots p {font-size: 1.1rem;}

@@ -14,7 +14,13 @@ from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.lab.sweep import SweepResult
 from pykv.ui.views import target
-from pykv.viz.modelled_sweep import crossover_figure, modelled_cost_column, modelled_run_columns, modelled_runs_figure
+from pykv.viz.modelled_sweep import (
+    crossover_figure,
+    modelled_cost_column,
+    modelled_note_column,
+    modelled_run_columns,
+    modelled_runs_figure,
+)
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -25,6 +31,7 @@ def with_modelled(result: SweepResult, rows: list[dict], costs: list[dict], est:
     preemptions = result.preemptions.copy()
     preemptions["modelled_target"] = est.label
     preemptions["modelled_target_s"] = modelled_cost_column(rows, costs, est)[:len(preemptions)]
+    preemptions["modelled_note"] = modelled_note_column(rows, costs, est)[:len(preemptions)]
     return dataclasses.replace(result, runs=runs, preemptions=preemptions)
 
 
