@@ -92,7 +92,7 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_app_url
 
         click(teacher, "End class")
         for page in learners:
-            page.get_by_text(re.compile(rf"No class {code} is running")).first.wait_for(timeout=FOLLOW_MS)
+            page.get_by_text(re.compile(rf"Class {code} has ended")).first.wait_for(timeout=FOLLOW_MS)
     finally:
         for context in contexts:
             context.close()

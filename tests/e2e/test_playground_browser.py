@@ -63,9 +63,11 @@ def click(page, label: str) -> None:
 def pause(page) -> None:
     """Click Pause until the button reads Play again: a click that lands while a timer run is rendering can be
     lost with that run's elements, as a key can (a busy 2-core machine makes this likely)."""
-    for _ in range(5):
+    for _ in range(10):
         try:
-            page.get_by_role("button", name="Pause").first.click(timeout=3000)
+            # force: click where the button is, as a person does; Playwright's wait for a "stable" element never
+            # ends while the timer fragment re-renders the controls on every tick
+            page.get_by_role("button", name="Pause").first.click(timeout=3000, force=True)
         except Exception:  # re-rendered under the pointer: look again
             pass
         wait_idle(page)
@@ -102,6 +104,10 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         press(page, "ArrowRight", step)
         page.wait_for_timeout(300)
         page.screenshot(path=str(artifacts / "playground-light.png"))
+        # slow: a tick every second leaves the page idle between ticks on a busy 2-core machine, so a click lands
+        # (at "normal", 0.5 s, a render as long as the tick leaves no idle moment and a click can be lost)
+        click(page, "slow")
+        wait_idle(page)
         click(page, "Play")  # the timer fragment steps on its own
         wait_for_step(page, step + 2)
         pause(page)
