@@ -1,0 +1,45 @@
+"""A linear layer whose output row depends only on its input row, not on what else is in the batch.
+
+Greedy output must be the same whether a request decodes alone, beside others, or is recomputed after a
+preemption (one long prefill instead of many one-token steps). On a CPU, MKL's sgemm picks its kernel and
+its summation order by the number of rows (one row takes the gemv path; 2, 4 and 16 rows differ again),
+so a row's logits move in the last bits with the batch, and a greedy near-tie flips (CI found one on the
+shipped model). For a fixed shape, though, a row's result is the same at any position in the tile and
+beside any other rows. So the rows go through the GEMM in tiles of a fixed height, the last one padded.
+
+vLLM has the same concern and answers it on GPUs with fixed-tile Triton matmuls behind
+``VLLM_BATCH_INVARIANT=1`` (0.11.1+, vllm/model_executor/layers/batch_invariant.py,
+``linear_batch_invariant``); off by default there. On CUDA this layer is a plain ``nn.Linear``: cuBLAS also
+picks kernels by shape, so the GPU path does not promise bitwise greedy identity (the CPU engine does).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# Rows per tile. 8 keeps a decode step's padding small; on the shipped model a storm runs ~30% slower than
+# with plain F.linear (bench/bench_row_tiles.py), the price of greedy identity.
+ROWS_PER_TILE = 8
+
+
+def row_stable_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight.T + bias`` for a 2-D ``x``, each row computed in a fixed-height tile."""
+    if x.device.type != "cpu":
+        return nn.functional.linear(x, weight, bias)
+    rows, width = x.shape
+    padded_rows = -(-rows // ROWS_PER_TILE) * ROWS_PER_TILE
+    # A fresh tensor: torch aligns its allocations to 64 bytes, and every tile starts on such a boundary
+    # (MKL's result also depends on the operands' alignment).
+    tiles = x.new_zeros(padded_rows // ROWS_PER_TILE, ROWS_PER_TILE, width)
+    tiles.view(padded_rows, width)[:rows] = x
+    # One batched GEMM of tile-sized matrices, each the same kernel (checked at 1 and 2 threads); cheaper than
+    # a Python loop over the tiles. torch.matmul would fold them back into one tall GEMM: bmm keeps them apart.
+    out = torch.bmm(tiles, weight.t().expand(len(tiles), -1, -1)).view(padded_rows, len(weight))[:rows]
+    return out if bias is None else out + bias
+
+class RowStableLinear(nn.Linear):
+    """``nn.Linear`` (same parameters, so checkpoints load as they are) computed by ``row_stable_linear``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return row_stable_linear(x, self.weight, self.bias)
