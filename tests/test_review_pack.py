@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import zipfile
@@ -341,3 +342,19 @@ def test_cli_failure_while_writing_leaves_no_file(random_llama_path, tmp_path, c
     monkeypatch.undo()
     assert code == 1 and "No space left" in one_error(capsys)
     assert not list(tmp_path.iterdir())  # the temporary file went too
+
+
+def test_cli_keeps_the_engines_log_lines_off_the_terminal_and_in_the_pack(random_llama_path, tmp_path,
+                                                                          caplog):
+    out = tmp_path / "review.html"
+    caplog.set_level(logging.INFO)
+    assert main(cli_args(random_llama_path, out, "--log-stats-interval", "2")) == 0
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("pykv")]
+    assert not any("Avg prompt throughput" in m or "preempted" in m.lower() for m in logged), logged[:5]
+    assert "Avg prompt throughput" in out.read_text()
+
+
+def test_cli_report_help_opens_with_what_it_does(capsys):
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert "Run a workload and write its review pack" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from typing import Any, Optional, Sequence
 
 from pykv.border.config import ConfigError, EngineConfig, Knob, knobs
@@ -190,6 +191,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
+PROGRESS_EVERY_STEPS, PROGRESS_EVERY_S = 25, 2.0  # report: how often it looks at the clock, and says how far
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -220,7 +222,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     lab = Lab(config, workload=workload)
     lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
     print(engine_header(lab.engine), file=sys.stderr)
-    lab.goto(args.max_steps)
+    _replay_with_progress(lab, args.max_steps)
     note = None if lab.engine_done() else (f"The run stopped after --max-steps {lab.head} with requests unfinished; "
                                            "the pack shows the steps run.")
     record = record_from_lab(lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given,
@@ -239,10 +241,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_with_progress(lab, steps: int) -> None:
+    """Step the lab to ``steps`` (or the run's end), saying on stderr every few seconds how far it got; the
+    engine's stats and preemption lines go into the pack, not the terminal."""
+    engine_log = logging.getLogger("pykv")
+    level = engine_log.level
+    engine_log.setLevel(logging.ERROR)
+    try:
+        _replay(lab, steps)
+    finally:
+        engine_log.setLevel(level)
+
+
+def _replay(lab, steps: int) -> None:
+    start = said = time.perf_counter()
+    while lab.head < steps and not lab.engine_done():
+        before = lab.head
+        lab.goto(min(steps, before + PROGRESS_EVERY_STEPS))
+        if lab.head == before:
+            break
+        if time.perf_counter() - said >= PROGRESS_EVERY_S:
+            said = time.perf_counter()
+            print(f"step {lab.head:,} ({said - start:.0f} s)", file=sys.stderr, flush=True)
+
+
+def _command(sub, name: str, text: str) -> argparse.ArgumentParser:
+    """A sub-command whose --help opens with the line the command list shows."""
+    return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m pykv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a workload, printing vLLM-style logs and a summary table")
+    run = _command(sub, "run", "run a workload, printing vLLM-style logs and a summary table")
     add_engine_flags(run, log_stats_interval=10)  # a run prints vLLM's periodic stats line, as vLLM does
     run.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
     run.add_argument("--num-requests", type=int, default=None, help="preset size")
@@ -255,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--linger", type=float, default=0.0, metavar="SECONDS",
                      help="keep serving /metrics this long after the run (for a last scrape)")
     run.set_defaults(func=cmd_run)
-    sweep = sub.add_parser("sweep", help="run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
+    sweep = _command(sub, "sweep", "run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
     add_engine_flags(sweep)
     axis = sweep.add_mutually_exclusive_group()
     axis.add_argument("--pool-sizes", default=None, help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
@@ -271,8 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
     sweep.add_argument("--out", default=None, help="write the runs as CSV")
     sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
-    report = sub.add_parser("report", help="run a workload and write its review pack: one self-contained HTML "
-                            "page (or a zip with it, every figure as SVG and PNG, and the CSVs)")
+    report = _command(sub, "report", "run a workload and write its review pack: one self-contained HTML page (or "
+                      "a zip with it, every figure as SVG and PNG, and the CSVs); the run's log lines go into the "
+                      "pack, progress to stderr")
     add_engine_flags(report, log_stats_interval=10)  # the same flags and defaults as run
     report.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
     report.add_argument("--num-requests", type=int, default=None, help="preset size")
@@ -283,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
     add_estimate_parser(sub)
     add_diagnose_parser(sub)
-    gen = sub.add_parser("generate", help="complete one prompt")
+    gen = _command(sub, "generate", "complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")
     gen.add_argument("--max-tokens", type=int, default=48)
