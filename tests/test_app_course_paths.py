@@ -125,6 +125,13 @@ def test_the_cheat_sheet_renders_and_offers_its_download(app):
     assert param(ok(app), "cheatsheet") == "1" and app.get("download_button")
 
 
+def test_the_cheat_sheets_links_open_the_public_address_when_the_host_set_one(app, monkeypatch):
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org/")
+    open_link(app, cheatsheet="1")
+    html = next(h.proto.body for h in app.get("html") if "cheat sheet" in h.proto.body)
+    assert 'href="https://lab.example.org/lessons?' in html and "localhost" not in html
+
+
 def test_the_workshop_path_skips_optional_steps_and_ends_with_the_takeaway(app, small_course):
     open_link(app, lesson="paths", step="1", path="core")
     assert step_on_screen(app) == 1 and any("Walk a lesson on either path." in i.value for i in app.info)

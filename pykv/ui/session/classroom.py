@@ -136,13 +136,17 @@ PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the address the room opens (https://lab.ex
 _LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
 
 
+def public_root() -> Optional[str]:
+    """PYKV_PUBLIC_URL without its trailing slash, when the host set it to an http(s) address."""
+    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
+    return public if public.startswith(("http://", "https://")) else None
+
+
 def learner_link(code: str) -> str:
     """The absolute link a learner opens: under PYKV_PUBLIC_URL when the host set it, else under the address
     the instructor's browser used (which may be a loopback address the room cannot open: see loopback())."""
-    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
-    if public.startswith(("http://", "https://")):
-        root = public
-    else:
+    root = public_root()
+    if not root:
         try:
             base = (st.context.url or "").split("?")[0]
         except Exception:  # bare mode (tests): no browser URL

@@ -8,7 +8,7 @@ import streamlit as st
 
 from pykv.cheatsheet import cheatsheet_html
 from pykv.lessons import Lesson
-from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM
+from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, public_root
 from pykv.ui.views.lesson_guide import PATH_PARAM
 
 PARAM = "cheatsheet"
@@ -38,8 +38,12 @@ def render(lessons: list[Lesson]) -> None:
 
 
 def _link_base() -> str:
-    """Where the sheet's lesson links point: this page's own address when the browser gave it (so the links
-    of a downloaded copy still open the lab), else the relative "lessons"."""
+    """Where the sheet's lesson links point: under PYKV_PUBLIC_URL when the host set it (a printed or shared
+    sheet opens the room's address, not the instructor's localhost), else this page's own address when the
+    browser gave it (so the links of a downloaded copy still open the lab), else the relative "lessons"."""
+    root = public_root()
+    if root:
+        return f"{root}/lessons"
     try:
         url = st.context.url
     except Exception:  # noqa: BLE001 - no browser context (a test, a bare run): relative links
