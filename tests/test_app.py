@@ -106,6 +106,13 @@ def test_deep_link_opens_at_the_given_step(app):
     assert lab.preset == "burst" and lab.config.num_gpu_blocks == 48
 
 
+def test_the_v1_stats_line_on_a_cpu_says_its_pool_is_the_device_pool(app):
+    app.query_params["step"] = "10"  # the lab writes vLLM's stats line every 10 steps
+    ok(app.run())
+    assert any("CPU KV cache usage" in c.value for c in app.code)
+    assert any("is the device pool" in c.value and "not V0's CPU swap pool" in c.value for c in app.caption)
+
+
 def test_bad_deep_link_warns_instead_of_failing(app):
     app.query_params["preset"] = "nope"
     app.query_params["step"] = "x"

@@ -93,6 +93,8 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
             st.markdown("\n".join(f"- {line}" for line in lines))
             if log_lines := (snap.report.log_lines if snap.report else None):
                 st.code("\n".join(log_lines), language=None, wrap_lines=True)
+                if note := device_pool_note(log_lines):
+                    st.caption(note)
     timeline(lab, dark, key_prefix, timeline_select)
     export(partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT), "timeline",
            f"{k}timeline", width=1100, note=f" · step times measured on {snap.device}")  # a copy: the run grows
@@ -147,6 +149,23 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
         lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]
                  for line in (s.report.log_lines if s.report else [])]
         st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)
+        if note := device_pool_note(lines[-300:]):
+            st.caption(note)
+
+
+# vLLM 0.30+ names the device pool after the device (0.33.0 vllm/v1/metrics/loggers.py, LoggingStatLogger:
+# kv_cache_device is "GPU" on CUDA, else the device type upper-cased), so the lab on a CPU prints "CPU KV cache
+# usage" for the pool a GPU server calls "GPU": a V0 reader takes it for the swap pool.
+_V1_CPU_POOL = "CPU KV cache usage"
+
+
+def device_pool_note(lines: list[str]) -> Optional[str]:
+    """A caption for log lines whose V1 stats line names the device pool "CPU", else None."""
+    if not any("Engine 000:" in line and _V1_CPU_POOL in line for line in lines):
+        return None
+    return ("“CPU KV cache usage” is the device pool (the blocks in the grid): vLLM 0.30+ names it after the device "
+            "it runs on, and this lab runs on a CPU. On a GPU server the same line says “GPU KV cache usage”. It "
+            "is not V0's CPU swap pool, which V1 does not have.")
 
 
 # ---- the run timeline -------------------------------------------------------------------------
