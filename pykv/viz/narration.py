@@ -31,7 +31,7 @@ def describe_preemption(p: PreemptionView, block_size: int) -> str:
         text = (f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)} copied, "
                 f"{fmt_ms(p.swap_out_s)} measured on {p.device}")
         if p.modelled_pcie_out_s is not None:
-            text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_out_s)})"
+            text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_out_s)})"
         return text + "."
     text = f"req {rid} preempted by recompute: {p.num_blocks} blocks freed, {p.num_tokens} tokens to recompute"
     if p.fallback == "recompute":
@@ -44,7 +44,7 @@ def describe_offload(t: OffloadTransfer) -> str:
     verb = "stored" if t.direction == "store" else "loaded"
     rate = f", {t.bandwidth / 1e9:.2f} GB/s" if t.bandwidth else ""
     return (f"{t.num_blocks} block(s) {verb} ({where}): {fmt_bytes(t.num_bytes)}, {fmt_ms(t.seconds)} measured on "
-            f"{t.device}{rate} (modelled over PCIe: {fmt_ms(t.modelled_pcie_s)}).")
+            f"{t.device}{rate} (these bytes modelled over PCIe: {fmt_ms(t.modelled_pcie_s)}).")
 
 
 def counted(n: int, noun: str) -> str:
@@ -96,7 +96,7 @@ def narrate(snapshot: Snapshot) -> list[str]:
         text = (f"req {p.request_id} swapped back in: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
                 f"{fmt_ms(p.swap_in_s)} measured on {p.device}")
         if p.modelled_pcie_in_s is not None:
-            text += f" (modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
+            text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
     for parent, children in report.forked.items():
         lines.append(f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
