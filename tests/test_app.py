@@ -61,17 +61,20 @@ def test_valid_config_rebuilds_the_engine(app):
     app.button(key="step").click().run()
     assert "cfg_num_cpu_blocks" not in app.session_state  # today's V1 has no swap: no CPU pool knob
     assert app.button_group(key="cfg_preemption_mode").options == ["recompute"]
+    app.button_group(key="cfg_vllm_profile").set_value("v0.6").run()  # the form shows v0.6's knobs at once
+    assert app.session_state["lab"].config.vllm_profile == "v0.33"
+    assert any("Apply switches the engine to it" in c.value for c in app.caption)
+    assert app.button_group(key="cfg_preemption_mode").options == ["recompute", "swap", "auto"]
     app.slider(key="cfg_num_gpu_blocks").set_value(32)
-    app.button_group(key="cfg_vllm_profile").set_value("v0.6")
-    app.button(key=APPLY).click().run()
-    ok(app)
     app.button_group(key="cfg_preemption_mode").set_value("swap")
+    app.button(key=APPLY).click().run()  # one Apply: the release, swap, and a CPU pool to swap into
+    ok(app)
+    assert not app.error and any("Swap needs a CPU pool" in i.value for i in app.info)
+    lab = app.session_state["lab"]
+    assert lab.config.num_gpu_blocks == 32 and lab.config.preemption_mode == "swap" and lab.config.num_cpu_blocks == 32
     app.number_input(key="cfg_num_cpu_blocks").set_value(16)
     app.button(key=APPLY).click().run()
-    ok(app)
-    assert not app.error
-    lab = app.session_state["lab"]
-    assert lab.config.num_gpu_blocks == 32 and lab.config.preemption_mode == "swap" and lab.config.num_cpu_blocks == 16
+    assert ok(app).session_state["lab"].config.num_cpu_blocks == 16
     assert shown_step(app) == 0 and app.query_params["num_gpu_blocks"] in ("32", ["32"])
     assert app.query_params["vllm_profile"] in ("v0.6", ["v0.6"])
     app.button_group(key="cfg_vllm_profile").set_value("v0.33")  # back to V1: swap's knobs go back to defaults
@@ -79,7 +82,7 @@ def test_valid_config_rebuilds_the_engine(app):
     ok(app)
     config = app.session_state["lab"].config
     assert (config.vllm_profile, config.preemption_mode, config.num_cpu_blocks) == ("v0.33", "recompute", None)
-    assert any("has no num_cpu_blocks, preemption_mode" in i.value for i in app.info)
+    assert any("vllm_profile=v0.33 has no num_cpu_blocks" in i.value for i in app.info)
 
 
 def test_invalid_config_shows_the_engine_message_and_keeps_the_engine(app):
@@ -89,10 +92,11 @@ def test_invalid_config_shows_the_engine_message_and_keeps_the_engine(app):
     app.button(key=APPLY).click().run()
     app.button(key="step").click().run()
     before = app.session_state["lab"]
-    app.button_group(key="cfg_preemption_mode").set_value("swap")  # no CPU pool: EngineConfig refuses
+    app.number_input(key="cfg_max_num_seqs").set_value(64)
+    app.number_input(key="cfg_max_num_batched_tokens").set_value(32)  # fewer tokens than sequences: refused
     app.button(key=APPLY).click().run()
     ok(app)
-    assert any("needs a CPU swap pool" in e.value for e in app.error)
+    assert any("must be greater than or equal to" in e.value for e in app.error)
     assert app.session_state["lab"] is before and shown_step(app) == 1
 
 

@@ -4,13 +4,14 @@ rebuilds the engine; an invalid choice shows the engine's own message and leaves
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import streamlit as st
 import torch
 
 from pykv.border.config import Knob, knob_named, knobs
 from pykv.border.units import fmt_bytes
+from pykv.border.vllm_profiles import profile
 from pykv.border.workload import PRESETS
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
@@ -27,23 +28,35 @@ PRESET_LABELS = {
 }
 
 
-def _options(spec: Knob, current: Any, lab: Lab) -> list:
-    """The choices of a knob: its Literal's (the preemption modes the profile's release has), or a list only
-    known at run time (``options`` in the table)."""
+def _options(spec: Knob, current: Any, profile_name: str) -> list:
+    """The choices of a knob: its Literal's (the preemption modes the chosen profile's release has), or a list
+    only known at run time (``options`` in the table)."""
     if spec.options == "devices":
         found = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         return found + ([current] if current not in found else [])
     if spec.name == "preemption_mode":
-        return list(lab.config.profile.preemption_modes)
+        return list(profile(profile_name).preemption_modes)
     return list(spec.choices)
 
 
-def shown_knobs(lab: Lab) -> list[Knob]:
-    """The sidebar's knobs that the engine's vLLM profile has (swap's only under v0.6)."""
-    return [k for k in knobs("sidebar") if k.profiles is None or lab.config.vllm_profile in k.profiles]
+def shown_knobs(profile_name: str) -> list[Knob]:
+    """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only under v0.6)."""
+    return [k for k in knobs("sidebar") if k.name != "vllm_profile" and (k.profiles is None or profile_name in
+                                                                          k.profiles)]
 
 
-def widget(spec: Knob, value: Any, lab: Lab) -> Any:
+def with_swap_pool(changes: dict, cfg) -> tuple[dict, Optional[str]]:
+    """Swap chosen with no CPU pool anywhere: one as big as the device pool (vLLM's --swap-space defaults to
+    4 GiB; the lab's default engine has none), so that choosing swap is one Apply; and a note saying so."""
+    swaps = changes.get("preemption_mode", cfg.preemption_mode) in ("swap", "auto")
+    if not swaps or changes.get("num_cpu_blocks") is not None or changes.get("swap_space", cfg.swap_space):
+        return changes, None
+    blocks = changes.get("num_gpu_blocks", cfg.num_gpu_blocks)
+    return changes | {"num_cpu_blocks": blocks}, (f"Swap needs a CPU pool to swap into: num_cpu_blocks is set to "
+                                                  f"{blocks}, as many as the device pool (change it there).")
+
+
+def widget(spec: Knob, value: Any, lab: Lab, profile_name: str) -> Any:
     """The widget the knob's type asks for (key ``cfg_<name>``); returns what it shows."""
     key, label, help_text = f"cfg_{spec.name}", spec.name, spec.help[:1].upper() + spec.help[1:] + "."
     if spec.name in ("num_cpu_blocks", "num_offload_blocks"):
@@ -51,11 +64,11 @@ def widget(spec: Knob, value: Any, lab: Lab) -> Any:
     if spec.kind == "bool":
         return st.toggle(label, value, key=key, help=help_text)
     if spec.kind == "choice" or spec.options:
-        options = _options(spec, value, lab)
+        options = _options(spec, value, profile_name)
+        value = value if value in options else options[0]  # e.g. swap, with a V1 release chosen
         if spec.kind == "choice" and len(options) <= 3:
             return st.segmented_control(label, options, default=value, key=key, required=True, help=help_text)
-        return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key,
-                            help=help_text)
+        return st.selectbox(label, options, index=options.index(value), key=key, help=help_text)
     if spec.kind == "int":
         low, high = int(spec.ge or 0), spec.maximum
         if value is not None:  # never beyond the widget's own bounds (Streamlit would raise)
@@ -71,8 +84,14 @@ def render(lab: Lab) -> None:
     cfg = lab.config
     with st.sidebar:
         st.markdown("### Engine")
+        # Outside the form: choosing a release reruns the sidebar at once, so the form below shows that
+        # release's knobs and preemption modes (swap, its CPU pool) and one Apply sets them all.
+        chosen = widget(knob_named("vllm_profile"), cfg.vllm_profile, lab, cfg.vllm_profile) or cfg.vllm_profile
+        if chosen != cfg.vllm_profile:
+            st.caption(f"{chosen}'s knobs are below; Apply switches the engine to it.")
         with st.form("config", border=False):
-            shown = {spec.name: widget(spec, getattr(cfg, spec.name), lab) for spec in shown_knobs(lab)}
+            shown = {spec.name: widget(spec, getattr(cfg, spec.name), lab, chosen) for spec in shown_knobs(chosen)}
+            shown["vllm_profile"] = chosen
             st.markdown("### Workload")
             options = list(PRESETS) + ["none"]
             preset = st.selectbox("preset", options, index=options.index(lab.preset or "none"), key="cfg_preset",
@@ -82,7 +101,8 @@ def render(lab: Lab) -> None:
         if applied:
             # A widget cleared to None keeps the current value unless the knob itself may be None.
             changes = {name: value for name, value in shown.items() if value is not None or knob_named(name).optional}
-            apply(lab, changes, preset)
+            changes, pool_note = with_swap_pool(changes, cfg)
+            apply(lab, changes, preset, pool_note)
         note = st.session_state.pop("profile_note", None)
         if note:
             st.info(note)
@@ -92,9 +112,9 @@ def render(lab: Lab) -> None:
         target.pool_in_gib(lab, apply, knob_named("num_gpu_blocks").maximum)
 
 
-def apply(lab: Lab, changes: dict, preset: str) -> None:
+def apply(lab: Lab, changes: dict, preset: str, note: Optional[str] = None) -> None:
     """Rebuild the session's engine; on ValueError show it and keep the current one. A new vLLM profile puts
-    the knobs it lacks back to their defaults, and says which."""
+    the knobs it lacks back to their defaults, and says which (after ``note``, when given)."""
     profile = changes.pop("vllm_profile", lab.config.vllm_profile)
     try:
         config, reset = lab.config.with_profile(profile, **changes)
@@ -103,9 +123,14 @@ def apply(lab: Lab, changes: dict, preset: str) -> None:
     except ValueError as e:
         st.error(f"Not applied: {safe_text.plain(e)}")
         return
+    notes = [note] if note else []
     if reset:
-        st.session_state.profile_note = (f"vllm_profile={profile} has no {', '.join(reset)}: "
-                                         f"{'it is' if len(reset) == 1 else 'they are'} back at the default.")
+        notes.append(f"vllm_profile={profile} has no {', '.join(reset)}: "
+                     f"{'it is' if len(reset) == 1 else 'they are'} back at the default.")
+    if notes:
+        st.session_state.profile_note = " ".join(notes)
     st.session_state.lab = new_lab
     st.session_state.playing = False
+    for key in [k for k in st.session_state if str(k).startswith("cfg_")]:
+        del st.session_state[key]  # the widgets start again from the new engine's values (a filled-in CPU pool)
     st.rerun()
