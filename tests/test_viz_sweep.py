@@ -88,3 +88,13 @@ def test_sweep_figures_use_the_project_template_in_both_themes(costs):
         for fig in (runs_figure(runs(), dark=dark), preemption_cost_figure(costs, dark=dark),
                     block_size_cost_figure(costs, dark=dark)):
             assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
+
+
+def test_log_axes_label_a_1_2_5_series_or_decades_never_plotlys_bare_minor_digits():
+    from pykv.viz.theme import log_axis
+
+    narrow = log_axis("ms", [0.3, 4.0])
+    assert narrow["tickvals"] == [0.2, 0.5, 1, 2, 5] and narrow["ticktext"] == ["0.2", "0.5", "1", "2", "5"]
+    wide = log_axis("ms", [0.012, 120.0, None, 0.0])  # zeros and gaps are not drawn on a log axis
+    assert wide["ticktext"] == ["0.01", "0.1", "1", "10", "100"]
+    assert log_axis("ms", []) == {"type": "log", "title": {"text": "ms"}}

@@ -15,7 +15,7 @@ from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import CrossoverCurves
 from pykv.gpu_model.schedule import bills, run_totals
 from pykv.viz.sweep_charts import AXIS_LABELS, MARGIN, MODE_COLORS, _device, _empty, _trace
-from pykv.viz.theme import colors, figure
+from pykv.viz.theme import colors, figure, log_axis
 
 MODELLED_RUN_COLUMNS = ["modelled_target", "modelled_s", "modelled_tokens_per_s", "modelled_recompute_s",
                         "modelled_swap_s", "modelled_delay_to_others_s"]
@@ -96,5 +96,5 @@ def crossover_figure(curves: CrossoverCurves, dark: bool = False, height: int = 
     note = dict(text="; ".join(notes), showarrow=False, x=0.01, y=0.99, xref="paper", yref="paper", xanchor="left",
                 yanchor="top", font=dict(color=colors(dark)["muted"], size=12))
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, annotations=[note],
-                  xaxis=dict(title=dict(text="victim's sequence length (tokens)"), type="log"),
-                  yaxis=dict(title=dict(text="ms per preemption (log scale)"), type="log"))
+                  xaxis=log_axis("victim's sequence length (tokens)", curves.lengths),
+                  yaxis=log_axis("ms per preemption (log scale)", [y for t in data for y in t["y"]]))

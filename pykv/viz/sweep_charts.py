@@ -12,7 +12,7 @@ from typing import Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from pykv.viz.theme import colors, figure
+from pykv.viz.theme import colors, figure, log_axis
 
 # One colour per sweep mode (Okabe-Ito), the same in every chart.
 MODE_COLORS = {
@@ -129,7 +129,7 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
                                priced["modelled_target_s"] * 1e3, mode, "ms", modelled="gen4", markers_only=True))
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,
                   xaxis=dict(title=dict(text="victim's sequence length (tokens whose KV was lost)")),
-                  yaxis=dict(title=dict(text="cost of the preemption (ms, log scale)"), type="log"))
+                  yaxis=log_axis("cost of the preemption (ms, log scale)", [y for t in data for y in t["y"]]))
 
 
 def block_size_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height: int = 440) -> go.Figure:
@@ -156,4 +156,4 @@ def block_size_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
     sizes = sorted(int(b) for b in preemptions["block_size"].unique())
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,
                   xaxis=dict(title=dict(text="block size (tokens)"), type="log", tickvals=sizes),
-                  yaxis=dict(title=dict(text="µs per KiB of KV (log scale)"), type="log"))
+                  yaxis=log_axis("µs per KiB of KV (log scale)", [y for t in data for y in t["y"]]))
