@@ -121,6 +121,14 @@ def test_preemptions_are_marked_by_mode_at_their_steps(v0_history):
     assert not any(a.text == "none yet" for a in fig.layout.annotations)
 
 
+def test_a_long_run_draws_small_unlettered_squares_that_do_not_overlap(v0_history):
+    from pykv.viz.timeline import LETTERED_UP_TO_STEPS
+
+    long = v0_history + [snap(k, 0.5) for k in range(len(v0_history), LETTERED_UP_TO_STEPS + 2)]
+    swap = trace(timeline_figure(long, 3), "S = swap")
+    assert list(swap.x) == [2, 3] and swap.text is None and swap.mode == "markers" and swap.marker.size < 12
+
+
 def test_abort_has_its_own_letter_and_a_run_without_preemptions_says_so(v0_history):
     aborted = v0_history[:2] + [snap(2, 0.5, rep=report(2, 1, 0.01, [preemption(2, "9", "abort")]))]
     fig = timeline_figure(aborted, 2)

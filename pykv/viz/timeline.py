@@ -133,9 +133,15 @@ def _line(y: np.ndarray, panel: str, name: str, color: str, hover: str, legend: 
                 unselected=dict(marker=dict(opacity=1)))  # a click must not grey out every other point
 
 
-def _preemption_traces(events: dict[str, dict[int, list[str]]], lanes: list[str]) -> list[dict]:
+# Up to this many steps a 12 px square per step fits a ~1000 px timeline; past it neighbours overlap ("RR"), so
+# the squares shrink and lose their letter (the lane's tick label and the legend still name the mode).
+LETTERED_UP_TO_STEPS = 80
+
+
+def _preemption_traces(events: dict[str, dict[int, list[str]]], lanes: list[str], steps: int) -> list[dict]:
     """One trace per mode: a square with the mode's letter at each step that preempted by it."""
     xa, ya, _, _ = _axes(ROW["preemptions"])
+    lettered = steps <= LETTERED_UP_TO_STEPS
     traces = []
     for lane, mode in enumerate(lanes):
         at = events.get(mode, {})
@@ -143,10 +149,10 @@ def _preemption_traces(events: dict[str, dict[int, list[str]]], lanes: list[str]
         letter = MODE_LETTER.get(mode, "?")
         traces.append(dict(
             type="scatter", x=np.fromiter(at, dtype=np.int32, count=len(at)), y=np.full(len(at), lane, np.int8),
-            xaxis=xa, yaxis=ya, mode="markers+text", name=f"{letter} = {mode}", legend="legend3",
-            showlegend=bool(at), text=[letter] * len(at), textposition="middle center",
-            textfont=dict(color=text_color_on(color), size=9),
-            marker=dict(symbol="square", size=12, color=color, line=dict(width=0)),
+            xaxis=xa, yaxis=ya, mode="markers+text" if lettered else "markers", name=f"{letter} = {mode}",
+            legend="legend3", showlegend=bool(at), text=[letter] * len(at) if lettered else None,
+            textposition="middle center", textfont=dict(color=text_color_on(color), size=9),
+            marker=dict(symbol="square", size=12 if lettered else 7, color=color, line=dict(width=0)),
             hovertext=[f"{len(ids)}× {mode}: req {html.escape(', '.join(ids))}" for ids in at.values()],
             hovertemplate="step %{x} · %{hovertext}<extra></extra>", unselected=dict(marker=dict(opacity=1))))
     return traces
@@ -165,7 +171,7 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
     queues = ("running", "waiting", "swapped") if s.has_swapped else ("running", "waiting")
     data += [_line(cols[q], "queues", q, SERIES_COLOR[q], f"{q} %{{y:.0f}}", "legend2") for q in queues]
     lanes = [mode for mode in s.events if s.events[mode]] or ["recompute"]  # modes seen, in MODES order
-    data += _preemption_traces(s.events, lanes)
+    data += _preemption_traces(s.events, lanes, n)
     data += [
         _line(cols["recomputed"], "recomputed", "recomputed tokens", SERIES_COLOR["recomputed"],
               "%{y:,.0f} tokens recomputed so far"),
