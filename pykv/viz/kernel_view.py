@@ -81,10 +81,11 @@ def kernel_walk_figure(snapshot: Snapshot, walk: KernelWalk, dark: bool = False)
         strip, strip_shapes, end = _positions_strip(walk, c)
         data += strip
         shapes += strip_shapes
-        layout["xaxis2"] = dict(range=[-0.5, end + 0.5], domain=[0, 1], title=dict(text="key position"),
-                                fixedrange=True, anchor="y2")
+        layout["xaxis2"] = dict(range=[-0.5, end + 0.5], domain=[0, 1], title=dict(text="key position", standoff=6),
+                                fixedrange=True, anchor="y2", showgrid=False)
+        layout["margin"] = dict(l=16, r=16, t=36, b=54)  # room for the tick labels and, below them, the title
         layout["yaxis2"] = dict(HIDDEN_AXIS, range=[-1.6, 1.2], domain=[0, 0.3], anchor="x2")
-        height += 150
+        height += 150 + 46
     verb = "written" if walk.writes else "read"
     title = f"{walk.title}: {len(walk.blocks)} block(s) {verb}, numbered in the order reached"
     return figure(title, height, dark, data, shapes=shapes, **layout)
@@ -100,7 +101,7 @@ def _positions_strip(walk: KernelWalk, c: dict[str, str]) -> tuple[list[dict], l
         hi = min(walk.key_stop, (first_block + i + 1) * walk.block_size)
         for a, b, color in _split(lo, hi, walk.causal_from):
             shapes.append(dict(type="rect", x0=a - 0.5, x1=b - 0.5, y0=0, y1=1, xref="x2", yref="y2",
-                               fillcolor=color, line=dict(color=c["paper"], width=1)))
+                               fillcolor=color, line=dict(color=c["paper"], width=1), layer="below"))  # under "b3"
         data.append(dict(type="scatter", mode="text", x=[(lo + hi - 1) / 2], y=[0.5], text=[f"b{block}"],
                          textfont=dict(size=10, color="#000000"), hoverinfo="text", xaxis="x2", yaxis="y2",
                          hovertext=[f"block {block}: positions {lo}..{hi - 1}"], showlegend=False))
