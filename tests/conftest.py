@@ -5,6 +5,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["redis_server"]  # the class-mode tests' redis-server and Redis fixtures (tests/redis_server.py)
+
 torch.set_num_threads(1)  # small shapes: threads only add noise and contention on 2 cores
 if not torch.cuda.is_available():
     # The fixtures write checkpoints with transformers, whose torch._dynamo imports triton: switch the interpreter

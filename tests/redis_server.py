@@ -1,4 +1,5 @@
-"""A real, throwaway redis-server for the class-mode tests: one per test module that asks for it.
+"""A real, throwaway redis-server for the class-mode tests: one per test module that asks for it, and the
+fixtures the Redis tests share (a raw client on an emptied database, two app replicas on it, ``wait_for``).
 
 It listens on a free localhost port, keeps nothing on disk (``--save "" --appendonly no``), and is
 killed when the module's tests are done. Tests skip (with the reason) only when the redis-server
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,11 +18,9 @@ from pathlib import Path
 import pytest
 import redis
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from pykv.classroom import Classes
+from pykv.classroom.redis_store import RedisStore
+from testkit.streamlit_server import free_port
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +28,7 @@ def redis_url():
     binary = shutil.which("redis-server") or next((p for p in ["/usr/bin/redis-server"] if os.path.exists(p)), None)
     if binary is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "redis.log")
         proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
@@ -57,3 +55,30 @@ def redis_url():
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
+
+
+@pytest.fixture
+def raw(redis_url):
+    """A plain client on the module's server, its database emptied first."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def replicas(redis_url, raw):
+    """Two app replicas (two stores, two Classes) on one Redis."""
+    stores = [RedisStore(redis_url), RedisStore(redis_url)]
+    yield [Classes(store) for store in stores]
+    for store in stores:
+        store.close()
+
+
+def wait_for(predicate, timeout_s: float = 1.0) -> float:
+    """Seconds until ``predicate()`` held; fails after ``timeout_s``."""
+    started = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - started < timeout_s, "not within the time allowed"
+        time.sleep(0.005)
+    return time.monotonic() - started

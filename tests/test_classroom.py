@@ -13,7 +13,6 @@ import time
 
 import pytest
 import redis
-from redis_server import redis_url  # noqa: F401  (the module's real redis-server)
 
 from pykv.classroom import (
     CLASS_IDLE_S,

@@ -9,39 +9,12 @@ import socket
 import time
 
 import pytest
-import redis
-from redis_server import redis_url  # noqa: F401  (the module's real redis-server)
+from redis_server import wait_for
 
 from pykv.classroom import ClassError, Classes, ClassNotFound, make_store
 from pykv.classroom.redis_store import INDEX, RedisStore, key
 
 CHOICES = ["A", "B"]
-
-
-@pytest.fixture
-def raw(redis_url):  # noqa: F811
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    client.flushdb()
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def replicas(redis_url, raw):  # noqa: F811
-    """Two app replicas (two stores, two Classes) on one Redis."""
-    stores = [RedisStore(redis_url), RedisStore(redis_url)]
-    yield [Classes(store) for store in stores]
-    for store in stores:
-        store.close()
-
-
-def wait_for(predicate, timeout_s: float = 1.0) -> float:
-    """Seconds until ``predicate()`` held; fails after ``timeout_s``."""
-    started = time.monotonic()
-    while not predicate():
-        assert time.monotonic() - started < timeout_s, "not within the time allowed"
-        time.sleep(0.005)
-    return time.monotonic() - started
 
 
 def test_every_key_of_a_class_expires_with_it(replicas, raw):
@@ -62,7 +35,7 @@ def test_every_key_of_a_class_expires_with_it(replicas, raw):
     assert secret not in str(raw.hgetall(state_key))  # only the hash is stored
 
 
-def test_a_class_left_idle_is_expired_by_redis(redis_url, raw):  # noqa: F811
+def test_a_class_left_idle_is_expired_by_redis(redis_url, raw):
     store = RedisStore(redis_url)
     classes = Classes(store, idle_s=0.3)
     state, _ = classes.start("l")
@@ -124,7 +97,7 @@ def test_the_subscriber_reconnects_after_its_connection_is_killed(replicas, raw)
                     and b.store.feed.cached(state.code).version == 3) < 1.0
 
 
-def test_close_stops_the_subscriber(redis_url, raw):  # noqa: F811
+def test_close_stops_the_subscriber(redis_url, raw):
     store = RedisStore(redis_url)
     Classes(store).version("K7QM2X")
     wait_for(lambda: store.feed.live)

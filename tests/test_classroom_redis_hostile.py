@@ -8,53 +8,29 @@ import logging
 import time
 
 import pytest
-import redis
-from redis_server import redis_url  # noqa: F401  (the module's real redis-server)
+from redis_server import wait_for
 
 from pykv.classroom import Classes, ClassNotFound
 from pykv.classroom.redis_store import CHANNEL, RedisStore, key
-
-
-@pytest.fixture
-def raw(redis_url):  # noqa: F811
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    client.flushdb()
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def replicas(redis_url, raw):  # noqa: F811
-    stores = [RedisStore(redis_url), RedisStore(redis_url)]
-    yield [Classes(store) for store in stores]
-    for store in stores:
-        store.close()
-
-
-def wait_for(predicate, timeout_s: float = 2.0) -> None:
-    started = time.monotonic()
-    while not predicate():
-        assert time.monotonic() - started < timeout_s, "not within the time allowed"
-        time.sleep(0.005)
 
 
 def test_a_forged_notice_does_not_move_the_version(replicas, raw):
     a, b = replicas
     state, secret = a.start("l")
     assert b.version(state.code) == 1
-    wait_for(lambda: b.store.feed.live)
+    wait_for(lambda: b.store.feed.live, timeout_s=2.0)
     raw.publish(CHANNEL, f"{state.code} 999999999")
     raw.publish(CHANNEL, f"{state.code} end")
     time.sleep(0.3)
     assert b.version(state.code) == 1 and a.version(state.code) == 1
     a.drive(state.code, secret, step=2)  # a real change still arrives
-    wait_for(lambda: b.version(state.code) == 2)
+    wait_for(lambda: b.version(state.code) == 2, timeout_s=2.0)
 
 
 def test_notices_for_classes_this_replica_does_not_hold_are_ignored(replicas, raw):
     _, b = replicas
     b.version("K7QM2X")
-    wait_for(lambda: b.store.feed.live)
+    wait_for(lambda: b.store.feed.live, timeout_s=2.0)
     for i in range(200):
         raw.publish(CHANNEL, f"Z{i:05d} 5")
     time.sleep(0.3)
@@ -80,7 +56,7 @@ def test_a_corrupt_field_ends_the_class_with_a_warning_not_an_exception(replicas
     assert raw.keys("*" + state.code + "*") == []
 
 
-def test_a_corrupt_version_read_on_the_hot_path_is_none_not_a_crash(redis_url, raw):  # noqa: F811
+def test_a_corrupt_version_read_on_the_hot_path_is_none_not_a_crash(redis_url, raw):
     store = RedisStore(redis_url)
     classes = Classes(store)
     state, _ = classes.start("l")

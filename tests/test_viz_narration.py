@@ -104,8 +104,8 @@ def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():
         copy_on_write=[CopyOnWrite("7#1", 3, 9)], forked={"8": ["8#1", "8#2"]}, recomputed_tokens=8))))
     assert "req 6 was chosen because it has the fewest computed tokens (12) of 3 running." in lines
     assert "req 4 loaded 32 tokens (2 blocks) from the CPU offloading tier instead of recomputing them." in lines
-    assert "2 block(s) loaded (CPU tier → device): 32 KiB, 0.40 ms measured on cpu, 0.08 GB/s (these bytes modelled over PCIe: " \
-        "0.70 ms)" in lines
+    assert ("2 block(s) loaded (CPU tier → device): 32 KiB, 0.40 ms measured on cpu, 0.08 GB/s (these bytes modelled "
+            "over PCIe: 0.70 ms)") in lines
     assert "1 block(s) stored (device → CPU tier)" in lines
     assert "req 7#1 copied shared block 3 to block 9 before appending to it (copy on write)" in lines
     assert "req 8 forked 2 sequence(s) (8#1, 8#2) on its first token: they share all its blocks (reference count 3" \
