@@ -21,6 +21,7 @@ from pykv.lessons import Lesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, course_files
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM
+from pykv.ui.session.flash import show
 from pykv.ui.views import cheatsheet, class_panel, follower, lesson_guide, lesson_player
 from pykv.ui.views.style import LESSON_DOTS_CSS, PAGE_CSS
 
@@ -74,10 +75,7 @@ def render() -> None:
 
 
 def _flashes() -> None:
-    if msg := st.session_state.pop("class_flash", None):
-        st.error(msg)
-    if msg := st.session_state.pop("class_flash_info", None):
-        st.info(msg)
+    show("page")
 
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lab.lab import Lab, has_preempted
-from pykv.ui import safe_text
 from pykv.ui.session import budgets, state
+from pykv.ui.session.flash import flash, show
 from pykv.ui.views import exercise_panel, follower, kernel_view, live_views, review_pack_button, sidebar
 from pykv.ui.views.style import PAGE_CSS
 
@@ -44,9 +44,9 @@ def _act(fn, *args) -> None:
     try:
         fn(*args)
     except ValueError as e:  # an engine message, never a traceback
-        st.session_state.flash = str(e)
+        flash(str(e))
     except Exception as e:  # an engine failure (e.g. a kernel): a message; the recorded steps stay viewable
-        st.session_state.flash = f"The engine failed: {type(e).__name__}: {e}"
+        flash(f"The engine failed: {type(e).__name__}: {e}")
 
 
 def _set_playing(playing: bool) -> None:
@@ -60,15 +60,15 @@ def _set_playing(playing: bool) -> None:
 def _next_preemption(lab: Lab) -> None:
     note = budgets.run_action(lab, "Next preemption", lab.run_to_next_preemption, budgets.NEXT_PREEMPTION_BUDGET_S)
     if note:
-        st.session_state.flash_warning = note
+        flash(note, "warning")
     elif not has_preempted(lab.view):
-        st.session_state.flash_info = "No further preemption: the run reached its end."
+        flash("No further preemption: the run reached its end.", "info")
 
 
 def _run_to_end(lab: Lab) -> None:
     note = budgets.run_action(lab, "Run to end", lab.run_to_end, budgets.RUN_TO_END_BUDGET_S)
     if note:
-        st.session_state.flash_warning = note
+        flash(note, "warning")
 
 
 def _goto_clicked(lab: Lab) -> None:
@@ -88,7 +88,8 @@ def _live(lab: Lab) -> None:
         try:
             moved = lab.step()  # a Play tick; stop at the end
         except Exception as e:  # an engine failure: stop playing and say so
-            moved, st.session_state.flash = False, f"The engine failed: {type(e).__name__}: {e}"
+            moved = False
+            flash(f"The engine failed: {type(e).__name__}: {e}")
         if not moved:
             st.session_state.playing = False
             st.session_state.replan = True
@@ -96,12 +97,7 @@ def _live(lab: Lab) -> None:
         st.rerun()  # whole app: re-create the fragment with the new run_every
 
     _controls(lab)
-    if msg := st.session_state.pop("flash", None):
-        st.error(safe_text.plain(msg))
-    if msg := st.session_state.pop("flash_warning", None):
-        st.warning(msg)
-    if msg := st.session_state.pop("flash_info", None):
-        st.info(msg)
+    show("page")
     state.sync_url(lab)
 
     # While playing, the timeline takes no clicks: a selectable chart that changes on every tick makes the browser
@@ -160,9 +156,9 @@ def _controls(lab: Lab) -> None:
                     st.session_state.acted = True
                     try:
                         rid = lab.add_request(prompt, int(max_tokens), n=int(n), priority=int(priority))
-                        st.session_state.flash_info = f"Queued req {rid} at step {lab.cursor}."
+                        flash(f"Queued req {rid} at step {lab.cursor}.", "info")
                         st.rerun()  # the controls above were drawn before it was queued (Step was off at the end)
                     except ValueError as e:
-                        st.session_state.flash = str(e)
+                        flash(str(e))
         review_pack_button.review_pack_controls(review_pack_button.playground_pack(lab), f"pykv_review_step{lab.head}",
                                                 "playground", "this run, every step so far")

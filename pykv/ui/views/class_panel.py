@@ -16,6 +16,7 @@ import streamlit as st
 from pykv.classroom import CLASS_IDLE_S
 from pykv.ui.session import classroom
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership
+from pykv.ui.session.flash import flash
 from pykv.ui.views import lesson_guide
 
 PRESENCE_EVERY_S = 3.0  # the instructor's learner counts refresh this often
@@ -34,7 +35,7 @@ def _start(lesson_id: str, step: int) -> None:
         started, secret = classroom.classes().start(lesson_id, step, owners=classroom.owners(),
                                                     passphrase=st.session_state.get("class_passphrase"))
     except Exception as e:  # the server's class limit, an unreachable store: a message
-        st.session_state.class_flash = classroom.safe_error(e)
+        flash(classroom.safe_error(e))
         return
     st.query_params[CLASS_PARAM] = started.code
     st.query_params[KEY_PARAM] = secret
@@ -98,7 +99,7 @@ def _end(code: str, secret: Optional[str]) -> None:
     try:
         classroom.classes().end(code, secret or "")
     except Exception as e:
-        st.session_state.class_flash = classroom.safe_error(e)
+        flash(classroom.safe_error(e))
         return
     classroom.leave_class_params()
-    st.session_state.class_flash_info = f"Class {code} has ended."
+    flash(f"Class {code} has ended.", "info")

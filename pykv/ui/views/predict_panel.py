@@ -17,6 +17,7 @@ import streamlit as st
 from pykv.lessons.player import StepState
 from pykv.ui.session import classroom, state
 from pykv.ui.session.classroom import Membership
+from pykv.ui.session.flash import flash, show
 from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.viz.predictions import answers_figure
 
@@ -38,7 +39,7 @@ def _solo_answer(lesson_id: str, index: int, radio: Optional[str]) -> None:
     """``radio``: the key of the answer's radio (None: "just show me"); no choice picked is no answer yet."""
     choice = st.session_state.get(radio) if radio else ""
     if choice is None:
-        st.session_state.predict_flash = "Pick an answer first (or press Just show me)."
+        flash("Pick an answer first (or press Just show me).", "warning", "predict")
         return
     st.session_state.setdefault(SOLO, {})[(lesson_id, index)] = choice
 
@@ -46,8 +47,7 @@ def _solo_answer(lesson_id: str, index: int, radio: Optional[str]) -> None:
 def question(step_state: StepState) -> None:
     p = step_state.prediction
     st.markdown(f"#### :material/psychology_alt: Predict: {p.question}")
-    if msg := st.session_state.pop("predict_flash", None):
-        st.warning(msg)
+    show("predict")
 
 
 def solo(lesson_id: str, step_state: StepState, projector: bool = False) -> None:
@@ -115,12 +115,12 @@ def follower(member: Membership, step_state: StepState, answering: bool = True) 
 def _class_answer(code: str, me: str, step: int, radio: str, choices) -> None:
     choice = st.session_state.get(radio)
     if choice is None:
-        st.session_state.predict_flash = "Pick an answer first."
+        flash("Pick an answer first.", "warning", "predict")
         return
     try:
         classroom.classes().answer(code, me, step, choice, list(choices))
     except Exception as e:  # a revealed step, an ended class: say so, nobody else is affected
-        st.session_state.predict_flash = classroom.safe_error(e)
+        flash(classroom.safe_error(e), "warning", "predict")
 
 
 def instructor(member: Membership, step_state: StepState) -> None:
@@ -145,7 +145,7 @@ def _reveal(code: str, secret: Optional[str]) -> None:
     try:
         classroom.classes().drive(code, secret or "", revealed=True)
     except Exception as e:
-        st.session_state.class_flash = classroom.safe_error(e)
+        flash(classroom.safe_error(e))
 
 
 def _room_chart(code: str, step: int, step_state: StepState, revealed: bool) -> None:

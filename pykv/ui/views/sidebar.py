@@ -16,6 +16,7 @@ from pykv.border.workload import PRESETS
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
 from pykv.ui.session import state
+from pykv.ui.session.flash import flash, show
 from pykv.ui.views import target
 
 PRESET_LABELS = {
@@ -103,9 +104,7 @@ def render(lab: Lab) -> None:
             changes = {name: value for name, value in shown.items() if value is not None or knob_named(name).optional}
             changes, pool_note = with_swap_pool(changes, cfg)
             apply(lab, changes, preset, pool_note)
-        note = st.session_state.pop("profile_note", None)
-        if note:
-            st.info(note)
+        show("sidebar")
         st.caption(f"Model: `{cfg.model}` · {lab.engine.backend.label} attention on {cfg.device}")
         st.markdown("### Modelled target")
         target.picker("sb_", horizontal=False)
@@ -128,7 +127,7 @@ def apply(lab: Lab, changes: dict, preset: str, note: Optional[str] = None) -> N
         notes.append(f"vllm_profile={profile} has no {', '.join(reset)}: "
                      f"{'it is' if len(reset) == 1 else 'they are'} back at the default.")
     if notes:
-        st.session_state.profile_note = " ".join(notes)
+        flash(" ".join(notes), "info", "sidebar")
     st.session_state.lab = new_lab
     st.session_state.playing = False
     for key in [k for k in st.session_state if str(k).startswith("cfg_")]:

@@ -19,6 +19,7 @@ from pykv.gpu_model.pool import blocks_for_gib, gib_for_blocks
 from pykv.gpu_model.published import POINTS, predict
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
+from pykv.ui.session.flash import flash, show
 
 TP_CHOICES = (1, 2, 4, 8)
 ONE_LINE = ("The tiny model still produces the tokens; the modelled figures price its real schedule (which requests "
@@ -45,7 +46,7 @@ def _choose(key_prefix: str) -> None:
         wanted = Target(**read)
         estimate_of(wanted)
     except ValueError as e:
-        st.session_state.target_error = str(e)
+        flash(str(e), place="target")
         return
     st.session_state.target = wanted
 
@@ -62,8 +63,7 @@ def picker(key_prefix: str = "", horizontal: bool = True) -> Estimate:
                          format_func=fmt or str, on_change=_choose, args=(key_prefix,),
                          help="The GPU, model shape, dtype and tensor parallelism the schedule is priced on "
                               "(modelled, never measured).")
-    if msg := st.session_state.pop("target_error", None):
-        st.error(f"Not changed: {safe_text.plain(msg)}")
+    show("target", prefix="Not changed: ")
     est = current_estimate()
     st.caption(ONE_LINE.format(label=f"**modelled {est.label}**"))
     return est
