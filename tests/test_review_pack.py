@@ -209,6 +209,22 @@ def test_the_zip_holds_the_page_every_figure_the_csvs_and_the_snapshot(pack, rec
     assert build_zip(pack) == build_zip(pack)  # same bytes
 
 
+def test_each_grid_image_links_to_the_step_it_draws_and_the_cpu_grid_has_its_legend(pack, record, monkeypatch):
+    links = {}
+
+    def recording(fig, fmt, *, caption, link=None, **kwargs):
+        links[caption] = link
+        return fake_export(fig, fmt, caption=caption, link=link)
+
+    monkeypatch.setattr(bundle, "export_image", recording)
+    build_zip(pack)
+    early = next(f for f in pack.figures() if f.name.startswith("grid-step-") and f.name.endswith("-gpu"))
+    assert early.step < record.last.step and f"step={early.step}" in links[early.caption]
+    assert f"step={record.last.step}" not in links[early.caption] and links[early.caption].count("step=") == 1
+    cpu = next(f for f in pack.figures() if f.name.endswith("-cpu"))
+    assert any("changed this step" in a.text for a in cpu.figure.layout.annotations)
+
+
 def test_the_zip_exports_real_images_where_chromium_runs(record):
     from pykv.review_pack.export import static_export_problem
 

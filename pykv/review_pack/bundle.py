@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import zipfile
 from typing import Optional
+from urllib.parse import parse_qsl, urlencode
 
 from pykv.review_pack.export import ExportUnavailable, export_image
 from pykv.review_pack.page import PAGE_WIDTH_PX, ReviewPack, render_html
@@ -24,10 +25,20 @@ def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], Optional[str]]:
             for fmt in ("svg", "png"):
                 size = {"width": PAGE_WIDTH_PX} if f.half else {}  # small multiples: a narrower image
                 out[f"figures/{f.name}.{fmt}"] = export_image(
-                    f.figure, fmt, scale=PNG_SCALE if fmt == "png" else 1, caption=f.caption, link=pack.link, **size)
+                    f.figure, fmt, scale=PNG_SCALE if fmt == "png" else 1, caption=f.caption,
+                    link=link_at_step(pack.link, f.step), **size)
     except ExportUnavailable as e:
         return {}, str(e) or type(e).__name__
     return out, None
+
+
+def link_at_step(link: Optional[str], step: Optional[int]) -> Optional[str]:
+    """The pack's deep link opened at ``step`` instead (a grid of an early step must not link to the last)."""
+    if link is None or step is None:
+        return link
+    base, _, query = link.partition("?")
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "step"] + [("step", str(step))]
+    return f"{base}?{urlencode(params)}"
 
 
 def readme(pack: ReviewPack, names: list[str], problem: Optional[str]) -> str:

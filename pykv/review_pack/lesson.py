@@ -58,9 +58,10 @@ def step_section(lesson: Lesson, state: StepState, previous: StepState | None) -
     else:
         prev_snap = lab.previous
         caption = f"After lesson step {k}: engine step {snap.step}."
-        figs = grid_figures(snap, prev_snap, f"lesson-step-{k}-grid", caption)
+        # the pack's link is the lesson's (its step is the lesson step): each image links to lesson step k
+        figs = [replace(f, step=k) for f in grid_figures(snap, prev_snap, f"lesson-step-{k}-grid", caption)]
         figs.append(PackFigure(f"lesson-step-{k}-queues", f"Queues after lesson step {k} (engine step {snap.step}).",
-                               queues_figure(snap, changed=None), half=True))
+                               queues_figure(snap, changed=None), half=True, step=k))
         blocks.append(Figures(tuple(figs)))
     return Section(f"step-{k}", f"Step {k}: {state.step.title}", tuple(blocks))
 

@@ -30,6 +30,7 @@ class PackFigure:
     caption: str
     figure: go.Figure
     half: bool = False  # half the page width (small multiples)
+    step: Optional[int] = None  # the step drawn, where it is not the run's last (its exported link opens that step)
 
 
 @dataclass(frozen=True)

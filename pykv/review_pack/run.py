@@ -127,10 +127,11 @@ def changed_blocks(previous: Optional[Snapshot], snapshot: Snapshot) -> Optional
 def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, caption: str) -> list[PackFigure]:
     """The device pool's grid at ``snapshot`` (blocks changed since ``previous`` outlined), and the CPU pool's."""
     changed = changed_blocks(previous, snapshot)
-    figs = [PackFigure(f"{name}-gpu", caption, block_grid_figure(snapshot, "gpu", changed), half=True)]
-    if any(b.pool == "cpu" for b in snapshot.blocks):
-        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.",
-                               block_grid_figure(snapshot, "cpu", changed, legend=False), half=True))
+    step = snapshot.step
+    figs = [PackFigure(f"{name}-gpu", caption, block_grid_figure(snapshot, "gpu", changed), half=True, step=step)]
+    if any(b.pool == "cpu" for b in snapshot.blocks):  # its own legend too: each image is pasted alone
+        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.", block_grid_figure(snapshot, "cpu", changed),
+                               half=True, step=step))
     return figs
 
 
