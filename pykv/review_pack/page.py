@@ -163,7 +163,7 @@ th, td {{ border-bottom: 1px solid #E3E5EA; padding: 2px 5px; text-align: left; 
   overflow-wrap: break-word; }}
 td code {{ font-size: 10px; }}
 table[style] td {{ overflow-wrap: anywhere; }}
-th {{ background: #F6F7F9; font-weight: 600; }}
+th {{ background: #F6F7F9; font-weight: 600; overflow-wrap: normal; word-break: keep-all; }}  /* never "preempti ons" */
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 table.wide {{ font-size: 10px; }}
 table.wide th, table.wide td {{ padding: 2px 3px; }}
