@@ -2,7 +2,7 @@
 matched / diverged per profile with each divergence's first difference and seed.
 
     python bench/oracle_sweep.py [--seeds 50] [--first-seed 0] [--profiles v0.6 v0.10 v0.33]
-                                 [--normalise v1_null_block batch_as_set] [--save]
+                                 [--normalise batch_as_set] [--save]
 
 Needs the venvs of ``python oracle/build_venvs.py``. ``--normalise`` (named, off by default) hides the known
 deliberate differences (oracle/compare.py NORMALISATIONS); a name that does not apply to a profile is ignored
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from oracle import cases, harness  # noqa: E402
 from oracle.compare import NORMALISATIONS  # noqa: E402
 
-APPLIES = {"v1_null_block": ("v0.10", "v0.33"), "batch_as_set": ("v0.6",)}
+APPLIES = {"batch_as_set": ("v0.6",)}
 
 
 def main() -> int:
