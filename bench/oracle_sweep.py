@@ -6,7 +6,8 @@ matched / diverged per profile with each divergence's first difference and seed.
 
 Needs the venvs of ``python oracle/build_venvs.py``. ``--normalise`` (named, off by default) hides the known
 deliberate differences (oracle/compare.py NORMALISATIONS); a name that does not apply to a profile is ignored
-there. ``--save`` writes bench/results/<date>-cpu-oracle-sweep.txt.
+there. ``--save`` writes bench/results/<date>-cpu-oracle-sweep.txt (with every profile; a subset adds their names,
+e.g. <date>-cpu-oracle-sweep-v0.10-v0.33.txt).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.save:
-        out = Path(__file__).resolve().parent / "results" / f"{datetime.date.today()}-cpu-oracle-sweep.txt"
+        subset = "" if set(args.profiles) == set(cases.PROFILES) else "-" + "-".join(args.profiles)
+        out = Path(__file__).resolve().parent / "results" / f"{datetime.date.today()}-cpu-oracle-sweep{subset}.txt"
         out.parent.mkdir(exist_ok=True)
         out.write_text(text + "\n")
         print(f"saved {out}")
