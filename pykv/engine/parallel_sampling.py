@@ -38,8 +38,8 @@ def check_n(params: SamplingParams, num_prompt_tokens: int, config: EngineConfig
     if least > config.usable_gpu_blocks:
         usable = " usable" if config.profile.null_block else ""
         raise ValueError(f"n={n} sequences of this {num_prompt_tokens}-token prompt need at least {least} blocks (the "
-                         f"shared full prompt blocks plus one each) but the pool has {config.usable_gpu_blocks}{usable}; "
-                         "lower n or raise num_gpu_blocks.")
+                         f"shared full prompt blocks plus one each) but the pool has {config.usable_gpu_blocks}"
+                         f"{usable}; lower n or raise num_gpu_blocks.")
 
 
 def fork_generators(params: SamplingParams, seed: int) -> list[torch.Generator]:
