@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from pykv import EngineConfig
-from pykv.cli.main import main
 from pykv.border.vllm_profiles import PROFILES
+from pykv.cli.main import main
 from pykv.engine.model.loader import load_model
 from pykv.lab.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS, StormShape, SweepSpec, parse_values, run_sweep, storm_shape
 

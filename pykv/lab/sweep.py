@@ -282,8 +282,8 @@ class StormShape:
 
     Each request ends holding ``blocks_per_request`` blocks, so a pool of P usable blocks carries
     ``P // blocks_per_request`` requests to the end (a pool is given as ``num_gpu_blocks``; under vLLM V1
-    ``null_blocks`` = 1 of them is the null block, block 0, which no request holds). Within :attr:`band`, recompute preempts
-    exactly ``n - P // blocks_per_request`` times, a count that never falls as the pool shrinks:
+    ``null_blocks`` = 1 of them is the null block, block 0, which no request holds). Within :attr:`band`,
+    recompute preempts exactly ``n - P // blocks_per_request`` times, a count that never falls as the pool shrinks:
     every prompt is admitted at step 0, the outputs grow in lockstep, the last admitted are
     preempted one at a time until the rest fit, and the victims (too big to re-enter while the
     survivors run) come back together afterwards and fit then, so nobody is preempted twice.
