@@ -2,11 +2,12 @@
 matched / diverged per profile with each divergence's first difference and seed.
 
     python bench/oracle_sweep.py [--seeds 50] [--first-seed 0] [--profiles v0.6 v0.10 v0.33]
-                                 [--normalise v1_null_block batch_as_set] [--save]
+                                 [--normalise batch_as_set] [--save]
 
 Needs the venvs of ``python oracle/build_venvs.py``. ``--normalise`` (named, off by default) hides the known
 deliberate differences (oracle/compare.py NORMALISATIONS); a name that does not apply to a profile is ignored
-there. ``--save`` writes bench/results/<date>-cpu-oracle-sweep.txt.
+there. ``--save`` writes bench/results/<date>-cpu-oracle-sweep.txt (with every profile; a subset adds their names,
+e.g. <date>-cpu-oracle-sweep-v0.10-v0.33.txt).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from oracle import cases, harness  # noqa: E402
 from oracle.compare import NORMALISATIONS  # noqa: E402
 
-APPLIES = {"v1_null_block": ("v0.10", "v0.33"), "batch_as_set": ("v0.6",)}
+APPLIES = {"batch_as_set": ("v0.6",)}
 
 
 def main() -> int:
@@ -61,7 +62,8 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.save:
-        out = Path(__file__).resolve().parent / "results" / f"{datetime.date.today()}-cpu-oracle-sweep.txt"
+        subset = "" if set(args.profiles) == set(cases.PROFILES) else "-" + "-".join(args.profiles)
+        out = Path(__file__).resolve().parent / "results" / f"{datetime.date.today()}-cpu-oracle-sweep{subset}.txt"
         out.parent.mkdir(exist_ok=True)
         out.write_text(text + "\n")
         print(f"saved {out}")

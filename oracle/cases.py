@@ -54,8 +54,8 @@ def cases_for(profile: str) -> list[Case]:
                          note="chunked prefill off: whole prompts only"))
     if v033:
         out.append(_case(profile, "watermark", _requests("burst", n=8, max_tokens=24), num_gpu_blocks=24,
-                         watermark=0.1, note="0.33's admission watermark at 10% (int(0.1 * 24) = int(0.1 * 25) = 2, so "
-                         "the null-block variant keeps it: vLLM counts the null block in num_blocks)"))
+                         watermark=0.1, note="0.33's admission watermark at 10%: int(0.1 * 24) = 2 blocks (vLLM "
+                         "counts the null block in num_blocks)"))
     if v0:
         out += [
             _case(profile, "swap_storm", _requests("storm", n=12, max_tokens=48), num_gpu_blocks=24,
@@ -88,9 +88,10 @@ def random_case(profile: str, seed: int) -> Case:
                                 arrival_step=rng.choice([0, 0, rng.randint(0, 30)])))
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in reqs)
     blocks = max(-(-longest // bs) + 2, rng.randint(8, 40))
+    usable = blocks - (profile != "v0.6")  # V1 keeps block 0 back as its null block
     config = dict(block_size=bs, num_gpu_blocks=blocks, max_num_seqs=rng.choice([2, 4, 8]),
                   max_num_batched_tokens=budget, enable_chunked_prefill=chunked,
-                  enable_prefix_caching=rng.random() < 0.3, max_model_len=min(blocks * bs, budget if not chunked
+                  enable_prefix_caching=rng.random() < 0.3, max_model_len=min(usable * bs, budget if not chunked
                                                                                else 1024))
     if profile == "v0.6":
         if rng.random() < 0.4:
@@ -107,6 +108,8 @@ def with_normalise(case: Case, *names: str) -> Case:
 
 
 def variants(case: Case) -> list[Case]:
-    """The case as it is (exact), and the same with the profile's known difference normalised away (V1: vLLM
-    given its null block; V0: the batch compared as a set), so the rest of the schedule is compared too."""
-    return [case, with_normalise(case, "v1_null_block" if case.config.profile != "v0.6" else "batch_as_set")]
+    """The case as it is (exact), and under V0 the same with the batch compared as a set (the profile's known
+    difference normalised away), so the rest of the schedule is compared too. V1 has nothing to normalise."""
+    if case.config.profile != "v0.6":
+        return [case]
+    return [case, with_normalise(case, "batch_as_set")]

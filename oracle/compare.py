@@ -7,7 +7,7 @@ mode, in order), ``swaps`` (swapped-in ids), ``queues`` (waiting, running, swapp
 ``finished``, and ``length`` (one side ran more steps, or stopped with an error).
 
 Normalisations hide a known, deliberate difference and must be asked for by name (NORMALISATIONS); none is on
-by default. Some are applied by the vLLM driver (it is given the case's ``normalise`` list), some here.
+by default.
 """
 
 from __future__ import annotations
@@ -20,14 +20,10 @@ from typing import Optional
 from oracle.trace import StepTrace, Trace, load_traces
 
 NORMALISATIONS = {
-    "v1_null_block": "driver: give vLLM V1 num_gpu_blocks + 1 blocks, since its BlockPool keeps block 0 as the null "
-                     "block (0.10.2 and 0.33.0 vllm/v1/core/block_pool.py BlockPool.__init__: "
-                     "null_block = free_block_queue.popleft()), so pykv's N blocks are vLLM's N + 1",
     "batch_as_set": "compare each step's scheduled chunks as a set: vLLM 0.6.3.post1 orders the batch prefills "
                     "first (vllm/core/scheduler.py _schedule_chunked_prefill, scheduled_seq_groups), pykv in the "
                     "order it scheduled them",
 }
-DRIVER_NORMALISATIONS = {"v1_null_block"}
 KINDS = ("batch", "preemptions", "swaps", "queues", "free_blocks", "finished", "length")
 
 

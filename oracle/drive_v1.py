@@ -62,7 +62,6 @@ def _accepts(func, name: str) -> bool:
 
 def build_scheduler(case: Case, model_dir: str) -> Scheduler:
     c = case.config
-    num_blocks = c.num_gpu_blocks + (1 if "v1_null_block" in case.normalise else 0)
     sched_kwargs = dict(max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
                         max_model_len=c.max_model_len, enable_chunked_prefill=c.enable_chunked_prefill,
                         policy="priority" if c.priority_scheduling else "fcfs")
@@ -85,9 +84,9 @@ def build_scheduler(case: Case, model_dir: str) -> Scheduler:
     if "use_mla" in getattr(FullAttentionSpec, "__dataclass_fields__", {}):  # 0.10.2
         spec_kwargs["use_mla"] = False
     spec = FullAttentionSpec(**spec_kwargs)
-    kv_cache_config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
+    kv_cache_config = KVCacheConfig(num_blocks=c.num_gpu_blocks, kv_cache_tensors=[],
                                     kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)])
-    cache_config.num_gpu_blocks = num_blocks
+    cache_config.num_gpu_blocks = c.num_gpu_blocks
     kwargs = dict(vllm_config=vllm_config, kv_cache_config=kv_cache_config, log_stats=True,
                   structured_output_manager=StructuredOutputManager(vllm_config))
     if _accepts(Scheduler.__init__, "block_size"):  # 0.33

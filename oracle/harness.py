@@ -55,5 +55,4 @@ def run_vllm(cases: list[Case], timeout: float = 600) -> dict[str, Trace]:
 def run_both(cases: list[Case]) -> dict[str, Comparison]:
     filled, ours = run_pykv(cases)
     theirs = run_vllm(filled)
-    return {c.name: compare(ours[c.name], theirs[c.name],
-                            [n for n in c.normalise if n not in ("v1_null_block",)]) for c in filled}
+    return {c.name: compare(ours[c.name], theirs[c.name], c.normalise) for c in filled}

@@ -57,3 +57,31 @@ def test_invariant_check_detects_a_corrupt_pool():
     pool.blocks[0].ref_cnt = 0  # corrupt: ref 0 but not in the free queue
     with pytest.raises(AssertionError):
         pool.check_invariants()
+
+
+def test_the_null_block_is_kept_back():
+    """vLLM V1 (0.10.2 and 0.33.0 v1/core/block_pool.py BlockPool.__init__) keeps block 0 back: N blocks hand
+    out N-1, and usage is over those (BlockPool.get_usage)."""
+    pool = BlockPool(4, null_block=True)
+    assert pool.null_block == 0 and pool.num_usable_blocks == 3 and pool.num_free_blocks() == 3
+    assert pool.allocate(3) == [1, 2, 3] and pool.usage() == 1.0
+    with pytest.raises(RuntimeError):
+        pool.allocate(1)
+    pool.free([3, 2, 1])
+    assert 0 not in pool.free_queue and pool.usage() == 0.0
+    pool.check_tables({})
+    pool.blocks[0].ref_cnt = 1  # corrupt: the null block handed out
+    with pytest.raises(AssertionError):
+        pool.check_invariants()
+
+
+def test_unhashed_blocks_are_freed_to_the_front():
+    """vLLM 0.33.0 BlockPool.free_blocks: a freed block without a hash goes to the front of the free queue (in the
+    order freed), a hashed one to the back; 0.10.2 (the default here) appends both."""
+    for first, expected in ((True, [3, 1, 5, 2]), (False, [5, 3, 2, 1])):
+        pool = BlockPool(6, null_block=True, free_unhashed_first=first)
+        blocks = pool.allocate(4)  # 1..4; 5 stays free
+        pool.cache_block(blocks[1], 11)  # block 2 is hashed
+        pool.free([3, 2, 1])  # tail first: 3 and 1 unhashed, 2 hashed
+        assert list(pool.free_queue) == expected, first
+        pool.check_invariants()

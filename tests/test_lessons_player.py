@@ -90,7 +90,8 @@ def test_paths_read_every_root(tiny):
     assert r("block.a.0.ref_cnt") == 1 and r("block.a.0.owners") == ["a"]
     assert r("block.a.0.block_id") == a.block_table[0]
     assert r("block.a.last.block_id") == a.block_table[-1] and r("block.a.0.tokens_filled") == 4
-    assert r("pool.gpu.total") == 12 and r("pool.gpu.used") + r("pool.gpu.free") + r("pool.gpu.cached") == 12
+    assert r("pool.gpu.total") == 12 and r("pool.gpu.usable") == 11  # v0.33: block 0 is the null block
+    assert r("pool.gpu.used") + r("pool.gpu.free") + r("pool.gpu.cached") == 11
     assert r("pool.cpu.total") == 0
     assert r("metric.vllm:num_requests_running") == 2 and r("metric.vllm:num_preemptions_total") == 0
     assert r("last_step.scheduled") == ["a", "b"] and r("last_step.step") == 2 and r("last_step.finished") == []
@@ -283,7 +284,7 @@ def test_player_takes_environment_fields_from_the_base_config_only(tiny):
 
 
 def test_lab_fork_leaves_the_original_history_untouched(tiny):
-    lab = Lab(EngineConfig(num_gpu_blocks=16, block_size=4), tiny, "burst")
+    lab = Lab(EngineConfig(num_gpu_blocks=17, block_size=4), tiny, "burst")  # 16 usable
     lab.step(), lab.step()
     before = [id(s) for s in lab.snapshots]
     child = lab.fork()

@@ -8,6 +8,7 @@ from rules import step_checked
 from pykv import SamplingParams, Snapshot
 from pykv.border.snapshot import diff_snapshots
 from pykv.border.step_report import PreemptionView
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES
 from pykv.border.workload import make_workload
 from pykv.lab.workload_runner import WorkloadRunner
 
@@ -15,7 +16,9 @@ LONG = SamplingParams(max_tokens=16, ignore_eos=True)
 
 
 def crowded_engine(make_engine, **overrides):
-    engine = make_engine(**({"block_size": 4, "num_gpu_blocks": 8, "max_num_seqs": 3} | overrides))
+    """8 usable blocks (a V1 pool also holds its null block, block 0)."""
+    blocks = 8 + PROFILES[overrides.get("vllm_profile", DEFAULT_PROFILE)].null_block
+    engine = make_engine(**({"block_size": 4, "num_gpu_blocks": blocks, "max_num_seqs": 3} | overrides))
     for i in range(3):
         engine.add_request([10 + i] + list(range(11, 20)), LONG)
     return engine

@@ -100,7 +100,7 @@ def test_a_recompute_victim_loads_its_blocks_back_and_recomputes_only_the_tail(m
 
 def test_a_new_request_hits_blocks_the_device_cache_lost(make_engine):
     """The tier outlives the device prefix cache: a prompt whose blocks were evicted from the device still loads."""
-    engine = offload_engine(make_engine, num_gpu_blocks=6, enable_prefix_caching=True)
+    engine = offload_engine(make_engine, num_gpu_blocks=7, enable_prefix_caching=True)  # 6 usable: V1 keeps block 0
     prompt = list(range(1, 14))  # 13 tokens: 3 full blocks of 4
     engine.generate([prompt], SamplingParams(max_tokens=2))
     engine.generate([list(range(100, 121))], SamplingParams(max_tokens=2))  # evicts the device copies
@@ -118,7 +118,7 @@ def _probe(prompt):
 
 
 def test_store_and_load_round_trips_are_bit_identical(make_engine):
-    engine = offload_engine(make_engine, num_gpu_blocks=6, enable_prefix_caching=True)
+    engine = offload_engine(make_engine, num_gpu_blocks=7, enable_prefix_caching=True)  # 6 usable: V1 keeps block 0
     prompt = list(range(1, 14))
     engine.add_request(prompt, SamplingParams(max_tokens=1), "a")
     step_checked(engine)

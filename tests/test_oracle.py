@@ -19,14 +19,7 @@ from oracle import cases as oracle_cases
 from oracle import harness
 
 # rule -> (reason: the vLLM rule pykv lacks, cited by release/file/function; the cases it breaks today)
-V1_EXACT = [f"{p}/{w}" for p in ("v0.10", "v0.33") for w in (
-    "burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "chunked_off", "watermark")
-    if not (p == "v0.10" and w in ("chunked_off", "watermark"))]
 KNOWN_DIVERGENCES: dict[str, tuple[str, list[str]]] = {
-    "v1_null_block": (
-        "vLLM V1 keeps block 0 as the null block (0.10.2 and 0.33.0 vllm/v1/core/block_pool.py BlockPool.__init__: "
-        "self.null_block = self.free_block_queue.popleft()), so N blocks leave N-1 usable; pykv's BlockPool "
-        "(pykv/block_pool.py) hands out all N", V1_EXACT),
     "v0_batch_order": (
         "vLLM 0.6.3.post1 orders the batch prefills first, then decodes (vllm/core/scheduler.py "
         "_schedule_chunked_prefill: scheduled_seq_groups = prefills + running prefills + swapped-in prefills + "

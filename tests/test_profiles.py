@@ -7,6 +7,13 @@ import pytest
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES
+
+
+def usable(n, profile=DEFAULT_PROFILE):
+    """num_gpu_blocks for ``n`` usable blocks: a V1 pool also holds its null block (0.10.2 and 0.33.0
+    vllm/v1/core/block_pool.py BlockPool.__init__ keeps block 0 back)."""
+    return n + PROFILES[profile].null_block
 
 
 def params(max_tokens):
@@ -31,9 +38,10 @@ def trace(engine, arrivals=None, max_steps=60):
 
 
 def three_and_a_late_one(make_engine, **config):
-    """a, b (1 block each) and c (2 blocks) fill 4 of 6 blocks; d (3 tokens) arrives at step 2, when a and
-    b each need a second block and c a third: the pool cannot hold them all."""
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=4, max_num_batched_tokens=64, **config)
+    """a, b (1 block each) and c (2 blocks) fill 4 of 6 usable blocks; d (3 tokens) arrives at step 2, when a
+    and b each need a second block and c a third: the pool cannot hold them all."""
+    blocks = usable(6, config.get("vllm_profile", DEFAULT_PROFILE))
+    engine = make_engine(block_size=4, num_gpu_blocks=blocks, max_num_seqs=4, max_num_batched_tokens=64, **config)
     engine.add_request([11, 12, 13, 14], params(6), request_id="a")
     engine.add_request([21, 22, 23, 24], params(6), request_id="b")
     engine.add_request([31, 32, 33, 34, 35, 36, 37, 38], params(6), request_id="c")
@@ -82,8 +90,8 @@ def test_v1_admits_nobody_in_a_step_that_preempted(make_engine, profile):
 
 
 def long_prompt_behind_a_decode(make_engine, profile):
-    """a decodes; b's 20-token prompt (5 of 6 blocks) arrives at step 2 with a budget of 8 tokens a step."""
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=4, max_num_batched_tokens=8,
+    """a decodes; b's 20-token prompt (5 of 6 usable blocks) arrives at step 2 with a budget of 8 tokens a step."""
+    engine = make_engine(block_size=4, num_gpu_blocks=usable(6, profile), max_num_seqs=4, max_num_batched_tokens=8,
                          vllm_profile=profile)
     engine.add_request([11, 12, 13, 14], params(14), request_id="a")
     return engine, trace(engine, {2: {"b": (list(range(100, 120)), 2)}})
@@ -114,7 +122,8 @@ def test_whole_input_gates_prevent_the_mid_prefill_storm(make_engine, profile, f
 def test_v0_33_watermark_applies_to_admissions_while_something_runs(make_engine):
     """vllm/v1/core/kv_cache_manager.py allocate_slots (0.33.0): watermark blocks are kept free for WAITING or
     PREEMPTED requests, only when has_scheduled_reqs (something runs)."""
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=4, vllm_profile="v0.33", watermark=0.5)
+    engine = make_engine(block_size=4, num_gpu_blocks=usable(6, "v0.33"), max_num_seqs=4, vllm_profile="v0.33",
+                         watermark=0.5)  # int(0.5 * 7) = 3: vLLM counts the null block in num_blocks
     engine.add_request([11, 12, 13, 14, 15, 16, 17, 18, 19], params(8), request_id="a")  # 3 blocks
     engine.add_request([21, 22, 23, 24, 25], params(2), request_id="b")  # 2 blocks
     report = step_checked(engine)
@@ -160,7 +169,7 @@ def test_v1_never_ignores_a_request_stopped_by_max_model_len_instead(make_engine
     """V1's scheduler has no ignore path; the engine checks the cache against max_model_len at start-up
     (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 0.10.2). pykv fits an unset
     max_model_len to the pool (as 0.33.0's --max-model-len -1) and a request stops there with "length"."""
-    engine = make_engine(block_size=4, num_gpu_blocks=4, vllm_profile="v0.33")
+    engine = make_engine(block_size=4, num_gpu_blocks=usable(4, "v0.33"), vllm_profile="v0.33")
     assert engine.max_model_len == 16 and engine.startup_lines[0].startswith("Auto-fit max_model_len: reduced from")
     rid = engine.add_request(list(range(1, 15)), SamplingParams(max_tokens=8))
     while engine.has_unfinished_requests():
@@ -168,7 +177,7 @@ def test_v1_never_ignores_a_request_stopped_by_max_model_len_instead(make_engine
     out = engine.outputs[rid]
     assert out.finish_reason == "length" and len(out.output_token_ids) == 2  # 14 + 2 = max_model_len
     with pytest.raises(ValueError, match=r"max seq len \(64\).*estimated maximum model length is 16"):
-        make_engine(block_size=4, num_gpu_blocks=4, max_model_len=64)
+        make_engine(block_size=4, num_gpu_blocks=usable(4), max_model_len=64)
     with pytest.raises(ValueError, match=r"max seq len \(64\) is larger than the maximum number of tokens"):
         make_engine(block_size=4, num_gpu_blocks=4, max_model_len=64, vllm_profile="v0.6")
 

@@ -1,11 +1,13 @@
 """Sweeps: documented columns, repeatable counts, exact bytes, the storm's shape, CSV round trip."""
 
+import dataclasses
 import io
 
 import pandas as pd
 import pytest
 
 from pykv import EngineConfig
+from pykv.border.vllm_profiles import PROFILES
 from pykv.cli.main import main
 from pykv.engine.model.loader import load_model
 from pykv.lab.sweep import PREEMPTION_COLUMNS, RUN_COLUMNS, StormShape, SweepSpec, parse_values, run_sweep, storm_shape
@@ -47,7 +49,7 @@ def test_swapped_bytes_are_blocks_times_bytes_per_block(base, random_llama):
 
 
 def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llama):
-    """Every pool of the band, not a hand-picked few: recompute's count is exactly n - pool // blocks
+    """Every pool of the band, not a hand-picked few: recompute's count is exactly n - usable // blocks
     per request there (see StormShape), so shrinking the pool never lowers it."""
     base = base.replace(block_size=16)
     shape = storm_shape(SweepSpec(base=base), random_llama)  # SweepSpec's default workload: the canonical storm
@@ -61,9 +63,12 @@ def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llam
 def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random_llama):
     spec = SweepSpec(axis="max_num_seqs", values=tuple(range(1, 9)),
                      base=base.replace(block_size=16, num_gpu_blocks=40))
-    carried = storm_shape(spec, random_llama).carried(40)
+    shape = storm_shape(spec, random_llama)
     runs = run_sweep(spec, loaded=random_llama).runs
     for _, by_mode in runs.groupby("mode"):
+        # swap runs under v0.6, which keeps no null block back; recompute under v0.33, which does
+        null = PROFILES[by_mode["vllm_profile"].iloc[0]].null_block
+        carried = dataclasses.replace(shape, null_blocks=int(null)).carried(40)
         counts = by_mode.set_index("value")["preemptions"]
         assert (counts[counts.index <= carried] == 0).all()
         assert (counts[counts.index > carried] > 0).all() and counts.is_monotonic_increasing
@@ -71,8 +76,8 @@ def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random
 
 def test_the_shipped_models_storm_band():
     shape = storm_shape(SweepSpec(), load_model("tiny"))
-    assert shape == StormShape(num_requests=8, prompt_blocks=2, blocks_per_request=8)
-    assert shape.band == range(32, 65) and set(SweepSpec().values) - set(shape.band) == {24}
+    assert shape == StormShape(num_requests=8, prompt_blocks=2, blocks_per_request=8, null_blocks=1)  # v0.33
+    assert shape.band == range(33, 66) and set(SweepSpec().values) - set(shape.band) == {24, 32}
 
 
 def test_block_size_axis_keeps_pool_capacity(base, random_llama):

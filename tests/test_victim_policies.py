@@ -122,7 +122,7 @@ def test_a_victim_scheduled_earlier_in_the_step_is_taken_back_and_leaves_no_hash
         self.chunks = Chunks(self.chunks)
 
     monkeypatch.setattr(scheduler.SchedulerOutput, "__init__", counting_init)
-    engine = make_engine(block_size=4, num_gpu_blocks=7, max_num_batched_tokens=64, preemption_victim="lcf",
+    engine = make_engine(block_size=4, num_gpu_blocks=8, max_num_batched_tokens=64, preemption_victim="lcf",
                          enable_prefix_caching=True)
     for i, n in enumerate([6, 3, 13]):
         engine.add_request(list(range(1 + i, 1 + i + n)), SamplingParams(max_tokens=12, ignore_eos=True), f"q{i}")

@@ -166,3 +166,21 @@ def test_every_figure_uses_the_project_template_in_both_themes(snap):
                     queues_figure(snap, dark=dark)):
             assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
             assert fig.layout.template.layout.font.color == (DARK if dark else LIGHT)["font"]
+
+
+def test_v1_null_block_is_shown_reserved():
+    """vLLM V1 keeps block 0 back as its null block (0.10.2 and 0.33.0 vllm/v1/core/block_pool.py
+    BlockPool.__init__): the grid marks it, and counts the usable blocks only."""
+    null = BlockView(0, "gpu", 0, [], [], None, 0, "null", None)
+    s = snapshot([null, block(1, ref=1, owners=["0"], logical=[0]), block(2), block(3)], [request("0", table=[1])])
+    fig = block_grid_figure(s, "gpu")
+    assert labels(fig) == ["∅", "1", "", ""]
+    assert "1/3 blocks used (+ the null block)" in fig.layout.title.text
+    assert "null block" in fig.layout.annotations[0].text and "null block" in heatmap(fig).customdata[0][0]
+    assert "null block" not in block_grid_figure(snapshot([block(0)], []), "gpu").layout.annotations[0].text
+
+
+def test_engine_snapshots_mark_block_0_null_under_v1_only(make_engine):
+    for profile, state in (("v0.33", "null"), ("v0.10", "null"), ("v0.6", "free")):
+        snap = make_engine(vllm_profile=profile, block_size=4, num_gpu_blocks=4).snapshot()
+        assert snap.block("gpu", 0).state == state, profile

@@ -209,6 +209,11 @@ class EngineConfig(BaseModel):
         return profile(self.vllm_profile)
 
     @property
+    def usable_gpu_blocks(self) -> int:
+        """The device blocks requests can hold: every one of num_gpu_blocks but V1's null block (block 0)."""
+        return self.num_gpu_blocks - self.profile.null_block
+
+    @property
     def effective_watermark(self) -> float:
         """The watermark share in force: the knob, else the profile's default (0 where the release has none)."""
         return self.watermark if self.watermark is not None else (self.profile.default_watermark or 0.0)
@@ -253,6 +258,9 @@ def _check_profile(c: EngineConfig) -> None:
         choices = " or ".join(repr(name) for name in spec.profiles)
         raise ConfigError(spec.name, f"{spec.name} is not a knob of vllm_profile={p.name!r} (vLLM {p.release}); "
                                      f"use vllm_profile={choices}, or leave {spec.name} at its default.")
+    if p.null_block and c.num_gpu_blocks < 2:
+        raise ConfigError("num_gpu_blocks", f"vLLM {p.release} keeps block 0 back as its null block, so "
+                          f"num_gpu_blocks={c.num_gpu_blocks} leaves no block for a request; set 2 or more.")
     if p.name == "v0.10" and not c.enable_chunked_prefill:
         raise ConfigError("enable_chunked_prefill", "vLLM 0.10.2 always chunks prefills (V1's default args force it "
                           "on); enable_chunked_prefill=False exists in vllm_profile='v0.6' and 'v0.33'.")

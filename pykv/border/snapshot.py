@@ -23,7 +23,7 @@ class BlockView:
     logical_index: list[int]  # its index in each owner's block table (same order as owners)
     block_hash: Optional[str]  # hex of the prefix hash while cached
     tokens_filled: int
-    state: str  # "free" (ref 0, no hash) | "cached" (ref 0, hash kept) | "used" (ref > 0)
+    state: str  # "free" (ref 0, no hash) | "cached" (ref 0, hash kept) | "used" (ref > 0) | "null" (V1's block 0)
     free_queue_position: Optional[int]  # 0 = next to be handed out (and evicted)
 
 

@@ -54,6 +54,8 @@ def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
     if flag.choices is not None and value not in flag.choices:
         note = (f"vLLM {p.release} accepts only {', '.join(map(str, flag.choices))}; pykv's {value} has no exact "
                 "equivalent there")
+    if name == "num_gpu_blocks" and p.null_block:
+        note = f"{value - 1} usable: vLLM {p.release} keeps block 0 back as the null block, as pykv does"
     if name == "enable_prefix_caching" and flag.style == "store_true" and not value:
         note = "off: the release's default (no flag)"
     return KnobMapping(name, value, "flag", _words(flag, value), {flag.kwarg: value}, note)

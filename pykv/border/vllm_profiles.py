@@ -40,6 +40,12 @@ class VllmProfile:
     # the CPU offloading tier and its metrics (--kv-offloading-size: 0.11.1+ with --kv-offloading-backend native;
     # the size alone in 0.33)
     has_kv_offloading: bool = False
+    # V1's BlockPool keeps block 0 back as the null block: --num-gpu-blocks-override N leaves N-1 usable
+    # (0.10.2 and 0.33.0 v1/core/block_pool.py BlockPool.__init__; get_usage divides by N-1)
+    null_block: bool = False
+    # a freed block without a prefix hash goes to the front of the free queue, handed out first (0.33.0
+    # BlockPool.free_blocks); 0.10.2 appends every freed block at the back
+    free_unhashed_first: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -63,14 +69,15 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
         preemption_warning_every=None, stats_format="v0.10",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False),
+        has_request_preemptions_histogram=False, null_block=True),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
         summary="today's V1: recompute only, the full input reserved before admission, admission watermark",
         preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=True, has_kv_offloading=True),
+        has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
+        free_unhashed_first=True),
 }
 
 

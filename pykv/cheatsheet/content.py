@@ -108,7 +108,8 @@ KNOB_NOTES: dict[str, KnobNote] = {
         "--block-size", "sets the grain of prefix sharing: a prefix shorter than a block never hits",
         (Cite(L08, "The floor: a prefix shorter than one block is never hit"),)),
     "num_gpu_blocks": KnobNote(
-        "--num-gpu-blocks-override", "more blocks, fewer preemptions: 10 -> 30 blocks ended a storm",
+        "--num-gpu-blocks-override", "more blocks, fewer preemptions: 10 -> 30 usable blocks ended a storm (V1: N-1 "
+        "usable)",
         (Cite(L11, "1. Pool size"), Cite(L10, "The fix: capacity or lower concurrency"))),
     "gpu_memory_utilization": KnobNote(
         "--gpu-memory-utilization", "the GPU's way to more blocks, the tuning guide's first advice",

@@ -72,7 +72,9 @@ class LLMEngine:
         num_cpu_blocks = cpu_pool_blocks(config, self.bytes_per_block)
         check_pool_budget(config, self.bytes_per_block, num_cpu_blocks)  # before any block or tensor is allocated
         offloading = config.num_offload_blocks is not None or config.kv_offloading_size is not None
-        self.kv = KVCacheManager(BlockPool(config.num_gpu_blocks), config.block_size, config.enable_prefix_caching,
+        device_pool = BlockPool(config.num_gpu_blocks, null_block=config.profile.null_block,
+                                free_unhashed_first=config.profile.free_unhashed_first)
+        self.kv = KVCacheManager(device_pool, config.block_size, config.enable_prefix_caching,
                                  cpu_pool=BlockPool(num_cpu_blocks), offload=offloading)
         scheduler_class = V0Scheduler if config.profile.is_v0 else V1Scheduler
         self.scheduler = scheduler_class(config, self.kv, self.max_model_len)

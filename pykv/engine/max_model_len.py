@@ -9,6 +9,10 @@ cache (V0: ``vllm/worker/worker.py``, ``raise_if_cache_size_invalid``; V1:
 the release's message. Without chunked prefill every release also refuses a token budget smaller than
 max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an unset max_model_len is
 fitted to the budget too, a set one is refused.
+
+V1 plans against the usable blocks, all but its null block (0.33.0 ``v1/core/kv_cache_planning.py``,
+``get_kv_cache_configs`` and ``check_enough_kv_cache_memory``, take one block's bytes off before the
+auto-fit and the check), so pykv's V1 profiles fit to ``num_gpu_blocks - 1`` blocks.
 """
 
 from __future__ import annotations
@@ -23,21 +27,30 @@ def fitted_because(config: EngineConfig, max_model_len: int, model_max: int) -> 
         return ""
     if not config.enable_chunked_prefill and max_model_len == config.max_num_batched_tokens:
         return " (fitted to max_num_batched_tokens: chunked prefill is off)"
-    return f" (fitted to the KV pool: {config.num_gpu_blocks} blocks x {config.block_size} tokens)"
+    usable = "usable " if config.profile.null_block else ""
+    return f" (fitted to the KV pool: {config.usable_gpu_blocks} {usable}blocks x {config.block_size} tokens)"
+
+
+def _pool_words(config: EngineConfig) -> str:
+    """"24 blocks", or under V1 "23 usable blocks of 24: block 0 is the null block"."""
+    if not config.profile.null_block:
+        return f"{config.num_gpu_blocks} blocks"
+    return f"{config.usable_gpu_blocks} usable blocks of {config.num_gpu_blocks}: block 0 is the null block"
 
 
 def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int) -> tuple[int, list[str]]:
     """The max_model_len in force and the start-up log lines that explain it; ValueError if it cannot fit."""
     p = config.profile
-    capacity = config.num_gpu_blocks * config.block_size
+    capacity = config.usable_gpu_blocks * config.block_size
+    available = fmt_bytes(config.usable_gpu_blocks * bytes_per_block)
     if config.max_model_len is None:
         fitted = min(model_max, capacity)
         lines = []
         if fitted < model_max:
             lines.append(f"Auto-fit max_model_len: reduced from {model_max} to {fitted} to fit in available KV cache "
-                         f"memory ({fmt_bytes(config.num_gpu_blocks * bytes_per_block)}, {config.num_gpu_blocks} "
-                         "blocks)" + ("" if p.name == "v0.33" else f" [pykv: vLLM {p.release} has no auto-fit; it "
-                                                                   "would refuse to start]"))
+                         f"memory ({available}, {_pool_words(config)})"
+                         + ("" if p.name == "v0.33" else f" [pykv: vLLM {p.release} has no auto-fit; it would refuse "
+                                                         "to start]"))
         if not config.enable_chunked_prefill and config.max_num_batched_tokens < fitted:
             fitted = config.max_num_batched_tokens
             lines.append(f"[pykv] max_model_len fitted to max_num_batched_tokens ({fitted}): without chunked prefill "
@@ -59,7 +72,6 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
             f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "
             f"cache ({capacity}). Raise num_gpu_blocks or lower max_model_len (vLLM {p.release}'s start-up check).")
     needed = fmt_bytes(-(-wanted // config.block_size) * bytes_per_block)
-    available = fmt_bytes(config.num_gpu_blocks * bytes_per_block)
     raise ValueError(
         f"To serve at least one request with the model's max seq len ({wanted}), ({needed} KV cache is needed, "
         f"which is larger than the available KV cache memory ({available}). Based on the available memory, the "

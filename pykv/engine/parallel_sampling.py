@@ -35,10 +35,11 @@ def check_n(params: SamplingParams, num_prompt_tokens: int, config: EngineConfig
                          "request waits for room for all of them (as vLLM V0's group does); lower n or raise "
                          "max_num_seqs.")
     least = num_prompt_tokens // config.block_size + n
-    if least > config.num_gpu_blocks:
+    if least > config.usable_gpu_blocks:
+        usable = " usable" if config.profile.null_block else ""
         raise ValueError(f"n={n} sequences of this {num_prompt_tokens}-token prompt need at least {least} blocks (the "
-                         f"shared full prompt blocks plus one each) but the pool has {config.num_gpu_blocks}; lower n "
-                         "or raise num_gpu_blocks.")
+                         f"shared full prompt blocks plus one each) but the pool has {config.usable_gpu_blocks}"
+                         f"{usable}; lower n or raise num_gpu_blocks.")
 
 
 def fork_generators(params: SamplingParams, seed: int) -> list[torch.Generator]:

@@ -280,9 +280,10 @@ class StormShape:
     """How a storm (n equal prompts arriving together, outputs of one fixed length) meets a pool,
     when ``max_num_seqs >= n``.
 
-    Each request ends holding ``blocks_per_request`` blocks, so a pool of P blocks carries
-    ``P // blocks_per_request`` requests to the end. Within :attr:`band`, recompute preempts
-    exactly ``n - P // blocks_per_request`` times, a count that never falls as the pool shrinks:
+    Each request ends holding ``blocks_per_request`` blocks, so a pool of P usable blocks carries
+    ``P // blocks_per_request`` requests to the end (a pool is given as ``num_gpu_blocks``; under vLLM V1
+    ``null_blocks`` = 1 of them is the null block, block 0, which no request holds). Within :attr:`band`,
+    recompute preempts exactly ``n - P // blocks_per_request`` times, a count that never falls as the pool shrinks:
     every prompt is admitted at step 0, the outputs grow in lockstep, the last admitted are
     preempted one at a time until the rest fit, and the victims (too big to re-enter while the
     survivors run) come back together afterwards and fit then, so nobody is preempted twice.
@@ -296,15 +297,16 @@ class StormShape:
     num_requests: int
     prompt_blocks: int  # blocks one prompt takes at admission
     blocks_per_request: int  # blocks one request holds when it finishes
+    null_blocks: int = 0  # blocks the pool keeps back (V1's null block)
 
     @property
     def demand(self) -> int:
         """The smallest pool that never preempts."""
-        return self.num_requests * self.blocks_per_request
+        return self.num_requests * self.blocks_per_request + self.null_blocks
 
     def carried(self, pool: int) -> int:
         """Requests a pool holds side by side to their last token."""
-        return pool // self.blocks_per_request
+        return max(0, pool - self.null_blocks) // self.blocks_per_request
 
     def recompute_preemptions(self, pool: int) -> int:
         """The count recompute makes within :attr:`band`."""
@@ -313,8 +315,8 @@ class StormShape:
     @property
     def band(self) -> range:
         """Pools that admit every prompt at once and fit all the victims together afterwards."""
-        lo = self.num_requests * self.prompt_blocks
-        while self.recompute_preemptions(lo) * self.blocks_per_request > lo:
+        lo = self.num_requests * self.prompt_blocks + self.null_blocks
+        while self.recompute_preemptions(lo) * self.blocks_per_request > lo - self.null_blocks:
             lo += 1
         return range(lo, self.demand + 1)
 
@@ -325,4 +327,5 @@ def storm_shape(spec: SweepSpec, loaded: LoadedModel) -> Optional[StormShape]:
         return None
     requests = make_workload(spec.workload, seed=spec.seed, **spec.workload_args).requests
     prompt, size = max(len(loaded.encode(r.prompt)) for r in requests), spec.base.block_size
-    return StormShape(len(requests), cdiv(prompt, size), cdiv(prompt + requests[0].max_tokens, size))
+    return StormShape(len(requests), cdiv(prompt, size), cdiv(prompt + requests[0].max_tokens, size),
+                      int(spec.base.profile.null_block))

@@ -24,7 +24,7 @@ from pykv.lessons.tokens import TokenDiff
 ENGINE_FIELDS = ("step", "done", "config")
 QUEUES = ("waiting", "running", "swapped")
 POOLS = ("gpu", "cpu")
-POOL_FIELDS = ("free", "cached", "used", "total", "slots", "filled_slots", "wasted_slots")  # blocks; token slots
+POOL_FIELDS = ("free", "cached", "used", "total", "usable", "slots", "filled_slots", "wasted_slots")  # blocks; slots
 REQUEST_EXTRA = {"num_blocks": int}  # read off the snapshot, not a RequestView field
 
 

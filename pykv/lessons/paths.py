@@ -122,7 +122,8 @@ def _read_pool(rest: list[str], path: str, scope: Scope) -> Any:
     filled = sum(b.tokens_filled for b in blocks if b.state == "used")
     size = scope.view.block_size
     counts = {"free": states.count("free"), "cached": states.count("cached"), "used": states.count("used"),
-              "total": len(states), "slots": len(states) * size, "filled_slots": filled,
+              "total": len(states), "usable": len(states) - states.count("null"),  # V1 keeps its null block back
+              "slots": len(states) * size, "filled_slots": filled,
               # internal fragmentation: slots of blocks in use that hold no KV (each request's last block)
               "wasted_slots": states.count("used") * size - filled}
     return _walk(counts, rest[1:], f"pool.{rest[0]}")

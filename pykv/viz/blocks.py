@@ -8,7 +8,8 @@ Grid layout: blocks fill rows left to right, top to bottom::
 
 A cell's fill says who owns it (the first owner's colour; shared blocks print ref > 1), its text
 the reference count (black or white, whichever contrasts with the fill): blank = free, "0" = free
-but cached (hash kept, reusable), "1".. = used.
+but cached (hash kept, reusable), "1".. = used. Under V1, block 0 prints "∅": the null block, which
+the pool keeps back and never hands out (so N blocks leave N-1 usable).
 Cells in ``changed`` get an outline in the theme's outline colour.
 """
 
@@ -25,6 +26,7 @@ from pykv.viz.theme import colors, figure, request_color, text_color_on
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}
 SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap", "offload": "CPU tier"}
 HIDDEN_AXIS = dict(visible=False, fixedrange=True)
+NULL_MARK = "∅"  # V1's null block (block 0)
 
 
 def grid_columns(num_blocks: int) -> int:
@@ -42,6 +44,8 @@ def cell_fill(block: BlockView, dark: bool = False) -> str:
 
 
 def cell_text(block: BlockView) -> str:
+    if block.state == "null":
+        return NULL_MARK
     return "" if block.state == "free" else str(block.ref_cnt)
 
 
@@ -62,6 +66,9 @@ def tier_hover(block: BlockView) -> str:
 
 
 def block_hover(block: BlockView, pool_name: str) -> str:
+    if block.state == "null":
+        return (f"<b>block {block.block_id}</b> · {pool_name}<br>the null block: vLLM V1's pool keeps it back "
+                "(never handed out, in no block table)")
     owners = ", ".join(f"req {o} (logical {i})" for o, i in zip(block.owners, block.logical_index)) or "none"
     lines = [
         f"<b>block {block.block_id}</b> · {pool_name}",
@@ -128,9 +135,11 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
     tier = pool == "cpu" and snapshot.cpu_pool == "offload"
     used = sum(b.block_hash is not None if tier else b.state == "used" for b in blocks)
+    nulls = sum(b.state == "null" for b in blocks)
     name = POOL_TITLES["offload" if tier else pool] if (tier or pool in POOL_TITLES) else pool
     short = SHORT_TITLES["offload" if tier else pool] if (tier or pool in SHORT_TITLES) else name
-    title = f"{short} · {used}/{len(blocks)}" + (" blocks used" if pool == "gpu" else " stored" if tier else " used")
+    title = f"{short} · {used}/{len(blocks) - nulls}" + (" blocks used" if pool == "gpu" else " stored" if tier
+                                                         else " used") + (" (+ the null block)" if nulls else "")
     cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
     height = height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0)))
@@ -146,8 +155,9 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
         owners = sorted({o for b in blocks for o in b.owners},
                         key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
         entries = [("■", request_color(o), f"req {o}") for o in owners]
-        entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)"),
-                    ("<b>□</b>", c["outline"], "changed this step")]
+        entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
+        entries += [(NULL_MARK, c["muted"], "null block (kept back)")] if nulls else []
+        entries += [("<b>□</b>", c["outline"], "changed this step")]
         annotations.append(dict(text=legend_text(entries), x=0, y=0, xref="paper", yref="paper", xanchor="left",
                                 yanchor="top", yshift=-4, showarrow=False, align="left", font=dict(size=11)))
     marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]

@@ -48,12 +48,27 @@ class BlockPool:
     kept) stays in the queue and can be revived by a prefix hit, which removes it from the queue.
     Taking a cached block off the front evicts it: its hash leaves the prefix map. Callers free a
     request's blocks tail-first, so the tail of a prefix is evicted before its head.
+
+    ``free_unhashed_first`` (vLLM 0.33.0 ``v1/core/block_pool.py`` ``BlockPool.free_blocks``): a freed
+    block without a hash (never matched by a prefix hit; every block when prefix caching is off) goes
+    to the *front* of the queue, in the order freed, and is handed out first; hashed ones still join
+    the back. vLLM 0.10.2 appends every freed block at the back.
+
+    ``null_block`` (vLLM V1, 0.10.2 and 0.33.0 ``v1/core/block_pool.py`` ``BlockPool.__init__``): block 0
+    leaves the free queue for good as the null block, a placeholder no full-attention block table holds,
+    so a pool of ``num_blocks`` hands out ``num_blocks - 1``::
+
+        block id:  0    1  2  3 ... N-1
+                  null  |<- usable: the free queue ->|
     """
 
-    def __init__(self, num_blocks: int) -> None:
+    def __init__(self, num_blocks: int, *, null_block: bool = False, free_unhashed_first: bool = False) -> None:
         self.blocks = [Block(i) for i in range(num_blocks)]
+        self.null_block: Optional[int] = 0 if null_block and num_blocks else None  # fixed at construction
+        self.free_unhashed_first = free_unhashed_first
+        first = 0 if self.null_block is None else 1
         # block_id -> None, in eviction order (front = next to hand out)
-        self.free_queue: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
+        self.free_queue: OrderedDict[int, None] = OrderedDict((i, None) for i in range(first, num_blocks))
         self.cached: dict[BlockHash, int] = {}  # prefix hash -> block id holding it
         self.num_evictions = 0
 
@@ -61,11 +76,19 @@ class BlockPool:
     def num_blocks(self) -> int:
         return len(self.blocks)
 
+    @property
+    def num_usable_blocks(self) -> int:
+        """The blocks a request can hold: all but the null block."""
+        return self.num_blocks - (self.null_block is not None)
+
     def num_free_blocks(self) -> int:
         return len(self.free_queue)
 
     def usage(self) -> float:
-        return 1.0 - self.num_free_blocks() / self.num_blocks
+        """Share of the usable blocks in use (V1's ``BlockPool.get_usage`` leaves the null block out)."""
+        if not self.num_usable_blocks:
+            return 0.0
+        return 1.0 - self.num_free_blocks() / self.num_usable_blocks
 
     def allocate(self, n: int) -> list[int]:
         """Hand out ``n`` blocks from the front of the free queue, evicting any cached hash."""
@@ -98,13 +121,21 @@ class BlockPool:
             block.ref_cnt += 1
 
     def free(self, block_ids: Iterable[int]) -> None:
-        """Drop one reference on each block, in the order given; ref-0 blocks join the queue's back."""
+        """Drop one reference on each block, in the order given; ref-0 blocks join the queue's back (with
+        ``free_unhashed_first``, the unhashed ones its front, keeping their order)."""
+        front = []
         for block_id in block_ids:
             block = self.blocks[block_id]
             assert block.ref_cnt > 0, f"double free of block {block_id}"
             block.ref_cnt -= 1
             if block.ref_cnt == 0:
-                self.free_queue[block_id] = None
+                if self.free_unhashed_first and block.block_hash is None:
+                    front.append(block_id)
+                else:
+                    self.free_queue[block_id] = None
+        for block_id in reversed(front):
+            self.free_queue[block_id] = None
+            self.free_queue.move_to_end(block_id, last=False)
 
     def cache_block(self, block_id: int, block_hash: BlockHash) -> None:
         """Register a full block under its prefix hash (first holder of a hash wins)."""
@@ -138,8 +169,14 @@ class BlockPool:
                 "block tables")
 
     def check_invariants(self) -> None:
+        if self.null_block is not None:
+            null = self.blocks[self.null_block]
+            assert null.ref_cnt == 0 and null.block_hash is None, "the null block was handed out or cached"
+            assert self.null_block not in self.free_queue, "the null block is in the free queue"
         for block in self.blocks:
             assert block.ref_cnt >= 0, f"block {block.block_id} has negative ref count"
+            if block.block_id == self.null_block:
+                continue
             assert (block.ref_cnt == 0) == (block.block_id in self.free_queue), (
                 f"block {block.block_id}: ref {block.ref_cnt} but in free queue = {block.block_id in self.free_queue}"
             )

@@ -13,6 +13,12 @@ from pykv.engine.observe.costs import CostLedger
 from pykv.engine.sched.scheduler import Scheduler
 
 
+def _state(ref_cnt: int, cached: bool, null: bool) -> str:
+    if null:
+        return "null"  # V1's null block: kept back by the pool, never handed out
+    return "used" if ref_cnt else ("cached" if cached else "free")
+
+
 def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list[BlockView]:
     owners: dict[int, list[str]] = {}
     logical: dict[int, list[int]] = {}
@@ -32,7 +38,7 @@ def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list
             logical_index=logical.get(b.block_id, []),
             block_hash=f"{b.block_hash & (2**64 - 1):016x}" if cached else None,
             tokens_filled=b.num_tokens_filled,
-            state="used" if b.ref_cnt else ("cached" if cached else "free"),
+            state=_state(b.ref_cnt, cached, b.block_id == pool.null_block),
             free_queue_position=queue_pos.get(b.block_id),
         ))
     return views

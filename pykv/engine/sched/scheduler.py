@@ -86,6 +86,7 @@ class Scheduler:
         self.requests: dict[str, Request] = {}  # every unfinished request
         self.num_preemptions = 0
         self._events = OutputEvents()  # since the last take_output_events()
+        # over every block, V1's null block included (0.33.0 v1/core/kv_cache_manager.py KVCacheManager.__init__)
         self.watermark_blocks = int(config.effective_watermark * kv.pool.num_blocks)
 
     def add_request(self, request: Request) -> None:

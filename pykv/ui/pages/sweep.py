@@ -234,8 +234,10 @@ def _exporter(run: SweepRun, device: str):
 
 def _band_note(shape: StormShape) -> str:
     band = shape.band
+    pool = f"(pool − {shape.null_blocks})" if shape.null_blocks else "pool"
+    null = " (vLLM V1 keeps block 0 back as its null block)" if shape.null_blocks else ""
     return (f"Storm of {shape.num_requests} requests, each ending with {shape.blocks_per_request} blocks. For pools of "
-            f"{band.start}–{band.stop - 1} blocks recompute preempts exactly {shape.num_requests} − ⌊pool / "
-            f"{shape.blocks_per_request}⌋ times, so a smaller pool never preempts less. Outside that band, and for "
-            "swap anywhere, a bigger pool can preempt more: victims re-enter while others still run (a swapped "
+            f"{band.start}–{band.stop - 1} blocks recompute preempts exactly {shape.num_requests} − ⌊{pool} / "
+            f"{shape.blocks_per_request}⌋ times{null}, so a smaller pool never preempts less. Outside that band, and "
+            "for swap anywhere, a bigger pool can preempt more: victims re-enter while others still run (a swapped "
             "request returns as soon as its blocks fit) and collide again.")
