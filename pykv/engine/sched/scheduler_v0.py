@@ -9,8 +9,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pykv.border.request import Request, RequestStatus
 from pykv.border.config import EngineConfig
+from pykv.border.request import Request, RequestStatus
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.engine.sched.scheduler import PreemptionEvent, Scheduler, SchedulerOutput
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
