@@ -30,6 +30,13 @@ def model_folder() -> str:
     return str(default_model_path())
 
 
+def _scheduled(chunk, v0: bool) -> list:
+    """A chunk as ``[id, start, tokens]``. V0 schedules a prefix-cache hit as part of the prefill (0.6.3.post1
+    ``Scheduler._get_num_new_tokens``; its model runner skips the hit's compute), so its chunk starts before the hit."""
+    cached = chunk.num_cached_tokens if v0 else 0
+    return [chunk.request_id, chunk.start - cached, chunk.num_new_tokens + cached]
+
+
 def engine_config(case: Case):
     from pykv import EngineConfig
 
@@ -94,6 +101,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
+    v0 = case.config.profile == "v0.6"
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
     sched, kv = engine.scheduler, engine.kv
     error: Optional[str] = None
@@ -108,7 +116,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
         report = engine.step()
         trace.steps.append(StepTrace(
             step=report.step,
-            scheduled=[[c.request_id, c.start, c.num_new_tokens] for c in report.chunks],
+            scheduled=[_scheduled(c, v0) for c in report.chunks],
             preempted=[[p.request_id, p.mode] for p in report.preempted],
             swapped_in=[p.request_id for p in report.swapped_in],
             waiting=[r.request_id for r in sched.waiting], running=[r.request_id for r in sched.running],

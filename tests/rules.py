@@ -31,10 +31,10 @@ def step_checked(engine: LLMEngine):
     recomputed = [e.request_id for e in report.preempted if e.mode == "recompute"]
     swapped = [e.request_id for e in report.preempted if e.mode == "swap"]
     # Recompute victims re-enter at the front of waiting (under "priority", at their (priority, arrival) place);
-    # swap victims join the back of swapped.
+    # swap victims join the back of swapped (V0: a group's sequences in group order, as its one SequenceGroup entry).
     if cfg.preemption_victim != "priority":
         assert [r.request_id for r in sched.waiting][: len(recomputed)] == recomputed[::-1]
-    assert [r.request_id for r in sched.swapped][len(sched.swapped) - len(swapped):] == swapped
+    assert sorted(r.request_id for r in list(sched.swapped)[len(sched.swapped) - len(swapped):]) == sorted(swapped)
     for event in report.preempted:
         if event.mode == "abort":
             assert engine.outputs[event.request_id].finish_reason == "abort"

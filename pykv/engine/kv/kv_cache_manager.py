@@ -50,6 +50,9 @@ class KVCacheManager:
         self._hashes: dict[str, list[BlockHash]] = {}  # request id -> hashes of its full blocks so far
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
         self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_lookup
+        # A newly full block whose hash another block holds is swapped for that block (vLLM 0.6.3.post1
+        # PrefixCachingBlockAllocator.promote_to_immutable_block); V1 keeps both. Set by V0Scheduler only.
+        self.share_full_blocks = False
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""
@@ -143,7 +146,13 @@ class KVCacheManager:
         start = self._num_registered.get(request.request_id, 0)
         num_full = min(num_tokens // self.block_size, len(hashes))
         for i in range(start, num_full):
-            self.pool.cache_block(table[i], hashes[i])
+            held = self.pool.lookup(hashes[i])
+            if self.share_full_blocks and held is not None and held != table[i]:
+                self.pool.touch([held])
+                self.pool.free([table[i]])
+                table[i] = held
+            else:
+                self.pool.cache_block(table[i], hashes[i])
         self._num_registered[request.request_id] = max(start, num_full)
 
     def record_lookup(self, request: Request, hit_blocks: Sequence[int], admitted: bool = True) -> None:
@@ -243,29 +252,21 @@ class KVCacheManager:
             self.free(request)
         return [BlockCopy(CopyKind.SWAP_OUT, rid, tuple(pairs)) for rid, pairs in mappings.items()]
 
-    def num_blocks_to_swap_in(self, group: Sequence[Request], num_new_tokens: Sequence[int]) -> int:
-        return self.swap.num_blocks_to_swap_in(group, num_new_tokens)
-
     def swap_in(self, group: Sequence[Request]) -> list[BlockCopy]:
-        """Bring a swapped group's blocks back to fresh device blocks, shared ones shared again; one copy per
-        request (disjoint)."""
-        to_gpu: dict[int, int] = {}
+        """Bring a swapped group's blocks back to fresh device blocks, each request's on its own (see
+        ``SwapSpace``); one copy per request."""
         copies = []
         for request in group:
             cpu_ids = self.swap.take(request)
-            fresh = [c for c in dict.fromkeys(cpu_ids) if c not in to_gpu]
-            for c, g in zip(fresh, self.pool.allocate(len(fresh))):
-                to_gpu[c] = g
+            gpu_ids = self.pool.allocate(len(cpu_ids))
+            for g in gpu_ids:
                 self.pool.blocks[g].computed_by = request.request_id
-                self.pool.free([g])  # allocate() took one reference: the tables take theirs
-            gpu_ids = [to_gpu[c] for c in cpu_ids]
-            self.pool.touch(gpu_ids)
             self.block_tables[request.request_id] = gpu_ids
             set_filled(self.pool, gpu_ids, request.num_computed_tokens, self.block_size)
             self.swap.release(cpu_ids)
             if self.enable_prefix_caching:
                 self._register_full_blocks(request, gpu_ids, request.num_computed_tokens)
-            copies.append(BlockCopy(CopyKind.SWAP_IN, request.request_id, tuple((c, to_gpu[c]) for c in fresh)))
+            copies.append(BlockCopy(CopyKind.SWAP_IN, request.request_id, tuple(zip(cpu_ids, gpu_ids))))
         return copies
 
     def free_swapped(self, request: Request) -> None:

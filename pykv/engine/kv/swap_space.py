@@ -11,8 +11,10 @@ from pykv.engine.kv.block_pool import BlockPool, cdiv, set_filled
 
 
 class SwapSpace:
-    """Rule: a group (one request, or V0's sequences of one request) swaps whole; a block its sequences share
-    crosses once and is shared again on the CPU side (vLLM V0's ``swap_out`` of a ``SequenceGroup``)."""
+    """Rule: a group (one request, or V0's sequences of one request) swaps whole, each sequence's table on its own:
+    a block its sequences share is copied once per sequence, and the sharing is gone (vLLM 0.6.3.post1
+    ``SelfAttnBlockSpaceManager.swap_out`` / ``swap_in`` call ``CpuGpuBlockAllocator.swap`` per sequence, and the
+    naive allocator gives each block object a block of its own)."""
 
     def __init__(self, pool: BlockPool, block_size: int) -> None:
         self.pool = pool  # the CPU blocks
@@ -21,35 +23,20 @@ class SwapSpace:
 
     def store(self, group: Sequence[Request], device_tables: dict[str, list[int]]
               ) -> dict[str, list[tuple[int, int]]] | None:
-        """Take CPU blocks for the group's device tables; returns each request's copies ``[(device, cpu), ...]``
-        (disjoint: a shared block is copied by the first sequence that holds it), or None (changing nothing)
-        when the pool lacks room."""
-        unique = list(dict.fromkeys(b for table in device_tables.values() for b in table))
-        if len(unique) > self.pool.num_free_blocks():
+        """Take CPU blocks for the group's device tables; returns each request's copies ``[(device, cpu), ...]``, or
+        None (changing nothing) when the pool lacks room. Room means what vLLM 0.6.3.post1 ``_can_swap`` counts for
+        each sequence: its table's full blocks and the blocks its next token touches."""
+        need = sum(max(len(device_tables[r.request_id]), cdiv(r.num_tokens, self.block_size)) for r in group)
+        if need > self.pool.num_free_blocks():
             return None
-        to_cpu = dict(zip(unique, self.pool.allocate(len(unique))))
-        self.pool.free(to_cpu.values())  # allocate() took one reference: the tables below take theirs
-        mappings, copied = {}, set()
+        mappings = {}
         for request in group:
             table = device_tables[request.request_id]
-            cpu_ids = [to_cpu[b] for b in table]
-            self.pool.touch(cpu_ids)
+            cpu_ids = self.pool.allocate(len(table))
             self.block_tables[request.request_id] = cpu_ids
             set_filled(self.pool, cpu_ids, request.num_computed_tokens, self.block_size)
-            mappings[request.request_id] = [(b, to_cpu[b]) for b in table if b not in copied]
-            copied.update(table)
+            mappings[request.request_id] = list(zip(table, cpu_ids))
         return mappings
-
-    def num_blocks_to_swap_in(self, group: Sequence[Request], num_new_tokens: Sequence[int]) -> int:
-        """Device blocks a group's swap-in touches: its CPU blocks (shared ones once), those its next tokens need,
-        and the copies on write of a shared partial block its sequences append to (vLLM V0's ``_can_swap``)."""
-        tables = [self.block_tables[r.request_id] for r in group]
-        unique = {b for table in tables for b in table}
-        grow = sum(max(0, cdiv(r.num_computed_tokens + n, self.block_size) - len(table))
-                   for r, n, table in zip(group, num_new_tokens, tables))
-        tails = [table[r.num_computed_tokens // self.block_size] for r, table in zip(group, tables)
-                 if r.num_computed_tokens % self.block_size]
-        return len(unique) + grow + len(tails) - len(set(tails))
 
     def take(self, request: Request) -> list[int]:
         """Hand a request's CPU table to a swap-in (its blocks stay held until ``release``)."""

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Optional
 
+from pykv.border.config import EngineConfig
 from pykv.border.request import Request, RequestStatus
-from pykv.engine.kv.kv_cache_manager import cdiv
-from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
+from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
+from pykv.engine.sched.scheduler import PreemptionEvent, Scheduler, SchedulerOutput
+from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
 PROMPT_OVER_CAPACITY = ("Input prompt ({n} tokens) + lookahead slots (0) is too long and exceeds the capacity of "
                         "block_manager")
@@ -61,6 +64,10 @@ class V0Scheduler(Scheduler):
     return to the front of the waiting queue after the step, so they are not re-admitted in it.
     """
 
+    def __init__(self, config: EngineConfig, kv: KVCacheManager, max_model_len: int) -> None:
+        super().__init__(config, kv, max_model_len)
+        kv.share_full_blocks = True
+
     def schedule(self, step: int) -> SchedulerOutput:
         out = SchedulerOutput()
         self._recomputed: list[Request] = []
@@ -72,18 +79,60 @@ class V0Scheduler(Scheduler):
             admitted = self._schedule_prefills(out, budget, chunking)
             self.running = (running.leftover + swapped_in.decodes + swapped_in.prefills + running.decodes
                             + running.prefills + admitted)
+            # 0.6.3.post1 _schedule_chunked_prefill: the batch lists prefills first, then decodes
+            _order_batch(out, admitted + running.prefills + swapped_in.prefills + running.decodes
+                         + swapped_in.decodes)
         else:
             budget.num_seqs = self.num_running_seqs()
             admitted = [] if self.swapped else self._schedule_prefills(out, budget, chunking)
             if admitted:
                 self.running += admitted
             else:
+                if self._priority:
+                    self._schedule_priority_preemption(out, step, budget)
                 running = self._schedule_running(out, step, budget, chunking)
                 swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
                 self.running = running.leftover + running.decodes + swapped_in.decodes
         self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
-        self._order_waiting()
         return out
+
+    @property
+    def _priority(self) -> bool:
+        """0.6.3.post1 reads the scheduling policy only without chunked prefill (``Scheduler._schedule_default``
+        calls ``_schedule_priority_preemption``; ``_schedule_chunked_prefill`` is first come, first served)."""
+        return self.config.preemption_victim == "priority" and not self.config.enable_chunked_prefill
+
+    def _order_waiting(self) -> None:
+        """V0 keeps the waiting queue in arrival order; only ``_schedule_priority_preemption`` sorts it."""
+
+    def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
+        if self.config.preemption_victim == "priority" and not self._priority:
+            return choose_victim("last", candidates)  # chunked prefill: 0.6.3 ignores the priority policy
+        return super()._choose_victim(candidates)
+
+    def _schedule_priority_preemption(self, out: SchedulerOutput, step: int, budget: _Budget) -> None:
+        """0.6.3.post1 ``Scheduler._schedule_priority_preemption`` (priority policy, a step without prefills): sort
+        the running queue by (priority, arrival); while its tail ranks below the head of the waiting queue and that
+        head cannot be admitted, preempt the tail; then sort the waiting queue too."""
+        key = _priority_key
+        self.running.sort(key=key)
+        if self.waiting:
+            head = self.waiting[0]
+            while self.running and key(self.running[-1]) > key(head):
+                required = cdiv(head.num_tokens, self.kv.block_size)
+                if (self.kv.pool.num_free_blocks() - required >= self.watermark_blocks
+                        and budget.can_schedule(head.num_tokens, head.num_seqs)):
+                    break
+                group = group_of(self.running[-1], self.running)
+                for member in group:
+                    self.running.remove(member)
+                budget.num_seqs -= sum(r.num_seqs for r in group)
+                why = "it ranks below the waiting request (priority preemption)"
+                out.preempted.extend(self._preempt_group(group[::-1], step, out, why))
+                # the victim goes before the waiting queue's head at once, not after the step (it is sorted below)
+                self.waiting.extendleft(self._recomputed)
+                self._recomputed = []
+        self.waiting = deque(sorted(self.waiting, key=key))
 
     def _num_new_tokens(self, request: Request, budget: _Budget, chunking: bool) -> int:
         """V0's _get_num_new_tokens: what the request lacks, cut to the budget when chunking (to whole
@@ -105,7 +154,7 @@ class V0Scheduler(Scheduler):
             if num_new == 0:
                 break
             queue.popleft()
-            while self._allocate(out, request, num_new) is None:
+            while not self._can_append_slots(request, queue):
                 # V0 pops victims off the rest of the queue, else takes the request itself: candidates are the
                 # requests not yet scheduled this step ("last" = the tail of the rest). The victim's whole sequence
                 # group goes (parallel sampling), sequences scheduled earlier this step taken back.
@@ -120,12 +169,45 @@ class V0Scheduler(Scheduler):
                 if request in group:
                     break
             else:
+                assert self._allocate(out, request, num_new) is not None, "can_append_slots checked the worst case"
                 chunk = self._chunk(request, num_new)
                 out.chunks.append(chunk)
                 (done.prefills if chunk.is_prefill else done.decodes).append(request)
                 budget.add(num_new, request.num_seqs if chunking else 0)  # unchunked: running seqs counted up front
         done.leftover = list(queue)
         return done
+
+    def _can_append_slots(self, request: Request, queue: deque[Request]) -> bool:
+        """0.6.3.post1 ``SelfAttnBlockSpaceManager.can_append_slots``, a worst case: every block the group's running
+        sequences touch (``_num_touched``) must be free, as if each needed a new block or a copy on write."""
+        group = group_of(request, [request] + list(queue))  # members scheduled earlier this step were checked
+        return sum(self._num_touched(r) for r in group) <= self.kv.pool.num_free_blocks()
+
+    @staticmethod
+    def _is_decode(request: Request) -> bool:
+        """V0's decode stage: the last token was sampled after the last step (not mid-prefill or re-prefill)."""
+        return request.tokens_since_preemption > 0 and request.num_computed_tokens == request.num_tokens - 1
+
+    def _num_touched(self, request: Request) -> int:
+        """0.6.3.post1 ``BlockTable.get_num_blocks_touched_by_append_slots``: the blocks that appending the tokens
+        V0's block table has not seen touches, counting the partly filled last block even with nothing to append.
+
+        V0's table holds every token known at admission (the whole prompt, or a re-prefill's whole sequence) and
+        after each scheduled step; only a decode's last token, sampled since, is unseen::
+
+            block_size 4, seen 6:  [x x x x][x x . .]   decode (1 unseen) -> 1; prefill chunk (0 unseen) -> 1
+            block_size 4, seen 8:  [x x x x][x x x x]   decode (1 unseen) -> 1 (a new block); prefill chunk -> 0
+        """
+        unseen = 1 if self._is_decode(request) else 0
+        bs = self.kv.block_size
+        room = bs - (request.num_tokens - unseen) % bs  # free slots in the last block (a full one: a whole block)
+        return 1 - (room - unseen) // bs  # 1 + ceil((unseen - room) / bs)
+
+    def _num_touched_by_swap_in(self, request: Request) -> int:
+        """0.6.3.post1 ``SelfAttnBlockSpaceManager._can_swap``: the full blocks of the sequence's table plus those its
+        append touches. Shared blocks count once per sequence (its set holds each table's own block objects)."""
+        unseen = 1 if self._is_decode(request) else 0
+        return (request.num_tokens - unseen) // self.kv.block_size + self._num_touched(request)
 
     def _take_back(self, request: Request, out: SchedulerOutput, budget: _Budget, done: _Scheduled,
                    chunking: bool) -> None:
@@ -150,7 +232,7 @@ class V0Scheduler(Scheduler):
         while self.swapped:
             group = group_of(self.swapped[0], list(self.swapped))
             nums = [self._num_new_tokens(r, budget, chunking) for r in group]
-            touched = self.kv.num_blocks_to_swap_in(group, [max(n, 1) for n in nums])
+            touched = sum(self._num_touched_by_swap_in(r) for r in group)
             if touched > self.kv.pool.num_blocks:
                 for request in group:
                     self._ignore(out, request, SWAP_IN_NEVER.format(id=request.request_id))
@@ -188,23 +270,35 @@ class V0Scheduler(Scheduler):
                 continue
             if self.kv.pool.num_free_blocks() - required < self.watermark_blocks:
                 break  # AllocStatus.LATER
-            hits = self.kv.get_computed_blocks(request)
-            num_hit = len(hits) * self.kv.block_size
-            request.num_computed_tokens = num_hit  # pykv: hits are skipped and not charged to the budget
+            # 0.6.3.post1 _get_num_new_tokens counts a prefix-cache hit's tokens as scheduled: they are charged to
+            # the budget (the model runner skips their compute); pykv computes the chunk's tokens past the hits
             num_new = self._num_new_tokens(request, budget, chunking)
-            request.num_computed_tokens = 0
             if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
                 break
-            blocks = self._allocate(out, request, num_new, hits, num_reserved_tokens=request.num_tokens)
+            hits = self.kv.get_computed_blocks(request)[:(num_new - 1) // self.kv.block_size]  # within the chunk
+            num_hit = len(hits) * self.kv.block_size
+            blocks = self._allocate(out, request, num_new - num_hit, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
             self.kv.record_lookup(request, hits)
             self.waiting.popleft()
             request.status = RequestStatus.RUNNING
             request.num_computed_tokens = num_hit
-            out.chunks.append(self._chunk(request, num_new, num_hit))
+            out.chunks.append(self._chunk(request, num_new - num_hit, num_hit))
             budget.add(num_new, request.num_seqs)
             admitted.append(request)
         return admitted
+
+    def _preempt_group(self, group: list[Request], step: int, out: SchedulerOutput,
+                       why: Optional[str] = None) -> list[PreemptionEvent]:
+        """``group`` comes tail first, as V0 preempts it; V0's swapped queue holds a group as one entry, so its
+        sequences go there in group order."""
+        events = super()._preempt_group(group, step, out, why)
+        swapped = [r for r in reversed(group) if r.status is RequestStatus.SWAPPED]
+        if len(swapped) > 1:
+            for request in swapped:
+                self.swapped.remove(request)
+            self.swapped.extend(swapped)
+        return events
 
     def _requeue(self, victim: Request) -> None:
         self._recomputed.append(victim)  # V0 puts recompute victims back only after the step
@@ -214,6 +308,16 @@ class V0Scheduler(Scheduler):
         request.finish_message = message
         self._finish(request, RequestStatus.FINISHED_IGNORED)
         out.ignored.append(request)
+
+
+def _priority_key(request: Request) -> tuple[int, float]:
+    return request.priority, request.arrival_time  # 0.6.3.post1 Scheduler._get_priority
+
+
+def _order_batch(out: SchedulerOutput, order: list[Request]) -> None:
+    """List the step's chunks in ``order`` (requests), as vLLM builds ``scheduled_seq_groups``."""
+    rank = {r.request_id: i for i, r in enumerate(order)}
+    out.chunks.sort(key=lambda c: rank[c.request_id])
 
 
 def group_of(request: Request, pool: list[Request]) -> list[Request]:
