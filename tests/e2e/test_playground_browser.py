@@ -70,7 +70,10 @@ def pause(page) -> None:
             page.get_by_role("button", name="Pause").first.click(timeout=3000, force=True)
         except Exception:  # re-rendered under the pointer: look again
             pass
-        wait_idle(page)
+        try:  # still playing, a page that reruns every tick never holds still: click again
+            wait_settled(page, timeout_ms=5_000)
+        except Exception:
+            continue
         if page.get_by_role("button", name="Play").count():
             return
     raise AssertionError("Pause never took effect")
