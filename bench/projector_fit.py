@@ -6,7 +6,7 @@ are cut off:
 
     python bench/projector_fit.py [--lesson ID] [--sizes 1920x1080,1280x720] [--save]
 
-``testkit.projector`` holds the measuring, which tests/e2e/test_projector_browser.py asserts on.
+``testkit.projector`` holds the measuring, which tests/e2e/test_projector_fit_*.py assert on.
 Needs Playwright (pip) and Debian's Chromium at /usr/bin/chromium.
 """
 

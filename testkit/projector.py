@@ -1,8 +1,11 @@
 """Measuring a lesson step in the projector view (``?presenter=1``) in headless Chromium: how far the page
-scrolls at each projector size and which metric labels are cut. tests/e2e/test_projector_browser.py asserts on
-it; bench/projector_fit.py reports it for the whole course."""
+scrolls at each projector size and which metric labels are cut. tests/e2e/test_projector_fit_*.py assert on it
+(the course dealt into PARTS files, so that pytest-xdist's --dist loadfile walks them on both cores at once);
+bench/projector_fit.py reports it for the whole course."""
 
 from __future__ import annotations
+
+from testkit.page_wait import next_frame, wait_settled
 
 SIZES = ((1920, 1080), (1280, 720))
 MEASURE_JS = """() => {
@@ -21,9 +24,20 @@ def measure(page) -> dict:
 
 
 def wait_rendered(page) -> None:
-    for _ in range(2):
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
-        page.wait_for_timeout(500)
+    """Until the script run is over and the layout holds still (no fixed sleep)."""
+    wait_settled(page, timeout_ms=120_000)
+
+
+def _measure_settled(page) -> dict:
+    """The measure once two in a row, a frame apart, agree (a resize is laid out within a frame)."""
+    last = None
+    for _ in range(20):
+        next_frame(page)
+        now = measure(page)
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 def _measure_sizes(page, sizes, where: str) -> list[tuple[str, dict]]:
@@ -31,8 +45,7 @@ def _measure_sizes(page, sizes, where: str) -> list[tuple[str, dict]]:
     found = []
     for width, height in sizes:
         page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(150)  # heights follow CSS at once; charts have fixed heights
-        found.append((f"{width}x{height} {where}", measure(page)))
+        found.append((f"{width}x{height} {where}", _measure_settled(page)))  # heights follow CSS at once
     return found
 
 
@@ -44,6 +57,7 @@ def _measure_step(page, sizes, where: str) -> list[tuple[str, dict]]:
     if show.count():
         found += _measure_sizes(page, sizes, f"{where} (question)")
         show.first.click()
+        show.first.wait_for(state="detached", timeout=120_000)  # the answer's run has replaced the question
         wait_rendered(page)
     return found + _measure_sizes(page, sizes, where)
 
@@ -74,3 +88,34 @@ def walk_lesson(page, url: str, lesson, sizes=SIZES) -> list[tuple[str, dict]]:
 def misfits(found: list[tuple[str, dict]]) -> list[str]:
     return [f"{where}: scrolls {m['overflow']} px" + (f", cut labels {m['cut']}" if m["cut"] else "")
             for where, m in found if m["overflow"] or m["cut"]]
+
+
+PARTS = 3  # tests/e2e/test_projector_fit_1.py .. _3.py
+
+
+def course_part(part: int) -> list:
+    """The lessons one of the PARTS fit files walks: every PARTS-th lesson of the course, from ``part`` (1-based)."""
+    from pykv.lessons.loader import read_course
+
+    return read_course()[0][part - 1::PARTS]
+
+
+def check_lesson_fits(browser, url: str, lesson, screen=(1920, 1080)) -> None:
+    """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut (a step with a
+    prediction with its question open and answered, and the step where the workshop path ends the lesson), and
+    no speaker notes are on it (the walk ends on the workshop path's last step: none of its notes are shown)."""
+    context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
+    try:
+        page = context.new_page()
+        found = walk_lesson(page, url, lesson)
+        bad = misfits(found)
+        if bad:
+            raise AssertionError(bad)
+        if page.get_by_text("Speaker notes").count():
+            raise AssertionError(f"{lesson.id}: speaker notes on the projector")
+        last_core = lesson.steps[max(i for i, step in enumerate(lesson.steps) if not step.optional)]
+        notes = last_core.notes
+        if notes and page.get_by_text(notes.splitlines()[0][:40]).count():
+            raise AssertionError(f"{lesson.id}: the last core step's notes are on the projector")
+    finally:
+        context.close()

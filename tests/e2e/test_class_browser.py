@@ -12,6 +12,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from testkit.page_wait import wait_settled
+
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 60_000
 FOLLOW_MS = 15_000  # the goal is 2 s (a 1 s poll + one rerun); a busy CI machine gets slack, the time is printed
@@ -36,9 +38,7 @@ def open_page(browser, url: str):
 
 
 def wait_idle(page) -> None:
-    for _ in range(2):
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-        page.wait_for_timeout(300)
+    wait_settled(page, timeout_ms=TIMEOUT_MS)  # the run over and the layout still: no fixed sleep
 
 
 def wait_for_step(page, k: int, n: int, timeout: int = TIMEOUT_MS) -> None:

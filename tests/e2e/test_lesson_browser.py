@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from testkit.page_wait import wait_settled
+
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 60_000
 
@@ -26,9 +28,7 @@ def course():
 
 def wait_idle(page) -> None:
     """Until the script runs are over (a key pressed during a run can be lost)."""
-    for _ in range(2):
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-        page.wait_for_timeout(400)
+    wait_settled(page, timeout_ms=TIMEOUT_MS)  # the run over and the layout still: no fixed sleep
 
 
 def step_text(k: int, n: int) -> re.Pattern:

@@ -1,9 +1,8 @@
-"""The course in front of a room, in a real browser on the shipped model: every step of every lesson, in
-the projector view, fits one 1920×1080 and one 1280×720 screen with no metric label cut off (a step with a
-prediction with its question open and answered, and the step where the workshop path ends the lesson),
-and no speaker notes are on it; the speaker view (a second window with the class key) shows the notes and
-follows the projector; the cheat sheet renders and prints to one page. bench/projector_fit.py runs the
-same walk and writes the report."""
+"""The course in front of a room, in a real browser on the shipped model: the speaker view (a second window
+with the class key) shows the notes and follows the projector; the cheat sheet renders and prints to one page.
+That every step of every lesson fits the projector's screens: tests/e2e/test_projector_fit_*.py (the course in
+testkit.projector.PARTS files, walked on both cores at once); bench/projector_fit.py runs the same walk and
+writes the report."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from pykv.lessons.loader import read_course  # noqa: E402
-from testkit.projector import measure, misfits, wait_rendered, walk_lesson  # noqa: E402
+from testkit.projector import measure, wait_rendered  # noqa: E402
 
 SCREEN = {"width": 1920, "height": 1080}
 COURSE = {lesson.id: lesson for lesson in read_course()[0]}
@@ -24,23 +23,6 @@ def course():
     if not COURSE:
         pytest.skip("no lesson files in lessons/")
     return COURSE
-
-
-@pytest.mark.parametrize("lesson_id", list(COURSE))
-def test_every_step_of_the_lesson_fits_both_projector_screens(browser, tiny_app_url, lesson_id):
-    lesson = COURSE[lesson_id]
-    context = browser.new_context(viewport=SCREEN)
-    try:
-        page = context.new_page()
-        found = walk_lesson(page, tiny_app_url, lesson)
-        assert not misfits(found), misfits(found)
-        assert page.get_by_text("Speaker notes").count() == 0
-        last_core = lesson.steps[max(i for i, step in enumerate(lesson.steps) if not step.optional)]
-        notes = last_core.notes  # the walk ends on the workshop path's last step: none of its notes are on screen
-        if notes:
-            assert page.get_by_text(notes.splitlines()[0][:40]).count() == 0
-    finally:
-        context.close()
 
 
 def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_app_url, course):
