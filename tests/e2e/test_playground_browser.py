@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-from testkit.page_wait import wait_settled
-
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 30_000
 
@@ -30,9 +28,11 @@ def wait_for_step(page, step: int) -> None:
 
 
 def wait_idle(page) -> None:
-    """Until the script runs are over (a key pressed during a run can be lost) and the page has held still for a
-    quiet moment: the first run is often followed at once by a second (the browser reporting its theme)."""
-    wait_settled(page, timeout_ms=TIMEOUT_MS)  # the run over and the layout still: no fixed sleep
+    """Until the script runs are over (a key pressed during a run can be lost). Waits twice: the
+    first run is often followed at once by a second (the browser reporting its theme)."""
+    for _ in range(2):
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.wait_for_timeout(400)
 
 
 def press(page, key: str, expect_step: int) -> None:
@@ -70,10 +70,7 @@ def pause(page) -> None:
             page.get_by_role("button", name="Pause").first.click(timeout=3000, force=True)
         except Exception:  # re-rendered under the pointer: look again
             pass
-        try:  # still playing, a page that reruns every tick never holds still: click again
-            wait_settled(page, timeout_ms=5_000)
-        except Exception:
-            continue
+        wait_idle(page)
         if page.get_by_role("button", name="Play").count():
             return
     raise AssertionError("Pause never took effect")
