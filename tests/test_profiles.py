@@ -70,9 +70,10 @@ def test_v0_without_chunking_a_step_is_all_prefill_or_all_decode(make_engine):
 
 def test_v0_with_chunking_admits_prefills_after_a_preemption(make_engine):
     """vllm/core/scheduler.py Scheduler._schedule_chunked_prefill (0.6.3.post1): running -> swapped (only if
-    nobody was preempted) -> prefills, which run whatever happened before."""
+    nobody was preempted) -> prefills, which run whatever happened before; the batch lists the new prefills
+    first (scheduled_seq_groups = prefills + running prefills + ... + running decodes)."""
     engine, steps = three_and_a_late_one(make_engine, vllm_profile="v0.6", enable_chunked_prefill=True)
-    assert steps[1][:3] == ([("a", 4, 1), ("b", 4, 1), ("d", 0, 3)], ["c"], ["c"])
+    assert steps[1][:3] == ([("d", 0, 3), ("a", 4, 1), ("b", 4, 1)], ["c"], ["c"])
     assert engine.metrics.value("vllm:num_preemptions_total") == 1
 
 

