@@ -155,6 +155,9 @@ def test_about_page(random_llama_path, monkeypatch):
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
     text = "\n".join(m.value for m in at.markdown)
     assert "attention backend in use: `torch`" in text and "device: `cpu`" in text and not at.error
+    # what is proved against vLLM by running it, and how to rerun it
+    assert "| `v0.33` | 0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1) | 9 |" in text
+    assert "python3 oracle/build_venvs.py" in text and "Outside the oracle" in text
 
 
 def test_sessions_share_the_weights_but_not_the_engine(app, random_llama_path):

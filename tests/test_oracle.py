@@ -17,6 +17,7 @@ import pytest
 
 from oracle import cases as oracle_cases
 from oracle import harness
+from pykv.border.oracle_coverage import CASE_MEANING, ORACLE_RUNS
 
 # rule -> (reason: the vLLM rule pykv lacks, cited by release/file/function; the cases it breaks today)
 KNOWN_DIVERGENCES: dict[str, tuple[str, list[str]]] = {
@@ -50,6 +51,12 @@ def comparisons():
             pytest.fail(message)
         pytest.skip(message)
     return harness.run_both(CASES)
+
+
+def test_the_about_page_lists_the_cases_ci_runs():
+    runs = {profile: [f"{profile}/{name}" for name in names] for profile, (_, names) in ORACLE_RUNS.items()}
+    assert runs == {p: [c.name for c in CASES if c.config.profile == p] for p in oracle_cases.PROFILES}
+    assert set(CASE_MEANING) == {name for _, names in ORACLE_RUNS.values() for name in names}
 
 
 def test_known_divergences_name_real_cases():

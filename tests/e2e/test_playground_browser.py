@@ -61,17 +61,19 @@ def click(page, label: str) -> None:
 
 
 def pause(page) -> None:
-    """Click Pause until the button reads Play again: a click that lands while a timer run is rendering can be
-    lost with that run's elements, as a key can (a busy 2-core machine makes this likely)."""
+    """Click Pause until the button reads Play again. The buttons are found by their widget keys (a CSS class):
+    a role query computes accessible names over the whole page, thousands of plotly SVG nodes, and on a busy
+    2-core machine that alone outlasted a 3 s click timeout ten times in a row (CI, 2026-12-02). Streamlit draws
+    each button twice (the second copy measures its width), hence ``.first``."""
     for _ in range(10):
         try:
             # force: click where the button is, as a person does; Playwright's wait for a "stable" element never
             # ends while the timer fragment re-renders the controls on every tick
-            page.get_by_role("button", name="Pause").first.click(timeout=3000, force=True)
+            page.locator(".st-key-pause button").first.click(timeout=10_000, force=True)
         except Exception:  # re-rendered under the pointer: look again
             pass
         wait_idle(page)
-        if page.get_by_role("button", name="Play").count():
+        if page.locator(".st-key-play button").count():
             return
     raise AssertionError("Pause never took effect")
 

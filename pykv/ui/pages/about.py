@@ -1,10 +1,11 @@
-"""About: what the lab is, where it runs, and the model card."""
+"""About: what the lab is, what is proved against vLLM by running it, where it runs, and the model card."""
 
 from __future__ import annotations
 
 import streamlit as st
 import torch
 
+from pykv.border.oracle_coverage import oracle_markdown
 from pykv.border.preemption_choices import KV_FATES, VICTIM_POLICIES
 from pykv.engine.model.attention import resolve_backend
 from pykv.engine.model.loader import resolve_model_path
@@ -45,6 +46,8 @@ def render() -> None:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none on this machine"
     st.subheader("When the KV pool is full")
     st.markdown(choices_markdown())
+    st.subheader("Proved against vLLM, by running it")
+    st.markdown(oracle_markdown())
     st.subheader("Where it runs")
     st.markdown(
         f"- device: `{cfg.device}` (CUDA GPU: {gpu})\n"
