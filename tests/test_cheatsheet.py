@@ -58,7 +58,8 @@ def test_what_a_knob_does_and_its_releases_come_from_the_config_table():
     assert first_clause("a (b; c); d") == "a (b; c)"
     assert knob_releases(knob_named("swap_space"), KNOB_NOTES["swap_space"]).startswith("0.6.3 ")  # profiles=v0.6
     assert knob_releases(knob_named("max_num_seqs"), KNOB_NOTES["max_num_seqs"]) == "all three"
-    assert knob_releases(knob_named("kv_offloading_size"), KNOB_NOTES["kv_offloading_size"]) == "0.33.0 (from 0.11)"
+    offloading = knob_releases(knob_named("kv_offloading_size"), KNOB_NOTES["kv_offloading_size"])
+    assert offloading == "0.33.0 (from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native)"
 
 
 def test_every_cited_lesson_and_step_is_linked_by_id(course, page):

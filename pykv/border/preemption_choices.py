@@ -49,8 +49,8 @@ KV_FATES: dict[str, str] = {
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
             "and recompute one with a single sequence; v0.6 only.",
     "recompute+offload": "Recompute, but full blocks are also stored to a CPU tier as they are computed and loaded "
-                         "back at re-admission. vLLM's --kv-offloading-size (0.33; 0.12 also needs "
-                         "--kv-offloading-backend native); v0.33 only.",
+                         "back at re-admission. vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to 0.12 also "
+                         "need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
                "returns, until another request takes them; every profile.",
 }

@@ -37,8 +37,8 @@ class VllmProfile:
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
     has_request_preemptions_histogram: bool  # vllm:request_num_preemptions (per finished request)
-    # the CPU offloading tier and its metrics (--kv-offloading-size: 0.11.1+ with --kv-offloading-backend native;
-    # the size alone in 0.33)
+    # the CPU offloading tier and its metrics (--kv-offloading-size: vLLM 0.11.1+; 0.11.1 to 0.12 also need
+    # --kv-offloading-backend native, 0.33 the size alone: pykv.border.vllm_flags.OFFLOADING_RELEASES)
     has_kv_offloading: bool = False
     # V1's BlockPool keeps block 0 back as the null block: --num-gpu-blocks-override N leaves N-1 usable
     # (0.10.2 and 0.33.0 v1/core/block_pool.py BlockPool.__init__; get_usage divides by N-1)

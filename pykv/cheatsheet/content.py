@@ -139,7 +139,8 @@ KNOB_NOTES: dict[str, KnobNote] = {
     "kv_offloading_size": KnobNote(
         "--kv-offloading-size", "victims load their full blocks back instead of recomputing them; the count stays",
         (Cite(L14, "Keep them in CPU memory: V1's offloading tier"),),
-        does="a CPU tier that keeps a copy of every full KV block", note="from 0.11"),
+        does="a CPU tier that keeps a copy of every full KV block",
+        note="from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native"),
     "enable_prefix_caching": KnobNote(
         "--enable-prefix-caching", "a victim's cached blocks come back as hits: a cheaper re-prefill, sometimes fewer "
         "preemptions", (Cite(L08, "The re-prefill skips the cached blocks"),
