@@ -46,6 +46,10 @@ class VllmProfile:
     # a freed block without a prefix hash goes to the front of the free queue, handed out first (0.33.0
     # BlockPool.free_blocks); 0.10.2 appends every freed block at the back
     free_unhashed_first: bool = False
+    # the release schedules asynchronously unless told not to (0.33.0 config/vllm.py VllmConfig: async_scheduling
+    # None becomes True, AsyncScheduler; 0.10.2 defaults it to False). pykv models the synchronous Scheduler in
+    # every profile, so its vllm serve command adds --no-async-scheduling where this is set
+    async_scheduling_default: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -72,12 +76,13 @@ PROFILES: dict[str, VllmProfile] = {
         has_request_preemptions_histogram=False, null_block=True),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
-        summary="today's V1: recompute only, the full input reserved before admission, admission watermark",
+        summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
+                "synchronous scheduler (0.33.0 schedules asynchronously by default)",
         preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
-        free_unhashed_first=True),
+        free_unhashed_first=True, async_scheduling_default=True),
 }
 
 
