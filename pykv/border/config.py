@@ -97,7 +97,8 @@ class EngineConfig(BaseModel):
                              le=64, profiles=V0,
         vllm=per_release(
             Flag("--swap-space", "swap_space"),
-            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; V1 leaves it unused)",
+            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; only its V0 engine reads it, "
+            "which a non-default --preemption-mode falls back to: EngineArgs._is_v1_supported_oracle)",
             "no flag in vLLM 0.33.0: V1 never swaps"))
     num_cpu_blocks: Optional[int] = knob(
         None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
