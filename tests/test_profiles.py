@@ -267,3 +267,17 @@ def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, ra
         preemptions[name] = run.engine.metrics.value("pykv:num_preemptions_total")
     assert all(t == tokens["v0.33"] for t in tokens.values())
     assert any(preemptions.values()), "the pool should preempt under some profile"
+
+
+VLLM_SRC = __import__("pathlib").Path("/tmp/vllm_src")
+
+
+def test_v033_models_the_synchronous_scheduler_and_says_so():
+    """0.33.0 config/scheduler.py: async_scheduling None, which config/vllm.py VllmConfig turns True (AsyncScheduler)
+    unless something is incompatible; 0.10.2 config/scheduler.py defaults it to False. pykv models the synchronous
+    Scheduler in every profile, and says so where v0.33 is described."""
+    assert PROFILES["v0.33"].async_scheduling_default and not PROFILES["v0.10"].async_scheduling_default
+    assert "synchronous scheduler" in PROFILES["v0.33"].summary
+    if VLLM_SRC.exists():
+        assert "async_scheduling: bool | None = None" in (VLLM_SRC / "0.33.0/vllm/config/scheduler.py").read_text()
+        assert "async_scheduling: bool = False" in (VLLM_SRC / "0.10.2/vllm/config/scheduler.py").read_text()
