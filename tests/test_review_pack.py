@@ -210,6 +210,9 @@ def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
     assert f"--max-model-len {record.max_model_len}" in html  # else vLLM would refuse to start
     note = next(m.note for m in knob_mappings(EngineConfig(), max_model_len=1024) if m.knob == "max_model_len")
     assert "--max-model-len -1" in note  # 0.33.0 can fit it itself
+    v010 = EngineConfig(vllm_profile="v0.10")
+    note = next(m.note for m in knob_mappings(v010, max_model_len=1024) if m.knob == "max_model_len")
+    assert "would start with the model's context" in note and "refuse" not in note  # 0.10.2 checks memory only
     assert "--max-model-len" not in serve_command(EngineConfig())  # unknown: the release's default, said so
 
 

@@ -130,8 +130,13 @@ def release_pins(config: EngineConfig) -> list[KnobMapping]:
 
 
 def _fitted_max_model_len(flag: Flag, p: VllmProfile, fitted: int) -> KnobMapping:
-    how = ("--max-model-len -1 fits it the same way" if p.name == "v0.33"
-           else f"without it vLLM {p.release} would refuse to start, the model's context not fitting the pool")
+    if p.name == "v0.33":
+        how = "--max-model-len -1 fits it the same way"
+    elif p.null_block:  # 0.10.2 checks the profiled memory, not --num-gpu-blocks-override (get_kv_cache_config)
+        how = (f"without it vLLM {p.release} would start with the model's context, its start-up check reading the "
+               "profiled GPU memory, not the override, and a request could outgrow the pool")
+    else:
+        how = f"without it vLLM {p.release} would refuse to start, the model's context not fitting the pool"
     return KnobMapping("max_model_len", None, "flag", (flag.flag, str(fitted)), {flag.kwarg: fitted},
                        f"none: pykv fitted it to the pool ({fitted} tokens, the length the engine ran with); {how}")
 
