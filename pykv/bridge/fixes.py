@@ -14,7 +14,8 @@ STEPS = ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefil
 def step_text(step: str, release: ReleaseGuess) -> str | None:
     v1 = release.engine == "v1"
     if step == "gpu_memory":
-        return "raise --gpu-memory-utilization (e.g. 0.90 -> 0.95) for more KV blocks"
+        default = "0.92" if release.at_least("0.20.0") is True else "0.90"  # config/cache.py: 0.92 by 0.20.0
+        return f"raise --gpu-memory-utilization (e.g. {default} -> 0.95) for more KV blocks"
     if step == "max_num_seqs":
         return "lower --max-num-seqs so the running batch fits the KV cache"
     if step == "swap":
