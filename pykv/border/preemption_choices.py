@@ -31,7 +31,9 @@ VICTIM_POLICIES: dict[str, VictimPolicy] = {p.name: p for p in (
                  vllm_scheduling_policy="priority"),
     VictimPolicy("lcf", "least computed tokens first (a proposal to vLLM, not in a release)",
                  "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
-                 "recompute tax, in no release; every profile.", vllm_scheduling_policy=None,
+                 "recompute tax (vLLM PR #53723), in no release; every profile. Ties: pykv takes the later request; "
+                 "the proposal's min(running, key=num_computed_tokens) takes the earliest.",
+                 vllm_scheduling_policy=None,
                  not_vllm="a proposal to vLLM"),
     VictimPolicy("sglang", "fewest outputs, then longest input (SGLang's retract order)",
                  "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
