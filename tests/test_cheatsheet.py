@@ -118,5 +118,5 @@ def test_every_flag_is_in_the_source_of_every_release_the_sheet_names():
             named = cell == "all three" or profile.release.split(".post")[0] in cell.split(", ")
             source = (VLLM_SRC / profile.release / "vllm" / "engine" / "arg_utils.py").read_text()
             present = f'"{note.flag}"' in source or f"'{note.flag}'" in source
-            said_elsewhere = profile.release in (note.note or "")  # e.g. "0.10.2: any value falls back to the V0 engine"
+            said_elsewhere = profile.release in (note.note or "")  # "0.10.2: any value falls back to ..."
             assert present if named else (not present or said_elsewhere), (note.flag, profile.release)

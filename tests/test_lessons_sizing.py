@@ -129,5 +129,6 @@ def test_the_pool_is_priced_at_each_releases_default_utilization():
     assert catalogue_kv("llama-3.1-8b", 4).at_utilization["92"].tokens == 438992
     source = Path("/tmp/vllm_src")
     if source.exists():
-        assert "gpu_memory_utilization: float = Field(default=0.92" in (source / "0.33.0/vllm/config/cache.py").read_text()
+        cache = (source / "0.33.0/vllm/config/cache.py").read_text()
+        assert "gpu_memory_utilization: float = Field(default=0.92" in cache
         assert "gpu_memory_utilization: float = 0.9" in (source / "0.10.2/vllm/config/cache.py").read_text()

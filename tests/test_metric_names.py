@@ -67,7 +67,8 @@ def test_0_10_2_still_exports_v0s_deprecated_cache_names():
     show_hidden_metrics in 0.10 was never done there), set from the same stats as their V1 names; 0.33.0 dropped
     them; V0 has the gauge but counts no prefix queries."""
     samples = {name: set(exported_samples(p)) for name, p in PROFILES.items()}
-    deprecated = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"}
+    deprecated = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total",
+                  "vllm:gpu_prefix_cache_hits_total"}
     assert deprecated <= samples["v0.10"] and not deprecated & samples["v0.33"]
     assert samples["v0.6"] & deprecated == {"vllm:gpu_cache_usage_perc"}
     assert names.DEPRECATED_TWIN[names.VLLM_PREFIX_QUERIES] is names.GPU_PREFIX_QUERIES

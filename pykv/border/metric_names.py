@@ -103,10 +103,10 @@ CPU_PREFIX_HIT_RATE = Metric("vllm:cpu_prefix_cache_hit_rate", G, "CPU pool pref
 KV_CACHE_USAGE = Metric("vllm:kv_cache_usage_perc", G, "Device KV pool usage, 0-1.", V1)
 VLLM_PREFIX_QUERIES = Metric("vllm:prefix_cache_queries", C, "Prefix-cache lookups, in tokens.", V1)
 VLLM_PREFIX_HITS = Metric("vllm:prefix_cache_hits", C, "Prefix-cache hits, in tokens.", V1)
-GPU_PREFIX_QUERIES = Metric("vllm:gpu_prefix_cache_queries", C, "Deprecated name of vllm:prefix_cache_queries (0.10.2), "
-                            "the same count.", Exported.DEPRECATED)
-GPU_PREFIX_HITS = Metric("vllm:gpu_prefix_cache_hits", C, "Deprecated name of vllm:prefix_cache_hits (0.10.2), the same "
-                         "count.", Exported.DEPRECATED)
+GPU_PREFIX_QUERIES = Metric("vllm:gpu_prefix_cache_queries", C, "Deprecated name of vllm:prefix_cache_queries "
+                            "(0.10.2), the same count.", Exported.DEPRECATED)
+GPU_PREFIX_HITS = Metric("vllm:gpu_prefix_cache_hits", C, "Deprecated name of vllm:prefix_cache_hits (0.10.2), the "
+                         "same count.", Exported.DEPRECATED)
 # 0.33.0's buckets (v1/metrics/buckets.py REQUEST_NUM_PREEMPTIONS_BUCKETS): never-preempted requests share the first
 VLLM_REQUEST_PREEMPTIONS = Metric("vllm:request_num_preemptions", H, "Preemptions per finished request.",
                                   Exported.REQUEST_HISTOGRAM, buckets=(1, 2, 3, 4, 5, 10, 20))

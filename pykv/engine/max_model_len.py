@@ -11,9 +11,9 @@ preempted again and again (pykv's livelock guard ends it). The lab shrinks pools
 context, so when ``max_model_len`` is left unset pykv fits it to the pool in every profile, as vLLM 0.33
 does with ``--max-model-len -1`` (``_auto_fit_max_model_len``), and says so. A ``max_model_len`` set larger
 than the pool is refused with the release's message, except under v0.10 with ``num_gpu_blocks``, which
-starts, as 0.10.2 does, and says what will happen. Without chunked prefill every release also refuses a token budget smaller than
-max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an unset max_model_len is
-fitted to the budget too, a set one is refused.
+starts, as 0.10.2 does, and says what will happen. Without chunked prefill every release also refuses a
+token budget smaller than max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an
+unset max_model_len is fitted to the budget too, a set one is refused.
 
 V1 plans against the usable blocks, all but its null block (0.33.0 ``v1/core/kv_cache_planning.py``,
 ``get_kv_cache_configs`` and ``check_enough_kv_cache_memory``, take one block's bytes off before the
@@ -54,9 +54,9 @@ def _no_auto_fit(config: EngineConfig, model_max: int) -> str:
     if p.name == "v0.33":
         return ""
     if not checks_the_override(config):
-        return (f" [pykv: vLLM {p.release} has no auto-fit, and with --num-gpu-blocks-override its start-up check reads "
-                f"the profiled GPU memory, not the override: it would start with max_model_len {model_max}, and a "
-                "request longer than the pool would be preempted again and again]")
+        return (f" [pykv: vLLM {p.release} has no auto-fit, and with --num-gpu-blocks-override its start-up check "
+                f"reads the profiled GPU memory, not the override: it would start with max_model_len {model_max}, and "
+                "a request longer than the pool would be preempted again and again]")
     return f" [pykv: vLLM {p.release} has no auto-fit; it would refuse to start]"
 
 
