@@ -5,6 +5,7 @@ a side run's ``modelled_swap_s``."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -96,7 +97,7 @@ def test_a_dotted_catalogue_name_is_one_segment_of_the_path():
     ("kv.model.at_utilization", "field 'at_utilization' is unknown"),
     ("kv.llama-3.1-8b.pool_bytes", "field 'pool_bytes' is unknown"),
     ("kv.llama-3.1-8b.at_utilization.90.blocks", "field 'blocks' is unknown"),
-    ("kv.llama-3.1-8b.at_utilization.85.tokens", "(percent) '85' is unknown; use one of 80, 90, 95"),
+    ("kv.llama-3.1-8b.at_utilization.85.tokens", "(percent) '85' is unknown; use one of 80, 90, 92, 95"),
     ("pool.gpu.waste", "pool field 'waste' is unknown"),
 ])
 def test_a_bad_sizing_path_is_caught_when_the_lesson_loads(path, words):
@@ -119,3 +120,15 @@ def test_a_side_run_prices_its_swaps_on_the_gpu(states):
     scope = states[1].scope
     assert resolve("run.sw.modelled_swap_s", scope) > 0 and resolve("run.sw.modelled_recompute_s", scope) == 0
     assert resolve("run.rc.modelled_swap_s", scope) == 0 and resolve("run.rc.preemptions", scope) >= 1
+
+
+def test_the_pool_is_priced_at_each_releases_default_utilization():
+    """vLLM's default gpu_memory_utilization: 0.9 in 0.6.3.post1 to 0.12.0, 0.92 by 0.20.0 and in 0.33.0
+    (vllm/config/cache.py CacheConfig.gpu_memory_utilization); lesson 16 (v0.33) quotes 0.92."""
+    assert {90, 92} <= set(UTILIZATIONS)
+    assert catalogue_kv("llama-3.1-8b", 4).at_utilization["92"].tokens == 438992
+    source = Path("/tmp/vllm_src")
+    if source.exists():
+        cache = (source / "0.33.0/vllm/config/cache.py").read_text()
+        assert "gpu_memory_utilization: float = Field(default=0.92" in cache
+        assert "gpu_memory_utilization: float = 0.9" in (source / "0.10.2/vllm/config/cache.py").read_text()

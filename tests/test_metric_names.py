@@ -3,6 +3,9 @@ never reads 0.0); a metric a profile does not export is asked for with the optio
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from pykv.border import metric_names as names
@@ -56,3 +59,31 @@ def test_counters_read_by_their_total_and_histograms_by_their_sum():
     assert names.RECOMPUTE_TAX.sample == "pykv:recompute_tax"
     assert names.REQUEST_PREEMPTIONS.samples == ("pykv:request_preemptions_sum", "pykv:request_preemptions_count")
     assert names.metric_named("pykv:request_preemptions_count") is names.REQUEST_PREEMPTIONS
+
+
+def test_0_10_2_still_exports_v0s_deprecated_cache_names():
+    """0.10.2 vllm/v1/metrics/loggers.py PrometheusStatLogger.__init__ registers vllm:gpu_cache_usage_perc and
+    vllm:gpu_prefix_cache_queries / _hits unconditionally ("Deprecated in 0.9"; the TODO to hide them behind
+    show_hidden_metrics in 0.10 was never done there), set from the same stats as their V1 names; 0.33.0 dropped
+    them; V0 has the gauge but counts no prefix queries."""
+    samples = {name: set(exported_samples(p)) for name, p in PROFILES.items()}
+    deprecated = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total",
+                  "vllm:gpu_prefix_cache_hits_total"}
+    assert deprecated <= samples["v0.10"] and not deprecated & samples["v0.33"]
+    assert samples["v0.6"] & deprecated == {"vllm:gpu_cache_usage_perc"}
+    assert names.DEPRECATED_TWIN[names.VLLM_PREFIX_QUERIES] is names.GPU_PREFIX_QUERIES
+    assert names.kv_usage(PROFILES["v0.10"]) is names.KV_CACHE_USAGE  # the V1 name stays the one read
+    both = snapshot("v0.10")
+    assert dataclasses.replace(both, vllm_profile="v9.9").kv_usage_metric() is names.KV_CACHE_USAGE
+    source = Path("/tmp/vllm_src")
+    if source.exists():
+        loggers = (source / "0.10.2/vllm/v1/metrics/loggers.py").read_text()
+        assert all(f'name="{m.name}"' in loggers for m in (names.GPU_CACHE_USAGE, names.GPU_PREFIX_QUERIES,
+                                                           names.GPU_PREFIX_HITS))
+        assert "gpu_prefix_cache" not in (source / "0.33.0/vllm/v1/metrics/loggers.py").read_text()
+
+
+def test_every_histogram_has_its_releases_buckets():
+    """0.33.0 vllm/v1/metrics/buckets.py REQUEST_NUM_PREEMPTIONS_BUCKETS."""
+    assert names.VLLM_REQUEST_PREEMPTIONS.buckets == (1, 2, 3, 4, 5, 10, 20)
+    assert all(m.buckets for m in names.METRICS if m.kind is names.MetricKind.HISTOGRAM)

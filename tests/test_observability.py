@@ -1,6 +1,7 @@
 """Metrics, logs, preemption costs, snapshots, history and deterministic replay."""
 
 import dataclasses
+import re
 
 import pytest
 from rules import step_checked
@@ -10,6 +11,7 @@ from pykv.border.snapshot import diff_snapshots
 from pykv.border.step_report import PreemptionView
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES
 from pykv.border.workload import make_workload
+from pykv.engine.observe.metrics import StatsWindow, stats_log_lines
 from pykv.lab.workload_runner import WorkloadRunner
 
 LONG = SamplingParams(max_tokens=16, ignore_eos=True)
@@ -33,19 +35,22 @@ EVERY_PROFILE = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm
                  "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "pykv:num_preemptions_total",
                  "pykv:prefill_tokens_total", "pykv:recomputed_tokens_total", "pykv:swapped_out_bytes_total",
                  "pykv:prefix_cache_hits_own_total", "pykv:request_preemptions_bucket")
-V0_ONLY = ("vllm:num_requests_swapped", "vllm:gpu_cache_usage_perc", "vllm:cpu_cache_usage_perc",
-           "vllm:gpu_prefix_cache_hit_rate")
+V0_ONLY = ("vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc", "vllm:gpu_prefix_cache_hit_rate")
 V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
+DEPRECATED_IN_0_10 = ("vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total")
+GPU_CACHE_USAGE = ("vllm:gpu_cache_usage_perc",)  # V0's name, and 0.10.2's deprecated one
 
 
 @pytest.mark.parametrize("profile, present, absent", [
-    ("v0.6", V0_ONLY, V1_ONLY + ("vllm:request_num_preemptions_bucket",)),
-    ("v0.10", V1_ONLY, V0_ONLY + ("vllm:request_num_preemptions_bucket",)),
-    ("v0.33", V1_ONLY + ("vllm:request_num_preemptions_bucket",), V0_ONLY),
+    ("v0.6", V0_ONLY + GPU_CACHE_USAGE, V1_ONLY + DEPRECATED_IN_0_10 + ("vllm:request_num_preemptions_bucket",)),
+    ("v0.10", V1_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10, V0_ONLY + ("vllm:request_num_preemptions_bucket",)),
+    ("v0.33", V1_ONLY + ("vllm:request_num_preemptions_bucket",), V0_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10),
 ])
 def test_each_profile_exports_its_releases_metric_names(make_engine, profile, present, absent):
     """Names from vllm/engine/metrics.py Metrics.__init__ (0.6.3.post1) and vllm/v1/metrics/loggers.py
-    PrometheusStatLogger.__init__ (0.10.2, 0.33.0): no release had both V0's and V1's gauges."""
+    PrometheusStatLogger.__init__ (0.10.2, 0.33.0). 0.10.2 still registers V0's vllm:gpu_cache_usage_perc and the
+    vllm:gpu_prefix_cache_queries / _hits counters, deprecated, with the values of their V1 names (the TODO to hide
+    them behind show_hidden_metrics was never done there); 0.33.0 has none of them."""
     engine = crowded_engine(make_engine, vllm_profile=profile)
     drain(engine)
     text = engine.metrics.exposition()
@@ -54,6 +59,39 @@ def test_each_profile_exports_its_releases_metric_names(make_engine, profile, pr
     for name in absent:
         assert f"\n{name}" not in text and not text.startswith(name), name
     assert "_created" not in text
+    if profile == "v0.10":  # the same values under both names
+        engine = crowded_engine(make_engine, vllm_profile=profile, enable_prefix_caching=True)
+        drain(engine)
+        m = engine.metrics.as_dict()
+        assert m["vllm:gpu_cache_usage_perc"] == m["vllm:kv_cache_usage_perc"]
+        assert m["vllm:gpu_prefix_cache_queries_total"] == m["vllm:prefix_cache_queries_total"] > 0
+        assert m["vllm:gpu_prefix_cache_hits_total"] == m["vllm:prefix_cache_hits_total"]
+
+
+def test_request_num_preemptions_has_0_33s_buckets(make_engine):
+    """0.33.0 vllm/v1/metrics/buckets.py REQUEST_NUM_PREEMPTIONS_BUCKETS = (1, 2, 3, 4, 5, 10, 20): never-preempted
+    requests share the first bucket; pykv's own histogram keeps a bucket for 0."""
+    text = crowded_engine(make_engine, vllm_profile="v0.33").metrics.exposition()
+    vllm = re.findall(r'vllm:request_num_preemptions_bucket\{le="([^"]+)"\}', text)
+    assert vllm == ["1.0", "2.0", "3.0", "4.0", "5.0", "10.0", "20.0", "+Inf"]
+    assert re.findall(r'pykv:request_preemptions_bucket\{le="([^"]+)"\}', text)[:2] == ["0.0", "1.0"]
+
+
+def test_v0_gauges_count_sequence_groups_v1_counts_requests(make_engine):
+    """0.6.3.post1 engine/llm_engine.py LLMEngine._get_stats: vllm:num_requests_running = len(scheduler.running), a
+    deque of SequenceGroups: a request and the sequences it forked count once. V1's n children are requests of their
+    own (v1/engine/parallel_sampling.py), so V1 counts each."""
+    running = {}
+    for profile in ("v0.6", "v0.33"):
+        engine = make_engine(block_size=4, num_gpu_blocks=32, max_num_seqs=4, vllm_profile=profile,
+                             log_stats_interval=1)
+        engine.add_request(list(range(11, 19)), SamplingParams(max_tokens=6, ignore_eos=True, n=3), request_id="a")
+        engine.add_request(list(range(31, 35)), SamplingParams(max_tokens=6, ignore_eos=True), request_id="b")
+        reports = [step_checked(engine) for _ in range(3)]
+        assert len(engine.scheduler.running) == 4  # a, its two forks, b
+        running[profile] = engine.metrics.value("vllm:num_requests_running")
+        assert "Running: %d reqs" % running[profile] in reports[-1].log_lines[0]
+    assert running == {"v0.6": 2, "v0.33": 4}
 
 
 def test_recompute_cost_is_measured_and_metrics_sum_the_events(make_engine):
@@ -116,6 +154,35 @@ def test_stats_line_every_interval_in_the_releases_words(make_engine, caplog, pr
     assert all(part in stats[0] for part in parts), stats[0]
     assert ("Waiting" not in stats[0]) if profile == "v0.6" else ("Swapped" not in stats[0])
     assert stats[0] in caplog.text
+
+
+def test_v033s_stats_line_adds_the_external_hit_rate_and_a_kv_transfer_line():
+    """0.33.0 v1/metrics/loggers.py LoggingStatLogger.log: "External prefix cache hit rate" after the prefix hit rate
+    once the connector looked something up, then KVConnectorLogging.log's "KV Transfer metrics: k=v, ..."."""
+    w = StatsWindow(running=1, waiting=0, swapped=0, gpu_usage=0.5, cpu_usage=0.0, prompt_tps=1.0,
+                    generation_tps=2.0, preemptions=0, prefix_hit_rate=0.25, device_name="GPU",
+                    external_hit_rate=0.5, transfers={"vllm:kv_offload_store_bytes": 4096,
+                                                      "vllm:kv_offload_store_time": 0.001})
+    line, transfer = stats_log_lines("v0.33", w)
+    assert line.endswith("GPU KV cache usage: 50.0%, Prefix cache hit rate: 25.0%, External prefix cache hit rate: "
+                         "50.0%")
+    assert transfer == "KV Transfer metrics: vllm:kv_offload_store_bytes=4096, vllm:kv_offload_store_time=0.001"
+    plain = stats_log_lines("v0.33", dataclasses.replace(w, external_hit_rate=None, transfers={}))
+    assert len(plain) == 1 and "External" not in plain[0]
+
+
+def test_the_tiers_copies_reach_the_stats_line(make_engine):
+    engine = make_engine(vllm_profile="v0.33", block_size=4, num_gpu_blocks=12, num_offload_blocks=32,
+                         max_num_batched_tokens=64, log_stats_interval=1)
+    engine.add_request(list(range(1, 11)), SamplingParams(max_tokens=4, ignore_eos=True), "a")  # 2 full blocks
+    line, transfer = step_checked(engine).log_lines
+    assert "External prefix cache hit rate: 0.0%" in line  # looked up, nothing held yet
+    store = 2 * engine.bytes_per_block
+    assert transfer.startswith(f"KV Transfer metrics: vllm:kv_offload_store_bytes={store}, "
+                               "vllm:kv_offload_store_time=")
+    assert transfer.endswith(f"vllm:kv_offload_store_size_count=1, vllm:kv_offload_store_size_sum={store}")
+    assert len(step_checked(engine).log_lines) == 1  # a decode that fills no block: nothing copied, no second line
+    assert not any("External" in x for x in crowded_engine(make_engine, log_stats_interval=1).step().log_lines)
 
 
 def test_timed_stats_line_follows_measured_engine_time(make_engine):

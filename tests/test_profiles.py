@@ -267,3 +267,41 @@ def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, ra
         preemptions[name] = run.engine.metrics.value("pykv:num_preemptions_total")
     assert all(t == tokens["v0.33"] for t in tokens.values())
     assert any(preemptions.values()), "the pool should preempt under some profile"
+
+
+VLLM_SRC = __import__("pathlib").Path("/tmp/vllm_src")
+
+
+def test_v033_models_the_synchronous_scheduler_and_says_so():
+    """0.33.0 config/scheduler.py: async_scheduling None, which config/vllm.py VllmConfig turns True (AsyncScheduler)
+    unless something is incompatible; 0.10.2 config/scheduler.py defaults it to False. pykv models the synchronous
+    Scheduler in every profile, and says so where v0.33 is described."""
+    assert PROFILES["v0.33"].async_scheduling_default and not PROFILES["v0.10"].async_scheduling_default
+    assert "synchronous scheduler" in PROFILES["v0.33"].summary
+    if VLLM_SRC.exists():
+        assert "async_scheduling: bool | None = None" in (VLLM_SRC / "0.33.0/vllm/config/scheduler.py").read_text()
+        assert "async_scheduling: bool = False" in (VLLM_SRC / "0.10.2/vllm/config/scheduler.py").read_text()
+
+
+def test_v010_starts_with_a_max_model_len_over_an_overridden_pool(make_engine):
+    """0.10.2 vllm/v1/core/kv_cache_utils.py get_kv_cache_config: check_enough_kv_cache_memory reads the profiled
+    memory, and get_num_blocks applies --num-gpu-blocks-override after it, so a small override never refuses to
+    start; the request that outgrows the pool is preempted again and again (pykv's livelock guard ends it). V0 and
+    0.33.0 check the override (worker/worker.py raise_if_cache_size_invalid; v1/core/kv_cache_planning.py
+    get_kv_cache_configs), and refuse."""
+    engine = make_engine(block_size=4, num_gpu_blocks=usable(4, "v0.10"), max_model_len=64, vllm_profile="v0.10",
+                         max_num_batched_tokens=8)
+    assert engine.max_model_len == 64 and "vLLM 0.10.2 starts anyway" in engine.startup_lines[-1]
+    rid = engine.add_request(list(range(1, 15)), params(8))
+    for _ in range(400):
+        if not engine.has_unfinished_requests():
+            break
+        engine.step()
+    assert engine.outputs[rid].finish_reason == "abort"  # 14 + 8 tokens never fit 16: V1 never ignores it
+    fitted = make_engine(block_size=4, num_gpu_blocks=usable(4, "v0.10"), vllm_profile="v0.10")
+    assert "it would start with max_model_len" in fitted.startup_lines[0] and "refuse" not in fitted.startup_lines[0]
+    v0 = make_engine(block_size=4, num_gpu_blocks=4, vllm_profile="v0.6")
+    assert v0.startup_lines[0].endswith("it would refuse to start]")
+    for profile in ("v0.6", "v0.33"):
+        with pytest.raises(ValueError, match="start-up check"):
+            make_engine(block_size=4, num_gpu_blocks=usable(4, profile), max_model_len=64, vllm_profile=profile)

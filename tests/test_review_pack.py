@@ -18,7 +18,13 @@ import pytest
 import pykv.review_pack.bundle as bundle
 from pykv.border.config import EngineConfig, knobs
 from pykv.border.snapshot import Snapshot
-from pykv.border.vllm_command import knob_mappings, llm_kwargs, serve_command
+from pykv.border.vllm_command import (
+    OFFLOAD_BLOCK_ALIGNMENT,
+    command_caveat,
+    knob_mappings,
+    llm_kwargs,
+    serve_command,
+)
 from pykv.border.vllm_flags import PROFILE_NAMES
 from pykv.border.workload import Workload, make_workload
 from pykv.cli.main import main
@@ -128,12 +134,12 @@ def test_the_link_is_relative_and_says_what_it_cannot_carry(record, html):
 
 
 @pytest.mark.parametrize("profile, has, lacks", [
-    ("v0.6", ["--swap-space", "--preemption-mode swap", "--device cpu", "--num-gpu-blocks-override 24"],
-     ["--watermark", "--no-enable-prefix-caching"]),
+    ("v0.6", ["--swap-space", "--preemption-mode swap", "--device cuda", "--num-gpu-blocks-override 24"],
+     ["--watermark", "--no-enable-prefix-caching", "--device cpu", "async-scheduling"]),
     ("v0.10", ["--num-gpu-blocks-override 24", "--no-enable-prefix-caching", "--enable-chunked-prefill"],
-     ["--swap-space", "--preemption-mode", "--watermark", "--device"]),
-    ("v0.33", ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8"],
-     ["--swap-space", "--preemption-mode", "--device"]),
+     ["--swap-space", "--preemption-mode", "--watermark", "--device", "async-scheduling"]),
+    ("v0.33", ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8", "--no-async-scheduling"],
+     ["--swap-space", "--preemption-mode", "--device", "--kv-offloading"]),
 ])
 def test_the_vllm_command_follows_the_release(profile, has, lacks):
     extra = {"preemption_mode": "swap", "num_cpu_blocks": 64} if profile == "v0.6" else {}
@@ -151,6 +157,44 @@ def test_the_vllm_command_follows_the_release(profile, has, lacks):
     assert llm_kwargs(config)["num_gpu_blocks_override"] == 24
 
 
+def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
+    """vLLM 0.6.3.post1 on a CPU turns chunked prefill and prefix caching off (executor/cpu_executor.py) and has no
+    swap space (worker/cpu_worker.py): --device cpu would not reproduce the run, so the command is the GPU's."""
+    config = EngineConfig(vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=8, enable_prefix_caching=True)
+    device = next(m for m in knob_mappings(config) if m.knob == "device")
+    assert device.args == ("--device", "cuda") and llm_kwargs(config)["device"] == "cuda"
+    assert all(words in device.note for words in ("chunked prefill", "prefix caching", "no swap space"))
+    assert command_caveat(config) and command_caveat(config.replace(device="cuda")) is None
+    assert command_caveat(EngineConfig(vllm_profile="v0.33")) is None  # V1 has no --device: nothing to swap out
+    assert "this is the command for a GPU" in html  # the review pack's fixture is a v0.6 run on the CPU
+
+
+def test_v033_is_told_to_schedule_synchronously_as_pykv_models():
+    """0.33.0 turns async scheduling on unless told (config/vllm.py VllmConfig); 0.10.2 defaults it off."""
+    assert llm_kwargs(EngineConfig(vllm_profile="v0.33"))["async_scheduling"] is False
+    assert "async_scheduling" not in llm_kwargs(EngineConfig(vllm_profile="v0.10"))
+    assert serve_command(EngineConfig()).endswith(" --no-async-scheduling")
+    assert "synchronous scheduler" in EngineConfig().profile.summary  # said where the profile is described
+    if VLLM_SRC.exists():  # BooleanOptionalAction on async_scheduling: --no-async-scheduling
+        assert '"--async-scheduling"' in (VLLM_SRC / "0.33.0" / "vllm" / "engine" / "arg_utils.py").read_text()
+
+
+@pytest.mark.parametrize("bytes_per_block", [32768, 5000])
+def test_the_offloading_tier_in_blocks_becomes_kv_offloading_size(bytes_per_block):
+    """vLLM 0.33.0 makes cpu_bytes_to_use // (the block's bytes rounded up to a page) chunks of one block each
+    (v1/kv_offload/cpu/spec.py CPUOffloadingSpec); the size alone enables the tier there, no backend flag."""
+    config = EngineConfig(vllm_profile="v0.33", num_offload_blocks=64)
+    gib = llm_kwargs(config, bytes_per_block=bytes_per_block)["kv_offloading_size"]
+    aligned = -(-bytes_per_block // OFFLOAD_BLOCK_ALIGNMENT) * OFFLOAD_BLOCK_ALIGNMENT
+    assert int(gib * 2**30) // aligned == 64  # what vLLM 0.33 makes of it: the same 64 blocks
+    command = serve_command(config, bytes_per_block=bytes_per_block)
+    assert f"--kv-offloading-size {gib!r}" in command and "--kv-offloading-backend" not in command
+    row = next(m for m in knob_mappings(config) if m.knob == "kv_offloading_size")
+    assert row.status == "unset" and "num_offload_blocks=64" in row.note  # the block's bytes unknown: said so
+    assert "--kv-offloading-size 2.0" in serve_command(EngineConfig(kv_offloading_size=2.0))
+    assert "--kv-offloading-size" not in serve_command(EngineConfig())
+
+
 def test_v0_swap_space_comes_from_the_cpu_pool_in_blocks():
     config = EngineConfig(vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=64)
     kwargs = llm_kwargs(config, bytes_per_block=32768)
@@ -166,6 +210,9 @@ def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
     assert f"--max-model-len {record.max_model_len}" in html  # else vLLM would refuse to start
     note = next(m.note for m in knob_mappings(EngineConfig(), max_model_len=1024) if m.knob == "max_model_len")
     assert "--max-model-len -1" in note  # 0.33.0 can fit it itself
+    v010 = EngineConfig(vllm_profile="v0.10")
+    note = next(m.note for m in knob_mappings(v010, max_model_len=1024) if m.knob == "max_model_len")
+    assert "would start with the model's context" in note and "refuse" not in note  # 0.10.2 checks memory only
     assert "--max-model-len" not in serve_command(EngineConfig())  # unknown: the release's default, said so
 
 

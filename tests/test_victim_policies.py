@@ -45,6 +45,18 @@ def test_each_policy_picks_its_victim_and_says_why():
         choose_victim("fifo", running)
 
 
+def test_lcf_ties_are_said_as_they_are_broken():
+    """lcf is no vLLM policy: the proposal (vLLM PR #53723) takes min(running, key=num_computed_tokens), the earliest
+    of equals; the table's text says which way pykv breaks a tie, and this test keeps the two together."""
+    from pykv.border.preemption_choices import VICTIM_POLICIES
+
+    early, late = req("early", prompt=8, computed=8), req("late", prompt=8, computed=8)
+    victim = choose_victim("lcf", [early, late]).request
+    text = VICTIM_POLICIES["lcf"].about
+    assert "Ties: pykv takes the " + ("later" if victim is late else "earliest") in text
+    assert "takes the earliest" in text  # the proposal's rule, said beside pykv's
+
+
 def storm_run(make_engine, policy: str, vllm_profile: str = "v0.33"):
     """Six requests of different lengths and priorities arriving together in a pool that cannot hold them all."""
     engine = make_engine(vllm_profile=vllm_profile, block_size=4, num_gpu_blocks=24, max_num_batched_tokens=64,

@@ -19,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pykv.border.knob_table import EVERYWHERE, Knob, knob, read_knobs
 from pykv.border.pcie import DEFAULT_PCIE_GBPS, PCIE_COPY_OVERHEAD_US
 from pykv.border.preemption_choices import POLICY_LABELS, VictimPolicyName
-from pykv.border.vllm_flags import PROFILE_NAMES, Flag, per_release, pykv_only, same_flag, the_release
+from pykv.border.vllm_flags import (
+    OFFLOADING_RELEASES,
+    PROFILE_NAMES,
+    Flag,
+    per_release,
+    pykv_only,
+    same_flag,
+    the_release,
+)
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfileName, profile
 
 PreemptionMode = Literal["recompute", "swap", "auto"]
@@ -29,7 +37,7 @@ SwapFallback = Literal["recompute", "abort"]
 SwapCopy = Literal["batched", "per_block"]
 
 V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
-OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (--kv-offloading-size, vLLM 0.11.1+)
+OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (--kv-offloading-size: OFFLOADING_RELEASES)
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.border.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
@@ -89,7 +97,8 @@ class EngineConfig(BaseModel):
                              le=64, profiles=V0,
         vllm=per_release(
             Flag("--swap-space", "swap_space"),
-            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; V1 leaves it unused)",
+            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; only its V0 engine reads it, "
+            "which a non-default --preemption-mode falls back to: EngineArgs._is_v1_supported_oracle)",
             "no flag in vLLM 0.33.0: V1 never swaps"))
     num_cpu_blocks: Optional[int] = knob(
         None, "CPU swap pool in blocks; none = sized from swap_space; 0 = a pool with no room, so every swap "
@@ -117,14 +126,13 @@ class EngineConfig(BaseModel):
         expose=EVERYWHERE,
         vllm=same_flag("--scheduling-policy", "scheduling_policy"))
     kv_offloading_size: Optional[float] = knob(
-        None, "V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size: 0.11.1+ with --kv-offloading-backend "
-        "native, the size alone in 0.33): full blocks are stored to CPU as they are computed and loaded back instead "
-        "of recomputed; num_offload_blocks overrides it",
+        None, f"V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size, {OFFLOADING_RELEASES}): full blocks "
+        "are stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides "
+        "it",
         gt=0, le=64, profiles=OFFLOADING,
         vllm=per_release(
             "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
-            "no flag in vLLM 0.10.2: the tier came in 0.11.1 (with --kv-offloading-backend native; in "
-            "0.33 the size alone enables it)",
+            f"no flag in vLLM 0.10.2: the tier came later ({OFFLOADING_RELEASES})",
             Flag("--kv-offloading-size", "kv_offloading_size")))
     num_offload_blocks: Optional[int] = knob(
         None, "the CPU offloading tier in blocks; none = sized from kv_offloading_size (none there too: no tier)",

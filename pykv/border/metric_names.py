@@ -37,12 +37,18 @@ class Exported(enum.Enum):
     V1 = "V1 profiles"
     REQUEST_HISTOGRAM = "profiles with vllm:request_num_preemptions (has_request_preemptions_histogram)"
     KV_OFFLOADING = "profiles with the CPU offloading tier (has_kv_offloading)"
+    V0_AND_DEPRECATED = "V0 profiles and those that still export V0's name, deprecated (deprecated_v0_cache_metrics)"
+    DEPRECATED = "profiles that still export V0-era names beside V1's (deprecated_v0_cache_metrics)"
 
     def by(self, profile: VllmProfile) -> bool:
         if self is Exported.EVERY:
             return True
         if self is Exported.V0 or self is Exported.V1:
             return profile.is_v0 == (self is Exported.V0)
+        if self is Exported.V0_AND_DEPRECATED:
+            return profile.is_v0 or profile.deprecated_v0_cache_metrics
+        if self is Exported.DEPRECATED:
+            return profile.deprecated_v0_cache_metrics
         if self is Exported.REQUEST_HISTOGRAM:
             return profile.has_request_preemptions_histogram
         return profile.has_kv_offloading
@@ -56,6 +62,7 @@ class Metric:
     kind: MetricKind
     help: str
     exported: Exported = Exported.EVERY
+    buckets: tuple[float, ...] = ()  # a histogram's upper bounds (+Inf added by prometheus_client)
 
     @functools.cached_property
     def sample(self) -> str:
@@ -83,9 +90,10 @@ VLLM_NUM_PREEMPTIONS = Metric("vllm:num_preemptions", C, "Preemptions, as this v
 PROMPT_TOKENS = Metric("vllm:prompt_tokens", C, "Prompt tokens, each request's prompt once (V1).")
 PROMPT_TOKENS_HELP_V0 = "Prefill tokens computed, re-prefills included (V0)."  # where prompt_tokens_include_reprefill
 GENERATION_TOKENS = Metric("vllm:generation_tokens", C, "Output tokens generated.")
-# ---- V0 only ---------------------------------------------------------------------------------
+# ---- V0 (and, deprecated, 0.10.2: v1/metrics/loggers.py PrometheusStatLogger.__init__) -----------------------
 NUM_REQUESTS_SWAPPED = Metric("vllm:num_requests_swapped", G, "Requests in the SWAPPED queue.", V0)
-GPU_CACHE_USAGE = Metric("vllm:gpu_cache_usage_perc", G, "Device KV pool usage, 0-1.", V0)
+GPU_CACHE_USAGE = Metric("vllm:gpu_cache_usage_perc", G, "Device KV pool usage, 0-1 (V1 0.10.2: deprecated, the "
+                         "value of vllm:kv_cache_usage_perc).", Exported.V0_AND_DEPRECATED)
 CPU_CACHE_USAGE = Metric("vllm:cpu_cache_usage_perc", G, "CPU swap pool usage, 0-1.", V0)
 GPU_PREFIX_HIT_RATE = Metric("vllm:gpu_prefix_cache_hit_rate", G, "Prefix-cache hit rate so far, 0-1 (-1: prefix "
                              "caching off).", V0)
@@ -95,8 +103,13 @@ CPU_PREFIX_HIT_RATE = Metric("vllm:cpu_prefix_cache_hit_rate", G, "CPU pool pref
 KV_CACHE_USAGE = Metric("vllm:kv_cache_usage_perc", G, "Device KV pool usage, 0-1.", V1)
 VLLM_PREFIX_QUERIES = Metric("vllm:prefix_cache_queries", C, "Prefix-cache lookups, in tokens.", V1)
 VLLM_PREFIX_HITS = Metric("vllm:prefix_cache_hits", C, "Prefix-cache hits, in tokens.", V1)
+GPU_PREFIX_QUERIES = Metric("vllm:gpu_prefix_cache_queries", C, "Deprecated name of vllm:prefix_cache_queries "
+                            "(0.10.2), the same count.", Exported.DEPRECATED)
+GPU_PREFIX_HITS = Metric("vllm:gpu_prefix_cache_hits", C, "Deprecated name of vllm:prefix_cache_hits (0.10.2), the "
+                         "same count.", Exported.DEPRECATED)
+# 0.33.0's buckets (v1/metrics/buckets.py REQUEST_NUM_PREEMPTIONS_BUCKETS): never-preempted requests share the first
 VLLM_REQUEST_PREEMPTIONS = Metric("vllm:request_num_preemptions", H, "Preemptions per finished request.",
-                                  Exported.REQUEST_HISTOGRAM)
+                                  Exported.REQUEST_HISTOGRAM, buckets=(1, 2, 3, 4, 5, 10, 20))
 # ---- the CPU offloading tier (0.33: v1/metrics/loggers.py and the OffloadingConnector's metrics.py) ----
 EXTERNAL_QUERIES = Metric("vllm:external_prefix_cache_queries", C, "Offloading-tier lookups, in tokens past the "
                           "device hit (re-admissions after preemption left out, as 0.33 does).", OFFLOAD)
@@ -128,9 +141,11 @@ SWAPPED_OUT_BYTES = Metric("pykv:swapped_out_bytes", C, "KV bytes copied device 
 SWAPPED_IN_BYTES = Metric("pykv:swapped_in_bytes", C, "KV bytes copied CPU -> device.")
 SWAP_OUT_SECONDS = Metric("pykv:swap_out_seconds", C, "Measured swap-out copy time.")
 SWAP_IN_SECONDS = Metric("pykv:swap_in_seconds", C, "Measured swap-in copy time.")
-REQUEST_PREEMPTIONS = Metric("pykv:request_preemptions", H, "Preemptions per finished request.")
+REQUEST_PREEMPTIONS = Metric("pykv:request_preemptions", H, "Preemptions per finished request (a bucket of its own "
+                             "for never-preempted requests).", buckets=(0, 1, 2, 4, 8, 16, 32))
 
 METRICS: tuple[Metric, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Metric))  # all the above
+assert all(m.buckets for m in METRICS if m.kind is MetricKind.HISTOGRAM), "every histogram says its buckets"
 _BY_SAMPLE: dict[str, Metric] = {sample: m for m in METRICS for sample in m.samples}
 
 
@@ -164,8 +179,15 @@ def resolve(metric: Union[Metric, str]) -> tuple[Metric, str]:
 
 
 def kv_usage(profile: VllmProfile) -> Metric:
-    """The device pool's usage gauge under the profile's name (V0 and V1 name it differently)."""
+    """The device pool's usage gauge under the profile's name (V0 and V1 name it differently; 0.10.2 exports V0's
+    name too, deprecated: ``DEPRECATED_TWIN``)."""
     return GPU_CACHE_USAGE if profile.is_v0 else KV_CACHE_USAGE
+
+
+# A V1 metric and the deprecated V0-era name exported beside it with the same value, where the profile has
+# deprecated_v0_cache_metrics (0.10.2 sets both from the same SchedulerStats in PrometheusStatLogger.record).
+DEPRECATED_TWIN: dict[Metric, Metric] = {KV_CACHE_USAGE: GPU_CACHE_USAGE, VLLM_PREFIX_QUERIES: GPU_PREFIX_QUERIES,
+                                         VLLM_PREFIX_HITS: GPU_PREFIX_HITS}
 
 
 def exported_samples(profile: VllmProfile) -> tuple[str, ...]:

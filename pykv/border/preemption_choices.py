@@ -31,7 +31,9 @@ VICTIM_POLICIES: dict[str, VictimPolicy] = {p.name: p for p in (
                  vllm_scheduling_policy="priority"),
     VictimPolicy("lcf", "least computed tokens first (a proposal to vLLM, not in a release)",
                  "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
-                 "recompute tax, in no release; every profile.", vllm_scheduling_policy=None,
+                 "recompute tax (vLLM PR #53723), in no release; every profile. Ties: pykv takes the later request; "
+                 "the proposal's min(running, key=num_computed_tokens) takes the earliest.",
+                 vllm_scheduling_policy=None,
                  not_vllm="a proposal to vLLM"),
     VictimPolicy("sglang", "fewest outputs, then longest input (SGLang's retract order)",
                  "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
@@ -49,8 +51,8 @@ KV_FATES: dict[str, str] = {
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
             "and recompute one with a single sequence; v0.6 only.",
     "recompute+offload": "Recompute, but full blocks are also stored to a CPU tier as they are computed and loaded "
-                         "back at re-admission. vLLM's --kv-offloading-size (0.33; 0.12 also needs "
-                         "--kv-offloading-backend native); v0.33 only.",
+                         "back at re-admission. vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to 0.12 also "
+                         "need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
                "returns, until another request takes them; every profile.",
 }

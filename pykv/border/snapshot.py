@@ -92,7 +92,7 @@ class Snapshot:
         """The device pool's usage gauge under the profile's name; for an unknown release, whichever it holds."""
         if self.profile is not None:
             return kv_usage(self.profile)
-        return GPU_CACHE_USAGE if GPU_CACHE_USAGE.sample in self.metrics else KV_CACHE_USAGE
+        return KV_CACHE_USAGE if KV_CACHE_USAGE.sample in self.metrics else GPU_CACHE_USAGE  # 0.10.2 has both
 
     def block(self, pool: str, block_id: int) -> BlockView:
         return next(b for b in self.blocks if b.pool == pool and b.block_id == block_id)

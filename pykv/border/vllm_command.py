@@ -17,6 +17,15 @@ from pykv.border.vllm_profiles import VllmProfile
 
 Status = Literal["flag", "unset", "release", "not_in_release", "pykv_only"]
 SHIPPED_MODEL_PATH = "pykv/assets/tiny"  # model="tiny": the shipped Hugging Face Llama checkpoint folder
+# vLLM 0.33.0 sizes its offloading tier as cpu_bytes_to_use // (a block's bytes rounded up to a memory page)
+# (v1/kv_offload/cpu/spec.py CPUOffloadingSpec.__init__, BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE: 4 KiB on x86-64)
+OFFLOAD_BLOCK_ALIGNMENT = 4096
+# Why a v0.6 run on a CPU is given the GPU command: vLLM 0.6.3.post1 on a CPU would not run the same engine.
+V0_CPU_NOTE = ("pykv ran on cpu; this is the command for a GPU. vLLM 0.6.3.post1's CPU executor turns chunked "
+               "prefill and prefix caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, "
+               "_verify_and_get_cache_config) and its CPU worker allocates no swap space (worker/cpu_worker.py "
+               "CPUWorker.determine_num_available_blocks returns 0 CPU blocks), so --device cpu would not "
+               "reproduce this run")
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
     note = ""
     if name == "device" and value.startswith("cuda:"):
         value, note = "cuda", f"{value}: pick the GPU with CUDA_VISIBLE_DEVICES"
+    if name == "device" and value == "cpu" and p.is_v0:
+        value, note = "cuda", V0_CPU_NOTE
     if name == "model" and value == "tiny":
         value, note = SHIPPED_MODEL_PATH, "the shipped model's folder (a Hugging Face Llama checkpoint)"
     if name == "preemption_mode" and value == "auto":
@@ -76,9 +87,56 @@ def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: Optional[int]
                        "(pykv's num_cpu_blocks overrides swap_space)")
 
 
+def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: Optional[int]) -> KnobMapping:
+    """--kv-offloading-size in GiB; from num_offload_blocks (which overrides it in pykv) when the block's bytes are
+    known, so that vLLM's ``cpu_bytes_to_use // aligned block bytes`` gives the same tier. Only a release where the
+    size alone turns the tier on has the flag here (0.33.0); 0.11.1 to 0.12 would also need
+    --kv-offloading-backend native."""
+    blocks = config.num_offload_blocks
+    if blocks is None:
+        value = config.kv_offloading_size
+        if value is None:
+            return KnobMapping("kv_offloading_size", value, "unset", note="none: no offloading tier (vLLM's default)")
+        return _mapped("kv_offloading_size", value, flag, config.profile)
+    if not bytes_per_block:
+        return KnobMapping("kv_offloading_size", None, "unset", note=(
+            f"set it to the bytes of num_offload_blocks={blocks} blocks on the model, in GiB (pykv's "
+            "num_offload_blocks overrides kv_offloading_size; a block's bytes depend on the model)"))
+    aligned = -(-bytes_per_block // OFFLOAD_BLOCK_ALIGNMENT) * OFFLOAD_BLOCK_ALIGNMENT
+    gib = blocks * aligned / 2**30
+    padded = "" if aligned == bytes_per_block else f", rounded up to {aligned:,} as vLLM pads each block to a page"
+    return KnobMapping("kv_offloading_size", None, "flag", (flag.flag, repr(gib)), {flag.kwarg: gib},
+                       f"from num_offload_blocks={blocks} x {bytes_per_block:,} bytes per block{padded} (pykv's "
+                       f"num_offload_blocks overrides kv_offloading_size); vLLM {config.profile.release} needs only "
+                       "the size (0.11.1 to 0.12 also need --kv-offloading-backend native)")
+
+
+def command_caveat(config: EngineConfig) -> Optional[str]:
+    """What to know before running the command: None when it reproduces the run as it stands."""
+    if config.profile.is_v0 and config.device == "cpu":
+        return V0_CPU_NOTE[0].upper() + V0_CPU_NOTE[1:] + "."
+    return None
+
+
+def release_pins(config: EngineConfig) -> list[KnobMapping]:
+    """Flags no knob sets that the run still needs: where the release's default is not what pykv models. vLLM 0.33.0
+    schedules asynchronously by default (config/vllm.py VllmConfig: async_scheduling None becomes True unless
+    something is incompatible); pykv models the synchronous Scheduler."""
+    if not config.profile.async_scheduling_default:
+        return []
+    return [KnobMapping("async_scheduling", False, "flag", ("--no-async-scheduling",), {"async_scheduling": False},
+                        f"no pykv knob: vLLM {config.profile.release} schedules the next step while the last one runs "
+                        "(AsyncScheduler) unless told not to; pykv models the synchronous Scheduler")]
+
+
 def _fitted_max_model_len(flag: Flag, p: VllmProfile, fitted: int) -> KnobMapping:
-    how = ("--max-model-len -1 fits it the same way" if p.name == "v0.33"
-           else f"without it vLLM {p.release} would refuse to start, the model's context not fitting the pool")
+    if p.name == "v0.33":
+        how = "--max-model-len -1 fits it the same way"
+    elif p.null_block:  # 0.10.2 checks the profiled memory, not --num-gpu-blocks-override (get_kv_cache_config)
+        how = (f"without it vLLM {p.release} would start with the model's context, its start-up check reading the "
+               "profiled GPU memory, not the override, and a request could outgrow the pool")
+    else:
+        how = f"without it vLLM {p.release} would refuse to start, the model's context not fitting the pool"
     return KnobMapping("max_model_len", None, "flag", (flag.flag, str(fitted)), {flag.kwarg: fitted},
                        f"none: pykv fitted it to the pool ({fitted} tokens, the length the engine ran with); {how}")
 
@@ -101,7 +159,8 @@ def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
                   max_model_len: Optional[int] = None) -> list[KnobMapping]:
     """Every knob of ``config`` in table order, as its profile's vLLM release would take it. ``bytes_per_block``
     (the KV bytes of one block on the config's model) turns num_cpu_blocks into V0's --swap-space;
-    ``max_model_len`` (the length the engine ran with) is passed on when the config leaves it unset."""
+    (and num_offload_blocks into --kv-offloading-size); ``max_model_len`` (the length the engine ran with) is passed
+    on when the config leaves it unset."""
     p = config.profile
     rows = []
     for spec in knobs():
@@ -118,6 +177,8 @@ def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
             rows.append(_victim(value, flag))
         elif name == "swap_space":
             rows.append(_swap_space(config, flag, bytes_per_block))
+        elif name == "kv_offloading_size":
+            rows.append(_offloading_size(config, flag, bytes_per_block))
         elif name == "max_model_len" and value is None and max_model_len is not None:
             rows.append(_fitted_max_model_len(flag, p, max_model_len))
         elif value is None:
@@ -130,7 +191,7 @@ def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
 def serve_command(config: EngineConfig, bytes_per_block: Optional[int] = None,
                   max_model_len: Optional[int] = None) -> str:
     """``vllm serve MODEL --flag value ...`` for the release the config's profile follows (shell-quoted)."""
-    rows = knob_mappings(config, bytes_per_block, max_model_len)
+    rows = knob_mappings(config, bytes_per_block, max_model_len) + release_pins(config)
     model = next(r for r in rows if r.knob == "model").args[1]
     words = ["vllm", "serve", model] + [w for r in rows if r.knob != "model" for w in r.args]
     return " ".join(shlex.quote(w) for w in words)
@@ -140,7 +201,7 @@ def llm_kwargs(config: EngineConfig, bytes_per_block: Optional[int] = None,
                max_model_len: Optional[int] = None) -> dict[str, Any]:
     """The ``LLM(...)`` keyword arguments (``EngineArgs`` fields) for the config's release, in table order."""
     out: dict[str, Any] = {}
-    for r in knob_mappings(config, bytes_per_block, max_model_len):
+    for r in knob_mappings(config, bytes_per_block, max_model_len) + release_pins(config):
         out |= r.kwargs or {}
     return out
 

@@ -10,7 +10,12 @@
                  still parse, but a non-default --preemption-mode falls back to the V0 engine
                  (EngineArgs._is_v1_supported_oracle); no --device, no --watermark
     0.33.0       as 0.10.2, --block-size any positive int, plus --watermark (config/scheduler.py) and
-                 --kv-offloading-size; no --swap-space or --preemption-mode
+                 --kv-offloading-size (the size alone turns the tier on: --kv-offloading-backend defaults to
+                 native, config/cache.py CacheConfig); no --swap-space or --preemption-mode
+
+--kv-offloading-size came in 0.11.1 (not in 0.11.0's arg_utils.py). In 0.11.1, 0.11.2 and 0.12.0 the backend
+has no default and the size alone does nothing (config/vllm.py VllmConfig._post_init_kv_transfer_config
+returns while kv_offloading_backend is None); by 0.20.0 the backend defaults to native (OFFLOADING_RELEASES).
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ class VllmFlags:
 
 
 PROFILE_NAMES: tuple[str, ...] = typing.get_args(VllmProfileName)
+# Where --kv-offloading-size works, said the same way everywhere (help, notes, the cheat sheet, the sweep).
+OFFLOADING_RELEASES = ("vLLM 0.11.1+: 0.11.1 to 0.12 also need --kv-offloading-backend native, "
+                       "0.33 the size alone")
 
 
 def same_flag(flag: str, kwarg: str, style: Style = "value") -> VllmFlags:

@@ -37,8 +37,8 @@ class VllmProfile:
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
     has_request_preemptions_histogram: bool  # vllm:request_num_preemptions (per finished request)
-    # the CPU offloading tier and its metrics (--kv-offloading-size: 0.11.1+ with --kv-offloading-backend native;
-    # the size alone in 0.33)
+    # the CPU offloading tier and its metrics (--kv-offloading-size: vLLM 0.11.1+; 0.11.1 to 0.12 also need
+    # --kv-offloading-backend native, 0.33 the size alone: pykv.border.vllm_flags.OFFLOADING_RELEASES)
     has_kv_offloading: bool = False
     # V1's BlockPool keeps block 0 back as the null block: --num-gpu-blocks-override N leaves N-1 usable
     # (0.10.2 and 0.33.0 v1/core/block_pool.py BlockPool.__init__; get_usage divides by N-1)
@@ -46,6 +46,15 @@ class VllmProfile:
     # a freed block without a prefix hash goes to the front of the free queue, handed out first (0.33.0
     # BlockPool.free_blocks); 0.10.2 appends every freed block at the back
     free_unhashed_first: bool = False
+    # the release schedules asynchronously unless told not to (0.33.0 config/vllm.py VllmConfig: async_scheduling
+    # None becomes True, AsyncScheduler; 0.10.2 defaults it to False). pykv models the synchronous Scheduler in
+    # every profile, so its vllm serve command adds --no-async-scheduling where this is set
+    async_scheduling_default: bool = False
+    # V0's names still exported beside V1's, deprecated: vllm:gpu_cache_usage_perc and vllm:gpu_prefix_cache_queries /
+    # _hits, with the values of vllm:kv_cache_usage_perc and vllm:prefix_cache_* (0.10.2 v1/metrics/loggers.py
+    # PrometheusStatLogger.__init__, registered unconditionally: "TODO: in 0.10, only enable if
+    # show_hidden_metrics=True" was never done there; gone by 0.33.0)
+    deprecated_v0_cache_metrics: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -69,15 +78,16 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
         preemption_warning_every=None, stats_format="v0.10",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False, null_block=True),
+        has_request_preemptions_histogram=False, null_block=True, deprecated_v0_cache_metrics=True),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
-        summary="today's V1: recompute only, the full input reserved before admission, admission watermark",
+        summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
+                "synchronous scheduler (0.33.0 schedules asynchronously by default)",
         preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
-        free_unhashed_first=True),
+        free_unhashed_first=True, async_scheduling_default=True),
 }
 
 

@@ -1,6 +1,8 @@
 """The tuning order (gpu-memory-utilization, max-num-seqs, swap space, prefix caching, chunked prefill) in the flags
 of the release that was recognised: V1 has no swap tier (`--swap-space` does nothing there, and is gone by 0.20);
-0.11.1+ offers a CPU tier as `--kv-offloading-size`; V1 always chunks prefills (tune `--max-num-batched-tokens`)."""
+0.11.1+ offers a CPU tier as `--kv-offloading-size` (0.11.1 to 0.12 only with `--kv-offloading-backend native`: the
+size alone does nothing there; 0.20.0 and later default to native); V1 always chunks prefills (tune
+`--max-num-batched-tokens`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ STEPS = ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefil
 def step_text(step: str, release: ReleaseGuess) -> str | None:
     v1 = release.engine == "v1"
     if step == "gpu_memory":
-        return "raise --gpu-memory-utilization (e.g. 0.90 -> 0.95) for more KV blocks"
+        default = "0.92" if release.at_least("0.20.0") is True else "0.90"  # config/cache.py: 0.92 by 0.20.0
+        return f"raise --gpu-memory-utilization (e.g. {default} -> 0.95) for more KV blocks"
     if step == "max_num_seqs":
         return "lower --max-num-seqs so the running batch fits the KV cache"
     if step == "swap":
@@ -21,7 +24,10 @@ def step_text(step: str, release: ReleaseGuess) -> str | None:
         offloading = release.at_least("0.11.1")
         if offloading is False:
             return "V1 before 0.11.1 has no CPU KV tier (--swap-space does nothing in V1): upgrade for one"
-        return "add a CPU KV tier with --kv-offloading-size (GiB) (V1 has no --swap-space)"
+        if release.at_least("0.20.0") is True:
+            return "add a CPU KV tier with --kv-offloading-size (GiB) (V1 has no --swap-space)"
+        return ("add a CPU KV tier with --kv-offloading-size (GiB) --kv-offloading-backend native: until native became "
+                "the default (by 0.20.0) the size alone does nothing (V1 has no --swap-space)")
     if step == "prefix_caching":
         if v1:
             return "keep prefix caching on (V1 default; --enable-prefix-caching) and put the shared text first"

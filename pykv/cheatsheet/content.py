@@ -50,8 +50,9 @@ TUNING_ORDER: tuple[Row, ...] = (
          "helps"), (Cite(L11, "1. Pool size"), Cite(L10, "The fix: capacity or lower concurrency"))),
     Row(("Concurrency to match", "`--max-num-seqs` = what the pool holds at full length; the requests past it were "
          "going to be preempted"), (Cite(L11, "2. max_num_seqs"), Cite(L10, "More concurrency, no more progress"))),
-    Row(("Swap space", "only on 0.6.3 and only while preemptions remain: it changes their price, not their number; "
-         "V1 has none"), (Cite(L11, "3. Swap space"), Cite(L04, "The bill, side by side"))),
+    Row(("Swap space", "only on V0 and only while preemptions remain: it changes their price, not their number; "
+         "V1 has none (0.10.2 swaps only when `--preemption-mode` sends it back to V0)"),
+        (Cite(L11, "3. Swap space"), Cite(L04, "The bill, side by side"))),
     Row(("Prefix caching", "when prompts share a prefix: less prefill and less memory (on by default in V1)"),
         (Cite(L11, "4. Prefix caching"), Cite(L08, "The re-prefill skips the cached blocks"))),
     Row(("Chunked prefill last", "latency shaping: the same prefill work spread over steps; on 0.10.2 it can add "
@@ -118,7 +119,7 @@ KNOB_NOTES: dict[str, KnobNote] = {
         "--swap-space", "recomputes become copies; the count stays (a storm keeps every preemption); too small: "
         "recompute or abort",
         (Cite(L04, "The bill, side by side"), Cite(L10, "A flag changes the bill, not the storm")),
-        note="0.10.2: accepted, unused"),
+        note="0.10.2: read by its V0 engine only, which --preemption-mode falls back to"),
     "max_num_seqs": KnobNote(
         "--max-num-seqs", "past what the pool holds at full length: a storm and no gain; at it: none",
         (Cite(L10, "More concurrency, no more progress"), Cite(L11, "2. max_num_seqs"))),
@@ -131,7 +132,7 @@ KNOB_NOTES: dict[str, KnobNote] = {
         "--preemption-mode", "changes what a preemption costs, never when one comes",
         (Cite(L04, "The bill, side by side"), Cite(L03, "Restart from prefill over prompt + generated tokens")),
         does="recompute (drop the KV) or swap (copy it to CPU); by default 0.6.3 swaps only multi-sequence requests",
-        versions="0.6.3", note="0.10.2: accepted, unused"),
+        versions="0.6.3", note="0.10.2: any value falls back to the V0 engine, which swaps"),
     "preemption_victim": KnobNote(
         "--scheduling-policy", "picks who pays, not how many: least-computed-first cut the recompute tax to a quarter",
         (Cite(L02, "The trigger: no block for the next token"), Cite(L14, "Choose the victim that loses the least")),
@@ -139,7 +140,8 @@ KNOB_NOTES: dict[str, KnobNote] = {
     "kv_offloading_size": KnobNote(
         "--kv-offloading-size", "victims load their full blocks back instead of recomputing them; the count stays",
         (Cite(L14, "Keep them in CPU memory: V1's offloading tier"),),
-        does="a CPU tier that keeps a copy of every full KV block", note="from 0.11"),
+        does="a CPU tier that keeps a copy of every full KV block",
+        note="from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native"),
     "enable_prefix_caching": KnobNote(
         "--enable-prefix-caching", "a victim's cached blocks come back as hits: a cheaper re-prefill, sometimes fewer "
         "preemptions", (Cite(L08, "The re-prefill skips the cached blocks"),

@@ -241,9 +241,19 @@ class LLMEngine:
             swapped_in=swapped_in, finished=finished, recompute=recompute, offload=offload,
             prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
             output_events=sched.take_output_events(), step_time_s=step_time_s,
-            num_running=len(sched.running), num_waiting=len(sched.waiting), num_swapped=len(sched.swapped),
+            num_running=self._queue_len(sched.running), num_waiting=self._queue_len(sched.waiting),
+            num_swapped=self._queue_len(sched.swapped),
             gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
         )
+
+    def _queue_len(self, queue: list[Request]) -> int:
+        """A queue's length as the release's gauges and stats line count it: V0 counts sequence groups, a request
+        and the sequences it forked being one (0.6.3.post1 engine/llm_engine.py LLMEngine._get_stats:
+        len(scheduler.running) over SequenceGroups); V1 counts requests, and its n children are requests of their
+        own (v1/engine/parallel_sampling.py), as pykv's forks are here."""
+        if not self.config.profile.is_v0:
+            return len(queue)
+        return len({r.parent_id or r.request_id for r in queue})
 
     def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionView], list[PreemptionView],
                                                           list[CopyOnWrite], list[OffloadTransfer]]:

@@ -1,14 +1,19 @@
 """max_model_len against the KV pool, at engine start-up.
 
-Every vLLM release refuses to start when one request of ``max_model_len`` tokens cannot fit the KV
-cache (V0: ``vllm/worker/worker.py``, ``raise_if_cache_size_invalid``; V1:
-``vllm/v1/core/kv_cache_utils.py``, ``check_enough_kv_cache_memory``; 0.33 moved it to
-``vllm/v1/core/kv_cache_planning.py``). The lab shrinks pools far below the model's context, so when
-``max_model_len`` is left unset pykv fits it to the pool, as vLLM 0.33 does with ``--max-model-len -1``
-(``_auto_fit_max_model_len``), and says so. A ``max_model_len`` set larger than the pool is refused with
-the release's message. Without chunked prefill every release also refuses a token budget smaller than
-max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an unset max_model_len is
-fitted to the budget too, a set one is refused.
+vLLM refuses to start when one request of ``max_model_len`` tokens cannot fit the KV cache (V0:
+``vllm/worker/worker.py``, ``raise_if_cache_size_invalid``, on the block count after
+``--num-gpu-blocks-override``; 0.33: ``vllm/v1/core/kv_cache_planning.py``, ``get_kv_cache_configs`` and
+``check_enough_kv_cache_memory``, on the override's bytes). 0.10.2 checks only the profiled memory
+(``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_config`` calls ``check_enough_kv_cache_memory`` with the
+available memory; the override replaces the block count afterwards, in ``get_num_blocks``), so a small
+``--num-gpu-blocks-override`` starts whatever ``max_model_len`` is, and a request longer than the pool is
+preempted again and again (pykv's livelock guard ends it). The lab shrinks pools far below the model's
+context, so when ``max_model_len`` is left unset pykv fits it to the pool in every profile, as vLLM 0.33
+does with ``--max-model-len -1`` (``_auto_fit_max_model_len``), and says so. A ``max_model_len`` set larger
+than the pool is refused with the release's message, except under v0.10 with ``num_gpu_blocks``, which
+starts, as 0.10.2 does, and says what will happen. Without chunked prefill every release also refuses a
+token budget smaller than max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an
+unset max_model_len is fitted to the budget too, a set one is refused.
 
 V1 plans against the usable blocks, all but its null block (0.33.0 ``v1/core/kv_cache_planning.py``,
 ``get_kv_cache_configs`` and ``check_enough_kv_cache_memory``, take one block's bytes off before the
@@ -38,6 +43,23 @@ def _pool_words(config: EngineConfig) -> str:
     return f"{config.usable_gpu_blocks} usable blocks of {config.num_gpu_blocks}: block 0 is the null block"
 
 
+def checks_the_override(config: EngineConfig) -> bool:
+    """Whether the release's start-up check sees the pool pykv runs: every release with a pool sized from memory;
+    with num_gpu_blocks (--num-gpu-blocks-override) V0 and 0.33.0 check it, 0.10.2 checks the profiled memory."""
+    return config.gpu_memory_utilization is not None or config.profile.name != "v0.10"
+
+
+def _no_auto_fit(config: EngineConfig, model_max: int) -> str:
+    p = config.profile
+    if p.name == "v0.33":
+        return ""
+    if not checks_the_override(config):
+        return (f" [pykv: vLLM {p.release} has no auto-fit, and with --num-gpu-blocks-override its start-up check "
+                f"reads the profiled GPU memory, not the override: it would start with max_model_len {model_max}, and "
+                "a request longer than the pool would be preempted again and again]")
+    return f" [pykv: vLLM {p.release} has no auto-fit; it would refuse to start]"
+
+
 def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int) -> tuple[int, list[str]]:
     """The max_model_len in force and the start-up log lines that explain it; ValueError if it cannot fit."""
     p = config.profile
@@ -48,9 +70,7 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
         lines = []
         if fitted < model_max:
             lines.append(f"Auto-fit max_model_len: reduced from {model_max} to {fitted} to fit in available KV cache "
-                         f"memory ({available}, {_pool_words(config)})"
-                         + ("" if p.name == "v0.33" else f" [pykv: vLLM {p.release} has no auto-fit; it would refuse "
-                                                         "to start]"))
+                         f"memory ({available}, {_pool_words(config)})" + _no_auto_fit(config, model_max))
         if not config.enable_chunked_prefill and config.max_num_batched_tokens < fitted:
             fitted = config.max_num_batched_tokens
             lines.append(f"[pykv] max_model_len fitted to max_num_batched_tokens ({fitted}): without chunked prefill "
@@ -67,6 +87,12 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
         f"{model_max}): capped to {wanted}"]
     if wanted <= capacity:
         return wanted, capped
+    if not checks_the_override(config):
+        return wanted, capped + [
+            f"[pykv] max_model_len {wanted} is over the pool ({capacity} tokens in {_pool_words(config)}): vLLM "
+            f"{p.release} starts anyway (its start-up check reads the profiled GPU memory, not "
+            "--num-gpu-blocks-override), and a request that outgrows the pool is preempted again and again, until "
+            "pykv's livelock guard aborts it"]
     if p.is_v0:
         raise ValueError(
             f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "

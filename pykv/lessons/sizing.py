@@ -32,7 +32,8 @@ from pykv.border.snapshot import Snapshot
 from pykv.gpu_model import DEFAULT_TARGET, ModelShape
 from pykv.gpu_model.models import MODELS, find_model
 
-UTILIZATIONS = (80, 90, 95)  # gpu_memory_utilization in percent: the keys of ``at_utilization`` (vLLM's default: 90)
+UTILIZATIONS = (80, 90, 92, 95)  # gpu_memory_utilization in percent: the keys of ``at_utilization`` (vLLM's default:
+# 0.9 up to 0.12, 0.92 by 0.20.0 and in 0.33.0: config/cache.py CacheConfig.gpu_memory_utilization)
 UTILIZATION_KEYS = tuple(str(p) for p in UTILIZATIONS)
 ENGINE_MODEL = "model"  # kv.model: the model the lesson's engine runs
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}  # EngineConfig.dtype -> bytes per element

@@ -24,7 +24,6 @@ from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfile
 
 prometheus_client.disable_created_metrics()  # as vLLM does: no *_created series
 logger = logging.getLogger("pykv")
-PREEMPTION_BUCKETS = (0, 1, 2, 4, 8, 16, 32)
 
 
 class EngineMetrics:
@@ -43,7 +42,7 @@ class EngineMetrics:
             help_text = PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill \
                 else metric.help
             if metric.kind is MetricKind.HISTOGRAM:
-                series = Histogram(metric.name, help_text, buckets=PREEMPTION_BUCKETS, registry=r)
+                series = Histogram(metric.name, help_text, buckets=metric.buckets, registry=r)
             else:
                 series = (Counter if metric.kind is MetricKind.COUNTER else Gauge)(metric.name, help_text, registry=r)
             self._series[metric] = series
@@ -130,11 +129,24 @@ class StatsWindow:
     preemptions: int  # in this window (V1's count)
     prefix_hit_rate: Optional[float]  # 0-1 over every lookup so far; None: prefix caching off
     device_name: str  # "GPU" or "CPU": the device pool's, as V1 names it
+    external_hit_rate: Optional[float] = None  # the offloading tier's, 0-1 over its lookups so far; None: none yet
+    transfers: Optional[dict[str, float]] = None  # the tier's copies this window, by vLLM's key (kv_transfer_line)
+
+
+def kv_transfer_line(transfers: dict[str, float]) -> str:
+    """0.33.0's "KV Transfer metrics: k=v, ..." line (distributed/kv_transfer/kv_connector/v1/metrics.py
+    KVConnectorLogging.log over the OffloadingConnector's stats, OffloadingConnectorStats.reduce): the window's
+    vllm:kv_offload_{load,store}_bytes and _time and the _size histogram's _count and _sum, keys in the order they
+    first came. pykv leaves out what it does not measure: the lookup-delay histograms and the CPU manager's usage
+    gauges and allocation sizes (v1/kv_offload/cpu/manager.py get_stats), and writes the line only in a window
+    that copied something (vLLM's gauges make it print every interval once the tier exists)."""
+    return "KV Transfer metrics: " + ", ".join(f"{k}={v}" for k, v in transfers.items())
 
 
 def stats_log_lines(fmt: str, w: StatsWindow) -> list[str]:
     """The periodic stats line(s) in a release's words: V0 (vllm/engine/metrics.py, LoggingStatLogger.log),
-    V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log)."""
+    V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.33 with the offloading tier adds the
+    external hit rate and a second line, the KV transfers)."""
     throughput = (f"Avg prompt throughput: {w.prompt_tps:.1f} tokens/s, "
                   f"Avg generation throughput: {w.generation_tps:.1f} tokens/s, ")
     if fmt == "v0":
@@ -154,4 +166,9 @@ def stats_log_lines(fmt: str, w: StatsWindow) -> list[str]:
     parts.append(f"{w.device_name} KV cache usage: {w.gpu_usage * 100:.1f}%")
     if w.prefix_hit_rate is not None:
         parts.append(f"Prefix cache hit rate: {w.prefix_hit_rate * 100:.1f}%")
-    return ["Engine 000: " + ", ".join(parts)]
+    if w.external_hit_rate is not None:  # the connector's lookups (0.33.0 LoggingStatLogger.log)
+        parts.append(f"External prefix cache hit rate: {w.external_hit_rate * 100:.1f}%")
+    lines = ["Engine 000: " + ", ".join(parts)]
+    if w.transfers:
+        lines.append(kv_transfer_line(w.transfers))
+    return lines

@@ -19,7 +19,7 @@ from typing import Optional
 
 from pykv.border import metric_names as names
 from pykv.border.config import EngineConfig
-from pykv.border.metric_names import kv_usage
+from pykv.border.metric_names import DEPRECATED_TWIN, kv_usage
 from pykv.border.request import RequestOutput
 from pykv.border.step_report import OffloadTransfer, PreemptionView, ScheduledChunk
 from pykv.engine.kv.prefix_stats import PrefixCacheStats
@@ -81,6 +81,21 @@ class StepObserver:
     def _new_window(self) -> None:
         self._window_engine_s = 0.0
         self._window_prompt = self._window_generation = self._window_preemptions = 0
+        self._window_transfers: dict[str, float] = {}  # the offloading tier's copies, by vLLM's key, first come first
+
+    def _add_transfers(self, o: StepOutcome) -> None:
+        """The step's tier copies, as 0.33.0's OffloadingConnector scheduler adds them (_update_connector_output:
+        load bytes, time and sizes, then store)."""
+        w = self._window_transfers
+        for direction in ("load", "store"):
+            copies = [t for t in o.offload if t.direction == direction]
+            if not copies:
+                continue
+            key = f"vllm:kv_offload_{direction}"
+            num_bytes = sum(t.num_bytes for t in copies)
+            for name, value in ((f"{key}_bytes", num_bytes), (f"{key}_time", sum(t.seconds for t in copies)),
+                                (f"{key}_size_count", len(copies)), (f"{key}_size_sum", num_bytes)):
+                w[name] = w.get(name, 0) + value
 
     def after_step(self, o: StepOutcome) -> list[str]:
         lines = self._preemption_lines(o)
@@ -97,6 +112,7 @@ class StepObserver:
         self._window_generation += delta.generation_tokens
         self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s
+        self._add_transfers(o)
         due = (self.every_steps is not None and o.step % self.every_steps == 0) or \
               (self.every_s is not None and self._window_engine_s > self.every_s)  # V0's strict ">"
         if due:
@@ -157,8 +173,9 @@ class StepObserver:
         m, p, t = self.metrics, self.profile, self.totals
         for total, metric in COUNTER_OF.items():
             amount = getattr(delta, total)
-            if amount and m.exports(metric):
-                m.inc(metric, amount)
+            for series in (metric, DEPRECATED_TWIN.get(metric)):
+                if amount and series is not None and m.exports(series):
+                    m.inc(series, amount)
         for output in o.finished:
             m.observe(names.REQUEST_PREEMPTIONS, output.num_preemptions)
             if m.exports(names.VLLM_REQUEST_PREEMPTIONS):
@@ -168,6 +185,9 @@ class StepObserver:
         m.set(names.NUM_REQUESTS_RUNNING, o.num_running)
         m.set(names.NUM_REQUESTS_WAITING, o.num_waiting)
         m.set(kv_usage(p), o.gpu_usage)
+        twin = DEPRECATED_TWIN.get(kv_usage(p))
+        if twin is not None and m.exports(twin):  # 0.10.2's deprecated vllm:gpu_cache_usage_perc, the same value
+            m.set(twin, o.gpu_usage)
         if p.is_v0:
             m.set(names.NUM_REQUESTS_SWAPPED, o.num_swapped)
             m.set(names.CPU_CACHE_USAGE, o.cpu_usage)
@@ -181,13 +201,22 @@ class StepObserver:
         t = self.totals
         return t.release_prefix_hits / t.release_prefix_queries if t.release_prefix_queries else 0.0
 
+    def _external_hit_rate(self) -> Optional[float]:
+        """The offloading tier's hit rate over its lookups so far (0.33.0's connector CachingMetrics; re-admissions
+        left out, as the totals count them); None before any lookup, when 0.33 prints none."""
+        t = self.totals
+        if not self.profile.has_kv_offloading or not t.external_queries:
+            return None
+        return t.external_hits / t.external_queries
+
     def _stats_lines(self, o: StepOutcome) -> list[str]:
         elapsed = max(self._window_engine_s, 1e-9)
         window = StatsWindow(
             running=o.num_running, waiting=o.num_waiting, swapped=o.num_swapped, gpu_usage=o.gpu_usage,
             cpu_usage=o.cpu_usage, prompt_tps=self._window_prompt / elapsed,
             generation_tps=self._window_generation / elapsed, preemptions=self._window_preemptions,
-            prefix_hit_rate=self._hit_rate(), device_name=self.device_name)
+            prefix_hit_rate=self._hit_rate(), device_name=self.device_name,
+            external_hit_rate=self._external_hit_rate(), transfers=dict(self._window_transfers))
         lines = stats_log_lines(self.profile.stats_format, window)
         for line in lines:
             logger.info(line)
