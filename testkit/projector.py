@@ -5,6 +5,8 @@ bench/projector_fit.py reports it for the whole course."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 from testkit.page_wait import next_frame, wait_settled
 
 SIZES = ((1920, 1080), (1280, 720))
@@ -83,6 +85,46 @@ def walk_lesson(page, url: str, lesson, sizes=SIZES) -> list[tuple[str, dict]]:
         page.get_by_text(f"step {core_end} of {n_steps}", exact=False).first.wait_for(timeout=120_000)
         found += _measure_step(page, sizes, f"{lesson.id} step {core_end} (end of the workshop path)")
     return found
+
+
+def walk_class_lesson(browser, url: str, lesson, sizes=SIZES) -> list[tuple[str, dict]]:
+    """[(where, measure)] for every step of ``lesson`` on a class's projector (``?class=CODE&presenter=1``), the
+    instructor driving it from a page of their own: a step with a prediction measured with the question, then
+    after the instructor's Reveal (the room's answers beside the narration)."""
+    n_steps, first = len(lesson.steps), {"width": sizes[0][0], "height": sizes[0][1]}
+    teacher_context = browser.new_context(viewport={"width": 1440, "height": 900})
+    projector_context = browser.new_context(viewport=first)
+    try:
+        teacher, projector = teacher_context.new_page(), projector_context.new_page()
+        teacher.goto(f"{url}/lessons?lesson={lesson.id}&step=1")
+        teacher.get_by_text(f"step 1 of {n_steps}", exact=False).first.wait_for(timeout=120_000)
+        wait_rendered(teacher)
+        teacher.locator("button").filter(has_text="Start a class").first.click()
+        teacher.get_by_text("Class code", exact=False).first.wait_for(timeout=120_000)
+        code = parse_qs(urlparse(teacher.url).query)["class"][0]  # the instructor's address carries it
+        projector.goto(f"{url}/lessons?class={code}&presenter=1")
+        found = []
+        for k in range(1, n_steps + 1):
+            projector.set_viewport_size(first)
+            projector.get_by_text(f"step {k} of {n_steps}", exact=False).first.wait_for(timeout=120_000)
+            wait_rendered(projector)
+            where = f"class {lesson.id} step {k}"
+            if lesson.steps[k - 1].predict is not None:
+                found += _measure_sizes(projector, sizes, f"{where} (question)")
+                wait_rendered(teacher)
+                teacher.locator(".st-key-class_reveal button").first.click()
+                projector.get_by_text("right answer", exact=False).first.wait_for(timeout=120_000)
+                projector.set_viewport_size(first)
+                wait_rendered(projector)
+                where += " (revealed)"
+            found += _measure_sizes(projector, sizes, where)
+            if k < n_steps:
+                wait_rendered(teacher)
+                teacher.locator(".st-key-lesson_next button").first.click()
+        return found
+    finally:
+        projector_context.close()
+        teacher_context.close()
 
 
 def misfits(found: list[tuple[str, dict]]) -> list[str]:

@@ -52,18 +52,22 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
         else:
             _explore(shared, index - 1 if hidden else index, member.code)
 
-    st.markdown(f"**{lesson.title}** · step {index + 1} of {shared.num_steps}")
-    if projector:  # the room sees how to join: the code and the link (the QR code is in the class panel)
-        st.caption(f"Join class `{member.code}` at {classroom.learner_link(member.code)}")
+    where = f"**{lesson.title}** · step {index + 1} of {shared.num_steps}"
     if not projector:
+        st.markdown(where)
         st.caption(f"Class `{member.code}` · your page follows the instructor.")
     text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")
     with text_col, st.container(key="lesson_text"):
+        if projector:  # in the text column, as the solo projector's navigation: the views keep the screen's height
+            st.markdown(where)
+            st.caption(f"Join: {classroom.learner_link(member.code)}")  # one line: the link carries the code
         st.markdown(f"### {step_state.step.title}")
         if step_state.prediction is not None:
             predict_panel.follower(member, step_state, answering=not projector)
         if not hidden:
-            lesson_text.body(step_state, folded_checks=projector)
+            room_chart = projector and step_state.prediction is not None  # revealed: the room's answers are shown
+            words = lesson_text.PROJECTOR_WORDS - (lesson_text.ROOM_CHART_WORDS if room_chart else 0)
+            lesson_text.body(step_state, folded_checks=projector, words=words)
             exercise_box.render(lesson, index, projector)  # "Your turn": its link opens a tab of the learner's own
         if not projector:
             st.button("Explore on my own", key="class_explore", icon=":material/explore:",

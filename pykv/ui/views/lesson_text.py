@@ -16,16 +16,19 @@ from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.viz.side_runs import side_runs_figure
 
 PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
+ROOM_CHART_WORDS = 30  # the words a class projector gives up for the room's answers beside them (1280x720)
 RUN_FIELDS = ("device", "steps", "output_tokens", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes",
               "swap_s", "wall_s", "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
 
 
-def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False) -> None:
-    """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander."""
+def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False,
+         words: int = PROJECTOR_WORDS) -> None:
+    """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander, and ``words`` of
+    the narration shown (the rest under "More on this step")."""
     for error in step_state.errors:
         st.error(error)
     if folded_checks:  # the projector: what the room reads fits; the rest one click away
-        shown, rest = projector_split(step_state.narration)
+        shown, rest = projector_split(step_state.narration, words)
         st.markdown(shown)
         if rest:
             with st.expander("More on this step"):

@@ -23,6 +23,7 @@ from pykv.viz.predictions import answers_figure
 
 SOLO = "solo_answers"  # session_state: (lesson id, step index) -> the learner's choice ("" = just show me)
 TALLY_EVERY_S = 2.0  # the instructor's chart of the room's answers refreshes this often
+COMPACT_BASE_PX, COMPACT_ROW_PX = 40, 24  # the class projector's chart: 136 px for four choices (250 elsewhere)
 
 
 def solo_revealed(lesson_id: str, index: int) -> bool:
@@ -97,7 +98,7 @@ def follower(member: Membership, step_state: StepState, answering: bool = True) 
         return
     if member.state.revealed:
         outcome(step_state, mine)
-        _room_chart(member.code, step, step_state, revealed=True)
+        _room_chart(member.code, step, step_state, revealed=True, compact=not answering)
         return
     question(step_state)
     if not answering:
@@ -148,7 +149,9 @@ def _reveal(code: str, secret: Optional[str]) -> None:
         flash(classroom.safe_error(e))
 
 
-def _room_chart(code: str, step: int, step_state: StepState, revealed: bool) -> None:
+def _room_chart(code: str, step: int, step_state: StepState, revealed: bool, compact: bool = False) -> None:
+    """The room's answers. ``compact``: the class projector, where the step's narration must fit beside it on
+    one 1280x720 screen: a shorter chart, and no caption (the chart's subtitle counts the answers)."""
     p = step_state.prediction
     try:
         counts = classroom.classes().tally(code, step)
@@ -156,6 +159,8 @@ def _room_chart(code: str, step: int, step_state: StepState, revealed: bool) -> 
         st.caption(classroom.safe_error(e))
         return
     total = sum(counts.values())
-    st.caption(f"The room's answers: {total} learner{'s' if total != 1 else ''} answered.")
-    fig = answers_figure(p.choices, counts, p.correct if revealed else None, dark=state.is_dark())
+    if not compact:
+        st.caption(f"The room's answers: {total} learner{'s' if total != 1 else ''} answered.")
+    fig = answers_figure(p.choices, counts, p.correct if revealed else None, dark=state.is_dark(),
+                         height=COMPACT_BASE_PX + COMPACT_ROW_PX * len(p.choices) if compact else None)
     st.plotly_chart(fig, theme=None, key=f"class_tally_{step}_{revealed}", config=PLOT_CONFIG)
