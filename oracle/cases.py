@@ -48,6 +48,13 @@ def cases_for(profile: str) -> list[Case]:
         _case(profile, "priority", _requests("burst", n=8, max_tokens=24, priorities=[3, 1, 2, 0]),
               num_gpu_blocks=20, priority_scheduling=True, note="priority scheduling, mixed priorities"),
     ]
+    if not v0:
+        out.append(_case(profile, "priority_victims", _requests("spread", n=6, max_tokens=24, every=2,
+                                                                priorities=[5, 0, 9, 1]),
+                         num_gpu_blocks=12, max_num_batched_tokens=64, priority_scheduling=True,
+                         note="priority victims that were scheduled earlier in the step, and requests that preempt "
+                         "themselves: 0.33.0 takes the victim's chunk back and scans on past a self-preemption; "
+                         "0.10.2 leaves the chunk in the batch, skips the next request and ends the scan"))
     if profile != "v0.10":  # 0.10.2 always chunks prefills
         out.append(_case(profile, "chunked_off", _requests("long_context", n=4, max_tokens=16), num_gpu_blocks=48,
                          max_num_batched_tokens=512, enable_chunked_prefill=False,

@@ -46,6 +46,16 @@ class VllmProfile:
     # a freed block without a prefix hash goes to the front of the free queue, handed out first (0.33.0
     # BlockPool.free_blocks); 0.10.2 appends every freed block at the back
     free_unhashed_first: bool = False
+    # V1's running scan when the victim is not the queue's tail (preemption_victim other than "last"; vLLM's
+    # --scheduling-policy priority), 0.33.0 v1/core/sched/scheduler.py Scheduler.schedule, the priority branch:
+    # a victim scheduled earlier in the step has its chunk taken back, its tokens returned to the budget and the
+    # scan index moved back (0.11.1+); 0.10.2 does none of it: the chunk stays in the step's batch, charged, and
+    # the victim resumes past its tokens (whose KV was never computed), and the request after the current one
+    # is skipped for the step
+    victim_chunk_taken_back: bool = True
+    # ...and a request that preempted itself lets the scan go on to the requests after it (0.33.0); 0.10.2 (and
+    # every release up to 0.32) ends the scan there
+    scan_past_self_preemption: bool = True
 
     @property
     def is_v0(self) -> bool:
@@ -69,7 +79,8 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
         preemption_warning_every=None, stats_format="v0.10",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False, null_block=True),
+        has_request_preemptions_histogram=False, null_block=True, victim_chunk_taken_back=False,
+        scan_past_self_preemption=False),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
         summary="today's V1: recompute only, the full input reserved before admission, admission watermark",

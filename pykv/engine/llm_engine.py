@@ -213,7 +213,8 @@ class LLMEngine:
                      t0: float) -> StepReport:
         """Offload stores, append tokens and finish, bill the forward, observe; the step's report."""
         requests = self.scheduler.requests
-        stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks])
+        stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks
+                                         if not c.orphaned])
         offload += self._offload_copy("store", stores)  # after the forward that computed them, before any is freed
         done = self.scheduler.update_from_output(out, result.sampled, self.step_count, time.perf_counter(),
                                                  result.forks)

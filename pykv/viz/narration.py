@@ -70,6 +70,8 @@ def narrate(snapshot: Snapshot) -> list[str]:
     if not chunks:
         lines[0] = f"Step {report.step} ran nothing (no request could be scheduled)."
     for c in prefills:
+        if c.orphaned:
+            continue
         if c.start == 0 or c.num_cached_tokens:
             note = f"req {c.request_id} prefilled tokens {c.start}–{c.start + c.num_new_tokens - 1}"
             if c.num_cached_tokens:
@@ -88,6 +90,12 @@ def narrate(snapshot: Snapshot) -> list[str]:
         lines.append(describe_preemption(p, snapshot.block_size))
         if p.why is not None and p.mode != "abort":
             lines.append(f"req {p.request_id} was chosen because {p.why}.")
+    for c in chunks:
+        if c.orphaned:
+            lines.append(f"req {c.request_id} was scheduled earlier in this step, then preempted: vLLM 0.10.2 leaves "
+                         f"its {counted(c.num_new_tokens, 'token')} in the batch, charged to the budget, and counts "
+                         f"them as computed, so it will resume at token {c.num_new_tokens} without their KV "
+                         "(pykv computes nothing for them; vLLM 0.11.1 takes the chunk back).")
     lines += [describe_offload(t) for t in report.offload]
     if report.recomputed_tokens and report.recompute_tax is not None:
         lines.append(f"Recompute tax this step: {report.recomputed_tokens} of the prefill tokens "

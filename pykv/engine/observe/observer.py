@@ -138,7 +138,7 @@ class StepObserver:
         return EngineTotals(
             preemptions=len(o.preempted), release_preemptions=reported, prompt_tokens=prompt,
             generation_tokens=o.num_sampled,
-            prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill),
+            prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill and not c.orphaned),
             prefix_queries=pc.queries, prefix_hits_own=pc.hits_own, prefix_hits_shared=pc.hits_shared,
             release_prefix_queries=queries, release_prefix_hits=hits,
             recomputed_tokens=o.recompute.tokens, recompute_s=o.recompute.seconds,
