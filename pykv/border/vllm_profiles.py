@@ -56,6 +56,12 @@ class VllmProfile:
     # ...and a request that preempted itself lets the scan go on to the requests after it (0.33.0); 0.10.2 (and
     # every release up to 0.32) ends the scan there
     scan_past_self_preemption: bool = True
+    # What the stats line's "Avg prompt throughput" counts: False, what vllm:prompt_tokens counts (V0: every prefill
+    # chunk, 0.6.3 engine/llm_engine.py _get_stats; 0.10.2: each prompt once at its first token, cache hits in,
+    # v1/metrics/stats.py IterationStats.update_from_output); True (0.33.0): each request's prompt tokens computed at
+    # its first admission (prefix-cache hit and tier loads out), once, at its first token
+    # (v1/metrics/loggers.py LoggingStatLogger._track_iteration_stats: prompt_token_stats.computed)
+    stats_prompt_computed_once: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -88,7 +94,7 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
-        free_unhashed_first=True),
+        free_unhashed_first=True, stats_prompt_computed_once=True),
 }
 
 

@@ -92,8 +92,10 @@ class StepObserver:
         delta = self._delta(o)
         self.totals = self.totals.plus(delta)
         self._publish(delta, o)
-        # 0.33's line counts the prompt tokens computed (_track_iteration_stats); older lines, the counter's.
-        self._window_prompt += delta.prefill_tokens if self.profile.stats_format == "v0.33" else delta.prompt_tokens
+        # 0.33's line counts each prompt's tokens computed at its first admission, at its first token
+        # (_track_iteration_stats); older lines, what vllm:prompt_tokens counts.
+        self._window_prompt += (o.output_events.first_token_computed_prompts
+                                if self.profile.stats_prompt_computed_once else delta.prompt_tokens)
         self._window_generation += delta.generation_tokens
         self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s

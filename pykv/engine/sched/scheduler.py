@@ -49,6 +49,8 @@ class OutputEvents:
 
     delivered_preemptions: int = 0
     first_token_prompts: int = 0  # prompt tokens of requests that produced their first token
+    # the same requests' prompt tokens computed at their first admission: less its prefix-cache hit and tier loads
+    first_token_computed_prompts: int = 0
 
 
 @dataclass
@@ -220,7 +222,10 @@ class Scheduler:
             if request.first_token_step is None:
                 request.first_token_step, request.first_token_time = step, now
                 e = self._events
-                self._events = OutputEvents(e.delivered_preemptions, e.first_token_prompts + request.num_prompt_tokens)
+                computed = request.num_prompt_tokens - request.first_admission_cached_tokens
+                self._events = dataclasses.replace(
+                    e, first_token_prompts=e.first_token_prompts + request.num_prompt_tokens,
+                    first_token_computed_prompts=e.first_token_computed_prompts + computed)
             status = self._stop_status(request, token)
             if status is not None:
                 self._finish(request, status)
@@ -263,7 +268,8 @@ class Scheduler:
         """vLLM V1 reports a preemption as an event on the request's next output (a token, or its end), so
         its vllm:num_preemptions lags the preemption itself."""
         e = self._events
-        self._events = OutputEvents(e.delivered_preemptions + request.undelivered_preemptions, e.first_token_prompts)
+        self._events = dataclasses.replace(e, delivered_preemptions=e.delivered_preemptions
+                                           + request.undelivered_preemptions)
         request.undelivered_preemptions = 0
 
     def take_output_events(self) -> OutputEvents:

@@ -110,6 +110,8 @@ class V1Scheduler(Scheduler):
             out.block_copies.append(self.kv.load_offloaded(request, loads, len(hits)))
         num_cached, num_loaded = len(hits) * self.kv.block_size, len(loads) * self.kv.block_size
         request.num_computed_tokens += num_cached + num_loaded
+        if not request.num_preemptions:  # 0.33.0 records a prefill's stats at the first admission only
+            request.first_admission_cached_tokens = num_cached + num_loaded
         self.running.append(request)
         out.chunks.append(self._chunk(request, num_new, num_cached, num_loaded))
 
