@@ -62,6 +62,10 @@ class VllmProfile:
     # its first admission (prefix-cache hit and tier loads out), once, at its first token
     # (v1/metrics/loggers.py LoggingStatLogger._track_iteration_stats: prompt_token_stats.computed)
     stats_prompt_computed_once: bool = False
+    # The queue gauges (vllm:num_requests_running/_waiting/_swapped) and the stats line's Running/Swapped/Pending
+    # count sequence groups, a request with n > 1 once (0.6.3.post1 engine/llm_engine.py LLMEngine._get_stats:
+    # len(scheduler.running), a deque of SequenceGroups); V1's count requests (it fans n out into child requests)
+    queues_count_groups: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -78,7 +82,7 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute", "swap", "auto"), admission="whole_prompt", default_watermark=0.01,
         watermark_scope="v0", preemption_warning_every=50, stats_format="v0",
         prompt_tokens_include_reprefill=True, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=False),
+        has_request_preemptions_histogram=False, queues_count_groups=True),
     "v0.10": VllmProfile(
         name="v0.10", release="0.10.2", engine="V1",
         summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",

@@ -242,7 +242,8 @@ class LLMEngine:
             swapped_in=swapped_in, finished=finished, recompute=recompute, offload=offload,
             prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
             output_events=sched.take_output_events(), step_time_s=step_time_s,
-            num_running=len(sched.running), num_waiting=len(sched.waiting), num_swapped=len(sched.swapped),
+            num_running=sched.num_queued(sched.running), num_waiting=sched.num_queued(sched.waiting),
+            num_swapped=sched.num_queued(sched.swapped),
             gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
         )
 

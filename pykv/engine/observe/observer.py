@@ -53,7 +53,7 @@ class StepOutcome:
     total_preemptions: int  # the scheduler's cumulative count, after this step
     output_events: OutputEvents  # what V1 learns from this step's outputs (delivered preemptions, first prompts)
     step_time_s: float  # measured wall time of the step so far
-    num_running: int
+    num_running: int  # the queues as the release's gauges count them (V0: sequence groups)
     num_waiting: int
     num_swapped: int
     gpu_usage: float  # device pool, 0-1

@@ -251,6 +251,13 @@ class Scheduler:
             self.running[at:at] = children
         return children
 
+    def num_queued(self, queue: Sequence[Request]) -> int:
+        """A queue's length as the release's gauges and stats line count it: V0 counts sequence groups (a request's
+        forked sequences with it, once), V1 requests (``VllmProfile.queues_count_groups``)."""
+        if not self.profile.queues_count_groups:
+            return len(queue)
+        return len({r.parent_id or r.request_id for r in queue})
+
     def num_running_seqs(self) -> int:
         """Running sequences as max_num_seqs counts them: a request yet to fork counts its n (as V0 counts a
         group's sequences at admission)."""
