@@ -106,6 +106,12 @@ def narrate(snapshot: Snapshot) -> list[str]:
         if p.modelled_pcie_in_s is not None:
             text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
+        view = next((r for r in snapshot.requests if r.request_id == p.request_id), None)
+        # two or more tokens still to compute after the step: it came back chunked (one left may be a new token)
+        if view is not None and view.num_computed_tokens + 1 < view.num_prompt_tokens + view.num_output_tokens:
+            lines.append(f"req {p.request_id} came back with only part of the tokens it lacks: vLLM 0.6.3 never "
+                         "chunks a swap-in, and with more left than max_num_batched_tokens it would have stayed "
+                         "swapped for good; pykv chunks it once nothing else runs.")
     for parent, children in report.forked.items():
         lines.append(f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
                      f"they share all its blocks (reference count {len(children) + 1} each).")
