@@ -24,6 +24,19 @@ def _requests(preset: str, seed: int = 0, priorities: list[int] | None = None, s
     return reqs
 
 
+def _swapped_mid_prefill() -> list[CaseRequest]:
+    """Four decoding requests (one of 15 prompt tokens, three of 10, d3 ending after 5 outputs) and x, 121 prompt
+    tokens, arriving at step 1: at 16 tokens a block, 13 blocks hold x's whole-prompt reservation beside them with
+    one to spare; at step 3 d0 takes it for its 17th token, V0's worst-case append check (a free block per sequence)
+    then fails for d1, and V0 swaps out x, the tail of the running queue, mid-prefill (60 of its 121 tokens)."""
+    def ids(start: int, n: int) -> list[int]:
+        return list(range(start, start + n))
+
+    return [CaseRequest("d0", ids(100, 15), 30), CaseRequest("d1", ids(200, 10), 30),
+            CaseRequest("d2", ids(300, 10), 30), CaseRequest("d3", ids(400, 10), 5),
+            CaseRequest("x", ids(1000, 121), 8, arrival_step=1)]
+
+
 def _case(profile: str, what: str, requests: list[CaseRequest], normalise: tuple[str, ...] = (), note: str = "",
           **config) -> Case:
     return Case(name=f"{profile}/{what}", config=CaseConfig(profile=profile, **config), requests=requests,
@@ -48,6 +61,13 @@ def cases_for(profile: str) -> list[Case]:
         _case(profile, "priority", _requests("burst", n=8, max_tokens=24, priorities=[3, 1, 2, 0]),
               num_gpu_blocks=20, priority_scheduling=True, note="priority scheduling, mixed priorities"),
     ]
+    if not v0:
+        out.append(_case(profile, "priority_victims", _requests("spread", n=6, max_tokens=24, every=2,
+                                                                priorities=[5, 0, 9, 1]),
+                         num_gpu_blocks=12, max_num_batched_tokens=64, priority_scheduling=True,
+                         note="priority victims that were scheduled earlier in the step, and requests that preempt "
+                         "themselves: 0.33.0 takes the victim's chunk back and scans on past a self-preemption; "
+                         "0.10.2 leaves the chunk in the batch, skips the next request and ends the scan"))
     if profile != "v0.10":  # 0.10.2 always chunks prefills
         out.append(_case(profile, "chunked_off", _requests("long_context", n=4, max_tokens=16), num_gpu_blocks=48,
                          max_num_batched_tokens=512, enable_chunked_prefill=False,
@@ -65,6 +85,10 @@ def cases_for(profile: str) -> list[Case]:
                   max_num_batched_tokens=256, note="swap, chunked prefill off"),
             _case(profile, "parallel_n2", _requests("burst", n=4, max_tokens=16, seqs=2), num_gpu_blocks=20,
                   num_cpu_blocks=64, preemption_mode="swap", note="n=2 parallel sampling, swap (V0 swaps a group)"),
+            _case(profile, "swap_mid_prefill", _swapped_mid_prefill(), num_gpu_blocks=13, num_cpu_blocks=64,
+                  preemption_mode="swap", max_num_batched_tokens=64,
+                  note="a 121-token prompt swapped out after its first 60-token chunk; 0.6.3 never chunks a swap-in "
+                  "(_schedule_swapped without enable_chunking), so its 61 tokens wait until a decode finishes"),
         ]
     return out
 

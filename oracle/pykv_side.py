@@ -81,6 +81,8 @@ class _StandInRunner:
         sampled, forks = {}, {}
         for chunk in out.chunks:
             request = requests[chunk.request_id]
+            if chunk.orphaned:
+                continue  # vLLM 0.10.2's victim left in the batch: nothing computed, nothing sampled
             if chunk.start + chunk.num_new_tokens == request.num_tokens:
                 sampled[chunk.request_id] = stand_in_token(request.all_token_ids)
                 if request.pending_forks:

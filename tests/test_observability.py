@@ -185,6 +185,45 @@ def test_the_tiers_copies_reach_the_stats_line(make_engine):
     assert not any("External" in x for x in crowded_engine(make_engine, log_stats_interval=1).step().log_lines)
 
 
+@pytest.mark.parametrize("profile", ["v0.6", "v0.10", "v0.33"])
+def test_stats_line_prompt_tokens_as_each_release_counts_them(make_engine, monkeypatch, profile):
+    """"Avg prompt throughput" counts, in 0.6.3.post1, every prefill chunk (vllm/engine/llm_engine.py
+    LLMEngine._get_stats: num_prompt_tokens_iter, the counter's figure); in 0.10.2, each request's prompt once, at its
+    first token, cache hits included (vllm/v1/metrics/stats.py IterationStats.update_from_output: prompt_len, the
+    counter's figure too); in 0.33.0, each request's prompt tokens computed at its first admission (less its
+    prefix-cache hit), once, at its first token (vllm/v1/metrics/loggers.py LoggingStatLogger._track_iteration_stats:
+    prompt_token_stats.computed, from the PrefillStats Scheduler.schedule sets while num_preemptions <= 0)."""
+    import pykv.engine.observe.observer as observer
+
+    engine = make_engine(block_size=4, num_gpu_blocks=8 + PROFILES[profile].null_block, max_num_seqs=3,
+                         vllm_profile=profile, enable_prefix_caching=True, log_stats_interval=1)
+    counted = []
+    real = observer.stats_log_lines
+
+    def spy(stats_format, window):  # the window's prompt tokens: its throughput times its engine time
+        counted.append(round(window.prompt_tps * engine.observer._window_engine_s))
+        return real(stats_format, window)
+
+    monkeypatch.setattr(observer, "stats_log_lines", spy)
+    shared = list(range(1, 9))
+    engine.add_request(shared + [50, 51], LONG, request_id="a")
+    first_cached = {}
+    while engine.has_unfinished_requests():
+        report = step_checked(engine)
+        if report.step == 1:
+            engine.add_request(shared + [60, 61], LONG, request_id="b")
+            engine.add_request(list(range(70, 80)), LONG, request_id="c")
+        for c in report.chunks:
+            first_cached.setdefault(c.request_id, c.num_cached_tokens)
+    m = engine.metrics
+    assert m.value("pykv:num_preemptions_total") > 0 and first_cached["b"] > 0  # a re-prefill, and a prefix hit
+    if profile == "v0.33":
+        assert sum(counted) == sum(10 - cached for cached in first_cached.values())
+        assert sum(counted) < m.value("vllm:prompt_tokens_total") < m.value("pykv:prefill_tokens_total")
+    else:
+        assert sum(counted) == m.value("vllm:prompt_tokens_total")
+
+
 def test_timed_stats_line_follows_measured_engine_time(make_engine):
     engine = crowded_engine(make_engine, log_stats_interval_s=1e-9)  # every step takes longer than 1 ns
     reports = [step_checked(engine) for _ in range(3)]

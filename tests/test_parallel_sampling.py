@@ -156,3 +156,17 @@ def test_forked_sequences_decoded_together_equal_the_solo_run(make_engine):
                          max_num_batched_tokens=2)
     outs = engine.generate([[1], prompt], [SamplingParams(max_tokens=1), SamplingParams(max_tokens=5, n=2)])
     assert outs[1].sequences == [solo, solo]
+
+
+@pytest.mark.parametrize("vllm_profile, running", [("v0.6", 2), ("v0.33", 4)])
+def test_queue_gauges_count_groups_in_v0_and_requests_in_v1(make_engine, vllm_profile, running):
+    """vLLM 0.6.3.post1 ``LLMEngine._get_stats``: ``len(scheduler.running)`` of a deque of SequenceGroups, so a request
+    with n = 3 counts once in vllm:num_requests_running and the stats line's "Running: N reqs"; V1 counts requests
+    (its n > 1 children are requests of their own; pykv counts the forked sequences)."""
+    engine = make_engine(vllm_profile=vllm_profile, block_size=4, num_gpu_blocks=64, log_stats_interval=1)
+    engine.add_request(list(range(30, 36)), SamplingParams(max_tokens=6, ignore_eos=True), "s")
+    engine.add_request(list(range(1, 7)), SamplingParams(max_tokens=6, n=3, ignore_eos=True), "g")
+    report = step_checked(engine)
+    assert report.forked == {"g": ["g#1", "g#2"]} and len(engine.scheduler.running) == 4
+    assert engine.metrics.value("vllm:num_requests_running") == running
+    assert any(f"Running: {running} reqs" in line for line in report.log_lines), report.log_lines

@@ -120,6 +120,51 @@ def test_whole_input_gates_prevent_the_mid_prefill_storm(make_engine, profile, f
     assert engine.metrics.value("pykv:num_preemptions_total") == 0
 
 
+def low_priority_first(make_engine, profile, lo_prompt):
+    """lo (priority 5) runs alone, then hi (0) and nxt (1) join it and fill the 3 usable blocks; at step 3 hi needs
+    a second block. With a 2-token prompt lo's decode still fits, so the victim (lo, the worst priority) was
+    scheduled earlier in the step; with a 3-token prompt lo needs the block first and preempts itself."""
+    engine = make_engine(block_size=4, num_gpu_blocks=usable(3, profile), max_num_seqs=4, max_num_batched_tokens=64,
+                         vllm_profile=profile, preemption_victim="priority")
+    engine.add_request(list(range(11, 11 + lo_prompt)), params(6), request_id="lo", priority=5)
+    steps = []
+    while engine.has_unfinished_requests():
+        if engine.step_count == 1:
+            engine.add_request([21, 22, 23, 24], params(4), request_id="hi", priority=0)
+            engine.add_request([31, 32, 33], params(4), request_id="nxt", priority=1)
+        report = step_checked(engine)
+        steps.append(([(c.request_id, c.start, c.num_new_tokens, c.orphaned) for c in report.chunks],
+                      [p.request_id for p in report.preempted], report.num_batched_tokens))
+    assert_drained(engine)
+    return engine, steps
+
+
+def test_v1_priority_victim_scheduled_earlier_in_the_step(make_engine):
+    """vllm/v1/core/sched/scheduler.py Scheduler.schedule, the priority branch. 0.33.0 takes the victim's chunk back
+    (num_scheduled_tokens.pop, token_budget +=, req_index -= 1) and schedules everyone after it. 0.10.2 only removes
+    it from scheduled_running_reqs: its token stays in num_scheduled_tokens (the batch, the budget) and
+    _update_after_schedule counts it from the reset 0, so lo resumes at token 1; req_index is not moved back, so nxt
+    is skipped this step. (Both checked against vLLM's own schedulers, block for block.)"""
+    _, v033 = low_priority_first(make_engine, "v0.33", lo_prompt=2)
+    assert v033[2] == ([("hi", 4, 1, False), ("nxt", 3, 1, False)], ["lo"], 2)
+    assert ("lo", 0, 4, False) in v033[5][0]
+    engine, v010 = low_priority_first(make_engine, "v0.10", lo_prompt=2)
+    assert v010[2] == ([("lo", 0, 1, True), ("hi", 4, 1, False)], ["lo"], 2)
+    assert v010[3][0] == [("hi", 5, 1, False), ("nxt", 3, 1, False)]
+    assert ("lo", 1, 3, False) in v010[5][0]  # it resumes past the orphaned token
+    assert engine.outputs["lo"].num_preemptions == 2
+
+
+def test_v1_priority_self_preemption_ends_the_scan_in_0_10(make_engine):
+    """The same branch when the request being scheduled is the worst running one: 0.33.0 goes on to the requests
+    after it (`continue` when request.status == PREEMPTED); 0.10.2 ends the scan (`break`), so nobody runs."""
+    _, v033 = low_priority_first(make_engine, "v0.33", lo_prompt=3)
+    assert v033[2] == ([("hi", 4, 1, False), ("nxt", 3, 1, False)], ["lo"], 2)
+    _, v010 = low_priority_first(make_engine, "v0.10", lo_prompt=3)
+    assert v010[2] == ([], ["lo"], 0)
+    assert v010[3][0] == [("hi", 4, 1, False), ("nxt", 3, 1, False)]
+
+
 def test_v0_33_watermark_applies_to_admissions_while_something_runs(make_engine):
     """vllm/v1/core/kv_cache_manager.py allocate_slots (0.33.0): watermark blocks are kept free for WAITING or
     PREEMPTED requests, only when has_scheduled_reqs (something runs)."""

@@ -152,3 +152,58 @@ def test_swap_under_a_v1_profile_names_the_profile_that_has_it(make_engine):
 def test_swap_space_in_gib_sizes_the_cpu_pool(make_engine):
     engine = make_engine(block_size=4, vllm_profile="v0.6", preemption_mode="swap", swap_space=0.001)
     assert engine.kv.cpu_pool.num_blocks == int(0.001 * 2**30) // engine.bytes_per_block
+
+
+def swapped_mid_prefill(make_engine, prompt_len, num_gpu_blocks=13):
+    """oracle/cases.py's v0.6/swap_mid_prefill (exact against vLLM 0.6.3.post1): four decodes, and x swapped out at
+    step 3 after the first 60 tokens of its prompt; d3 ends at step 5."""
+    engine = make_engine(block_size=16, num_gpu_blocks=num_gpu_blocks, max_num_batched_tokens=64, vllm_profile="v0.6",
+                         preemption_mode="swap", num_cpu_blocks=64)
+    for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
+        engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
+    steps = []
+    while engine.has_unfinished_requests():
+        if engine.step_count == 1:
+            engine.add_request(list(range(100, 100 + prompt_len)), SamplingParams(max_tokens=8, ignore_eos=True),
+                               "x")
+        report = step_checked(engine)
+        steps.append(([(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
+                      [p.request_id for p in report.preempted], [p.request_id for p in report.swapped_in]))
+    assert_drained(engine)
+    return steps
+
+
+def test_v0_never_chunks_a_swap_in(make_engine):
+    """vllm/core/scheduler.py (0.6.3.post1): _schedule_chunked_prefill calls _schedule_swapped(budget, curr_loras)
+    without enable_chunking, so _get_num_new_tokens asks for every token x lacks (61) and budget.can_schedule fails
+    while 4 decodes leave 60: x waits until d3 has finished, then comes back whole."""
+    steps = swapped_mid_prefill(make_engine, prompt_len=121)
+    assert steps[1][0][0] == ("x", 0, 60) and steps[2][1] == ["x"]
+    assert not steps[3][2] and not steps[4][2]  # steps 4 and 5: 60 tokens left, 61 needed
+    assert steps[5][0][0] == ("x", 60, 61) and steps[5][2] == ["x"]
+
+
+def test_v0_swap_in_too_big_for_the_budget_is_chunked_once_nothing_else_runs(make_engine):
+    """x swapped with 130 tokens left and a budget of 64 could never come back in vLLM 0.6.3 (it stays swapped for
+    good); pykv waits as V0 does while anything runs, then brings it back in chunks."""
+    steps = swapped_mid_prefill(make_engine, prompt_len=190, num_gpu_blocks=17)
+    assert steps[1][0][0] == ("x", 0, 60) and steps[2][1] == ["x"]
+    back = next(i for i, s in enumerate(steps) if "x" in s[2])
+    assert back > 20 and all(c[0] != "x" for s in steps[3:back] for c in s[0])
+    assert steps[back][0] == [("x", 60, 64)]  # alone in its step: nothing else was running
+
+
+def test_a_chunked_swap_in_is_narrated_as_pykvs(make_engine):
+    from pykv.viz.narration import narrate
+
+    engine = make_engine(block_size=16, num_gpu_blocks=17, max_num_batched_tokens=64, vllm_profile="v0.6",
+                         preemption_mode="swap", num_cpu_blocks=64)
+    for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
+        engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
+    said = []
+    while engine.has_unfinished_requests():
+        if engine.step_count == 1:
+            engine.add_request(list(range(100, 290)), SamplingParams(max_tokens=8, ignore_eos=True), "x")
+        report = step_checked(engine)
+        said += [line for line in narrate(engine.snapshot(report)) if "never chunks a swap-in" in line]
+    assert len(said) == 1 and said[0].startswith("req x came back with only part")

@@ -123,9 +123,10 @@ def test_a_victim_scheduled_earlier_in_the_step_is_taken_back_and_leaves_no_hash
     taken_back = []
 
     class Chunks(list):
-        def remove(self, chunk):
+        def pop(self, index=-1):
+            chunk = super().pop(index)
             taken_back.append(chunk)
-            super().remove(chunk)
+            return chunk
 
     init = scheduler.SchedulerOutput.__init__
 

@@ -136,6 +136,9 @@ class Request:
     finish_message: Optional[str] = None  # why it was aborted or ignored
     first_token_step: Optional[int] = None
     first_token_time: Optional[float] = None  # perf_counter() when its first token was sampled
+    # prompt tokens it did not compute at its first admission: prefix-cache hit plus blocks loaded from the CPU
+    # offloading tier (V1; 0.33.0's PrefillStats, set in Scheduler.schedule while num_preemptions <= 0)
+    first_admission_cached_tokens: int = 0
     generator: Optional[torch.Generator] = field(default=None, repr=False)
 
     @property

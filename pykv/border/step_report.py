@@ -19,6 +19,9 @@ class ScheduledChunk:
     is_prefill: bool  # False for a single-token decode
     num_cached_tokens: int = 0  # prefix-cache hit taken at admission this step
     num_loaded_tokens: int = 0  # tokens loaded from the CPU offloading tier at admission this step (after the hit)
+    # vLLM 0.10.2: the request was preempted later in this step, yet its chunk stays in the batch: charged to the
+    # budget, counted from token 0 (its reset progress), computed by nobody; it resumes past these tokens
+    orphaned: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class StepReport:
     @property
     def recompute_tax(self) -> Optional[float]:
         """This step's share of prefill tokens that recomputed dropped KV; None in a step with no prefill."""
-        prefill = sum(c.num_new_tokens for c in self.chunks if c.is_prefill)
+        prefill = sum(c.num_new_tokens for c in self.chunks if c.is_prefill and not c.orphaned)
         return self.recomputed_tokens / prefill if prefill else None
 
     @classmethod

@@ -55,6 +55,26 @@ class VllmProfile:
     # PrometheusStatLogger.__init__, registered unconditionally: "TODO: in 0.10, only enable if
     # show_hidden_metrics=True" was never done there; gone by 0.33.0)
     deprecated_v0_cache_metrics: bool = False
+    # V1's running scan when the victim is not the queue's tail (preemption_victim other than "last"; vLLM's
+    # --scheduling-policy priority), 0.33.0 v1/core/sched/scheduler.py Scheduler.schedule, the priority branch:
+    # a victim scheduled earlier in the step has its chunk taken back, its tokens returned to the budget and the
+    # scan index moved back (0.11.1+); 0.10.2 does none of it: the chunk stays in the step's batch, charged, and
+    # the victim resumes past its tokens (whose KV was never computed), and the request after the current one
+    # is skipped for the step
+    victim_chunk_taken_back: bool = True
+    # ...and a request that preempted itself lets the scan go on to the requests after it (0.33.0); 0.10.2 (and
+    # every release up to 0.32) ends the scan there
+    scan_past_self_preemption: bool = True
+    # What the stats line's "Avg prompt throughput" counts: False, what vllm:prompt_tokens counts (V0: every prefill
+    # chunk, 0.6.3 engine/llm_engine.py _get_stats; 0.10.2: each prompt once at its first token, cache hits in,
+    # v1/metrics/stats.py IterationStats.update_from_output); True (0.33.0): each request's prompt tokens computed at
+    # its first admission (prefix-cache hit and tier loads out), once, at its first token
+    # (v1/metrics/loggers.py LoggingStatLogger._track_iteration_stats: prompt_token_stats.computed)
+    stats_prompt_computed_once: bool = False
+    # The queue gauges (vllm:num_requests_running/_waiting/_swapped) and the stats line's Running/Swapped/Pending
+    # count sequence groups, a request with n > 1 once (0.6.3.post1 engine/llm_engine.py LLMEngine._get_stats:
+    # len(scheduler.running), a deque of SequenceGroups); V1's count requests (it fans n out into child requests)
+    queues_count_groups: bool = False
 
     @property
     def is_v0(self) -> bool:
@@ -71,14 +91,15 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_modes=("recompute", "swap", "auto"), admission="whole_prompt", default_watermark=0.01,
         watermark_scope="v0", preemption_warning_every=50, stats_format="v0",
         prompt_tokens_include_reprefill=True, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=False),
+        has_request_preemptions_histogram=False, queues_count_groups=True),
     "v0.10": VllmProfile(
         name="v0.10", release="0.10.2", engine="V1",
         summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",
         preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
         preemption_warning_every=None, stats_format="v0.10",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False, null_block=True, deprecated_v0_cache_metrics=True),
+        has_request_preemptions_histogram=False, null_block=True, deprecated_v0_cache_metrics=True,
+        victim_chunk_taken_back=False, scan_past_self_preemption=False),
     "v0.33": VllmProfile(
         name="v0.33", release="0.33.0", engine="V1",
         summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
@@ -87,7 +108,7 @@ PROFILES: dict[str, VllmProfile] = {
         preemption_warning_every=None, stats_format="v0.33",
         prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
         has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
-        free_unhashed_first=True, async_scheduling_default=True),
+        free_unhashed_first=True, async_scheduling_default=True, stats_prompt_computed_once=True),
 }
 
 

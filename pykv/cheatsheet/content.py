@@ -50,7 +50,8 @@ TUNING_ORDER: tuple[Row, ...] = (
          "helps"), (Cite(L11, "1. Pool size"), Cite(L10, "The fix: capacity or lower concurrency"))),
     Row(("Concurrency to match", "`--max-num-seqs` = what the pool holds at full length; the requests past it were "
          "going to be preempted"), (Cite(L11, "2. max_num_seqs"), Cite(L10, "More concurrency, no more progress"))),
-    Row(("Swap space", "only on V0 and only while preemptions remain: it changes their price, not their number; "
+    Row(("Swap space", "only on V0 and only while preemptions remain: it changes their price (bytes copied, not tokens "
+         "recomputed) and does not end the storm; "
          "V1 has none (0.10.2 swaps only when `--preemption-mode` sends it back to V0)"),
         (Cite(L11, "3. Swap space"), Cite(L04, "The bill, side by side"))),
     Row(("Prefix caching", "when prompts share a prefix: less prefill and less memory (on by default in V1)"),

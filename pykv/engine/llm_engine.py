@@ -213,7 +213,8 @@ class LLMEngine:
                      t0: float) -> StepReport:
         """Offload stores, append tokens and finish, bill the forward, observe; the step's report."""
         requests = self.scheduler.requests
-        stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks])
+        stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks
+                                         if not c.orphaned])
         offload += self._offload_copy("store", stores)  # after the forward that computed them, before any is freed
         done = self.scheduler.update_from_output(out, result.sampled, self.step_count, time.perf_counter(),
                                                  result.forks)
@@ -241,19 +242,10 @@ class LLMEngine:
             swapped_in=swapped_in, finished=finished, recompute=recompute, offload=offload,
             prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
             output_events=sched.take_output_events(), step_time_s=step_time_s,
-            num_running=self._queue_len(sched.running), num_waiting=self._queue_len(sched.waiting),
-            num_swapped=self._queue_len(sched.swapped),
+            num_running=sched.num_queued(sched.running), num_waiting=sched.num_queued(sched.waiting),
+            num_swapped=sched.num_queued(sched.swapped),
             gpu_usage=kv.pool.usage(), cpu_usage=kv.cpu_pool.usage() if kv.cpu_pool.num_blocks else 0.0,
         )
-
-    def _queue_len(self, queue: list[Request]) -> int:
-        """A queue's length as the release's gauges and stats line count it: V0 counts sequence groups, a request
-        and the sequences it forked being one (0.6.3.post1 engine/llm_engine.py LLMEngine._get_stats:
-        len(scheduler.running) over SequenceGroups); V1 counts requests, and its n children are requests of their
-        own (v1/engine/parallel_sampling.py), as pykv's forks are here."""
-        if not self.config.profile.is_v0:
-            return len(queue)
-        return len({r.parent_id or r.request_id for r in queue})
 
     def _copy_blocks(self, out: SchedulerOutput) -> tuple[list[PreemptionView], list[PreemptionView],
                                                           list[CopyOnWrite], list[OffloadTransfer]]:

@@ -10,6 +10,7 @@ import torch
 
 from kernels.launch_record import LaunchRecord, record_launches
 from pykv.border.request import Request
+from pykv.border.step_report import ScheduledChunk
 from pykv.engine.kv.cache_engine import CacheEngine
 from pykv.engine.kv.kv_cache_manager import KVCacheManager
 from pykv.engine.model.attention import AttentionBackend, AttentionMetadata
@@ -40,7 +41,8 @@ class ModelRunner:
         bs = self.kv.block_size
         input_ids, positions, slots, seq_lens, starts, logits_rows, sampled_ids = [], [], [], [], [0], [], []
         tables = []
-        for chunk in out.chunks:
+        chunks = _computed(out)
+        for chunk in chunks:
             request = requests[chunk.request_id]
             table = self.kv.block_tables[chunk.request_id]
             end = chunk.start + chunk.num_new_tokens
@@ -62,7 +64,7 @@ class ModelRunner:
             block_tables=block_tables.to(dev),
             seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=dev),
             query_start_loc=torch.tensor(starts, dtype=torch.int32, device=dev),
-            is_all_decode=all(c.num_new_tokens == 1 for c in out.chunks),
+            is_all_decode=all(c.num_new_tokens == 1 for c in chunks),
         )
         ids = torch.tensor(input_ids, dtype=torch.int64, device=dev)
         pos = torch.tensor(positions, dtype=torch.int64, device=dev)
@@ -71,7 +73,7 @@ class ModelRunner:
 
     def run(self, out: SchedulerOutput, requests: dict[str, Request], record_kernels: bool = False) -> RunResult:
         """One forward pass and sampling; ``record_kernels`` keeps the first layer's kernel launches."""
-        if not out.chunks:
+        if not _computed(out):
             return RunResult({}, 0.0)
         ids, pos, meta, rows, sampled_ids = self.prepare(out, requests)
         self._sync()
@@ -96,3 +98,9 @@ class ModelRunner:
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
             torch.cuda.synchronize(self.device)
+
+
+def _computed(out: SchedulerOutput) -> list[ScheduledChunk]:
+    """The chunks the forward pass computes: all but orphaned ones (vLLM 0.10.2 leaves a victim's chunk in the
+    batch; its blocks are gone, so pykv computes nothing for it)."""
+    return [c for c in out.chunks if not c.orphaned]

@@ -70,6 +70,8 @@ def narrate(snapshot: Snapshot) -> list[str]:
     if not chunks:
         lines[0] = f"Step {report.step} ran nothing (no request could be scheduled)."
     for c in prefills:
+        if c.orphaned:
+            continue
         if c.start == 0 or c.num_cached_tokens:
             note = f"req {c.request_id} prefilled tokens {c.start}–{c.start + c.num_new_tokens - 1}"
             if c.num_cached_tokens:
@@ -88,6 +90,12 @@ def narrate(snapshot: Snapshot) -> list[str]:
         lines.append(describe_preemption(p, snapshot.block_size))
         if p.why is not None and p.mode != "abort":
             lines.append(f"req {p.request_id} was chosen because {p.why}.")
+    for c in chunks:
+        if c.orphaned:
+            lines.append(f"req {c.request_id} was scheduled earlier in this step, then preempted: vLLM 0.10.2 leaves "
+                         f"its {counted(c.num_new_tokens, 'token')} in the batch, charged to the budget, and counts "
+                         f"them as computed, so it will resume at token {c.num_new_tokens} without their KV "
+                         "(pykv computes nothing for them; vLLM 0.11.1 takes the chunk back).")
     lines += [describe_offload(t) for t in report.offload]
     if report.recomputed_tokens and report.recompute_tax is not None:
         lines.append(f"Recompute tax this step: {report.recomputed_tokens} of the prefill tokens "
@@ -98,6 +106,12 @@ def narrate(snapshot: Snapshot) -> list[str]:
         if p.modelled_pcie_in_s is not None:
             text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
+        view = next((r for r in snapshot.requests if r.request_id == p.request_id), None)
+        # two or more tokens still to compute after the step: it came back chunked (one left may be a new token)
+        if view is not None and view.num_computed_tokens + 1 < view.num_prompt_tokens + view.num_output_tokens:
+            lines.append(f"req {p.request_id} came back with only part of the tokens it lacks: vLLM 0.6.3 never "
+                         "chunks a swap-in, and with more left than max_num_batched_tokens it would have stayed "
+                         "swapped for good; pykv chunks it once nothing else runs.")
     for parent, children in report.forked.items():
         lines.append(f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
                      f"they share all its blocks (reference count {len(children) + 1} each).")

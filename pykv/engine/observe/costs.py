@@ -79,7 +79,9 @@ class CostLedger:
         return record
 
     def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
-        """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time."""
+        """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time. An
+        orphaned chunk (vLLM 0.10.2's victim left in the batch) computed nothing: it is charged nothing."""
+        chunks = [c for c in chunks if not c.orphaned]
         total = sum(c.num_new_tokens for c in chunks)
         prefill = sum(c.num_new_tokens for c in chunks if c.is_prefill)
         self._prefill_s += forward_s * prefill / total if total else 0.0

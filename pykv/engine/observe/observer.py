@@ -53,7 +53,7 @@ class StepOutcome:
     total_preemptions: int  # the scheduler's cumulative count, after this step
     output_events: OutputEvents  # what V1 learns from this step's outputs (delivered preemptions, first prompts)
     step_time_s: float  # measured wall time of the step so far
-    num_running: int
+    num_running: int  # the queues as the release's gauges count them (V0: sequence groups)
     num_waiting: int
     num_swapped: int
     gpu_usage: float  # device pool, 0-1
@@ -107,8 +107,10 @@ class StepObserver:
         delta = self._delta(o)
         self.totals = self.totals.plus(delta)
         self._publish(delta, o)
-        # 0.33's line counts the prompt tokens computed (_track_iteration_stats); older lines, the counter's.
-        self._window_prompt += delta.prefill_tokens if self.profile.stats_format == "v0.33" else delta.prompt_tokens
+        # 0.33's line counts each prompt's tokens computed at its first admission, at its first token
+        # (_track_iteration_stats); older lines, what vllm:prompt_tokens counts.
+        self._window_prompt += (o.output_events.first_token_computed_prompts
+                                if self.profile.stats_prompt_computed_once else delta.prompt_tokens)
         self._window_generation += delta.generation_tokens
         self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s
@@ -154,7 +156,7 @@ class StepObserver:
         return EngineTotals(
             preemptions=len(o.preempted), release_preemptions=reported, prompt_tokens=prompt,
             generation_tokens=o.num_sampled,
-            prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill),
+            prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill and not c.orphaned),
             prefix_queries=pc.queries, prefix_hits_own=pc.hits_own, prefix_hits_shared=pc.hits_shared,
             release_prefix_queries=queries, release_prefix_hits=hits,
             recomputed_tokens=o.recompute.tokens, recompute_s=o.recompute.seconds,

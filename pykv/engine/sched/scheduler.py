@@ -49,6 +49,8 @@ class OutputEvents:
 
     delivered_preemptions: int = 0
     first_token_prompts: int = 0  # prompt tokens of requests that produced their first token
+    # the same requests' prompt tokens computed at their first admission: less its prefix-cache hit and tier loads
+    first_token_computed_prompts: int = 0
 
 
 @dataclass
@@ -220,7 +222,10 @@ class Scheduler:
             if request.first_token_step is None:
                 request.first_token_step, request.first_token_time = step, now
                 e = self._events
-                self._events = OutputEvents(e.delivered_preemptions, e.first_token_prompts + request.num_prompt_tokens)
+                computed = request.num_prompt_tokens - request.first_admission_cached_tokens
+                self._events = dataclasses.replace(
+                    e, first_token_prompts=e.first_token_prompts + request.num_prompt_tokens,
+                    first_token_computed_prompts=e.first_token_computed_prompts + computed)
             status = self._stop_status(request, token)
             if status is not None:
                 self._finish(request, status)
@@ -246,6 +251,13 @@ class Scheduler:
             self.running[at:at] = children
         return children
 
+    def num_queued(self, queue: Sequence[Request]) -> int:
+        """A queue's length as the release's gauges and stats line count it: V0 counts sequence groups (a request's
+        forked sequences with it, once), V1 requests (``VllmProfile.queues_count_groups``)."""
+        if not self.profile.queues_count_groups:
+            return len(queue)
+        return len({r.parent_id or r.request_id for r in queue})
+
     def num_running_seqs(self) -> int:
         """Running sequences as max_num_seqs counts them: a request yet to fork counts its n (as V0 counts a
         group's sequences at admission)."""
@@ -263,7 +275,8 @@ class Scheduler:
         """vLLM V1 reports a preemption as an event on the request's next output (a token, or its end), so
         its vllm:num_preemptions lags the preemption itself."""
         e = self._events
-        self._events = OutputEvents(e.delivered_preemptions + request.undelivered_preemptions, e.first_token_prompts)
+        self._events = dataclasses.replace(e, delivered_preemptions=e.delivered_preemptions
+                                           + request.undelivered_preemptions)
         request.undelivered_preemptions = 0
 
     def take_output_events(self) -> OutputEvents:
@@ -299,7 +312,9 @@ class Scheduler:
             assert self.kv.num_blocks_of(request) >= cdiv(request.num_computed_tokens, self.kv.block_size)
         for request in self.waiting:
             assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
-            assert request.num_computed_tokens == 0, f"waiting {request.request_id} has computed tokens"
+            # but 0.10.2's victim of an orphaned chunk, counted as computed though its blocks are gone
+            assert request.num_computed_tokens == 0 or not self.profile.victim_chunk_taken_back, \
+                f"waiting {request.request_id} has computed tokens"
             assert self.kv.num_blocks_of(request) == 0, f"waiting {request.request_id} holds blocks"
         for request in self.swapped:
             assert request.status == RequestStatus.SWAPPED

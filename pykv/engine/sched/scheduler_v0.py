@@ -75,7 +75,7 @@ class V0Scheduler(Scheduler):
         chunking = self.config.enable_chunked_prefill
         if chunking:
             running = self._schedule_running(out, step, budget, chunking)
-            swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
+            swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, running)
             admitted = self._schedule_prefills(out, budget, chunking)
             self.running = (running.leftover + swapped_in.decodes + swapped_in.prefills + running.decodes
                             + running.prefills + admitted)
@@ -91,7 +91,7 @@ class V0Scheduler(Scheduler):
                 if self._priority:
                     self._schedule_priority_preemption(out, step, budget)
                 running = self._schedule_running(out, step, budget, chunking)
-                swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, chunking, running)
+                swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, running)
                 self.running = running.leftover + running.decodes + swapped_in.decodes
         self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
         return out
@@ -224,22 +224,25 @@ class V0Scheduler(Scheduler):
         budget.num_seqs -= request.num_seqs if chunking else 0
         self.kv.trim(request)
 
-    def _schedule_swapped(self, out: SchedulerOutput, budget: _Budget, chunking: bool,
-                          running: _Scheduled) -> _Scheduled:
+    def _schedule_swapped(self, out: SchedulerOutput, budget: _Budget, running: _Scheduled) -> _Scheduled:
         """Swapped requests come back first in, first out, a sequence group together (its shared blocks shared
-        again), while the blocks they touch plus the watermark fit."""
+        again), while the blocks they touch plus the watermark fit, and each with every token it lacks: 0.6.3.post1
+        never chunks a swap-in (``_schedule_chunked_prefill`` calls ``_schedule_swapped`` without
+        ``enable_chunking``), so one caught mid-prefill waits until its whole rest fits the budget left."""
         done = _Scheduled()
         while self.swapped:
             group = group_of(self.swapped[0], list(self.swapped))
+            # pykv: when nothing runs, the watermark is waived and a swap-in is chunked, so that a lone swapped request
+            # can return (V0 would wait for room that never comes, or, swapped mid-prefill with more tokens left than
+            # max_num_batched_tokens, for a budget that never comes).
+            busy = running.leftover or running.decodes or running.prefills or done.decodes or done.prefills
+            chunking = self.config.enable_chunked_prefill and not busy
             nums = [self._num_new_tokens(r, budget, chunking) for r in group]
             touched = sum(self._num_touched_by_swap_in(r) for r in group)
             if touched > self.kv.pool.num_blocks:
                 for request in group:
                     self._ignore(out, request, SWAP_IN_NEVER.format(id=request.request_id))
                 continue
-            # pykv: the watermark is waived when nothing runs, so a lone swapped request can return (V0 would wait
-            # for room that never comes).
-            busy = running.leftover or running.decodes or running.prefills or done.decodes or done.prefills
             watermark = self.watermark_blocks if busy else 0
             if self.kv.pool.num_free_blocks() - touched < watermark:
                 break

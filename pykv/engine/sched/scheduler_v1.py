@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pykv.border.request import Request, RequestStatus
 from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
 
@@ -32,11 +34,19 @@ class V1Scheduler(Scheduler):
         return out
 
     def _schedule_running(self, out: SchedulerOutput, step: int, budget: int) -> int:
-        """Victims come from the whole running queue. Under "last" that is its tail, never scheduled yet; other
-        policies may pick a request scheduled earlier this step, whose chunk is then taken back and its tokens
-        returned to the budget, and a request that preempted itself lets the scan go on (0.33.0's priority
-        branch of ``Scheduler.schedule``)."""
+        """Victims come from the whole running queue. Under "last" that is its tail, never scheduled yet, and a
+        request that preempted itself ends the scan. Other policies (``Scheduler.schedule``'s priority branch) may
+        pick a request scheduled earlier this step, and the release decides what follows:
+
+        - 0.33.0: its chunk is taken back, its tokens return to the budget and the scan index moves back with the
+          queue; a request that preempted itself lets the scan go on to the (higher-priority) requests after it.
+        - 0.10.2: the chunk stays in the batch (``num_scheduled_tokens`` keeps it), charged, and is counted from
+          the victim's reset progress (``_update_after_schedule``: 0 + its tokens), so the victim later resumes
+          past tokens whose KV nobody computed (vLLM fixed it in 0.11.1, PR #26661); the index is not moved back,
+          so the request after the current one is skipped this step; a self-preemption ends the scan.
+        """
         i = 0
+        taken_back = self.profile.victim_chunk_taken_back
         while i < len(self.running) and budget > 0:
             request = self.running[i]
             num_new = min(request.num_tokens - request.num_computed_tokens, budget)
@@ -45,16 +55,18 @@ class V1Scheduler(Scheduler):
                 victim = choice.request
                 j = self.running.index(victim)
                 del self.running[j]
-                if j < i:
-                    i -= 1
-                    taken = next(c for c in out.chunks if c.request_id == victim.request_id)
-                    out.chunks.remove(taken)
-                    budget += taken.num_new_tokens
+                if j < i:  # scheduled earlier in this step
+                    k = next(k for k, c in enumerate(out.chunks) if c.request_id == victim.request_id)
+                    if taken_back:
+                        budget += out.chunks.pop(k).num_new_tokens
+                        i -= 1
+                    else:
+                        out.chunks[k] = dataclasses.replace(out.chunks[k], start=0, orphaned=True)
                 out.preempted.append(self._preempt(victim, step, out, choice.why))
                 if victim is request:
-                    if self.config.preemption_victim == "last":
-                        return budget  # the request preempted itself: nothing after it is left to scan
-                    break
+                    if self.config.preemption_victim == "last" or not self.profile.scan_past_self_preemption:
+                        return budget  # the request preempted itself: the scan ends
+                    break  # it left the queue: i already points at the next request
             else:
                 out.chunks.append(self._chunk(request, num_new))
                 budget -= num_new
@@ -63,25 +75,29 @@ class V1Scheduler(Scheduler):
 
     def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
         """With the CPU offloading tier, blocks past the device hit that the tier holds are loaded, not computed
-        (0.33.0: ``connector.get_num_new_matched_tokens`` after ``get_computed_blocks``)."""
+        (0.33.0: ``connector.get_num_new_matched_tokens`` after ``get_computed_blocks``). Only a request with no
+        computed tokens looks anything up; one that has some (0.10.2's orphaned chunk) goes on from them."""
         bs = self.kv.block_size
         while self.waiting and budget > 0 and self.num_running_seqs() < self.config.max_num_seqs:
             request = self.waiting[0]
             if self.num_running_seqs() + request.num_seqs > self.config.max_num_seqs:
                 break  # pykv: a request yet to fork into n sequences needs room for all n
-            hits = self.kv.get_computed_blocks(request)
-            loads = self.kv.offloaded_hits(request, len(hits))
+            looks_up = request.num_computed_tokens == 0
+            hits = self.kv.get_computed_blocks(request) if looks_up else []
+            loads = self.kv.offloaded_hits(request, len(hits)) if looks_up else []
             num_loaded = len(loads) * bs
-            num_new = request.num_tokens - len(hits) * bs - num_loaded
+            num_new = request.num_tokens - request.num_computed_tokens - len(hits) * bs - num_loaded
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break  # 0.33: "If chunked_prefill is disabled, we can stop the scheduling here."
             num_new = min(num_new, budget)
             if not self._fits(out, request, num_loaded + num_new, hits):
-                self.kv.record_lookup(request, hits, admitted=False)
+                if looks_up:
+                    self.kv.record_lookup(request, hits, admitted=False)
                 break
-            self.kv.record_lookup(request, hits)
-            if self.kv.offload is not None:
-                self.kv.record_external_lookup(request, len(hits) * bs, num_loaded)
+            if looks_up:
+                self.kv.record_lookup(request, hits)
+                if self.kv.offload is not None:
+                    self.kv.record_external_lookup(request, len(hits) * bs, num_loaded)
             self._admit(out, request, num_new, hits, loads)
             budget -= num_new
 
@@ -93,7 +109,9 @@ class V1Scheduler(Scheduler):
         if loads:
             out.block_copies.append(self.kv.load_offloaded(request, loads, len(hits)))
         num_cached, num_loaded = len(hits) * self.kv.block_size, len(loads) * self.kv.block_size
-        request.num_computed_tokens = num_cached + num_loaded
+        request.num_computed_tokens += num_cached + num_loaded
+        if not request.num_preemptions:  # 0.33.0 records a prefill's stats at the first admission only
+            request.first_admission_cached_tokens = num_cached + num_loaded
         self.running.append(request)
         out.chunks.append(self._chunk(request, num_new, num_cached, num_loaded))
 
