@@ -6,7 +6,6 @@ A case's name is ``<profile>/<what>``. Building them needs pykv's tokenizer (``o
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from oracle import pykv_side
@@ -125,15 +124,3 @@ def random_case(profile: str, seed: int) -> Case:
     for r in reqs:
         r.prompt_token_ids = r.prompt_token_ids[: config["max_model_len"] - 1]
     return _case(profile, f"random-{seed}", reqs, **config)
-
-
-def with_normalise(case: Case, *names: str) -> Case:
-    return dataclasses.replace(case, name=f"{case.name}+{'+'.join(names)}", normalise=list(names))
-
-
-def variants(case: Case) -> list[Case]:
-    """The case as it is (exact), and under V0 the same with the batch compared as a set (the profile's known
-    difference normalised away), so the rest of the schedule is compared too. V1 has nothing to normalise."""
-    if case.config.profile != "v0.6":
-        return [case]
-    return [case, with_normalise(case, "batch_as_set")]

@@ -8,12 +8,13 @@ from __future__ import annotations
 ORACLE_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "v0.6": ("0.6.3.post1 `vllm.core.scheduler.Scheduler` (V0)",
              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "chunked_off",
-              "swap_storm", "swap_chunked_off", "parallel_n2")),
+              "swap_storm", "swap_chunked_off", "parallel_n2", "swap_mid_prefill")),
     "v0.10": ("0.10.2 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
-              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority")),
+              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority",
+               "priority_victims")),
     "v0.33": ("0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
-              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "chunked_off",
-               "watermark")),
+              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority",
+               "priority_victims", "chunked_off", "watermark")),
 }
 
 CASE_MEANING = {
@@ -24,11 +25,13 @@ CASE_MEANING = {
     "prefix_on": "a shared system prompt with prefix caching",
     "prefix_off": "the same without prefix caching",
     "priority": "priority scheduling, mixed priorities",
+    "priority_victims": "priority victims scheduled earlier in the step, and requests preempting themselves",
     "chunked_off": "chunked prefill off: whole prompts only",
     "watermark": "0.33's admission watermark at 10%",
     "swap_storm": "swap preemption to a 64-block CPU pool",
     "swap_chunked_off": "swap with chunked prefill off",
     "parallel_n2": "n=2 parallel sampling, swapped as a group",
+    "swap_mid_prefill": "a prompt swapped out mid-prefill (0.6.3 never chunks a swap-in)",
 }
 
 # bench/oracle_sweep.py --seeds 30: random workloads (arrivals, prompt and output lengths, pool) per profile
