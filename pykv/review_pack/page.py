@@ -17,6 +17,8 @@ from typing import Iterable, Optional, Sequence, Union
 
 import plotly.graph_objects as go
 
+from pykv.review_pack.fit import fit_width
+
 PAGE_WIDTH_PX = 700  # the content width: A4 less 12 mm margins is 703 px at 96 dpi
 HALF_WIDTH_PX = 345
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
@@ -205,9 +207,16 @@ def plotly_js() -> str:
 _ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+def figure_width(f: PackFigure) -> int:
+    """The px the page draws ``f`` at."""
+    return HALF_WIDTH_PX if f.half else PAGE_WIDTH_PX
+
+
 def figure_div(f: PackFigure) -> str:
-    div = f.figure.to_html(full_html=False, include_plotlyjs=False, div_id="fig-" + _ID.sub("-", f.name),
-                           config=PLOT_CONFIG, default_width="100%")
+    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column)."""
+    div = fit_width(f.figure, figure_width(f)).to_html(full_html=False, include_plotlyjs=False,
+                                                      div_id="fig-" + _ID.sub("-", f.name), config=PLOT_CONFIG,
+                                                      default_width="100%")
     cls = "fig-half" if f.half else "fig-full"
     return f'<figure class="{cls}">{div}<figcaption>{esc(f.caption)}</figcaption></figure>'
 

@@ -20,6 +20,7 @@ from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.page import (
+    HALF_WIDTH_PX,
     Figures,
     PackFigure,
     ReviewPack,
@@ -128,10 +129,12 @@ def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, ca
     """The device pool's grid at ``snapshot`` (blocks changed since ``previous`` outlined), and the CPU pool's."""
     changed = changed_blocks(previous, snapshot)
     step = snapshot.step
-    figs = [PackFigure(f"{name}-gpu", caption, block_grid_figure(snapshot, "gpu", changed), half=True, step=step)]
+    def grid(pool: str):  # its legend wrapped to the page's half width (the narrowest it is drawn at)
+        return block_grid_figure(snapshot, pool, changed, width=HALF_WIDTH_PX)
+
+    figs = [PackFigure(f"{name}-gpu", caption, grid("gpu"), half=True, step=step)]
     if any(b.pool == "cpu" for b in snapshot.blocks):  # its own legend too: each image is pasted alone
-        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.", block_grid_figure(snapshot, "cpu", changed),
-                               half=True, step=step))
+        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.", grid("cpu"), half=True, step=step))
     return figs
 
 
