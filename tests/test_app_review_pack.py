@@ -95,7 +95,8 @@ def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatc
     at.button(key="step").click().run()
     at.button(key="step").click().run()
     assert pack_buttons(ok(at)) == LABELS
-    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2")
+    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2",
+                   '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")  # the session's target
     assert "snapshot_step_2.json" in z.namelist()
 
 
