@@ -93,6 +93,10 @@ class Code(str):
     """A table cell shown as code (a command-line flag)."""
 
 
+class Num(str):
+    """A table cell that is a number already written for people (``units.fmt_fixed``): right-aligned as numbers are."""
+
+
 def cell_text(value: object) -> str:
     """A table cell: None and NaN as a dash, floats to 3 significant digits, everything else as str."""
     if value is None or (isinstance(value, float) and value != value):
@@ -121,7 +125,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "
     for row in rows:
         cells = "".join(
             f"<td><code>{esc(v)}</code></td>" if isinstance(v, Code)
-            else f'<td class="num">{esc(cell_text(v))}</td>' if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else f'<td class="num">{esc(cell_text(v))}</td>'
+            if isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
             else f"<td>{esc(cell_text(v))}</td>" for v in row)
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{esc(cls)}"' if cls else ""
@@ -135,6 +140,20 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "
 def even(columns: Sequence) -> list[str]:
     """Equal column widths for :func:`table` (a wide table of numbers that must keep to the page)."""
     return [f"{100 / len(columns):.3f}%"] * len(columns)
+
+
+BOLD_EM = 1.15  # a bold header character is this much wider than a cell's
+
+
+def fitted(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """Column widths for :func:`table` in proportion to what each column holds: its header's longest word (a header
+    breaks between words, never inside one) or its widest cell, whichever is wider."""
+    need = []
+    for i, c in enumerate(columns):
+        word = max((len(w) for w in str(c).split()), default=1) * BOLD_EM
+        need.append(max([word] + [len(cell_text(r[i])) for r in rows]))
+    total = sum(need) or 1
+    return [f"{100 * n / total:.3f}%" for n in need]
 
 
 def frame_table(frame, cls: str = "", widths: Optional[Sequence[str]] = None) -> str:

@@ -31,10 +31,13 @@ def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:
 
 def sweep_pack_maker(spec: SweepSpec, result: SweepResult, total: int, seconds: float,
                      capacity: Optional[int]) -> Callable[[], ReviewPack]:
-    """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len)."""
+    """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len);
+    ``result`` is priced on the session's target (``sweep_modelled.with_modelled``), whose charts the pack draws."""
     base = spec.base
     model = state.shared_model(base.model, base.device, base.dtype).config
-    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model)
+    est = target.current_estimate()
+    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model,
+                              estimate=est)
 
 
 def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], ReviewPack]:
