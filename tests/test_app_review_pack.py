@@ -5,6 +5,7 @@ button (its bytes are made at the click), so the callables are caught where Stre
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 import pykv.review_pack.bundle as bundle
+from pykv.review_pack import sweep_pack
+from pykv.ui.views import review_pack_button
 
 APP = str(Path(__file__).parent.parent / "app.py")
 LABELS = ["HTML page", "Zip"]
@@ -95,12 +98,20 @@ def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatc
     at.button(key="step").click().run()
     at.button(key="step").click().run()
     assert pack_buttons(ok(at)) == LABELS
-    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2")
+    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2",
+                   '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")  # the session's target
     assert "snapshot_step_2.json" in z.namelist()
 
 
 def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypatch, deferred):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    packs = []
+
+    def recording(*args, **kwargs):
+        packs.append(sweep_pack(*args, **kwargs))
+        return packs[-1]
+
+    monkeypatch.setattr(review_pack_button, "sweep_pack", recording)
     at = ok(AppTest.from_function(_sweep_page, default_timeout=60).run())
     assert not pack_buttons(at)  # nothing to pack before a sweep
     at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
@@ -110,8 +121,12 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
     assert pack_buttons(ok(at)) == LABELS
     z = check_pack(deferred, "sweep", "pykv_review_sweep_num_gpu_blocks", '<section id="charts">',
-                   '<section id="runs">', "4 of 4", "--preemption-mode swap", "--swap-space 0.00")
+                   '<section id="runs">', "4 of 4", "--preemption-mode swap", "--swap-space 0.00",
+                   '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")
     assert {"sweep_runs.csv", "sweep_preemptions.csv"} <= set(z.namelist())
+    # every chart the page draws is in the pack, in the page's order (issue 28 #14: the pack had 2 of the 5)
+    page = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert len(page) == 5 and [f.figure.layout.title.text for f in packs[0].figures()] == page
 
 
 def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypatch, deferred):

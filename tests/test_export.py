@@ -16,8 +16,9 @@ import pytest
 
 from pykv import EngineConfig
 from pykv.cli.main import build_parser, config_from_args
-from pykv.review_pack import export
+from pykv.review_pack import export, fit
 from pykv.review_pack.export import ExportUnavailable, export_figure, export_html, export_image, png_size
+from pykv.review_pack.fit import fit_width, overflows
 from pykv.viz.captions import config_summary, state_caption, sweep_caption, sweep_command
 from pykv.viz.theme import LIGHT, figure, template
 
@@ -66,6 +67,44 @@ def test_the_export_is_a_light_captioned_copy_and_the_figure_is_untouched():
     assert subtitle.startswith("its own subtitle<br>") and "link: ?preset=storm&amp;step=3" in subtitle
     assert out.layout.width == WIDTH and out.layout.height > 300 and out.layout.title.text == TITLE
     assert [t.uid for t in out.data] == ["trace0", "trace1"]  # no random ids for plotly.js to make up
+
+
+def crowded_figure() -> go.Figure:
+    """A figure laid out for the app's wide column: a long title and subtitle, a legend of long names beside it."""
+    data = [dict(type="scatter", x=[1, 2], y=[1, 2], name="recompute, modelled H100-SXM + Llama-3.1-8B"),
+            dict(type="scatter", x=[1, 2], y=[2, 1], name="swap, modelled PCIe Gen5"),
+            dict(type="scatter", x=[1, 2], y=[1, 1], name="swap, measured")]
+    return figure("Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled.",
+                  400, False, data, margin=dict(l=72, r=8, t=96, b=52),
+                  title_subtitle_text="Filled points: measured on cpu.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
+                                      "markers: the same swaps' bytes and copies modelled across PCIe, not measured.")
+
+
+def test_a_figure_is_fitted_to_a_narrow_width_and_left_alone_where_it_fits():
+    fig = crowded_figure()
+    before = fig.to_json()
+    assert overflows(fig, 500)  # as the app draws it: title, subtitle and legend run past 500 px
+    out = fit_width(fig, 500)
+    assert fig.to_json() == before and overflows(out, 500) == []
+    title_lines = out.layout.title.text.count("<br>") + 1
+    assert title_lines == 2 and out.layout.title.subtitle.text.count("<br>") >= 2
+    assert out.layout.title.pad.t == fit.TITLE_PAD_PX + 14 * fit.LINE_EM  # plotly.js tops n lines as if one
+    assert out.layout.legend.orientation == "h" and out.layout.legend.yref == "container"  # under the plot, in rows
+    assert out.layout.height > 400 and out.layout.margin.b > 52 and out.layout.margin.t >= 96  # the plot keeps room
+    wide = fit_width(fig, 2000)
+    assert wide.layout.legend.orientation is None and wide.layout.title.text == fig.layout.title.text
+    assert wide.layout.height == 400
+
+
+def test_an_export_is_fitted_to_its_width_and_a_long_link_breaks_only_between_parameters():
+    link = "?" + "&".join(f"knob_{i}=value_{i}" for i in range(12))
+    out = export_figure(crowded_figure(), caption=CAPTION, link=link, width=500)
+    assert overflows(out, 500) == []
+    lines = export.caption_lines(CAPTION, link, 500)
+    tail = [line for line in lines if "knob_" in line]
+    assert len(tail) > 1 and all(line.startswith("&amp;knob_") for line in tail[1:])
+    assert "".join(tail).replace("&amp;", "&") == f"link: {link}"
+    assert export.caption_lines(CAPTION, LINK, WIDTH)[-1] == f"link: {LINK}".replace("&", "&amp;")  # a short one whole
 
 
 def test_svg_ids_are_renumbered_in_order_with_their_references():

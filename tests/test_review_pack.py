@@ -10,9 +10,11 @@ import logging
 import os
 import re
 import zipfile
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import pykv.review_pack.bundle as bundle
@@ -28,15 +30,20 @@ from pykv.border.vllm_command import (
 from pykv.border.vllm_flags import PROFILE_NAMES
 from pykv.border.workload import Workload, make_workload
 from pykv.cli.main import main
+from pykv.gpu_model import DEFAULT_TARGET, Target
 from pykv.lab.lab import Lab, lab_config
-from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
+from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
+from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack, sweep_pack
 from pykv.review_pack.deep_link import link_caveats, playground_query
-from pykv.review_pack.export import ExportUnavailable
-from pykv.review_pack.page import Figures, ReviewPack, Section, plotly_js
+from pykv.review_pack.export import ExportUnavailable, export_figure
+from pykv.review_pack.fit import fit_width, overflows
+from pykv.review_pack.page import HALF_WIDTH_PX, PAGE_WIDTH_PX, Figures, ReviewPack, Section, figure_width, plotly_js
 from pykv.review_pack.run import grid_figures
+from pykv.review_pack.sweep import RUN_TABLE, formatted_table
 from pykv.review_pack.text import markdown_html
+from pykv.viz import preemption_cost_figure
 
-SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "metrics", "logs"]
+SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "modelled", "metrics", "logs"]
 VLLM_SRC = Path("/tmp/vllm_src")
 RELEASES = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
 
@@ -247,7 +254,8 @@ def test_the_zip_holds_the_page_every_figure_the_csvs_and_the_snapshot(pack, rec
     names = z.namelist()
     figures = [f"figures/{f.name}.{ext}" for f in pack.figures() for ext in ("svg", "png")]
     snapshot = next(n for n in names if n.startswith("snapshot_step_"))
-    files = ["README.txt", "review.html", "requests.csv", "preemptions.csv", snapshot, "workload.json"]
+    files = ["README.txt", "review.html", "requests.csv", "preemptions.csv", "modelled_requests.csv",
+             "modelled_preemptions.csv", snapshot, "workload.json"]
     assert names == files + figures
     assert Workload.from_json(z.read("workload.json").decode()) == record.workload  # runs again with --workload
     assert Snapshot.from_json(z.read(snapshot).decode()) == record.last
@@ -270,6 +278,62 @@ def test_each_grid_image_links_to_the_step_it_draws_and_the_cpu_grid_has_its_leg
     assert f"step={record.last.step}" not in links[early.caption] and links[early.caption].count("step=") == 1
     cpu = next(f for f in pack.figures() if f.name.endswith("-cpu"))
     assert any("changed this step" in a.text for a in cpu.figure.layout.annotations)
+
+
+def section(pack: ReviewPack, sid: str) -> Section:
+    return next(s for s in pack.sections if s.id == sid)
+
+
+def section_html(html: str, sid: str) -> str:
+    start = html.index(f'<section id="{sid}">')
+    return html[start:html.index("</section>", start)]
+
+
+def visible_text(fragment: str) -> str:
+    """A fragment's text as a reader sees it: no scripts (a figure's data), no tags."""
+    return re.sub(r"<[^>]+>", " ", re.sub(r"(?s)<script.*?</script>", "", fragment))
+
+
+SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
+
+
+def assert_fits(pack: ReviewPack) -> None:
+    """Every figure, as the page draws it and as the zip exports it, keeps its title, subtitle, legend and notes within
+    its width (estimated from its layout: plotly never wraps, so a long line runs past the edge and is cut off)."""
+    for f in pack.figures():
+        for width in {figure_width(f), bundle.export_width(f)}:
+            out = fit_width(f.figure, width)
+            assert overflows(out, width) == [], (f.name, width)
+        exported = export_figure(f.figure, caption=f.caption, link=pack.link, width=bundle.export_width(f))
+        assert overflows(exported, bundle.export_width(f)) == [], f.name
+
+
+def test_every_figure_fits_the_width_it_is_drawn_at(pack):
+    assert_fits(pack)
+    grid = next(f for f in pack.figures() if f.name.endswith("-cpu"))  # the half-width grid's legend wraps to it
+    legend = grid.figure.layout.annotations[0].text
+    assert legend.count("<br>") >= 1 and overflows(grid.figure, HALF_WIDTH_PX) == []
+
+
+def test_the_run_pack_prices_the_run_on_its_target_and_says_it_is_modelled(pack, record, html):
+    modelled = section(pack, "modelled")
+    label = record.target.estimate().label
+    assert label == "H100-SXM + Llama-3.1-8B" and modelled.title == f"Modelled on {label}"
+    figures = modelled.figures()
+    assert [f.name for f in figures] == ["modelled-crossover"]
+    title = figures[0].figure.layout.title
+    assert "modelled" in title.text and label in title.text and "Modelled, not measured" in title.subtitle.text
+    text = visible_text(section_html(html, "modelled"))
+    for words in ("Modelled, not measured, on H100-SXM + Llama-3.1-8B", "Clock (modelled H100-SXM + Llama-3.1-8B)",
+                  "Preemption bill (modelled H100-SXM + Llama-3.1-8B)", "bill ms (modelled H100-SXM + Llama-3.1-8B)",
+                  "TTFT ms (modelled H100-SXM + Llama-3.1-8B)", "NVIDIA H100", "How the modelled figures are computed"):
+        assert words in text, words
+    requests = visible_text(section_html(html, "requests"))
+    assert "modelled" not in requests.replace("modelled PCIe", "")  # the measured tables stay measured
+    bills = pd.read_csv(io.StringIO(pack.csvs["modelled_preemptions.csv"]))
+    assert len(bills) == len(record.last.preemptions) and f"bill ms (modelled {label})" in bills.columns
+    other = run_pack(replace(record, target=Target(gpu="A100-80GB-SXM")))
+    assert section(other, "modelled").title == "Modelled on A100-80GB-SXM + Llama-3.1-8B"
 
 
 def test_the_zip_exports_real_images_where_chromium_runs(record):
@@ -303,6 +367,80 @@ def test_lesson_narration_is_escaped_and_links_stay_text():
 
 
 # ---- the CLI -------------------------------------------------------------------------------------------
+
+# ---- the sweep pack -------------------------------------------------------------------------------------
+
+PAGE_CHARTS = ["sweep-runs", "sweep-recompute-tax", "sweep-preemption-cost",  # the Sweep page's, in its order
+               "sweep-modelled-throughput", "sweep-modelled-crossover"]  # (a block_size sweep adds its cost per KiB)
+
+
+@pytest.fixture(scope="module")
+def priced_sweep(random_llama, random_llama_path):
+    """A small pool sweep (2 pools x recompute, swap), priced on the default target as the Sweep page prices it."""
+    from pykv.ui.views.sweep_modelled import with_modelled
+
+    spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), modes=("recompute", "swap"),
+                     base=EngineConfig(model=str(random_llama_path), block_size=4))
+    rows, costs = [], []
+    for row, c in iter_runs(spec, random_llama):
+        rows.append(row)
+        costs.extend(c)
+    est = DEFAULT_TARGET.estimate()
+    return spec, with_modelled(sweep_result(rows, costs), rows, costs, est), est
+
+
+@pytest.fixture(scope="module")
+def sweep_review(priced_sweep, random_llama):
+    spec, result, est = priced_sweep
+    pack = sweep_pack(spec, result, model=random_llama.config, estimate=est)
+    return pack, render_html(pack).decode()
+
+
+def test_the_sweep_pack_draws_every_chart_the_sweep_page_draws(sweep_review, priced_sweep):
+    pack, html = sweep_review
+    assert [f.name for f in pack.figures()] == PAGE_CHARTS
+    assert html.count("Plotly.newPlot(") == len(PAGE_CHARTS)
+    label = priced_sweep[2].label
+    modelled = section(pack, "modelled")
+    assert modelled.title == f"Modelled on {label}" and [f.name for f in modelled.figures()] == PAGE_CHARTS[3:]
+    for f in modelled.figures():  # labelled modelled, the target named, in the title itself
+        assert "modelled" in f.figure.layout.title.text and label in f.figure.layout.title.text, f.name
+    text = visible_text(section_html(html, "modelled"))
+    assert f"Modelled, not measured, on {label}" in text and "run time (modelled)" in text and "NVIDIA H100" in text
+    cover = visible_text(html[:html.index('<section id="config">')])
+    assert re.search(rf"modelled on\s+{re.escape(label)} \(modelled, not measured\)", cover)
+
+
+def test_the_sweep_packs_tables_write_numbers_as_people_do(sweep_review):
+    pack, html = sweep_review
+    for sid in ("runs", "preemptions", "modelled"):
+        table_html = section_html(html, sid)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", table_html)
+        assert cells and not [c for c in cells if SCIENTIFIC.search(c)], sid
+        headers = re.findall(r"<th>(.*?)</th>", table_html)
+        assert headers and not [h for h in headers if "_" in h], headers  # words, not column names
+    runs = section_html(html, "runs")
+    assert re.search(r'<td class="num">\d+\.\d\d s</td>', runs)  # wall time: fixed decimals and its unit
+    assert re.search(r'<td class="num">[\d.]+ (B|KiB|MiB)</td>', runs)  # bytes swapped out
+
+
+def test_a_runs_table_never_writes_scientific_notation():
+    runs = pd.DataFrame([{"mode": "swap", "vllm_profile": "v0.6", "value": 24, "preemptions": 1234,
+                          "recomputed_tokens": 0, "swapped_bytes": 7_929_856.0, "wall_s": 1.2e-5,
+                          "tokens_per_s": 123_456.7, "recompute_s": 1e-7, "swap_s": float("nan"),
+                          "modelled_pcie_gen5_s": 4.17e-4}])
+    out = formatted_table(runs, RUN_TABLE, "runs")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", out)
+    assert cells == ["swap", "v0.6", "24", "1,234", "0", "7.6 MiB", "0.00 s", "123,456.7", "0.0 ms", "—", "0.417 ms"]
+    assert "<th>swaps over PCIe Gen5 (modelled)</th>" in out
+
+
+def test_every_sweep_figure_fits_the_width_it_is_drawn_at(sweep_review, priced_sweep):
+    pack, _ = sweep_review
+    assert_fits(pack)
+    raw = preemption_cost_figure(priced_sweep[1].preemptions)  # as the page draws it, for a wide column
+    assert overflows(raw, PAGE_WIDTH_PX)  # its subtitle and legend would be cut off at the pack's width unfitted
+
 
 def cli_args(model: Path, out: Path, *extra: str, workload: tuple[str, ...] = ("storm", "--num-requests", "3",
                                                                              "--max-tokens", "8")) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 import pytest
 
@@ -9,7 +11,7 @@ from pykv.border.snapshot import BlockView, RequestView, Snapshot, diff_snapshot
 from pykv.border.step_report import PreemptionView
 from pykv.viz import REQUEST_PALETTE, block_grid_figure, block_tables_figure, queues_figure, request_color, template
 from pykv.viz.blocks import grid_columns
-from pykv.viz.theme import DARK, LIGHT, text_color_on
+from pykv.viz.theme import DARK, LIGHT, text_color_on, text_px
 
 
 def block(i, pool="gpu", ref=0, owners=(), logical=(), hash_=None, filled=0):
@@ -124,6 +126,20 @@ def test_legend_lists_owners_and_block_states(snap):
     for entry in ("free", "cached (ref 0, hash kept)", "changed this step"):
         assert entry in legend
     assert not block_grid_figure(snap, "cpu", legend=False).layout.annotations
+
+
+def test_a_legend_wraps_to_the_width_the_grid_is_drawn_at():
+    owners = [str(i) for i in range(12)]
+    s = snapshot([block(i, ref=1, owners=[o], logical=[0]) for i, o in enumerate(owners)],
+                 [request(o, table=[i]) for i, o in enumerate(owners)])
+    six = block_grid_figure(s, "gpu")  # the app's: six entries a line
+    assert [line.count("</span>") for line in six.layout.annotations[0].text.split("<br>")] == [6, 6, 3]
+    narrow = block_grid_figure(s, "gpu", width=345)  # a review pack's small multiple
+    lines = narrow.layout.annotations[0].text.split("<br>")
+    assert len(lines) > 3 and sum(line.count("</span>") for line in lines) == 15
+    for line in lines:  # each within the plot's width, as estimated
+        assert text_px(len(re.sub(r"<[^>]+>", "", line)), 11) <= 345 - 8, line
+    assert narrow.layout.margin.b == 16 + 16 * len(lines) and narrow.layout.height > six.layout.height
 
 
 def test_cpu_pool_grid_and_empty_pool():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Optional
+
 
 def fmt_bytes(n: float) -> str:
     """512 -> "512 B", 65536 -> "64 KiB", 1.5 * 2**20 -> "1.5 MiB"."""
@@ -10,3 +13,14 @@ def fmt_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}".replace(".0 ", " ")
         n /= 1024
     return f"{n:.1f} GiB".replace(".0 ", " ")
+
+
+def fmt_fixed(value: Optional[float], decimals: int, unit: str = "") -> str:
+    """A number for a column of its kind: fixed decimals, thousands separated, never in scientific notation, the
+    unit after it: ``fmt_fixed(0.000417 * 1e3, 3, "ms")`` -> "0.417 ms"; None and NaN -> "—"."""
+    if value is None or not math.isfinite(float(value)):
+        return "—"
+    text = f"{float(value):,.{decimals}f}"
+    if text.lstrip("-").strip("0.,") == "":  # -0.000 reads as 0
+        text = text.lstrip("-")
+    return f"{text} {unit}" if unit else text

@@ -9,8 +9,8 @@ import zipfile
 from typing import Optional
 from urllib.parse import parse_qsl, urlencode
 
-from pykv.review_pack.export import ExportUnavailable, export_image
-from pykv.review_pack.page import PAGE_WIDTH_PX, ReviewPack, render_html
+from pykv.review_pack.export import DEFAULT_WIDTH, ExportUnavailable, export_image
+from pykv.review_pack.page import PAGE_WIDTH_PX, PackFigure, ReviewPack, render_html
 
 HTML_NAME = "review.html"
 PNG_SCALE = 2
@@ -23,13 +23,17 @@ def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], Optional[str]]:
     try:
         for f in pack.figures():
             for fmt in ("svg", "png"):
-                size = {"width": PAGE_WIDTH_PX} if f.half else {}  # small multiples: a narrower image
                 out[f"figures/{f.name}.{fmt}"] = export_image(
                     f.figure, fmt, scale=PNG_SCALE if fmt == "png" else 1, caption=f.caption,
-                    link=link_at_step(pack.link, f.step), **size)
+                    link=link_at_step(pack.link, f.step), width=export_width(f))
     except ExportUnavailable as e:
         return {}, str(e) or type(e).__name__
     return out, None
+
+
+def export_width(f: PackFigure) -> int:
+    """The px a figure's SVG and PNG are laid out at: small multiples narrower (the image is fitted to it)."""
+    return PAGE_WIDTH_PX if f.half else DEFAULT_WIDTH
 
 
 def link_at_step(link: Optional[str], step: Optional[int]) -> Optional[str]:

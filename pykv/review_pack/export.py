@@ -32,7 +32,8 @@ from typing import Any, Literal, Optional
 
 import plotly.graph_objects as go
 
-from pykv.viz.theme import colors, template
+from pykv.review_pack.fit import fit_width
+from pykv.viz.theme import CHAR_EM, colors, template
 
 RENDER_TIMEOUT_S = 20.0  # one export, once the browser is up
 START_TIMEOUT_S = 30.0  # starting Chromium (a cold start on a busy 2-core machine takes ~3-5 s)
@@ -64,18 +65,31 @@ def _why(e: BaseException) -> str:
 # ---- the figure that is exported ------------------------------------------------------------------------
 
 def caption_lines(caption: str, link: Optional[str], width: int, link_label: str = "link") -> list[str]:
-    """The caption (wrapped to ``width`` px) and the link (never broken), escaped for plotly's text."""
-    chars = max(40, int((width - 2 * PAD_PX) / (CAPTION_FONT_PX * 0.55)))  # ~0.55 em per character, sans-serif
+    """The caption (wrapped to ``width`` px) and the link (broken only where it would not fit, and then only before
+    a query's ``&`` or a command's `` --``), escaped for plotly's text."""
+    chars = max(40, int((width - 2 * PAD_PX) / (CAPTION_FONT_PX * CHAR_EM)))
     lines = textwrap.wrap(caption, chars) if caption else []
     if link:
-        lines.append(f"{link_label}: {link}")
+        lines += link_lines(f"{link_label}: {link}", chars)
     return [html.escape(line, quote=False) for line in lines]
+
+
+def link_lines(text: str, chars: int) -> list[str]:
+    """``text`` in lines of at most ``chars``, broken before ``&`` or `` --`` only (a piece longer stays whole)."""
+    lines = [""]
+    for piece in re.split(r"(?=&)|(?= --)", text):
+        if lines[-1] and len(lines[-1]) + len(piece) > chars:
+            lines.append(piece.lstrip())
+        else:
+            lines[-1] += piece
+    return lines
 
 
 def export_figure(fig: go.Figure, *, caption: str, link: Optional[str] = None, width: int = DEFAULT_WIDTH,
                   height: Optional[int] = None, link_label: str = "link") -> go.Figure:
     """A copy of ``fig`` on the light template, ``width`` x (its height + the caption's lines) px, with the
-    caption and link as the title's subtitle (under any subtitle it had). ``fig`` itself is not changed.
+    caption and link as the title's subtitle (under any subtitle it had), fitted to ``width``
+    (:func:`pykv.review_pack.fit.fit_width`). ``fig`` itself is not changed.
 
     The caption goes at the top, with the title, because plotly can keep a title clear of the plot
     (``title.automargin``) but not an annotation below the axes, whose room depends on tick labels."""
@@ -94,10 +108,9 @@ def export_figure(fig: go.Figure, *, caption: str, link: Optional[str] = None, w
         template=light, width=width, height=base_height + CAPTION_LINE_PX * len(lines) + 8,
         autosize=False, margin=dict(l=margin["l"] + PAD_PX, r=margin["r"] + PAD_PX,
                                     t=margin["t"] + CAPTION_LINE_PX * len(lines)),
-        title=dict(yref="container", y=1, yanchor="top", pad=dict(t=8, l=PAD_PX), automargin=True,
-                   subtitle=dict(text=subtitle, font=dict(size=CAPTION_FONT_PX))),
+        title=dict(subtitle=dict(text=subtitle, font=dict(size=CAPTION_FONT_PX))),
     )
-    return out
+    return fit_width(out, width)  # the title clear of the plot, long lines wrapped, a wide legend under the plot
 
 
 # ---- determinism ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from pykv.lessons import CheckResult, Lesson, StepState
 from pykv.lessons.checks import format_short
+from pykv.review_pack.modelled import RunModelled
 from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, para, table
 from pykv.review_pack.record import RunRecord, record_from_lab
 from pykv.review_pack.run import grid_figures, run_files, run_sections, summary_html
@@ -77,10 +78,11 @@ def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: Optional[Ru
         f"{played} of {n} steps played; {len(checks) - failed} of {len(checks)} checks pass"
         + (f", {failed} fail." if failed else ".") + f" Link: {lesson_link(lesson, played)}", "fail" if failed else "")
     sections = [step_section(lesson, s, states[i - 1] if i else None) for i, s in enumerate(states)]
-    sections += run_sections(record, prefix="run-")
-    sections = [Section(s.id, (f"The run: {s.title.lower()}" if s.id.startswith("run-") else s.title), s.blocks)
-                for s in sections]
-    csvs, files = run_files(record)
+    modelled = RunModelled(record)
+    sections += run_sections(record, prefix="run-", modelled=modelled)
+    sections = [Section(s.id, (f"The run: {s.title[0].lower()}{s.title[1:]}" if s.id.startswith("run-") else s.title),
+                        s.blocks) for s in sections]  # "The run: modelled on H100-SXM + ...": names keep their case
+    csvs, files = run_files(record, modelled=modelled)
     p = record.config.profile
     subtitle = f"Lesson “{lesson.title}” on vLLM {p.release} rules ({p.name}), on {record.last.device}."
     return ReviewPack(f"pykv lesson review pack: {lesson.title}", subtitle, tuple(sections),

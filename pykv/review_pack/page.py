@@ -17,6 +17,8 @@ from typing import Iterable, Optional, Sequence, Union
 
 import plotly.graph_objects as go
 
+from pykv.review_pack.fit import fit_width
+
 PAGE_WIDTH_PX = 700  # the content width: A4 less 12 mm margins is 703 px at 96 dpi
 HALF_WIDTH_PX = 345
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
@@ -91,6 +93,10 @@ class Code(str):
     """A table cell shown as code (a command-line flag)."""
 
 
+class Num(str):
+    """A table cell that is a number already written for people (``units.fmt_fixed``): right-aligned as numbers are."""
+
+
 def cell_text(value: object) -> str:
     """A table cell: None and NaN as a dash, floats to 3 significant digits, everything else as str."""
     if value is None or (isinstance(value, float) and value != value):
@@ -119,7 +125,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "
     for row in rows:
         cells = "".join(
             f"<td><code>{esc(v)}</code></td>" if isinstance(v, Code)
-            else f'<td class="num">{esc(cell_text(v))}</td>' if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else f'<td class="num">{esc(cell_text(v))}</td>'
+            if isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
             else f"<td>{esc(cell_text(v))}</td>" for v in row)
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{esc(cls)}"' if cls else ""
@@ -133,6 +140,20 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "
 def even(columns: Sequence) -> list[str]:
     """Equal column widths for :func:`table` (a wide table of numbers that must keep to the page)."""
     return [f"{100 / len(columns):.3f}%"] * len(columns)
+
+
+BOLD_EM = 1.15  # a bold header character is this much wider than a cell's
+
+
+def fitted(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """Column widths for :func:`table` in proportion to what each column holds: its header's longest word (a header
+    breaks between words, never inside one) or its widest cell, whichever is wider."""
+    need = []
+    for i, c in enumerate(columns):
+        word = max((len(w) for w in str(c).split()), default=1) * BOLD_EM
+        need.append(max([word] + [len(cell_text(r[i])) for r in rows]))
+    total = sum(need) or 1
+    return [f"{100 * n / total:.3f}%" for n in need]
 
 
 def frame_table(frame, cls: str = "", widths: Optional[Sequence[str]] = None) -> str:
@@ -205,9 +226,16 @@ def plotly_js() -> str:
 _ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+def figure_width(f: PackFigure) -> int:
+    """The px the page draws ``f`` at."""
+    return HALF_WIDTH_PX if f.half else PAGE_WIDTH_PX
+
+
 def figure_div(f: PackFigure) -> str:
-    div = f.figure.to_html(full_html=False, include_plotlyjs=False, div_id="fig-" + _ID.sub("-", f.name),
-                           config=PLOT_CONFIG, default_width="100%")
+    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column)."""
+    div = fit_width(f.figure, figure_width(f)).to_html(full_html=False, include_plotlyjs=False,
+                                                      div_id="fig-" + _ID.sub("-", f.name), config=PLOT_CONFIG,
+                                                      default_width="100%")
     cls = "fig-half" if f.half else "fig-full"
     return f'<figure class="{cls}">{div}<figcaption>{esc(f.caption)}</figcaption></figure>'
 

@@ -10,6 +10,7 @@ from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
 from pykv.border.workload import Workload
 from pykv.engine.max_model_len import fit_max_model_len
+from pykv.gpu_model import DEFAULT_TARGET, Target
 from pykv.lab.lab import Lab
 from pykv.review_pack.deep_link import link_caveats, playground_query
 
@@ -32,6 +33,7 @@ class RunRecord:
     view_step: Optional[int] = None  # the step the app showed when the pack was asked for
     app_link: Optional[str] = None  # a link into the app that stands for the run instead (a lesson's step)
     max_model_len: Optional[int] = None  # the length the engine ran with (pykv fits an unset one to the pool)
+    target: Target = DEFAULT_TARGET  # the GPU + model the pack's modelled section prices the schedule on
 
     @property
     def last(self) -> Snapshot:

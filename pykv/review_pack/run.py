@@ -1,7 +1,8 @@
 """One run as review-pack sections: its configuration (and the vLLM command that matches it), its
 workload and link, the timeline, the block grids at the last step and at the first preemptions, the
-preemption bill, the requests, the metrics at the end and the log lines; and the run's CSVs and final
-snapshot for the zip. Built from a ``RunRecord``."""
+preemption bill, the requests, the same schedule modelled on the record's target GPU (labelled so), the
+metrics at the end and the log lines; and the run's CSVs and final snapshot for the zip. Built from a
+``RunRecord``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from pykv.border.metric_names import (
 from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
+from pykv.review_pack.modelled import RunModelled, run_modelled_csvs, run_modelled_section
 from pykv.review_pack.page import (
+    HALF_WIDTH_PX,
     Figures,
     PackFigure,
     ReviewPack,
@@ -61,6 +64,7 @@ def summary_html(r: RunRecord) -> str:
         ("swapped out", fmt_bytes(last.metric(SWAPPED_OUT_BYTES))),
         ("output tokens", f"{last.metric(GENERATION_TOKENS):.0f}"),
         ("engine time", f"{engine_s:.3f} s measured on {last.device} (the steps' own time)"),
+        ("modelled on", f"{r.target.estimate().label} (modelled, not measured: the schedule priced on that GPU)"),
     ]
     if r.view_step is not None and r.view_step != last.step:
         items.append(("on screen", f"step {r.view_step} (the pack covers the whole history, to step {last.step})"))
@@ -128,10 +132,12 @@ def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, ca
     """The device pool's grid at ``snapshot`` (blocks changed since ``previous`` outlined), and the CPU pool's."""
     changed = changed_blocks(previous, snapshot)
     step = snapshot.step
-    figs = [PackFigure(f"{name}-gpu", caption, block_grid_figure(snapshot, "gpu", changed), half=True, step=step)]
+    def grid(pool: str):  # its legend wrapped to the page's half width (the narrowest it is drawn at)
+        return block_grid_figure(snapshot, pool, changed, width=HALF_WIDTH_PX)
+
+    figs = [PackFigure(f"{name}-gpu", caption, grid("gpu"), half=True, step=step)]
     if any(b.pool == "cpu" for b in snapshot.blocks):  # its own legend too: each image is pasted alone
-        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.", block_grid_figure(snapshot, "cpu", changed),
-                               half=True, step=step))
+        figs.append(PackFigure(f"{name}-cpu", caption + " CPU swap pool.", grid("cpu"), half=True, step=step))
     return figs
 
 
@@ -225,21 +231,26 @@ def logs_section(r: RunRecord, sid: str = "logs") -> Section:
                                       code_block("\n".join(lines[:MAX_LOG_LINES]), "logs")))
 
 
-def run_sections(r: RunRecord, prefix: str = "") -> list[Section]:
-    """Every section of one run; ``prefix`` keeps the anchors and file names of two runs in one pack apart."""
+def run_sections(r: RunRecord, prefix: str = "", modelled: Optional[RunModelled] = None) -> list[Section]:
+    """Every section of one run; ``prefix`` keeps the anchors and file names of two runs in one pack apart;
+    ``modelled``: the run priced on its target, where already made (else it is made here)."""
     return [
         config_section(r.config, r.last.bytes_per_block, prefix + "config", max_model_len=r.max_model_len),
         workload_section(r, prefix + "workload"), timeline_section(r, prefix, prefix + "timeline"),
         grids_section(r, prefix, prefix + "grids"), bill_section(r, prefix + "bill"),
-        requests_section(r, prefix + "requests"), metrics_section(r, prefix + "metrics"),
-        logs_section(r, prefix + "logs"),
+        requests_section(r, prefix + "requests"),
+        run_modelled_section(modelled or RunModelled(r), prefix, prefix + "modelled"),
+        metrics_section(r, prefix + "metrics"), logs_section(r, prefix + "logs"),
     ]
 
 
-def run_files(r: RunRecord, prefix: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    """(CSVs, other files) of a run for the zip: requests, preemptions, the final snapshot's JSON, the workload."""
+def run_files(r: RunRecord, prefix: str = "", modelled: Optional[RunModelled] = None,
+              ) -> tuple[dict[str, str], dict[str, str]]:
+    """(CSVs, other files) of a run for the zip: requests, preemptions, their modelled columns, the final snapshot's
+    JSON, the workload."""
     csvs = {f"{prefix}requests.csv": requests_table_frame(r).to_csv(index=False),
-            f"{prefix}preemptions.csv": preemptions_frame(r.last).to_csv(index=False)}
+            f"{prefix}preemptions.csv": preemptions_frame(r.last).to_csv(index=False),
+            **run_modelled_csvs(modelled or RunModelled(r), prefix)}
     files = {f"{prefix}snapshot_step_{r.last.step}.json": r.last.to_json()}
     if r.workload is not None:  # python -m pykv run/report --workload workload.json runs it again
         files[f"{prefix}workload.json"] = r.workload.to_json()
@@ -250,6 +261,7 @@ def run_pack(r: RunRecord, title: str = "pykv review pack") -> ReviewPack:
     p = r.config.profile
     subtitle = (f"A run of {r.last.step} steps under vLLM {p.release} rules ({p.name}), {r.config.num_gpu_blocks} "
                 f"blocks x {r.config.block_size} tokens, preemption by {r.config.preemption_mode}, on {r.last.device}.")
-    csvs, files = run_files(r)
-    return ReviewPack(title, subtitle, tuple(run_sections(r)), summary=summary_html(r), link=r.link, csvs=csvs,
-                      files=files)
+    modelled = RunModelled(r)
+    csvs, files = run_files(r, modelled=modelled)
+    return ReviewPack(title, subtitle, tuple(run_sections(r, modelled=modelled)), summary=summary_html(r), link=r.link,
+                      csvs=csvs, files=files)

@@ -16,12 +16,13 @@ Cells in ``changed`` get an outline in the theme's outline colour.
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable, Optional
 
 import plotly.graph_objects as go
 
 from pykv.border.snapshot import BlockView, Snapshot
-from pykv.viz.theme import colors, figure, request_color, text_color_on
+from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}
 SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap", "offload": "CPU tier"}
@@ -82,11 +83,30 @@ def block_hover(block: BlockView, pool_name: str) -> str:
     return "<br>".join(lines)
 
 
-def legend_text(entries: list[tuple[str, str, str]], per_line: int = 6) -> str:
-    """A legend as one annotation (``(glyph, colour, label)`` entries): one trace per entry would
-    cost more than the whole grid to build."""
+LEGEND_FONT_PX = 11
+LEGEND_LINE_PX = 16
+LEGEND_SEP = "   "
+GRID_MARGIN_PX = 4
+
+
+def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: Optional[float] = None) -> list[str]:
+    """A legend's lines (``(glyph, colour, label)`` entries): ``per_line`` entries a line, or, with ``width``
+    (px), as many as fit in it (estimated: ``theme.text_px``), so no line runs past a narrow figure's edge. The
+    legend is one annotation: one trace per entry would cost more than the whole grid to build."""
     items = [f'<span style="color:{color}">{glyph}</span> {label}' for glyph, color, label in entries]
-    return "<br>".join("   ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
+    if width is None:
+        return [LEGEND_SEP.join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    lines: list[list[str]] = [[]]
+    used = 0
+    for item, (glyph, _, label) in zip(items, entries):
+        chars = len(re.sub(r"<[^>]+>", "", glyph)) + 1 + len(label)
+        wanted = chars + (len(LEGEND_SEP) if lines[-1] else 0)
+        if lines[-1] and text_px(used + wanted, LEGEND_FONT_PX) > width:
+            lines.append([])
+            used, wanted = 0, chars
+        lines[-1].append(item)
+        used += wanted
+    return [LEGEND_SEP.join(line) for line in lines]
 
 
 def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str) -> list[dict]:
@@ -129,9 +149,10 @@ def _empty(title: str, height: int, dark: bool, message: str) -> go.Figure:
 
 def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[set[tuple[str, int]]] = None,
                       dark: bool = False, height: Optional[int] = None, legend: bool = True,
-                      cols: Optional[int] = None) -> go.Figure:
+                      cols: Optional[int] = None, width: Optional[int] = None) -> go.Figure:
     """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline;
-    ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer)."""
+    ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer); ``width``: the px it is drawn at,
+    where known (a review pack's small multiple), to which the legend wraps (else six entries a line)."""
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
     tier = pool == "cpu" and snapshot.cpu_pool == "offload"
     used = sum(b.block_hash is not None if tier else b.state == "used" for b in blocks)
@@ -142,15 +163,15 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
                                                          else " used") + (" (+ the null block)" if nulls else "")
     cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
-    height = height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0)))
-    entries: list = []
     if not blocks:
-        return _empty(title, height, dark, "no blocks in this pool")
+        return _empty(title, height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))), dark,
+                      "no blocks in this pool")
     c = colors(dark)
     data = grid_traces([cell_fill(b, dark) for b in blocks],
                        [tier_cell_text(b) if tier else cell_text(b) for b in blocks],
                        [tier_hover(b) if tier else block_hover(b, name) for b in blocks], cols, name)
     annotations = []
+    lines: list[str] = []
     if legend:
         owners = sorted({o for b in blocks for o in b.owners},
                         key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
@@ -158,14 +179,18 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
         entries += [(NULL_MARK, c["muted"], "null block (kept back)")] if nulls else []
         entries += [("<b>□</b>", c["outline"], "changed this step")]
-        annotations.append(dict(text=legend_text(entries), x=0, y=0, xref="paper", yref="paper", xanchor="left",
-                                yanchor="top", yshift=-4, showarrow=False, align="left", font=dict(size=11)))
+        lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX)
+        annotations.append(dict(text="<br>".join(lines), x=0, y=0, xref="paper", yref="paper", xanchor="left",
+                                yanchor="top", yshift=-4, showarrow=False, align="left",
+                                font=dict(size=LEGEND_FONT_PX)))
+    legend_px = max(70, 38 + LEGEND_LINE_PX * len(lines)) if legend else 0  # up to two lines: the 70 px it had
+    height = height or max(160, min(520 + max(0, legend_px - 70), 60 + rows * 26 + legend_px))
     marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]
     return figure(
         title, height, dark, data, shapes=outline_shapes(marked, cols, c["outline"]), showlegend=False,
         annotations=annotations, xaxis=HIDDEN_AXIS | dict(range=[-0.5, cols - 0.5]),
         yaxis=HIDDEN_AXIS | dict(range=[rows - 0.5, -0.5]),
-        margin=dict(l=4, r=4, t=30, b=16 + 16 * math.ceil((len(entries) if legend else 0) / 6)),
+        margin=dict(l=GRID_MARGIN_PX, r=GRID_MARGIN_PX, t=30, b=16 + LEGEND_LINE_PX * len(lines)),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Iterable, Optional
 
 from pykv.border.config import EngineConfig
 from pykv.border.knob_table import knob_text
+from pykv.border.pcie import PCIE_GBPS
 
 SWEEP_AXIS_FLAGS = {"num_gpu_blocks": "--pool-sizes", "block_size": "--block-sizes",
                     "max_num_seqs": "--max-num-seqs-values"}
@@ -47,6 +48,15 @@ def sweep_caption(base: EngineConfig, device: str, *, workload: str, workload_ar
     return (f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{by}{stopped} · "
             f"workload {workload} ({sized}) · model {base.model} · base: {config_summary(base)} · "
             f"times measured on {device}; PCIe times modelled, not measured")
+
+
+def sweep_costs_note(base: EngineConfig, device: str) -> str:
+    """The line under the Sweep page's charts (and the sweep pack's): how each preemption's cost is measured, and
+    the PCIe model."""
+    return (f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
+            f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
+            f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {base.pcie_copy_overhead_us:g} µs per copy issued. "
+            f"Measured on {device}.")
 
 
 def sweep_command(base: EngineConfig, *, workload: str, workload_args: dict, axis: str, values: Iterable[int],

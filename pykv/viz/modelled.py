@@ -15,6 +15,9 @@ from pykv.border.snapshot import Snapshot
 from pykv.border.units import fmt_bytes
 from pykv.gpu_model.schedule import ModelledBill, RequestTimes
 
+MODELLED_ONE_LINE = ("The tiny model still produces the tokens; the modelled figures price its real schedule (which "
+                     "requests run, how many tokens each step prefills and decodes, what each swap moves) on {label}.")
+
 
 def fmt_model_ms(ms: Optional[float]) -> str:
     if ms is None:

@@ -17,6 +17,10 @@ from pykv.gpu_model.schedule import bills, run_totals
 from pykv.viz.sweep_charts import AXIS_LABELS, MARGIN, MODE_COLORS, _device, _empty, _trace
 from pykv.viz.theme import colors, figure, log_axis
 
+MODELLED_RUNS_NOTE = ("Modelled on {label}: each run's own steps (the chunks it scheduled, the copies it made) priced "
+                      "on the target and added up; modelled tokens/s = output tokens / that time. The measured line is "
+                      "this machine's, where a step's fixed cost dominates; on the GPU a preemption storm costs real "
+                      "throughput.")
 MODELLED_RUN_COLUMNS = ["modelled_target", "modelled_s", "modelled_tokens_per_s", "modelled_recompute_s",
                         "modelled_swap_s", "modelled_delay_to_others_s"]
 

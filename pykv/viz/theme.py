@@ -40,6 +40,16 @@ DARK = {
 }
 
 
+# Text is measured by an estimate (plotly never wraps, and a figure is built before any browser sees it): a character
+# of Helvetica/Arial/DejaVu Sans text, mixed case and digits, is about CHAR_EM of the font size wide on average.
+CHAR_EM = 0.55
+
+
+def text_px(chars: int, font_px: float) -> float:
+    """The estimated width of ``chars`` characters of text at ``font_px``."""
+    return chars * font_px * CHAR_EM
+
+
 def colors(dark: bool = False) -> dict[str, str]:
     return DARK if dark else LIGHT
 

@@ -1,6 +1,8 @@
 """A review pack in a real browser (Debian's Chromium, Playwright), opened from file:// with every other
 request blocked and recorded: every figure draws, nothing is logged as an error, nothing leaves the page,
-and printing to PDF gives one run of pages per section (the PDF is saved under artifacts/)."""
+and printing to PDF gives one run of pages per section (the PDF is saved under artifacts/); and in a run's
+pack and a sweep's, every figure's title, subtitle, legend and notes lie within the figure as drawn
+(issue 28 #14: legends and a subtitle were cut off at the right edge)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import re
 
 import pytest
 
+from pykv.border.config import EngineConfig
 from pykv.border.workload import make_workload
+from pykv.gpu_model import DEFAULT_TARGET
 from pykv.lab.lab import Lab, lab_config
-from pykv.review_pack import record_from_lab, render_html, run_pack
+from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
+from pykv.review_pack import record_from_lab, render_html, run_pack, sweep_pack
 
 A4_CONTENT_PX = (297 - 2 * 12) / 25.4 * 96  # the page's height less its 12 mm margins (the pack's @page), in px
 
@@ -64,5 +69,49 @@ def test_the_pack_draws_every_figure_offline_and_prints_a_page_run_per_section(b
         assert pages >= len(pack.sections) + 1  # the cover, then each section from a page of its own
         assert not errors, errors
         assert not left, left
+    finally:
+        context.close()
+
+
+# Each text-bearing part of each figure, as the browser drew it, against the figure's own box (px; 1 px of slack).
+OUTSIDE = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(div => {
+  const box = div.querySelector('.main-svg').getBoundingClientRect();
+  return [...div.querySelectorAll('.legend, .annotation, .gtitle, .gtitle-subtitle')].map(el => {
+    const r = el.getBoundingClientRect();
+    return {figure: div.id, part: el.getAttribute('class'), text: (el.textContent || '').slice(0, 60),
+            left: r.left - box.left, right: box.right - r.right, top: r.top - box.top, bottom: box.bottom - r.bottom};
+  }).filter(o => Math.min(o.left, o.right, o.top, o.bottom) < -1);
+})"""
+
+
+@pytest.fixture(scope="module")
+def sweep_review(random_llama, random_llama_path, tmp_path_factory):
+    """A small pool sweep priced on the default target as the Sweep page prices it, as a pack on disk."""
+    from pykv.ui.views.sweep_modelled import with_modelled
+
+    spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), modes=("recompute", "swap"),
+                     base=EngineConfig(model=str(random_llama_path), block_size=4))
+    rows, costs = [], []
+    for row, c in iter_runs(spec, random_llama):
+        rows.append(row)
+        costs.extend(c)
+    est = DEFAULT_TARGET.estimate()
+    pack = sweep_pack(spec, with_modelled(sweep_result(rows, costs), rows, costs, est), model=random_llama.config,
+                      estimate=est)
+    path = tmp_path_factory.mktemp("sweep") / "review.html"
+    path.write_bytes(render_html(pack))
+    return path, pack
+
+
+@pytest.mark.parametrize("which", ["review", "sweep_review"])
+def test_every_figure_keeps_its_text_and_legend_within_its_box(browser, request, which):
+    path, pack = request.getfixturevalue(which)
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= "
+                               f"{len(pack.figures())}", timeout=30_000)
+        assert page.evaluate(OUTSIDE) == []
     finally:
         context.close()

@@ -18,7 +18,6 @@ from typing import Optional
 import streamlit as st
 
 from pykv import EngineConfig
-from pykv.border.pcie import PCIE_GBPS
 from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.workload import PRESETS
 from pykv.engine.model.attention import resolve_backend
@@ -37,7 +36,7 @@ from pykv.ui.session import state
 from pykv.ui.views import review_pack_button, sweep_modelled, target
 from pykv.ui.views.export_buttons import export_controls
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
-from pykv.viz.captions import sweep_caption, sweep_command
+from pykv.viz.captions import sweep_caption, sweep_command, sweep_costs_note
 from pykv.viz.tax_chart import recompute_tax_figure
 
 AXIS_NAMES = {"num_gpu_blocks": "pool size (blocks)", "block_size": "block size", "max_num_seqs": "max_num_seqs"}
@@ -202,10 +201,7 @@ def _show(run: Optional[SweepRun]) -> None:
     st.plotly_chart(draw_costs(dark=dark), theme=None, key="sweep_costs", config=PLOT_CONFIG)
     export(draw_costs, "preemption_cost", "sweep_costs")
     sweep_modelled.render(runs, spec.base.block_size, export, dark, capacity)
-    st.caption(f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
-               f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
-               f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {spec.base.pcie_copy_overhead_us:g} µs per copy issued. "
-               f"Measured on {device}.")
+    st.caption(sweep_costs_note(spec.base, device))
     st.dataframe(runs, hide_index=True, key="sweep_table", width="stretch")
     c1, c2 = st.columns(2)
     c1.download_button("Runs (CSV)", runs.to_csv(index=False), "sweep_runs.csv", "text/csv", key="sweep_csv",

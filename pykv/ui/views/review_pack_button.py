@@ -15,29 +15,34 @@ import streamlit as st
 from pykv.lab.lab import Lab
 from pykv.lab.sweep import SweepResult, SweepSpec
 from pykv.lessons import Lesson, StepState
+from pykv.lessons.paths import LESSON_TARGET
 from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab, render_html, run_pack, sweep_pack
 from pykv.review_pack.export import static_export_problem
 from pykv.ui.safe_text import plain
 from pykv.ui.session import state
+from pykv.ui.views import target
 
 
 def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:
-    """The Playground's pack maker: the Lab's whole history as it stands now."""
-    record = record_from_lab(lab)
+    """The Playground's pack maker: the Lab's whole history as it stands now, modelled on the session's target."""
+    record = record_from_lab(lab, target=target.current())
     return lambda: run_pack(record)
 
 
 def sweep_pack_maker(spec: SweepSpec, result: SweepResult, total: int, seconds: float,
                      capacity: Optional[int]) -> Callable[[], ReviewPack]:
-    """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len)."""
+    """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len);
+    ``result`` is priced on the session's target (``sweep_modelled.with_modelled``), whose charts the pack draws."""
     base = spec.base
     model = state.shared_model(base.model, base.device, base.dtype).config
-    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model)
+    est = target.current_estimate()
+    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model,
+                              estimate=est)
 
 
 def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], ReviewPack]:
-    """The lesson's pack: the steps played so far (``LessonPlayer.states``)."""
-    record = record_from_lab(states[-1].lab)  # taken now: the player may fork that Lab on the next step
+    """The lesson's pack: the steps played so far (``LessonPlayer.states``), modelled on the lesson's target."""
+    record = record_from_lab(states[-1].lab, target=LESSON_TARGET)  # now: the player may fork that Lab next step
     return lambda: lesson_pack(lesson, states, record=record)
 
 

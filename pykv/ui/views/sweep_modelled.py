@@ -15,6 +15,7 @@ from pykv.gpu_model.crossover import crossover_curves
 from pykv.lab.sweep import SweepResult
 from pykv.ui.views import target
 from pykv.viz.modelled_sweep import (
+    MODELLED_RUNS_NOTE,
     crossover_figure,
     modelled_cost_column,
     modelled_note_column,
@@ -41,9 +42,7 @@ def render(runs, block_size: int, export, dark: bool, capacity: Optional[int]) -
     draw_runs = partial(modelled_runs_figure, runs, capacity=capacity)
     st.plotly_chart(draw_runs(dark=dark), theme=None, key="sweep_modelled_runs", config=PLOT_CONFIG)
     export(draw_runs, "modelled_throughput", "sweep_modelled_runs")
-    st.caption(f"Modelled on {est.label}: each run's own steps (the chunks it scheduled, the copies it made) priced "
-               "on the target and added up; modelled tokens/s = output tokens / that time. The measured line is this "
-               "machine's, where a step's fixed cost dominates; on the GPU a preemption storm costs real throughput.")
+    st.caption(MODELLED_RUNS_NOTE.format(label=est.label))
     draw_crossover = partial(crossover_figure, crossover_curves(est, block_size))
     st.plotly_chart(draw_crossover(dark=dark), theme=None, key="sweep_crossover", config=PLOT_CONFIG)
     export(draw_crossover, "crossover", "sweep_crossover")

@@ -20,10 +20,10 @@ from pykv.gpu_model.published import POINTS, predict
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
 from pykv.ui.session.flash import flash, show
+from pykv.viz.modelled import MODELLED_ONE_LINE
 
 TP_CHOICES = (1, 2, 4, 8)
-ONE_LINE = ("The tiny model still produces the tokens; the modelled figures price its real schedule (which requests "
-            "run, how many tokens each step prefills and decodes, what each swap moves) on {label}.")
+ONE_LINE = MODELLED_ONE_LINE  # said the same in a review pack
 
 
 @lru_cache(maxsize=32)
