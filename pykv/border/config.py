@@ -118,8 +118,9 @@ class EngineConfig(BaseModel):
         vllm=same_flag("--scheduling-policy", "scheduling_policy"))
     kv_offloading_size: Optional[float] = knob(
         None, "V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size: 0.11.1+ with --kv-offloading-backend "
-        "native, the size alone in 0.33): full blocks are stored to CPU as they are computed and loaded back instead "
-        "of recomputed; num_offload_blocks overrides it",
+        "native, the size alone in 0.33): each request's full prompt blocks are stored to CPU once computed and loaded "
+        "back instead of recomputed (generated tokens are always recomputed: 0.33 offloads prompts only); "
+        "num_offload_blocks overrides it",
         gt=0, le=64, profiles=OFFLOADING,
         vllm=per_release(
             "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
