@@ -3,6 +3,7 @@ tier's copies cost here.
 
     python bench/bench_recompute_tax.py            # long_context (6 x 48) and storm (8 x 96), three pools each
     python bench/bench_recompute_tax.py --quick    # one pool per workload
+    python bench/bench_recompute_tax.py --workloads long_context --pools 16   # one workload, one pool
 
 Per run: preemptions, tokens recomputed, the recompute tax (share of prefill tokens, counted; share of
 prefill forward time, measured on this device), tokens loaded from the tier, and whether every request's
@@ -36,6 +37,8 @@ WORKLOADS = {"long_context": ({"n": 6, "max_tokens": 48}, (16, 24, 32)),
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--pools", nargs="+", type=int, help="device pool sizes (default: each workload's three)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     logging.getLogger("pykv").setLevel(logging.ERROR)
@@ -43,7 +46,9 @@ def main() -> None:
     transfers = []
     print(f"{'workload':13} {'pool':>4} {'fate':18} {'policy':8} {'preempt':>7} {'recomp':>6} {'tax tok':>7} "
           f"{'tax time':>8} {'loaded':>6}  tokens")
-    for name, (wargs, pools) in WORKLOADS.items():
+    for name in args.workloads:
+        wargs, pools = WORKLOADS[name]
+        pools = tuple(args.pools) if args.pools else pools
         workload = make_workload(name, **wargs)
         for i, request in enumerate(workload.requests):  # priorities for the priority policy: 0, 1, 2, 0, ...
             workload.requests[i] = request.model_copy(update={"priority": i % 3})
@@ -77,7 +82,7 @@ def _transfers(run):
     m, config = run.engine.metrics, run.engine.config
     out = []
     for direction in ("store", "load"):
-        num_bytes = m.value(f"vllm:kv_offload_{direction}_bytes_total")
+        num_bytes = m.optional_value(f"vllm:kv_offload_{direction}_bytes_total")  # None: a profile without the tier
         if num_bytes:
             seconds = m.value(f"vllm:kv_offload_{direction}_time_total")
             modelled = num_bytes / (config.pcie_bandwidth_gbps * 1e9)

@@ -74,6 +74,16 @@ def step_checked(engine: LLMEngine):
             assert chunk.num_cached_tokens % cfg.block_size == 0 and chunk.num_loaded_tokens % cfg.block_size == 0
             if engine.kv.offload is None:
                 assert chunk.num_loaded_tokens == 0
+            elif chunk.num_loaded_tokens and chunk.request_id in sched.requests:
+                # The tier stores prompt blocks only (0.33: offload_prompt_only): a block past the request's
+                # prompt can only come from another request whose prompt held the same tokens.
+                request = sched.requests[chunk.request_id]
+                first, end = chunk.num_cached_tokens // cfg.block_size, chunk.start // cfg.block_size
+                for i in range(max(first, request.num_prompt_tokens // cfg.block_size), end):
+                    tier_block = engine.kv.cpu_pool.lookup(engine.kv.block_hashes(request)[i])
+                    assert tier_block is None or \
+                        engine.kv.cpu_pool.blocks[tier_block].computed_by != chunk.request_id, \
+                        f"{chunk.request_id} loaded its own output block {i} from the tier"
             if not cfg.enable_prefix_caching:
                 assert chunk.num_cached_tokens == 0
             # ... and without chunked prefill it re-prefills every token it has, in one go.

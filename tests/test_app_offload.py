@@ -10,6 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app import ADD, APP, narration, ok, shown_step
 
+from pykv.engine.kv.kv_cache_manager import hash_block_tokens
+
 
 @pytest.fixture
 def app(random_llama_path, monkeypatch) -> AppTest:
@@ -38,6 +40,22 @@ def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):
     assert "from the CPU offloading tier instead of recomputing" in text, text
     assert "loaded (CPU tier → device)" in text and "modelled over PCIe" in text
     assert shown_step(app) > 1 and not app.error
+    # vLLM 0.33 stores prompt blocks only: every tier block is a full prompt block of the request that stored it.
+    engine = lab.engine
+    prompts = {rid: o.prompt_token_ids for rid, o in engine.outputs.items()} | \
+        {rid: r.prompt_token_ids for rid, r in engine.scheduler.requests.items()}
+    stored = [b for b in engine.kv.cpu_pool.blocks if b.block_hash is not None]
+    assert stored and all(b.block_hash in prompt_block_hashes(prompts[b.computed_by], engine.config.block_size)
+                          for b in stored)
+    tier_chart = next(c for c in app.get("plotly_chart") if "CPU tier" in c.proto.spec)
+    assert "eviction order: 0 (0 = evicted next: the oldest request's tail)" in tier_chart.proto.spec
+
+
+def prompt_block_hashes(prompt: list[int], block_size: int) -> list[int]:
+    hashes: list[int] = []
+    for i in range(len(prompt) // block_size):
+        hashes.append(hash_block_tokens(hashes[-1] if hashes else None, prompt[i * block_size:(i + 1) * block_size]))
+    return hashes
 
 
 @pytest.mark.parametrize("name, value", [("preemption_victim", "oldest"), ("num_offload_blocks", "0"),

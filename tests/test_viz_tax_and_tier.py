@@ -19,9 +19,9 @@ def test_the_tier_grid_shows_stored_blocks_and_their_lru_order():
     fig = block_grid_figure(snap, "cpu", legend=False)
     assert fig.layout.title.text == "CPU tier · 2/3 stored"
     texts = sorted(t for trace in fig.data if trace.type == "scatter" for t in (trace.text or ()) if t)
-    assert texts == ["0", "1"]  # each stored block's LRU position: 0 is evicted next
+    assert texts == ["0", "1"]  # each stored block's place in the eviction order: 0 is evicted next
     hovers = str([trace.hovertext or trace.customdata for trace in fig.data])
-    assert "LRU position: 0 (0 = evicted next)" in hovers and "empty" in hovers
+    assert "eviction order: 0 (0 = evicted next: the oldest request's tail)" in hovers and "empty" in hovers
     swap = dataclasses.replace(snap, cpu_pool="swap")
     assert block_grid_figure(swap, "cpu", legend=False).layout.title.text.startswith("CPU swap")
 

@@ -126,9 +126,9 @@ class EngineConfig(BaseModel):
         expose=EVERYWHERE,
         vllm=same_flag("--scheduling-policy", "scheduling_policy"))
     kv_offloading_size: Optional[float] = knob(
-        None, f"V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size, {OFFLOADING_RELEASES}): full blocks "
-        "are stored to CPU as they are computed and loaded back instead of recomputed; num_offload_blocks overrides "
-        "it",
+        None, f"V1's CPU offloading tier in GiB (vLLM's --kv-offloading-size, {OFFLOADING_RELEASES}): each "
+        "request's full prompt blocks are stored to CPU once computed and loaded back instead of recomputed "
+        "(generated tokens are always recomputed: 0.33 offloads prompts only); num_offload_blocks overrides it",
         gt=0, le=64, profiles=OFFLOADING,
         vllm=per_release(
             "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",

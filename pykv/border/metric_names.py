@@ -119,6 +119,8 @@ OFFLOAD_STORE_BYTES = Metric("vllm:kv_offload_store_bytes", C, "Bytes stored dev
 OFFLOAD_STORE_TIME = Metric("vllm:kv_offload_store_time", C, "Measured store time, seconds.", OFFLOAD)
 OFFLOAD_LOAD_BYTES = Metric("vllm:kv_offload_load_bytes", C, "Bytes loaded CPU tier -> device.", OFFLOAD)
 OFFLOAD_LOAD_TIME = Metric("vllm:kv_offload_load_time", C, "Measured load time, seconds.", OFFLOAD)
+OFFLOAD_ALLOCATION_FAILURE = Metric("vllm:kv_offload_allocation_failure", C, "Store batches the CPU tier refused "
+                                    "whole: too few blocks it could evict (one per request and step).", OFFLOAD)
 OFFLOAD_LOADED_TOKENS = Metric("pykv:offload_loaded_tokens", C, "Tokens loaded from the CPU tier instead of "
                                "computed, re-admissions after preemption included.", OFFLOAD)
 # ---- pykv's own, every profile ---------------------------------------------------------------

@@ -50,9 +50,10 @@ KV_FATES: dict[str, str] = {
             "(swap_space or num_cpu_blocks).",
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
             "and recompute one with a single sequence; v0.6 only.",
-    "recompute+offload": "Recompute, but full blocks are also stored to a CPU tier as they are computed and loaded "
-                         "back at re-admission. vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to 0.12 also "
-                         "need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
+    "recompute+offload": "Recompute, but each request's full prompt blocks are also stored to a CPU tier once "
+                         "computed and loaded back at re-admission; its generated tokens are always recomputed "
+                         "(0.33 offloads prompt blocks only). vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to "
+                         "0.12 also need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
                "returns, until another request takes them; every profile.",
 }

@@ -139,9 +139,10 @@ KNOB_NOTES: dict[str, KnobNote] = {
         (Cite(L02, "The trigger: no block for the next token"), Cite(L14, "Choose the victim that loses the least")),
         does="fcfs: the last of the running queue is the victim; priority: the worst priority (pykv adds lcf, sglang)"),
     "kv_offloading_size": KnobNote(
-        "--kv-offloading-size", "victims load their full blocks back instead of recomputing them; the count stays",
+        "--kv-offloading-size", "victims load their full prompt blocks back, their output is still recomputed; the "
+        "count stays",
         (Cite(L14, "Keep them in CPU memory: V1's offloading tier"),),
-        does="a CPU tier that keeps a copy of every full KV block",
+        does="a CPU tier that keeps a copy of each request's full prompt blocks",
         note="from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native"),
     "enable_prefix_caching": KnobNote(
         "--enable-prefix-caching", "a victim's cached blocks come back as hits: a cheaper re-prefill, sometimes fewer "

@@ -213,8 +213,8 @@ class LLMEngine:
                      t0: float) -> StepReport:
         """Offload stores, append tokens and finish, bill the forward, observe; the step's report."""
         requests = self.scheduler.requests
-        stores = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens) for c in out.chunks
-                                         if not c.orphaned])
+        stores, refused = self.kv.offload_stores([(requests[c.request_id], c.start + c.num_new_tokens)
+                                                  for c in out.chunks if not c.orphaned])
         offload += self._offload_copy("store", stores)  # after the forward that computed them, before any is freed
         done = self.scheduler.update_from_output(out, result.sampled, self.step_count, time.perf_counter(),
                                                  result.forks)
@@ -222,7 +222,8 @@ class LLMEngine:
         finished = [self._record_finished(r) for r in out.ignored + out.aborted + done]
         recompute = self.ledger.make_recompute_stats()
         log_lines = self.observer.after_step(
-            self._outcome(out, result, preempted, swapped_in, finished, recompute, offload, time.perf_counter() - t0))
+            self._outcome(out, result, preempted, swapped_in, finished, recompute, offload, refused,
+                          time.perf_counter() - t0))
         return StepReport(
             step=self.step_count, scheduled=[c.request_id for c in out.chunks], chunks=out.chunks,
             preempted=preempted, swapped_in=swapped_in,
@@ -235,12 +236,13 @@ class LLMEngine:
 
     def _outcome(self, out: SchedulerOutput, result: RunResult, preempted: list[PreemptionView],
                  swapped_in: list[PreemptionView], finished: list[RequestOutput], recompute: RecomputeStats,
-                 offload: list[OffloadTransfer], step_time_s: float) -> StepOutcome:
+                 offload: list[OffloadTransfer], offload_refused: int, step_time_s: float) -> StepOutcome:
         sched, kv = self.scheduler, self.kv
         return StepOutcome(
             step=self.step_count, chunks=out.chunks, num_sampled=len(result.sampled), preempted=preempted,
             swapped_in=swapped_in, finished=finished, recompute=recompute, offload=offload,
-            prefix=kv.make_prefix_cache_stats(), total_preemptions=sched.num_preemptions,
+            offload_refused=offload_refused, prefix=kv.make_prefix_cache_stats(),
+            total_preemptions=sched.num_preemptions,
             output_events=sched.take_output_events(), step_time_s=step_time_s,
             num_running=sched.num_queued(sched.running), num_waiting=sched.num_queued(sched.waiting),
             num_swapped=sched.num_queued(sched.swapped),

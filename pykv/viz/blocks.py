@@ -51,7 +51,7 @@ def cell_text(block: BlockView) -> str:
 
 
 def tier_cell_text(block: BlockView) -> str:
-    """A tier block shows its LRU position (0 = evicted next); an empty one nothing."""
+    """A stored tier block shows its place in the eviction order (0 = evicted next); an empty one nothing."""
     return "" if block.block_hash is None else str(block.free_queue_position)
 
 
@@ -61,7 +61,7 @@ def tier_hover(block: BlockView) -> str:
     return "<br>".join([
         f"<b>tier block {block.block_id}</b> · CPU offloading tier",
         f"hash: {block.block_hash[:12]}…",
-        f"LRU position: {block.free_queue_position} (0 = evicted next)",
+        f"eviction order: {block.free_queue_position} (0 = evicted next: the oldest request's tail)",
         f"tokens: {block.tokens_filled}",
     ])
 

@@ -94,20 +94,33 @@ class BlockPool:
         """Hand out ``n`` blocks from the front of the free queue, evicting any cached hash."""
         if n > len(self.free_queue):
             raise RuntimeError(f"asked for {n} blocks with {len(self.free_queue)} free")
-        ids = []
-        for _ in range(n):
-            block_id, _ = self.free_queue.popitem(last=False)
-            block = self.blocks[block_id]
-            if block.block_hash is not None:
-                if self.cached.get(block.block_hash) == block_id:
-                    del self.cached[block.block_hash]
-                block.block_hash = None
-                self.num_evictions += 1
-            block.ref_cnt = 1
-            block.num_tokens_filled = 0
-            block.computed_by = None
-            ids.append(block_id)
-        return ids
+        return [self._hand_out(self.free_queue.popitem(last=False)[0]) for _ in range(n)]
+
+    def take(self, block_ids: Iterable[int]) -> list[int]:
+        """Hand out these free blocks, wherever they sit in the free queue, evicting any cached hash (a pool whose
+        owner picks its own victims: the offloading tier's ranking)."""
+        ids = list(block_ids)
+        for block_id in ids:
+            del self.free_queue[block_id]
+        return [self._hand_out(block_id) for block_id in ids]
+
+    def _hand_out(self, block_id: int) -> int:
+        block = self.blocks[block_id]
+        if block.block_hash is not None:
+            if self.cached.get(block.block_hash) == block_id:
+                del self.cached[block.block_hash]
+            block.block_hash = None
+            self.num_evictions += 1
+        block.ref_cnt = 1
+        block.num_tokens_filled = 0
+        block.computed_by = None
+        return block_id
+
+    def requeue(self, block_ids: Iterable[int]) -> None:
+        """Move these free blocks to the back of the free queue, in the order given (an owner that ranks its blocks
+        keeps the queue in its eviction order)."""
+        for block_id in block_ids:
+            self.free_queue.move_to_end(block_id)
 
     def lookup(self, block_hash: BlockHash) -> Optional[int]:
         return self.cached.get(block_hash)

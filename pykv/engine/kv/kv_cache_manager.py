@@ -200,11 +200,13 @@ class KVCacheManager:
         self.pool.free(reversed(table))
         self._num_registered.pop(request.request_id, None)
         if self.offload is not None:
-            self.offload.forget(request.request_id)
+            self.offload.restart(request.request_id)
 
     def forget(self, request: Request) -> None:
         """Drop per-request bookkeeping once a request is finished."""
         self._hashes.pop(request.request_id, None)
+        if self.offload is not None:
+            self.offload.finish(request.request_id)
 
     def num_blocks_of(self, request: Request) -> int:
         return len(self.block_tables.get(request.request_id, ()))
@@ -220,23 +222,29 @@ class KVCacheManager:
         return self.offload.hits(self.block_hashes(request)[num_local_blocks:max_blocks])
 
     def load_offloaded(self, request: Request, tier_blocks: Sequence[int], num_local_blocks: int) -> BlockCopy:
-        """The copies that fill the request's freshly allocated blocks after its local hits from the tier; the
-        tier blocks become the most recently used."""
+        """The copies that fill the request's freshly allocated blocks after its local hits from the tier (the tier
+        pins and ranks them, see ``OffloadTier.load``)."""
         assert self.offload is not None, "no offloading tier"
         table = self.block_tables[request.request_id]
-        self.offload.touch(tier_blocks)
+        hashes = self.block_hashes(request)[num_local_blocks:num_local_blocks + len(tier_blocks)]
+        assert self.offload.load(request.request_id, num_local_blocks, hashes) == list(tier_blocks)
         pairs = zip(tier_blocks, table[num_local_blocks:num_local_blocks + len(tier_blocks)])
         return BlockCopy(CopyKind.OFFLOAD_LOAD, request.request_id, tuple(pairs))
 
-    def offload_stores(self, computed: Sequence[tuple[Request, int]]) -> list[tuple[int, int]]:
-        """After a forward pass: store each request's newly full blocks (``computed`` = (request, tokens computed
-        now)) to the tier; returns the copies ``[(device block, tier block), ...]``."""
+    def offload_stores(self, computed: Sequence[tuple[Request, int]]) -> tuple[list[tuple[int, int]], int]:
+        """After a forward pass, in batch order: offer each request's full *prompt* blocks computed so far
+        (``computed`` = (request, tokens computed now); vLLM 0.33.0 ``_calc_num_offloadable_tokens`` with
+        ``offload_prompt_only``) to the tier, then end the tier's step. Returns the copies
+        ``[(device block, tier block), ...]`` and how many requests' batches the tier refused whole."""
         if self.offload is None:
-            return []
-        offered = [block for request, num_computed in computed
-                   for block in self.offload.offer(request.request_id, self.block_hashes(request),
-                                                   self.block_tables[request.request_id], num_computed)]
-        return self.offload.store(offered)
+            return [], 0
+        refused = self.offload.num_failed_stores
+        copies = [copy for request, num_computed in computed
+                  for copy in self.offload.offer(request.request_id, self.block_hashes(request),
+                                                 self.block_tables[request.request_id],
+                                                 min(num_computed, request.num_prompt_tokens))]
+        self.offload.end_step()
+        return copies, self.offload.num_failed_stores - refused
 
     # ---- swapping (V0) -------------------------------------------------------------------------
 

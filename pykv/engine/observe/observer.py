@@ -49,6 +49,7 @@ class StepOutcome:
     finished: list[RequestOutput]
     recompute: RecomputeStats  # re-prefill work charged this step
     offload: list[OffloadTransfer]  # copies to and from the CPU offloading tier this step
+    offload_refused: int  # store batches the tier refused whole this step
     prefix: PrefixCacheStats  # prefix-cache lookups this step
     total_preemptions: int  # the scheduler's cumulative count, after this step
     output_events: OutputEvents  # what V1 learns from this step's outputs (delivered preemptions, first prompts)
@@ -168,6 +169,7 @@ class StepObserver:
             offload_loaded_tokens=sum(c.num_loaded_tokens for c in o.chunks) if offload else 0,
             offload_store_bytes=sum(t.num_bytes for t in stores), offload_store_s=sum(t.seconds for t in stores),
             offload_load_bytes=sum(t.num_bytes for t in loads), offload_load_s=sum(t.seconds for t in loads),
+            offload_refused=o.offload_refused,
         )
 
     def _publish(self, delta: EngineTotals, o: StepOutcome) -> None:

@@ -19,14 +19,17 @@ def _state(ref_cnt: int, cached: bool, null: bool) -> str:
     return "used" if ref_cnt else ("cached" if cached else "free")
 
 
-def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str) -> list[BlockView]:
+def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str, stored_only: bool = False) -> list[BlockView]:
+    """One view per block. ``stored_only`` (the offloading tier): free-queue positions count the stored blocks only,
+    so 0 is the block evicted next (the empty ones are filled first)."""
     owners: dict[int, list[str]] = {}
     logical: dict[int, list[int]] = {}
     for request_id, table in tables.items():
         for index, block_id in enumerate(table):
             owners.setdefault(block_id, []).append(request_id)
             logical.setdefault(block_id, []).append(index)
-    queue_pos = {block_id: i for i, block_id in enumerate(pool.free_queue)}
+    queue = [b for b in pool.free_queue if pool.blocks[b].block_hash is not None] if stored_only else pool.free_queue
+    queue_pos = {block_id: i for i, block_id in enumerate(queue)}
     views = []
     for b in pool.blocks:
         cached = b.block_hash is not None
@@ -85,7 +88,8 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
             "running": [r.request_id for r in scheduler.running],
             "swapped": [r.request_id for r in scheduler.swapped],
         },
-        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu"),
+        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu",
+                                                                         stored_only=kv.offload is not None),
         requests=live + done,
         preemptions=list(ledger.records),
         metrics=metrics,

@@ -43,6 +43,7 @@ class EngineTotals:
     offload_load_bytes: int = 0
     offload_load_s: float = 0.0
     offload_loaded_tokens: int = 0
+    offload_refused: int = 0  # store batches the tier refused whole
 
     def plus(self, delta: "EngineTotals") -> "EngineTotals":
         return EngineTotals(**{f.name: getattr(self, f.name) + getattr(delta, f.name)
@@ -78,5 +79,6 @@ COUNTER_OF: dict[str, Metric] = {
     "external_hits": names.EXTERNAL_HITS, "offload_store_bytes": names.OFFLOAD_STORE_BYTES,
     "offload_store_s": names.OFFLOAD_STORE_TIME, "offload_load_bytes": names.OFFLOAD_LOAD_BYTES,
     "offload_load_s": names.OFFLOAD_LOAD_TIME, "offload_loaded_tokens": names.OFFLOAD_LOADED_TOKENS,
+    "offload_refused": names.OFFLOAD_ALLOCATION_FAILURE,
 }
 assert set(COUNTER_OF) == {f.name for f in dataclasses.fields(EngineTotals)}, "every total sets one counter"
