@@ -132,8 +132,8 @@ def _form(axis: str) -> Optional[SweepSpec]:
         if axis == "block_size":
             st.caption("Each block size keeps the pool's capacity in tokens (pool size x 16).")
         modes = st.multiselect("Modes", list(MODES), list(d.modes), key=f"sw_modes_{axis}",
-                               help="+prefix: with prefix caching; +offload: V1's CPU offloading tier (vLLM 0.11.1+), which "
-                                    "stores full prompt blocks only; "
+                               help="+prefix: with prefix caching; +offload: V1's CPU offloading tier (vLLM "
+                                    "0.11.1+), which stores full prompt blocks only; "
                                     "per-block: one copy per block, layer and K/V")
         policies = st.multiselect("Victim policies", list(POLICY_LABELS), ["last"], key=f"sw_policies_{axis}",
                                   help="; ".join(f"{k}: {v}" for k, v in POLICY_LABELS.items()))
