@@ -27,9 +27,9 @@ block per offloaded chunk, no ``store_threshold``):
   lru.py``) ranks blocks; the smallest rank is evicted first. A request gets a rank the first time it offers or
   loads blocks (``_get_request_rank``, kept across preemptions); a block it stores is ranked
   ``(request rank, -position)`` (``insert``), and one it first loads or offers is raised to that rank
-  (``on_request_access``), so among one request's blocks the tail goes first. When a request finishes, every block it stored, loaded or offered gets a
-  fresh rank, tail first, head last: the head is the most recently used (``on_request_finished``, called from
-  ``_build_connector_meta`` in the next step, after that step's stores).
+  (``on_request_access``), so among one request's blocks the tail goes first. When a request finishes, every
+  block it stored, loaded or offered gets a fresh rank, tail first, head last: the head is the most recently used
+  (``on_request_finished``, called from ``_build_connector_meta`` in the next step, after that step's stores).
 - **Lookups:** ``get_num_new_matched_tokens`` walks the tier from the end of the device hit to the first miss
   (``_maximal_prefix_lookup``); a lookup ranks nothing. Blocks found are loaded into freshly allocated device blocks.
 
