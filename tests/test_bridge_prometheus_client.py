@@ -60,6 +60,16 @@ def test_one_bounded_query_per_series(prometheus):
     assert (second.running, second.gpu_kv_usage, second.preemptions, second.gen_tps) == (5, 0.99, 30, 200.0)
 
 
+def test_a_server_started_inside_the_window_counts_its_first_values(prometheus):
+    """The series begin at t=1000: a window from t=-5200 saw the server start, so the 10 preemptions of the first
+    point happened in it (a run over before Prometheus's first scrape still counts); a window that opens at t=1000
+    did not, and its first point's 10 may be from before it."""
+    started_inside = fetch_range(prometheus, last="2h", now=2000.0, step_s=15.0)
+    assert [s.preemptions for s in started_inside.samples] == [10, 30]
+    already_running = fetch_range(prometheus, last="15s", now=1015.0, step_s=15.0)
+    assert [s.preemptions for s in already_running.samples] == [None, 30]
+
+
 def test_unreachable_server_names_the_url():
     with pytest.raises(ValueError, match=r"Prometheus at http://127.0.0.1:9 did not answer") as info:
         fetch_range("http://127.0.0.1:9", last="5m", timeout_s=2)

@@ -59,14 +59,14 @@ def test_what_a_knob_does_and_its_releases_come_from_the_config_table():
     assert knob_releases(knob_named("swap_space"), KNOB_NOTES["swap_space"]).startswith("0.6.3 ")  # profiles=v0.6
     assert knob_releases(knob_named("max_num_seqs"), KNOB_NOTES["max_num_seqs"]) == "all three"
     offloading = knob_releases(knob_named("kv_offloading_size"), KNOB_NOTES["kv_offloading_size"])
-    assert offloading == "0.33.0 (from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native)"
+    assert offloading == "0.33.0 (from 0.11.1; to 0.12 with --kv-offloading-backend native)"
 
 
 def test_0_10_2_swaps_only_through_its_v0_fallback(page):
     """0.10.2 engine/arg_utils.py EngineArgs._is_v1_supported_oracle: a non-default --preemption-mode falls back to
     the V0 engine, which swaps; nothing in v1/ reads --swap-space. Never "accepted, unused"."""
     mode = knob_releases(knob_named("preemption_mode"), KNOB_NOTES["preemption_mode"])
-    assert mode == "0.6.3 (0.10.2: any value falls back to the V0 engine, which swaps)"
+    assert mode == "0.6.3 (0.10.2: any value falls back to V0, which swaps)"
     assert "V0 engine only" in knob_releases(knob_named("swap_space"), KNOB_NOTES["swap_space"])
     assert "sends it back to V0" in page and "unused" not in page
 

@@ -95,12 +95,14 @@ def _delta(now: dict, before: dict | None, key: str) -> float | None:
     return now[key] if change < 0 else change  # a restart resets counters to zero
 
 
-def scrapes_to_samples(scrapes: list[Scrape]) -> MetricsParse:
+def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) -> MetricsParse:
+    """``counters_from_zero``: the server started within the scrapes' window (its series begin after the window
+    does), so the first scrape's counters count from zero: what they hold happened in the window."""
     samples: list[Sample] = []
     startup: list[StartupFact] = []
     config = ServerConfig()
     names: set[str] = set()
-    previous: Scrape | None = None
+    previous: Scrape | None = Scrape(0, None, dict.fromkeys(_COUNTERS.values(), 0.0)) if counters_from_zero else None
     rejected = 0
     for scrape in scrapes:
         names |= scrape.names

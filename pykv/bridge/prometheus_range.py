@@ -91,4 +91,7 @@ def fetch_range(base_url: str, last: str = "2h", step_s: float | None = None, ti
     if not ordered:
         raise BridgeInputError(f"Prometheus at {base_url} has no vllm: series over the last {last}: is it scraping "
                                "the vLLM server's /metrics?")
-    return scrapes_to_samples(ordered)
+    # Prometheus answers a point for `lookback` after a sample; a first point well past the window's start means the
+    # server's series began inside it (it started there), so the counters' first values happened in the window
+    began_inside = ordered[0].seconds is not None and ordered[0].seconds > start + step
+    return scrapes_to_samples(ordered, counters_from_zero=began_inside)

@@ -117,10 +117,9 @@ KNOB_NOTES: dict[str, KnobNote] = {
         "--gpu-memory-utilization", "the GPU's way to more blocks, the tuning guide's first advice",
         (Cite(L11, "1. Pool size"),)),
     "swap_space": KnobNote(
-        "--swap-space", "recomputes become copies; the count stays (a storm keeps every preemption); too small: "
-        "recompute or abort",
+        "--swap-space", "recomputes become copies, the storm stays; too small: recompute or abort",
         (Cite(L04, "The bill, side by side"), Cite(L10, "A flag changes the bill, not the storm")),
-        note="0.10.2: read by its V0 engine only, which --preemption-mode falls back to"),
+        note="0.10.2: V0 engine only"),
     "max_num_seqs": KnobNote(
         "--max-num-seqs", "past what the pool holds at full length: a storm and no gain; at it: none",
         (Cite(L10, "More concurrency, no more progress"), Cite(L11, "2. max_num_seqs"))),
@@ -132,18 +131,17 @@ KNOB_NOTES: dict[str, KnobNote] = {
     "preemption_mode": KnobNote(
         "--preemption-mode", "changes what a preemption costs, never when one comes",
         (Cite(L04, "The bill, side by side"), Cite(L03, "Restart from prefill over prompt + generated tokens")),
-        does="recompute (drop the KV) or swap (copy it to CPU); by default 0.6.3 swaps only multi-sequence requests",
-        versions="0.6.3", note="0.10.2: any value falls back to the V0 engine, which swaps"),
+        does="recompute (drop the KV) or swap (copy it to CPU); 0.6.3's default swaps only n > 1 requests",
+        versions="0.6.3", note="0.10.2: any value falls back to V0, which swaps"),
     "preemption_victim": KnobNote(
         "--scheduling-policy", "picks who pays, not how many: least-computed-first cut the recompute tax to a quarter",
         (Cite(L02, "The trigger: no block for the next token"), Cite(L14, "Choose the victim that loses the least")),
         does="fcfs: the last of the running queue is the victim; priority: the worst priority (pykv adds lcf, sglang)"),
     "kv_offloading_size": KnobNote(
-        "--kv-offloading-size", "victims load their full prompt blocks back, their output is still recomputed; the "
-        "count stays",
+        "--kv-offloading-size", "victims load their prompt blocks back, their output is recomputed; the count stays",
         (Cite(L14, "Keep them in CPU memory: V1's offloading tier"),),
-        does="a CPU tier that keeps a copy of each request's full prompt blocks",
-        note="from 0.11.1; 0.11.1 to 0.12 also need --kv-offloading-backend native"),
+        does="a CPU copy of each request's full prompt blocks",
+        note="from 0.11.1; to 0.12 with --kv-offloading-backend native"),
     "enable_prefix_caching": KnobNote(
         "--enable-prefix-caching", "a victim's cached blocks come back as hits: a cheaper re-prefill, sometimes fewer "
         "preemptions", (Cite(L08, "The re-prefill skips the cached blocks"),
