@@ -1,5 +1,5 @@
 """The review pack (issue 16, part 3): one self-contained HTML page with every section and no network
-request, the vLLM command per profile, the zip (with and without static export) and the CLI, whose
+request, the zip (with and without static export) and the CLI, whose
 bad input is one ``error:`` line, a non-zero exit code and no file, half-written or whole."""
 
 from __future__ import annotations
@@ -18,39 +18,28 @@ import pandas as pd
 import pytest
 
 import pykv.review_pack.bundle as bundle
-from pykv.border.config import EngineConfig, knobs
+from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
 from pykv.border.vllm_command import (
-    OFFLOAD_BLOCK_ALIGNMENT,
     command_caveat,
     knob_mappings,
     llm_kwargs,
     serve_command,
 )
-from pykv.border.vllm_flags import PROFILE_NAMES
 from pykv.border.workload import Workload, make_workload
 from pykv.cli.main import main
-from pykv.gpu_model import DEFAULT_TARGET, Target
+from pykv.gpu_model import Target
 from pykv.lab.lab import Lab, lab_config
-from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
-from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack, sweep_pack
+from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
 from pykv.review_pack.deep_link import link_caveats, playground_query
-from pykv.review_pack.export import ExportUnavailable, export_figure
-from pykv.review_pack.fit import fit_width, overflows
-from pykv.review_pack.page import HALF_WIDTH_PX, PAGE_WIDTH_PX, Figures, ReviewPack, Section, figure_width, plotly_js
+from pykv.review_pack.export import ExportUnavailable
+from pykv.review_pack.fit import overflows
+from pykv.review_pack.page import HALF_WIDTH_PX, Figures, ReviewPack, Section, plotly_js
 from pykv.review_pack.run import grid_figures
-from pykv.review_pack.sweep import RUN_TABLE, formatted_table
 from pykv.review_pack.text import markdown_html
-from pykv.viz import preemption_cost_figure
+from testkit.review_packs import assert_fits, section, section_html, visible_text
 
 SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "modelled", "metrics", "logs"]
-VLLM_SRC = Path("/tmp/vllm_src")
-RELEASES = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
-
-# The knob table's vLLM flags, per release (each knob carries its own: pykv.border.vllm_flags).
-RELEASE_FLAGS = {p: {k.name: k.vllm.flag_in(p) for k in knobs() if k.vllm.flag_in(p)} for p in PROFILE_NAMES}
-NOT_IN_RELEASE = {p: {k.name for k in knobs() if k.vllm.missing_in(p)} for p in PROFILE_NAMES}
-PYKV_ONLY = {k.name for k in knobs() if k.vllm.pykv_only}
 
 
 @pytest.fixture(scope="module")
@@ -140,30 +129,6 @@ def test_the_link_is_relative_and_says_what_it_cannot_carry(record, html):
     assert playground_query(EngineConfig(), "burst", 0) == "?preset=burst&step=0"
 
 
-@pytest.mark.parametrize("profile, has, lacks", [
-    ("v0.6", ["--swap-space", "--preemption-mode swap", "--device cuda", "--num-gpu-blocks-override 24"],
-     ["--watermark", "--no-enable-prefix-caching", "--device cpu", "async-scheduling"]),
-    ("v0.10", ["--num-gpu-blocks-override 24", "--no-enable-prefix-caching", "--enable-chunked-prefill"],
-     ["--swap-space", "--preemption-mode", "--watermark", "--device", "async-scheduling"]),
-    ("v0.33", ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8", "--no-async-scheduling"],
-     ["--swap-space", "--preemption-mode", "--device", "--kv-offloading"]),
-])
-def test_the_vllm_command_follows_the_release(profile, has, lacks):
-    extra = {"preemption_mode": "swap", "num_cpu_blocks": 64} if profile == "v0.6" else {}
-    extra |= {"watermark": 0.05} if profile == "v0.33" else {}
-    config = EngineConfig(vllm_profile=profile, num_gpu_blocks=24, **extra)
-    command = serve_command(config, bytes_per_block=32768)
-    assert command.startswith("vllm serve pykv/assets/tiny ")
-    for words in has:
-        assert words in command, (words, command)
-    for words in lacks:
-        assert words not in command, (words, command)
-    status = {m.knob: m.status for m in knob_mappings(config)}
-    assert {k for k, s in status.items() if s == "pykv_only"} == PYKV_ONLY
-    assert "num_cpu_blocks" in PYKV_ONLY and "swap_copy" in PYKV_ONLY and "attention_backend" in PYKV_ONLY
-    assert llm_kwargs(config)["num_gpu_blocks_override"] == 24
-
-
 def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     """vLLM 0.6.3.post1 on a CPU turns chunked prefill and prefix caching off (executor/cpu_executor.py) and has no
     swap space (worker/cpu_worker.py): --device cpu would not reproduce the run, so the command is the GPU's."""
@@ -176,42 +141,6 @@ def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     assert "this is the command for a GPU" in html  # the review pack's fixture is a v0.6 run on the CPU
 
 
-def test_v033_is_told_to_schedule_synchronously_as_pykv_models():
-    """0.33.0 turns async scheduling on unless told (config/vllm.py VllmConfig); 0.10.2 defaults it off."""
-    assert llm_kwargs(EngineConfig(vllm_profile="v0.33"))["async_scheduling"] is False
-    assert "async_scheduling" not in llm_kwargs(EngineConfig(vllm_profile="v0.10"))
-    assert serve_command(EngineConfig()).endswith(" --no-async-scheduling")
-    assert "synchronous scheduler" in EngineConfig().profile.summary  # said where the profile is described
-    if VLLM_SRC.exists():  # BooleanOptionalAction on async_scheduling: --no-async-scheduling
-        assert '"--async-scheduling"' in (VLLM_SRC / "0.33.0" / "vllm" / "engine" / "arg_utils.py").read_text()
-
-
-@pytest.mark.parametrize("bytes_per_block", [32768, 5000])
-def test_the_offloading_tier_in_blocks_becomes_kv_offloading_size(bytes_per_block):
-    """vLLM 0.33.0 makes cpu_bytes_to_use // (the block's bytes rounded up to a page) chunks of one block each
-    (v1/kv_offload/cpu/spec.py CPUOffloadingSpec); the size alone enables the tier there, no backend flag."""
-    config = EngineConfig(vllm_profile="v0.33", num_offload_blocks=64)
-    gib = llm_kwargs(config, bytes_per_block=bytes_per_block)["kv_offloading_size"]
-    aligned = -(-bytes_per_block // OFFLOAD_BLOCK_ALIGNMENT) * OFFLOAD_BLOCK_ALIGNMENT
-    assert int(gib * 2**30) // aligned == 64  # what vLLM 0.33 makes of it: the same 64 blocks
-    command = serve_command(config, bytes_per_block=bytes_per_block)
-    assert f"--kv-offloading-size {gib!r}" in command and "--kv-offloading-backend" not in command
-    row = next(m for m in knob_mappings(config) if m.knob == "kv_offloading_size")
-    assert row.status == "unset" and "num_offload_blocks=64" in row.note  # the block's bytes unknown: said so
-    assert "--kv-offloading-size 2.0" in serve_command(EngineConfig(kv_offloading_size=2.0))
-    assert "--kv-offloading-size" not in serve_command(EngineConfig())
-
-
-def test_v0_swap_space_comes_from_the_cpu_pool_in_blocks():
-    config = EngineConfig(vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=64)
-    kwargs = llm_kwargs(config, bytes_per_block=32768)
-    assert int(kwargs["swap_space"] * 2**30) // 32768 == 64  # what vLLM 0.6 makes of it: the same 64 blocks
-    assert "--enable-chunked-prefill false" in serve_command(config.replace(enable_chunked_prefill=False))
-    assert "--enable-prefix-caching" in serve_command(config.replace(enable_prefix_caching=True))
-    note = next(m.note for m in knob_mappings(config.replace(block_size=4)) if m.knob == "block_size")
-    assert "8, 16, 32" in note  # 0.6.3.post1's --block-size choices: said, not hidden
-
-
 def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
     assert record.config.max_model_len is None and record.max_model_len == 24 * 8  # fitted to the pool
     assert f"--max-model-len {record.max_model_len}" in html  # else vLLM would refuse to start
@@ -221,27 +150,6 @@ def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
     note = next(m.note for m in knob_mappings(v010, max_model_len=1024) if m.knob == "max_model_len")
     assert "would start with the model's context" in note and "refuse" not in note  # 0.10.2 checks memory only
     assert "--max-model-len" not in serve_command(EngineConfig())  # unknown: the release's default, said so
-
-
-def test_every_knob_is_classified_for_every_release():
-    for name in RELEASE_FLAGS:
-        config = EngineConfig(vllm_profile=name)
-        assert len(knob_mappings(config)) == len(EngineConfig.model_fields)
-        flags = set(RELEASE_FLAGS[name])
-        assert not flags & NOT_IN_RELEASE[name] and not flags & PYKV_ONLY
-
-
-@pytest.mark.skipif(not VLLM_SRC.exists(), reason="vLLM sources not unpacked in /tmp/vllm_src")
-@pytest.mark.parametrize("profile", list(RELEASES))
-def test_every_flag_is_in_the_release_source(profile):
-    source = (VLLM_SRC / RELEASES[profile] / "vllm" / "engine" / "arg_utils.py").read_text()
-    for knob, flag in RELEASE_FLAGS[profile].items():
-        assert f'"{flag.flag}"' in source or f"'{flag.flag}'" in source, (profile, flag.flag)
-        assert re.search(rf"^\s+{flag.kwarg}\s*:", source, re.M), (profile, flag.kwarg)  # an EngineArgs field
-    for knob in NOT_IN_RELEASE[profile]:
-        flag = "--" + knob.replace("_", "-")
-        if profile == "v0.33" or knob in ("watermark", "device"):
-            assert f'"{flag}"' not in source and f"'{flag}'" not in source, (profile, flag)
 
 
 def fake_export(fig, fmt, *, scale=1, caption, link=None, **kwargs) -> bytes:
@@ -278,34 +186,6 @@ def test_each_grid_image_links_to_the_step_it_draws_and_the_cpu_grid_has_its_leg
     assert f"step={record.last.step}" not in links[early.caption] and links[early.caption].count("step=") == 1
     cpu = next(f for f in pack.figures() if f.name.endswith("-cpu"))
     assert any("changed this step" in a.text for a in cpu.figure.layout.annotations)
-
-
-def section(pack: ReviewPack, sid: str) -> Section:
-    return next(s for s in pack.sections if s.id == sid)
-
-
-def section_html(html: str, sid: str) -> str:
-    start = html.index(f'<section id="{sid}">')
-    return html[start:html.index("</section>", start)]
-
-
-def visible_text(fragment: str) -> str:
-    """A fragment's text as a reader sees it: no scripts (a figure's data), no tags."""
-    return re.sub(r"<[^>]+>", " ", re.sub(r"(?s)<script.*?</script>", "", fragment))
-
-
-SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
-
-
-def assert_fits(pack: ReviewPack) -> None:
-    """Every figure, as the page draws it and as the zip exports it, keeps its title, subtitle, legend and notes within
-    its width (estimated from its layout: plotly never wraps, so a long line runs past the edge and is cut off)."""
-    for f in pack.figures():
-        for width in {figure_width(f), bundle.export_width(f)}:
-            out = fit_width(f.figure, width)
-            assert overflows(out, width) == [], (f.name, width)
-        exported = export_figure(f.figure, caption=f.caption, link=pack.link, width=bundle.export_width(f))
-        assert overflows(exported, bundle.export_width(f)) == [], f.name
 
 
 def test_every_figure_fits_the_width_it_is_drawn_at(pack):
@@ -367,79 +247,6 @@ def test_lesson_narration_is_escaped_and_links_stay_text():
 
 
 # ---- the CLI -------------------------------------------------------------------------------------------
-
-# ---- the sweep pack -------------------------------------------------------------------------------------
-
-PAGE_CHARTS = ["sweep-runs", "sweep-recompute-tax", "sweep-preemption-cost",  # the Sweep page's, in its order
-               "sweep-modelled-throughput", "sweep-modelled-crossover"]  # (a block_size sweep adds its cost per KiB)
-
-
-@pytest.fixture(scope="module")
-def priced_sweep(random_llama, random_llama_path):
-    """A small pool sweep (2 pools x recompute, swap), priced on the default target as the Sweep page prices it."""
-    from pykv.ui.views.sweep_modelled import with_modelled
-
-    spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), modes=("recompute", "swap"),
-                     base=EngineConfig(model=str(random_llama_path), block_size=4))
-    rows, costs = [], []
-    for row, c in iter_runs(spec, random_llama):
-        rows.append(row)
-        costs.extend(c)
-    est = DEFAULT_TARGET.estimate()
-    return spec, with_modelled(sweep_result(rows, costs), rows, costs, est), est
-
-
-@pytest.fixture(scope="module")
-def sweep_review(priced_sweep, random_llama):
-    spec, result, est = priced_sweep
-    pack = sweep_pack(spec, result, model=random_llama.config, estimate=est)
-    return pack, render_html(pack).decode()
-
-
-def test_the_sweep_pack_draws_every_chart_the_sweep_page_draws(sweep_review, priced_sweep):
-    pack, html = sweep_review
-    assert [f.name for f in pack.figures()] == PAGE_CHARTS
-    assert html.count("Plotly.newPlot(") == len(PAGE_CHARTS)
-    label = priced_sweep[2].label
-    modelled = section(pack, "modelled")
-    assert modelled.title == f"Modelled on {label}" and [f.name for f in modelled.figures()] == PAGE_CHARTS[3:]
-    for f in modelled.figures():  # labelled modelled, the target named, in the title itself
-        assert "modelled" in f.figure.layout.title.text and label in f.figure.layout.title.text, f.name
-    text = visible_text(section_html(html, "modelled"))
-    assert f"Modelled, not measured, on {label}" in text and "run time (modelled)" in text and "NVIDIA H100" in text
-    cover = visible_text(html[:html.index('<section id="config">')])
-    assert re.search(rf"modelled on\s+{re.escape(label)} \(modelled, not measured\)", cover)
-
-
-def test_the_sweep_packs_tables_write_numbers_as_people_do(sweep_review):
-    pack, html = sweep_review
-    for sid in ("runs", "preemptions", "modelled"):
-        table_html = section_html(html, sid)
-        cells = re.findall(r"<td[^>]*>(.*?)</td>", table_html)
-        assert cells and not [c for c in cells if SCIENTIFIC.search(c)], sid
-        headers = re.findall(r"<th>(.*?)</th>", table_html)
-        assert headers and not [h for h in headers if "_" in h], headers  # words, not column names
-    runs = section_html(html, "runs")
-    assert re.search(r'<td class="num">\d+\.\d\d s</td>', runs)  # wall time: fixed decimals and its unit
-    assert re.search(r'<td class="num">[\d.]+ (B|KiB|MiB)</td>', runs)  # bytes swapped out
-
-
-def test_a_runs_table_never_writes_scientific_notation():
-    runs = pd.DataFrame([{"mode": "swap", "vllm_profile": "v0.6", "value": 24, "preemptions": 1234,
-                          "recomputed_tokens": 0, "swapped_bytes": 7_929_856.0, "wall_s": 1.2e-5,
-                          "tokens_per_s": 123_456.7, "recompute_s": 1e-7, "swap_s": float("nan"),
-                          "modelled_pcie_gen5_s": 4.17e-4}])
-    out = formatted_table(runs, RUN_TABLE, "runs")
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", out)
-    assert cells == ["swap", "v0.6", "24", "1,234", "0", "7.6 MiB", "0.00 s", "123,456.7", "0.0 ms", "—", "0.417 ms"]
-    assert "<th>swaps over PCIe Gen5 (modelled)</th>" in out
-
-
-def test_every_sweep_figure_fits_the_width_it_is_drawn_at(sweep_review, priced_sweep):
-    pack, _ = sweep_review
-    assert_fits(pack)
-    raw = preemption_cost_figure(priced_sweep[1].preemptions)  # as the page draws it, for a wide column
-    assert overflows(raw, PAGE_WIDTH_PX)  # its subtitle and legend would be cut off at the pack's width unfitted
 
 
 def cli_args(model: Path, out: Path, *extra: str, workload: tuple[str, ...] = ("storm", "--num-requests", "3",

@@ -11,12 +11,10 @@ import re
 
 import pytest
 
-from pykv.border.config import EngineConfig
 from pykv.border.workload import make_workload
-from pykv.gpu_model import DEFAULT_TARGET
 from pykv.lab.lab import Lab, lab_config
-from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
 from pykv.review_pack import record_from_lab, render_html, run_pack, sweep_pack
+from testkit.review_packs import priced_pool_sweep
 
 A4_CONTENT_PX = (297 - 2 * 12) / 25.4 * 96  # the page's height less its 12 mm margins (the pack's @page), in px
 
@@ -87,17 +85,8 @@ OUTSIDE = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(div
 @pytest.fixture(scope="module")
 def sweep_review(random_llama, random_llama_path, tmp_path_factory):
     """A small pool sweep priced on the default target as the Sweep page prices it, as a pack on disk."""
-    from pykv.ui.views.sweep_modelled import with_modelled
-
-    spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), modes=("recompute", "swap"),
-                     base=EngineConfig(model=str(random_llama_path), block_size=4))
-    rows, costs = [], []
-    for row, c in iter_runs(spec, random_llama):
-        rows.append(row)
-        costs.extend(c)
-    est = DEFAULT_TARGET.estimate()
-    pack = sweep_pack(spec, with_modelled(sweep_result(rows, costs), rows, costs, est), model=random_llama.config,
-                      estimate=est)
+    spec, result, est = priced_pool_sweep(random_llama, random_llama_path)
+    pack = sweep_pack(spec, result, model=random_llama.config, estimate=est)
     path = tmp_path_factory.mktemp("sweep") / "review.html"
     path.write_bytes(render_html(pack))
     return path, pack
