@@ -154,23 +154,26 @@ def test_swap_space_in_gib_sizes_the_cpu_pool(make_engine):
     assert engine.kv.cpu_pool.num_blocks == int(0.001 * 2**30) // engine.bytes_per_block
 
 
-def swapped_mid_prefill(make_engine, prompt_len, num_gpu_blocks=13):
+def mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks=13):
     """oracle/cases.py's v0.6/swap_mid_prefill (exact against vLLM 0.6.3.post1): four decodes, and x swapped out at
-    step 3 after the first 60 tokens of its prompt; d3 ends at step 5."""
+    step 3 after the first 60 tokens of its prompt; d3 ends at step 5. Yields (engine, report) per step."""
     engine = make_engine(block_size=16, num_gpu_blocks=num_gpu_blocks, max_num_batched_tokens=64, vllm_profile="v0.6",
                          preemption_mode="swap", num_cpu_blocks=64)
     for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
         engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
-    steps = []
     while engine.has_unfinished_requests():
         if engine.step_count == 1:
             engine.add_request(list(range(100, 100 + prompt_len)), SamplingParams(max_tokens=8, ignore_eos=True),
                                "x")
-        report = step_checked(engine)
-        steps.append(([(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
-                      [p.request_id for p in report.preempted], [p.request_id for p in report.swapped_in]))
+        yield engine, step_checked(engine)
     assert_drained(engine)
-    return steps
+
+
+def swapped_mid_prefill(make_engine, prompt_len, num_gpu_blocks=13):
+    """Per step of ``mid_prefill_swap_run``: (chunks as (id, start, tokens), preempted ids, swapped-in ids)."""
+    return [([(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
+             [p.request_id for p in report.preempted], [p.request_id for p in report.swapped_in])
+            for _, report in mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks)]
 
 
 def test_v0_never_chunks_a_swap_in(make_engine):
@@ -196,14 +199,6 @@ def test_v0_swap_in_too_big_for_the_budget_is_chunked_once_nothing_else_runs(mak
 def test_a_chunked_swap_in_is_narrated_as_pykvs(make_engine):
     from pykv.viz.narration import narrate
 
-    engine = make_engine(block_size=16, num_gpu_blocks=17, max_num_batched_tokens=64, vllm_profile="v0.6",
-                         preemption_mode="swap", num_cpu_blocks=64)
-    for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
-        engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
-    said = []
-    while engine.has_unfinished_requests():
-        if engine.step_count == 1:
-            engine.add_request(list(range(100, 290)), SamplingParams(max_tokens=8, ignore_eos=True), "x")
-        report = step_checked(engine)
-        said += [line for line in narrate(engine.snapshot(report)) if "never chunks a swap-in" in line]
+    said = [line for engine, report in mid_prefill_swap_run(make_engine, prompt_len=190, num_gpu_blocks=17)
+            for line in narrate(engine.snapshot(report)) if "never chunks a swap-in" in line]
     assert len(said) == 1 and said[0].startswith("req x came back with only part")
