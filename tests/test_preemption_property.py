@@ -95,12 +95,14 @@ def test_tokens_identical_under_preemption(
         enable_chunked_prefill=enable_chunked_prefill, preemption_victim=preemption_victim, **swap, **offload,
     )
     ids = {}
+    orphaned = set()  # 0.10.2: a victim scheduled earlier in the step resumes past tokens whose KV was never computed
     pending = sorted(enumerate(workload), key=lambda x: x[1][2])
     while pending or engine.has_unfinished_requests():
         while pending and pending[0][1][2] <= engine.step_count:
             i, (prompt, max_tokens, _) = pending.pop(0)
             ids[i] = engine.add_request(prompt, SamplingParams(max_tokens=max_tokens, n=ns[i]), priority=priorities[i])
         report = step_checked(engine)
+        orphaned |= {c.request_id for c in report.chunks if c.orphaned}
         for preemption in report.preempted:
             event(f"preempted by {preemption.mode}" + (" (swap fell back)" if preemption.fallback else ""))
         if any(c.num_cached_tokens for c in report.chunks):
@@ -117,6 +119,10 @@ def test_tokens_identical_under_preemption(
         for seq in sequence_ids(ids[i], ns[i]):  # greedy: every sequence of a request equals the solo run
             if seq not in engine.outputs:  # never forked: the request was aborted before its first token
                 assert engine.outputs[ids[i]].finish_reason == "abort"
+                continue
+            if seq in orphaned or ids[i] in orphaned:  # 0.10.2's lost KV (fixed in 0.11.1): output may differ
+                assert vllm_profile == "v0.10" and engine.outputs[seq].finish_reason in ("stop", "length")
+                event("0.10.2 resumed past an orphaned chunk")
                 continue
             check_output(engine.outputs[seq], solo_tokens(make_engine, prompt, max_tokens), swap, swap_fallback, i)
 
