@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,13 @@ if not torch.cuda.is_available():
 # The lab's engines (Playground, Lessons) run "auto" as interpreted Triton on a CPU; the suite's many app and lesson
 # replays stay on torch for speed, and the tests of the Triton path choose it explicitly (pykv.engine.model.attention).
 os.environ.setdefault("PYKV_STEPWISE_CPU_BACKEND", "torch")
+# A lesson's side runs are measured once per test run, not once per test that replays the lesson: one fresh folder
+# for this run, made by the first process (the xdist controller) and inherited by its workers and the app servers.
+if "PYKV_SIDE_RUN_CACHE_DIR" not in os.environ:
+    os.environ["PYKV_SIDE_RUN_CACHE_DIR"] = tempfile.mkdtemp(prefix="pykv-side-runs-")
+    atexit.register(shutil.rmtree, os.environ["PYKV_SIDE_RUN_CACHE_DIR"], True)
+
+from suite_order import file_rank  # noqa: E402
 
 from pykv import EngineConfig, LLMEngine  # noqa: E402
 from pykv.engine.model.loader import load_model  # noqa: E402
@@ -48,3 +58,7 @@ def make_engine(random_llama, random_llama_path):
         return LLMEngine(cfg, loaded=random_llama)
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=file_rank)  # suite_order.py: the slowest files first; stable within a file and among the rest

@@ -110,3 +110,14 @@ def test_at_the_first_swap_out_only_the_cpu_blocks_that_changed_are_outlined(app
     changed = {bid for pool, bid in changed_blocks(lab.previous, snap) if pool == "cpu"}
     assert changed == used  # the swapped-out request's blocks, and no free one
     assert len(changed) < 64 and all(len(t.get("x", [])) <= len(used) for t in outlined)
+
+
+@pytest.mark.parametrize("profile, victim, warned", [("v0.10", "lcf", True), ("v0.10", "last", False),
+                                                     ("v0.33", "lcf", False)])
+def test_the_sidebar_warns_where_a_victim_policy_can_change_tokens(app, profile, victim, warned):
+    app.query_params["vllm_profile"], app.query_params["preemption_victim"] = profile, victim
+    ok(app.run())
+    warnings = [w.value for w in app.sidebar.warning if "never computed" in w.value]
+    assert bool(warnings) == warned, warnings
+    if warned:
+        assert "vLLM 0.10.2" in warnings[0] and "0.11.1" in warnings[0]

@@ -13,13 +13,20 @@ from pykv.engine.model.loader import LoadedModel
 from pykv.gpu_model.schedule import run_totals
 from pykv.lab.completed_run import run_to_completion
 from pykv.lessons.paths import LESSON_TARGET
+from pykv.lessons.run_cache import cached_run
 from pykv.lessons.run_summary import RunSummary
 
 
 def side_run(name: str, config: EngineConfig, workload: Workload, loaded: LoadedModel,
              max_steps: int = MAX_STEPS) -> RunSummary:
-    """Run ``workload`` to completion on a fresh engine; ValueError if it does not end within ``max_steps``."""
+    """Run ``workload`` to completion on a fresh engine (or recall that run's summary: ``run_cache``);
+    ValueError if it does not end within ``max_steps``."""
     config = config.replace(log_stats_interval=None)
+    return cached_run(name, config, workload, loaded, max_steps, lambda: _measure(name, config, workload, loaded,
+                                                                                   max_steps))
+
+
+def _measure(name: str, config: EngineConfig, workload: Workload, loaded: LoadedModel, max_steps: int) -> RunSummary:
     run = run_to_completion(config, workload, loaded, max_steps)
     if not run.done:
         raise ValueError(f"side run {name!r} did not finish within {max_steps} engine steps; give it a smaller "

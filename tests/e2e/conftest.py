@@ -18,9 +18,18 @@ def app_url(random_llama_path):
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_app_url():
-    """The app on the shipped model, which the lessons are written for."""
+    """The app on the shipped model, which the lessons are written for: one server for the worker's files
+    (starting one and loading the model costs ~10 s), the side runs it measured kept for the next file."""
+    with serve_app("tiny") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def tiny_class_app_url():
+    """The app on the shipped model, for one file that starts classes: a server of its own, so the classes an
+    earlier file left live (3 per client address at most, all tests being 127.0.0.1) do not count."""
     with serve_app("tiny") as url:
         yield url
 

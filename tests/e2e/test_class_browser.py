@@ -50,11 +50,11 @@ def click(page, label: str) -> None:
     page.locator("button").filter(has_text=label).first.click()
 
 
-def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_app_url, lesson):
+def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_app_url, lesson):
     n = len(lesson.steps)
     contexts = []
     try:
-        context, teacher = open_page(browser, f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1")
+        context, teacher = open_page(browser, f"{tiny_class_app_url}/lessons?lesson={lesson.id}&step=1")
         contexts.append(context)
         wait_for_step(teacher, 1, n)
         click(teacher, "Start a class")
@@ -65,7 +65,7 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_app_url
 
         learners = []
         for _ in range(2):
-            context, page = open_page(browser, f"{tiny_app_url}/lessons?class={code}")
+            context, page = open_page(browser, f"{tiny_class_app_url}/lessons?class={code}")
             contexts.append(context)
             wait_for_step(page, 1, n)
             assert "key=" not in page.url

@@ -25,7 +25,7 @@ def course():
     return COURSE
 
 
-def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_app_url, course):
+def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_class_app_url, course):
     lesson = next(lesson for lesson in course.values() if len(lesson.steps) >= 3 and lesson.steps[1].notes)
     n, notes = len(lesson.steps), lesson.steps[1].notes.splitlines()[0][:40]
     contexts = [browser.new_context(viewport=SCREEN) for _ in range(3)]
@@ -33,15 +33,15 @@ def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_app_url, c
         teacher, projector, speaker = (context.new_page() for context in contexts)
         for page in (teacher, projector, speaker):
             page.set_default_timeout(60_000)
-        teacher.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1")
+        teacher.goto(f"{tiny_class_app_url}/lessons?lesson={lesson.id}&step=1")
         wait_rendered(teacher)
         teacher.locator("button").filter(has_text="Start a class").first.click()
         teacher.get_by_text(re.compile(r"^Class code")).first.wait_for()
         query = parse_qs(urlparse(teacher.url).query)
         code, key = query["class"][0], query["key"][0]
-        projector.goto(f"{tiny_app_url}/lessons?class={code}&presenter=1")  # the Projector link: no key
+        projector.goto(f"{tiny_class_app_url}/lessons?class={code}&presenter=1")  # the Projector link: no key
         projector.get_by_text(re.compile(rf"step 1 of {n}$")).first.wait_for()
-        speaker.goto(f"{tiny_app_url}/lessons?lesson={lesson.id}&step=1&class={code}&key={key}&speaker=1")
+        speaker.goto(f"{tiny_class_app_url}/lessons?lesson={lesson.id}&step=1&class={code}&key={key}&speaker=1")
         speaker.get_by_text(re.compile(rf"step 1 of {n}$")).first.wait_for()
         wait_rendered(speaker)
         speaker.locator("button").filter(has_text="Next").first.click()  # the speaker view drives ...

@@ -11,7 +11,7 @@ import torch
 
 from pykv.border.config import Knob, knob_named, knobs
 from pykv.border.units import fmt_bytes
-from pykv.border.vllm_profiles import profile
+from pykv.border.vllm_profiles import profile, victim_caveat
 from pykv.border.workload import PRESETS
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
@@ -106,6 +106,9 @@ def render(lab: Lab) -> None:
             apply(lab, changes, preset, pool_note)
         show("sidebar")
         st.caption(f"Model: `{cfg.model}` · {lab.engine.backend.label} attention on {cfg.device}")
+        caveat = victim_caveat(cfg.vllm_profile, cfg.preemption_victim)
+        if caveat:
+            st.warning(caveat, icon=":material/warning:")
         st.markdown("### Modelled target")
         target.picker("sb_", horizontal=False)
         target.pool_in_gib(lab, apply, knob_named("num_gpu_blocks").maximum)

@@ -1,0 +1,29 @@
+"""The order the suite runs its files in (tests/conftest.py sorts the collected tests by it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# The slowest files first, longest first, so that pytest-xdist's two workers finish together (pyproject.toml turns
+# off xdist's own order, by number of tests per file); test_course_replay.py first of all, because the side runs it
+# measures are recalled by the page and browser tests that replay the same lessons after it. The rest keep their
+# collection order. A file missing from the list only runs later: the order is for speed, never for correctness.
+FIRST_FILES = (
+    "test_course_replay.py", "test_preemption_property.py", "test_sweep.py", "e2e/test_playground_fit_browser.py",
+    "e2e/test_projector_fit_2.py", "e2e/test_projector_fit_1.py", "e2e/test_projector_fit_3.py",
+    "test_app_lessons.py", "e2e/test_class_browser.py", "e2e/test_playground_browser.py",
+    "e2e/test_lesson_browser.py", "test_exercises.py", "test_oracle.py", "e2e/test_class_projector_fit.py",
+    "e2e/test_projector_browser.py", "test_profiles.py", "test_triton_interpreter_switch.py",
+    "e2e/test_exercise_link_browser.py", "test_review_pack.py", "e2e/test_review_pack_browser.py",
+)
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def file_rank(item) -> int:
+    """Where ``item``'s file stands in FIRST_FILES (after them all if it is not there)."""
+    try:
+        return FIRST_FILES.index(item.path.resolve().relative_to(TESTS).as_posix())
+    except ValueError:
+        return len(FIRST_FILES)
