@@ -18,6 +18,7 @@ if not torch.cuda.is_available():
 # The lab's engines (Playground, Lessons) run "auto" as interpreted Triton on a CPU; the suite's many app and lesson
 # replays stay on torch for speed, and the tests of the Triton path choose it explicitly (pykv.engine.model.attention).
 os.environ.setdefault("PYKV_STEPWISE_CPU_BACKEND", "torch")
+os.environ.setdefault("PYKV_VALIDATE_FIGURES", "1")  # every figure a test draws is validated (the app skips it: speed)
 # A lesson's side runs are measured once per test run, not once per test that replays the lesson: one fresh folder
 # for this run, made by the first process (the xdist controller) and inherited by its workers and the app servers.
 if "PYKV_SIDE_RUN_CACHE_DIR" not in os.environ:

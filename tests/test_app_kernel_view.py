@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pykv.ui.views.kernel_view import open_key
+
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
@@ -21,6 +23,7 @@ def app(random_llama_path, monkeypatch) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["attention_backend"] = "triton"
     at.query_params["preset"] = "burst"
+    at.session_state[open_key("playground")] = True  # the panel is drawn only while its expander is open
     return at
 
 
@@ -88,3 +91,15 @@ def test_torch_backend_says_there_are_no_kernel_launches(app):
     ok(app.run())
     ok(app.button(key="step").click().run())
     assert any("ran torch (paged SDPA) attention: no Triton kernel launches" in i.value for i in app.info)
+
+
+def test_the_panel_is_drawn_only_while_its_expander_is_open(app):
+    app.session_state[open_key("playground")] = False
+    ok(app.run())
+    for _ in range(3):
+        ok(app.button(key="step").click().run())
+    assert [e.label for e in app.expander if "kernels" in e.label] == ["Attention kernels of this step"]
+    assert not [s for s in app.selectbox if s.label == "Program"]  # a closed panel costs a click nothing
+    app.session_state[open_key("playground")] = True
+    ok(app.run())
+    assert program_box(app).options

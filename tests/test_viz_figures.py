@@ -200,3 +200,25 @@ def test_engine_snapshots_mark_block_0_null_under_v1_only(make_engine):
     for profile, state in (("v0.33", "null"), ("v0.10", "null"), ("v0.6", "free")):
         snap = make_engine(vllm_profile=profile, block_size=4, num_gpu_blocks=4).snapshot()
         assert snap.block("gpu", 0).state == state, profile
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_a_figure_the_app_serves_unvalidated_is_the_figure_the_tests_validate(snap, monkeypatch, dark):
+    """The app skips plotly's validation for speed (pykv.viz.theme.figure): what reaches the browser is the same,
+    but for the empty lists validation drops (``shapes: []``)."""
+    import json
+
+    import plotly.io as pio
+
+    def pruned(value):
+        if isinstance(value, dict):
+            return {k: pruned(v) for k, v in value.items() if v != []}
+        return [pruned(v) for v in value] if isinstance(value, list) else value
+
+    def drawn(validate: str) -> list[dict]:
+        monkeypatch.setenv("PYKV_VALIDATE_FIGURES", validate)
+        figures = (block_grid_figure(snap, "gpu", dark=dark), block_tables_figure(snap, dark=dark),
+                   queues_figure(snap, dark=dark))
+        return [pruned(json.loads(pio.to_json(f, validate=False))) for f in figures]
+
+    assert drawn("0") == drawn("1")

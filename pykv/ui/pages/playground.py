@@ -103,9 +103,7 @@ def _live(lab: Lab) -> None:
     # While playing, the timeline takes no clicks: a selectable chart that changes on every tick makes the browser
     # send reruns of its own, which swallowed the Pause click (the e2e Play/Pause test caught it).
     live_views.render(lab, timeline_select=not st.session_state.playing)
-    chosen = kernel_view.choice_key("playground") in st.session_state  # open once a program was chosen
-    with st.expander("Attention kernels of this step", expanded=chosen):
-        kernel_view.render(lab)
+    kernel_view.expander(lab)
 
 
 def _controls(lab: Lab) -> None:

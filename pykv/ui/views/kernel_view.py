@@ -69,6 +69,20 @@ def launches_frame(launches: tuple[LaunchRecord, ...]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def open_key(key: str) -> str:
+    """Where the panel's expander keeps whether it is open: ``playground_kernels_open``, ``lesson_kernels_open``."""
+    return f"{key}_kernels_open"
+
+
+def expander(lab: Lab, key: str = "playground") -> None:
+    """The panel in an expander drawn only while open: closed, a step's click skips the kernel walk's figure and
+    table (about a third of a Playground Step's drawing on the server, and the browser's too)."""
+    box = st.expander("Attention kernels of this step", key=open_key(key), on_change="rerun")
+    if box.open:
+        with box:
+            render(lab, key)
+
+
 def render(lab: Lab, key: str = "playground") -> None:
     """The panel for the step on screen (call inside an expander or a column)."""
     snap = lab.view

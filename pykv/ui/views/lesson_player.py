@@ -119,8 +119,7 @@ def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, 
         st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
     live_views.render(lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link,
                       modelled_target=LESSON_TARGET, focus=focus)  # the target the lesson's text names
-    with st.expander("Attention kernels of this step"):
-        kernel_view.render(lab, key="lesson")
+    kernel_view.expander(lab, key="lesson")
 
 
 def _configured(lab) -> str:
