@@ -98,3 +98,15 @@ def test_log_axes_label_a_1_2_5_series_or_decades_never_plotlys_bare_minor_digit
     wide = log_axis("ms", [0.012, 120.0, None, 0.0])  # zeros and gaps are not drawn on a log axis
     assert wide["ticktext"] == ["0.01", "0.1", "1", "10", "100"]
     assert log_axis("ms", []) == {"type": "log", "title": {"text": "ms"}}
+
+
+def test_the_modelled_throughput_charts_share_one_x_axis_under_the_bottom_panel():
+    """Anchored to the top panel, the axis and its title sat between the two panels (issue 28 #20)."""
+    from pykv.viz.modelled_sweep import modelled_runs_figure
+
+    rows = [dict(axis="num_gpu_blocks", value=v, mode=mode, tokens_per_s=100.0 + v, modelled_tokens_per_s=1e3 + v,
+                 modelled_target="H100-SXM + Llama-3-8B", device="cpu") for mode in ("recompute", "swap")
+            for v in (24, 32, 40)]
+    layout = modelled_runs_figure(pd.DataFrame(rows)).layout
+    assert layout.xaxis.anchor == "y2" and layout.yaxis2.domain[0] == 0 < layout.yaxis.domain[0]
+    assert layout.xaxis.title.text

@@ -77,7 +77,8 @@ def modelled_runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: Optio
         marks = dict(shapes=[dict(type="line", x0=capacity, x1=capacity, y0=0, y1=1, xref="x", yref="paper",
                                   line=dict(color=muted, dash="dot", width=1))])
     return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, hovermode="x unified",
-                  xaxis=dict(title=dict(text=AXIS_LABELS[axis])), **axes, **marks)
+                  # the shared x axis under the bottom panel: anchored to the top one, its title sat between the two
+                  xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"), **axes, **marks)
 
 
 def crossover_figure(curves: CrossoverCurves, dark: bool = False, height: int = 440) -> go.Figure:
