@@ -116,12 +116,10 @@ def profile(name: str) -> VllmProfile:
     return PROFILES[name]
 
 
-
 def victim_caveat(profile_name: str, victim: str) -> Optional[str]:
     """What a learner must know before trusting tokens under this victim policy on this release, or None."""
     if victim == "last" or profile(profile_name).victim_chunk_taken_back:
         return None
-    return (f"preemption_victim={victim} on {profile_name}: vLLM {profile(profile_name).release} leaves a victim "
-            "scheduled earlier in the step in the batch, and it resumes past tokens whose KV was never computed, "
-            "so its output can differ from a run without preemption (vLLM's bug, fixed in 0.11.1 by PR #26661). "
-            "pykv reproduces it; the step's narration says when it happens.")
+    return (f"On {profile_name}, preemption_victim={victim} can change tokens: vLLM {profile(profile_name).release} "
+            "resumes a victim preempted after it was scheduled past KV it never computed (fixed in 0.11.1, PR "
+            "#26661). pykv does the same; the narration says when.")

@@ -44,9 +44,9 @@ def side_runs_figure(names: Sequence[str], values: Mapping[str, Mapping[str, flo
                          textposition="auto", cliponaxis=False, showlegend=False, name=label,
                          hovertemplate=f"%{{y}}: %{{x}} {label}<extra></extra>"))
         left, right = (i - 1) / 3 + 0.02, i / 3 - 0.02
-        # Three ticks at most, counts in SI ("1.2k"): a panel is ~110 px wide on a 720p projector, where plotly's
-        # own ticks ran into each other ("1 0").
-        ticks = dict(nticks=3, tickformat="~s" if fmt == "{:d}" else None)
+        # Three ticks at most, tokens in SI ("1.2k"): a panel is ~110 px wide on a 720p projector, where plotly's
+        # own ticks ran into each other ("1 0"). Not the preemptions: a count up to 1 would tick "500m".
+        ticks = dict(nticks=3, tickformat="~s" if field == "recomputed_tokens" else None)
         layout[f"xaxis{axis}"] = dict(domain=[left, right], title=dict(text=AXIS_TITLES[field], font=dict(size=12)),
                                       rangemode="tozero", gridcolor=c["grid"], **ticks)
         layout[f"yaxis{axis}"] = dict(anchor=f"x{axis}", autorange="reversed", showticklabels=i == 1)
