@@ -18,3 +18,12 @@ def test_only_the_reported_series_are_drawn_on_a_time_axis():
 def test_untimed_samples_are_numbered():
     fig = server_timeline_figure([Sample(running=3), Sample(running=4)])
     assert list(fig.data[0].x) == [1, 2] and "sample" in fig.layout.xaxis4.title.text
+
+
+def test_every_panel_makes_room_for_its_tick_labels():
+    # the figure's left margin is 8 px: without automargin only the last digit of "2,000" or "100%" showed
+    samples = [Sample(seconds=5.0 * i, running=60, waiting=2000 + i, gpu_kv_usage=0.99, gen_tps=4300.0,
+                      preemptions=50) for i in range(4)]
+    layout = server_timeline_figure(samples).layout
+    axes = [name for name in layout.to_plotly_json() if name.startswith("yaxis")]
+    assert len(axes) == 4 and all(layout[name].automargin is True for name in axes)

@@ -37,9 +37,10 @@ def server_timeline_figure(samples: Sequence[Sample], startup: Sequence[StartupF
         top = 1 - i * (panel_height + GAP)
         suffix = "" if i == 0 else str(i + 1)
         domain = [round(max(0.0, top - panel_height), 6), round(min(1.0, top), 6)]
+        # automargin: the left margin grows to the tick labels (at l=8 only their last digit showed)
         layout[f"yaxis{suffix}"] = dict(domain=domain, title=dict(text=label, font=dict(size=11), standoff=4),
-                                        rangemode="tozero", **({"tickformat": ".0%", "range": [0, 1.05]}
-                                                               if PANELS[i][0] == "kv" else {}))
+                                        automargin=True, rangemode="tozero",
+                                        **({"tickformat": ".0%", "range": [0, 1.05]} if PANELS[i][0] == "kv" else {}))
         layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", matches="x" if i else None,
                                         showticklabels=i == len(PANELS) - 1,
                                         title=dict(text=x_title) if i == len(PANELS) - 1 else None)
