@@ -85,7 +85,7 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     ]
     slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
     key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
-               text="badge under a chip: R2 = preempted 2× (recompute), S1 = 1× (swap)",
+               text="badges: R2 = recomputed 2×, S1 = swapped 1×",  # short: the chart is ~300 px wide
                font=dict(size=10, color=c["muted"]))
     return figure(
         "Queues · front of the queue on the left", height, dark, data, showlegend=False, annotations=notes + [key],

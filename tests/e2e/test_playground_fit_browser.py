@@ -1,6 +1,7 @@
 """What the Playground hides at common screen sizes, measured in a real browser (issue 28 items 17 and 18):
 the "This step" narration shows all its text (no fixed height that clips the victim's reason and the modelled
-cost), and no metric label or value is cut to "..." at 1600x900 or 1280x800."""
+cost), no metric label or value is cut to "..." at 1600x900 or 1280x800, and no chart's note (the queue chart's
+badge key) runs past its chart's right edge."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ CUT_JS = """() => [...document.querySelectorAll(
     '[data-testid="stMetricLabel"] *, [data-testid="stMetricValue"], [data-testid="stMetricValue"] *')]
   .filter(e => e.children.length === 0 && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1))
   .map(e => e.textContent.trim())"""
+OUTSIDE_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const box = plot.querySelector('.main-svg').getBoundingClientRect();
+  return [...plot.querySelectorAll('.annotation-text')].filter(t => {
+    const r = t.getBoundingClientRect();
+    return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
+  }).map(t => t.textContent.trim());
+})"""
 CLIPPED_JS = """() => [...document.querySelectorAll('.st-key-narration, .st-key-narration *')]
   .filter(e => e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).overflowY !== 'visible')
   .map(e => e.className || e.tagName)"""
@@ -31,11 +39,13 @@ def open_at(browser, url: str, width: int, height: int):
 
 
 @pytest.mark.parametrize("width, height", [(1600, 900), (1280, 800)])
-def test_no_metric_label_or_value_is_cut(browser, tiny_app_url, width, height):
+def test_no_metric_label_value_or_chart_note_is_cut(browser, tiny_app_url, width, height):
     context, page = open_at(browser, tiny_app_url, width, height)
     try:
         page.locator('[data-testid="stMetricLabel"]').filter(has_text="Preemption bill (modelled").first.wait_for()
         assert page.evaluate(CUT_JS) == []
+        page.locator(".annotation-text").filter(has_text="badges:").first.wait_for()  # the queue chart is drawn
+        assert page.evaluate(OUTSIDE_JS) == []
     finally:
         context.close()
 
