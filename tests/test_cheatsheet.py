@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,7 @@ from pykv.cheatsheet import cheatsheet_html, cited_lessons
 from pykv.cheatsheet.content import KNOB_NOTES
 from pykv.cheatsheet.page import first_clause, knob_releases, knob_rows, lab_only_knobs, unresolved_cites
 from pykv.lessons.loader import read_course
-
-VLLM_SRC = Path("/tmp/vllm_src")  # `pip download vllm==<release>` unpacked per release, as in test_review_pack
+from testkit.vllm_source import require_vllm_source
 
 
 class Tags(HTMLParser):
@@ -110,13 +108,12 @@ def test_a_course_without_the_cited_lessons_still_renders_plain_citations():
     assert "tuning-in-order" in page and "href=" not in page
 
 
-@pytest.mark.skipif(not VLLM_SRC.exists(), reason="vLLM sources not unpacked in /tmp/vllm_src")
 def test_every_flag_is_in_the_source_of_every_release_the_sheet_names():
     for knob, note in knob_rows():
         cell = knob_releases(knob, note).split(" (")[0]
         for profile in PROFILES.values():
             named = cell == "all three" or profile.release.split(".post")[0] in cell.split(", ")
-            source = (VLLM_SRC / profile.release / "vllm" / "engine" / "arg_utils.py").read_text()
+            source = (require_vllm_source(profile.release) / "vllm" / "engine" / "arg_utils.py").read_text()
             present = f'"{note.flag}"' in source or f"'{note.flag}'" in source
             said_elsewhere = profile.release in (note.note or "")  # "0.10.2: any value falls back to ..."
             assert present if named else (not present or said_elsewhere), (note.flag, profile.release)

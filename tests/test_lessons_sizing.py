@@ -5,7 +5,6 @@ a side run's ``modelled_swap_s``."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from pykv.lessons import LessonError, parse_lesson, replay, resolve
 from pykv.lessons.path_checks import Known
 from pykv.lessons.paths import check_path
 from pykv.lessons.sizing import UTILIZATIONS, catalogue_kv, model_name
+from testkit.vllm_source import require_vllm_source
 
 FRONT = """\
 ---
@@ -127,8 +127,6 @@ def test_the_pool_is_priced_at_each_releases_default_utilization():
     (vllm/config/cache.py CacheConfig.gpu_memory_utilization); lesson 16 (v0.33) quotes 0.92."""
     assert {90, 92} <= set(UTILIZATIONS)
     assert catalogue_kv("llama-3.1-8b", 4).at_utilization["92"].tokens == 438992
-    source = Path("/tmp/vllm_src")
-    if source.exists():
-        cache = (source / "0.33.0/vllm/config/cache.py").read_text()
-        assert "gpu_memory_utilization: float = Field(default=0.92" in cache
-        assert "gpu_memory_utilization: float = 0.9" in (source / "0.10.2/vllm/config/cache.py").read_text()
+    cache = (require_vllm_source("0.33.0") / "vllm/config/cache.py").read_text()
+    assert "gpu_memory_utilization: float = Field(default=0.92" in cache
+    assert "gpu_memory_utilization: float = 0.9" in (require_vllm_source("0.10.2") / "vllm/config/cache.py").read_text()

@@ -4,7 +4,6 @@ never reads 0.0); a metric a profile does not export is asked for with the optio
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +12,7 @@ from pykv.border.metric_names import MetricNotExportedError, UnknownMetricError,
 from pykv.border.snapshot import Snapshot
 from pykv.border.vllm_profiles import PROFILES
 from pykv.engine.observe.metrics import EngineMetrics
+from testkit.vllm_source import require_vllm_source
 
 
 def snapshot(profile: str, **samples: float) -> Snapshot:
@@ -75,12 +75,10 @@ def test_0_10_2_still_exports_v0s_deprecated_cache_names():
     assert names.kv_usage(PROFILES["v0.10"]) is names.KV_CACHE_USAGE  # the V1 name stays the one read
     both = snapshot("v0.10")
     assert dataclasses.replace(both, vllm_profile="v9.9").kv_usage_metric() is names.KV_CACHE_USAGE
-    source = Path("/tmp/vllm_src")
-    if source.exists():
-        loggers = (source / "0.10.2/vllm/v1/metrics/loggers.py").read_text()
-        assert all(f'name="{m.name}"' in loggers for m in (names.GPU_CACHE_USAGE, names.GPU_PREFIX_QUERIES,
-                                                           names.GPU_PREFIX_HITS))
-        assert "gpu_prefix_cache" not in (source / "0.33.0/vllm/v1/metrics/loggers.py").read_text()
+    loggers = (require_vllm_source("0.10.2") / "vllm/v1/metrics/loggers.py").read_text()
+    assert all(f'name="{m.name}"' in loggers for m in (names.GPU_CACHE_USAGE, names.GPU_PREFIX_QUERIES,
+                                                       names.GPU_PREFIX_HITS))
+    assert "gpu_prefix_cache" not in (require_vllm_source("0.33.0") / "vllm/v1/metrics/loggers.py").read_text()
 
 
 def test_every_histogram_has_its_releases_buckets():

@@ -8,6 +8,7 @@ from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES
+from testkit.vllm_source import require_vllm_source
 
 
 def usable(n, profile=DEFAULT_PROFILE):
@@ -314,18 +315,15 @@ def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, ra
     assert any(preemptions.values()), "the pool should preempt under some profile"
 
 
-VLLM_SRC = __import__("pathlib").Path("/tmp/vllm_src")
-
-
 def test_v033_models_the_synchronous_scheduler_and_says_so():
     """0.33.0 config/scheduler.py: async_scheduling None, which config/vllm.py VllmConfig turns True (AsyncScheduler)
     unless something is incompatible; 0.10.2 config/scheduler.py defaults it to False. pykv models the synchronous
     Scheduler in every profile, and says so where v0.33 is described."""
     assert PROFILES["v0.33"].async_scheduling_default and not PROFILES["v0.10"].async_scheduling_default
     assert "synchronous scheduler" in PROFILES["v0.33"].summary
-    if VLLM_SRC.exists():
-        assert "async_scheduling: bool | None = None" in (VLLM_SRC / "0.33.0/vllm/config/scheduler.py").read_text()
-        assert "async_scheduling: bool = False" in (VLLM_SRC / "0.10.2/vllm/config/scheduler.py").read_text()
+    assert "async_scheduling: bool | None = None" in \
+        (require_vllm_source("0.33.0") / "vllm/config/scheduler.py").read_text()
+    assert "async_scheduling: bool = False" in (require_vllm_source("0.10.2") / "vllm/config/scheduler.py").read_text()
 
 
 def test_v010_starts_with_a_max_model_len_over_an_overridden_pool(make_engine):

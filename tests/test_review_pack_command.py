@@ -5,16 +5,13 @@ own source where it is unpacked."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.border.vllm_command import OFFLOAD_BLOCK_ALIGNMENT, knob_mappings, llm_kwargs, serve_command
 from pykv.border.vllm_flags import PROFILE_NAMES
-
-VLLM_SRC = Path("/tmp/vllm_src")
-
+from testkit.vllm_source import require_vllm_source
 
 RELEASES = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
 
@@ -59,8 +56,8 @@ def test_v033_is_told_to_schedule_synchronously_as_pykv_models():
     assert "async_scheduling" not in llm_kwargs(EngineConfig(vllm_profile="v0.10"))
     assert serve_command(EngineConfig()).endswith(" --no-async-scheduling")
     assert "synchronous scheduler" in EngineConfig().profile.summary  # said where the profile is described
-    if VLLM_SRC.exists():  # BooleanOptionalAction on async_scheduling: --no-async-scheduling
-        assert '"--async-scheduling"' in (VLLM_SRC / "0.33.0" / "vllm" / "engine" / "arg_utils.py").read_text()
+    # BooleanOptionalAction on async_scheduling: --no-async-scheduling
+    assert '"--async-scheduling"' in (require_vllm_source("0.33.0") / "vllm" / "engine" / "arg_utils.py").read_text()
 
 
 @pytest.mark.parametrize("bytes_per_block", [32768, 5000])
@@ -97,10 +94,9 @@ def test_every_knob_is_classified_for_every_release():
         assert not flags & NOT_IN_RELEASE[name] and not flags & PYKV_ONLY
 
 
-@pytest.mark.skipif(not VLLM_SRC.exists(), reason="vLLM sources not unpacked in /tmp/vllm_src")
 @pytest.mark.parametrize("profile", list(RELEASES))
 def test_every_flag_is_in_the_release_source(profile):
-    source = (VLLM_SRC / RELEASES[profile] / "vllm" / "engine" / "arg_utils.py").read_text()
+    source = (require_vllm_source(RELEASES[profile]) / "vllm" / "engine" / "arg_utils.py").read_text()
     for knob, flag in RELEASE_FLAGS[profile].items():
         assert f'"{flag.flag}"' in source or f"'{flag.flag}'" in source, (profile, flag.flag)
         assert re.search(rf"^\s+{flag.kwarg}\s*:", source, re.M), (profile, flag.kwarg)  # an EngineArgs field
