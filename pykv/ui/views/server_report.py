@@ -34,8 +34,22 @@ def startup(d: Diagnosis) -> None:
         st.caption("No start-up lines (# GPU blocks, KV cache size, maximum concurrency): the replay sizes the "
                    "pressure from KV usage alone.")
         return
-    rows = [f.to_json_dict() | {"start-up failed": f.startup_error} for f in d.startup]
+    rows = [{key: _fact_cell(value) for key, value in f.to_json_dict().items()}
+            | {"start-up failed": "yes" if f.startup_error else "no"} for f in d.startup]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="server_startup")
+    if any(cell == NOT_IN_LOG for row in rows for cell in row.values()):
+        st.caption(f"{NOT_IN_LOG}: not in the start-up lines read (not every release prints every fact).")
+
+
+NOT_IN_LOG = "—"
+
+
+def _fact_cell(value: int | float | None) -> str:
+    """A start-up fact as a person reads it: 2,048 blocks, 21.97x; a fact the log does not print is a dash,
+    not "None"."""
+    if value is None:
+        return NOT_IN_LOG
+    return f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
 
 
 def timeline(d: Diagnosis) -> None:
