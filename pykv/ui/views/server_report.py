@@ -45,7 +45,7 @@ NOT_IN_LOG = "—"
 
 
 def _fact_cell(value: int | float | None) -> str:
-    """A start-up fact as a person reads it: 2,048 blocks, 21.97x; a fact the log does not print is a dash,
+    """A start-up fact as a person reads it (2,048; 21.97); a fact the log does not print is a dash,
     not "None"."""
     if value is None:
         return NOT_IN_LOG
