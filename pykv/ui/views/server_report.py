@@ -29,6 +29,9 @@ def release(d: Diagnosis) -> None:
         st.caption(plain(note))
 
 
+NOT_IN_LOG = "—"  # a start-up fact this log does not print
+
+
 def startup(d: Diagnosis) -> None:
     if not d.startup:
         st.caption("No start-up lines (# GPU blocks, KV cache size, maximum concurrency): the replay sizes the "
@@ -39,9 +42,6 @@ def startup(d: Diagnosis) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="server_startup")
     if any(cell == NOT_IN_LOG for row in rows for cell in row.values()):
         st.caption(f"{NOT_IN_LOG}: not in the start-up lines read (not every release prints every fact).")
-
-
-NOT_IN_LOG = "—"
 
 
 def _fact_cell(value: int | float | None) -> str:
