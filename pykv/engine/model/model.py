@@ -49,8 +49,11 @@ class Rotary(nn.Module):
 
     def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
-        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
-        freqs = torch.outer(torch.arange(max_positions).float(), inv_freq)  # (max_positions, head_dim / 2)
+        # On the CPU, even inside the loader's meta-device block: a meta tensor's arithmetic runs torch's Python
+        # reference ops, whose first call imports torch._dynamo (~7 s on a 2-core machine).
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64, device="cpu").float() / head_dim))
+        positions = torch.arange(max_positions, device="cpu").float()
+        freqs = torch.outer(positions, inv_freq)  # (max_positions, head_dim / 2)
         emb = torch.cat([freqs, freqs], dim=-1)  # (max_positions, head_dim)
         self.register_buffer("cos", emb.cos(), persistent=False)
         self.register_buffer("sin", emb.sin(), persistent=False)
@@ -114,7 +117,9 @@ class CausalLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.config = cfg
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        # An empty table (the checkpoint fills it): a random init of a meta tensor imports torch._dynamo too.
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size,
+                                         _weight=torch.empty(cfg.vocab_size, cfg.hidden_size))
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = RowStableLinear(cfg.hidden_size, cfg.vocab_size, bias=False)
