@@ -2,7 +2,8 @@
 (``?presenter=1``) in headless Chromium, one browser session per lesson pressing Next, and measures every
 step at every size (the viewport is resized in place: no rerun) — a step with a prediction twice, with
 its question open and after "Just show me". Reports how far each view scrolls and which metric labels
-are cut off:
+are cut off. It measures the app as testkit/layout_probe_app.py serves it, each chart an empty box of its
+height (tests/e2e/test_layout_probe.py checks that a probed page is laid out as the real one):
 
     python bench/projector_fit.py [--lesson ID] [--sizes 1920x1080,1280x720] [--save]
 
@@ -16,7 +17,7 @@ import argparse
 import time
 
 from testkit.projector import SIZES, misfits, walk_lesson
-from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS, ROOT, serve_app
+from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS, LAYOUT_PROBE, ROOT, serve_app
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     lessons = [lesson for lesson in load_course() if args.lesson in (None, lesson.id)]
     sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")]
     found, started = [], time.monotonic()
-    with serve_app("tiny") as url, sync_playwright() as p:
+    with serve_app("tiny", LAYOUT_PROBE) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         for lesson in lessons:
             context = browser.new_context()

@@ -19,6 +19,8 @@ CHROMIUM_FLAGS = [
     "--disable-component-update", "--disable-sync", "--disable-quic",
 ]
 
+LAYOUT_PROBE = "testkit/layout_probe_app.py"  # app.py with its charts as empty boxes: what the fit walks measure
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -26,16 +28,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def streamlit_command(port: int, root: Path = ROOT, *extra: str) -> list[str]:
-    """`streamlit run app.py` of the checkout ``root``, headless on loopback ``port``."""
-    return [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless=true",
+def streamlit_command(port: int, root: Path = ROOT, *extra: str, script: str = "app.py") -> list[str]:
+    """`streamlit run app.py` (or another ``script`` of the checkout ``root``), headless on loopback ``port``."""
+    return [sys.executable, "-m", "streamlit", "run", str(root / script), "--server.headless=true",
             f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
             "--server.fileWatcherType=none", "--logger.level=error", *extra]
 
 
-def start_streamlit(model_path: str | Path, port: int) -> subprocess.Popen:
+def start_streamlit(model_path: str | Path, port: int, script: str = "app.py") -> subprocess.Popen:
     env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    return subprocess.Popen(streamlit_command(port, script=script), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
 
 
@@ -62,10 +64,11 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> N
 
 
 @contextlib.contextmanager
-def serve_app(model: str | Path):
-    """`streamlit run app.py` on ``model`` (a checkpoint folder or "tiny") until the block exits."""
+def serve_app(model: str | Path, script: str = "app.py"):
+    """`streamlit run app.py` on ``model`` (a checkpoint folder or "tiny") until the block exits; ``script``:
+    another main script of the checkout (testkit/layout_probe_app.py: app.py with its charts as empty boxes)."""
     port = free_port()
-    proc = start_streamlit(model, port)
+    proc = start_streamlit(model, port, script)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)

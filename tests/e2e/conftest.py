@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS, ROOT, serve_app
+from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS, LAYOUT_PROBE, ROOT, serve_app
 
 ARTIFACTS = ROOT / "artifacts"
 
@@ -49,3 +49,18 @@ def browser():
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def tiny_probe_url():
+    """The app on the shipped model with its charts drawn as empty boxes of their heights
+    (testkit/layout_probe_app.py): what the projector-fit walks measure."""
+    with serve_app("tiny", script=LAYOUT_PROBE) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def tiny_class_probe_url():
+    """As tiny_class_app_url (a server of its own for one file that starts classes), with its charts as boxes."""
+    with serve_app("tiny", script=LAYOUT_PROBE) as url:
+        yield url

@@ -21,7 +21,7 @@ def lesson():
     return found[0]
 
 
-def test_the_class_projector_fits_both_screens_before_and_after_the_reveal(browser, tiny_class_app_url, lesson):
-    found = walk_class_lesson(browser, tiny_class_app_url, lesson)
+def test_the_class_projector_fits_both_screens_before_and_after_the_reveal(browser, tiny_class_probe_url, lesson):
+    found = walk_class_lesson(browser, tiny_class_probe_url, lesson)
     assert any("(revealed)" in where for where, _ in found)  # the lesson asks a question: the reveal was measured
     assert not misfits(found), misfits(found)

@@ -1,7 +1,7 @@
 """Every step of every lesson in the projector view, in a real browser on the shipped model, fits one 1920×1080
-and one 1280×720 screen with no metric label cut off, and no speaker notes are on it: part 1 of
-testkit.projector.PARTS (every PARTS-th lesson from the 1st), so that
---dist loadfile walks the parts on both cores at once."""
+and one 1280×720 screen with no metric label cut off, and no speaker notes are on it, measured on the layout probe
+(charts as empty boxes of their heights; tests/e2e/test_layout_probe.py): part 1 of testkit.projector.PARTS (every
+PARTS-th lesson from the 1st), so that --dist loadfile walks the parts on both cores at once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ LESSONS = course_part(1)
 
 
 @pytest.mark.parametrize("lesson", LESSONS or [None], ids=[lesson.id for lesson in LESSONS] or ["no-lessons"])
-def test_every_step_of_the_lesson_fits_both_projector_screens(browser, tiny_app_url, lesson):
+def test_every_step_of_the_lesson_fits_both_projector_screens(browser, tiny_probe_url, lesson):
     if lesson is None:
         pytest.skip("no lesson of the course falls in this part")
-    check_lesson_fits(browser, tiny_app_url, lesson)
+    check_lesson_fits(browser, tiny_probe_url, lesson)
