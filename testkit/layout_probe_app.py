@@ -6,9 +6,12 @@ column by column, at both projector sizes, for steps that show every chart the p
 
 from __future__ import annotations
 
+import html
+import re
 import runpy
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
@@ -22,9 +25,18 @@ def _height(figure) -> int:
     return int(height)
 
 
+def _caption(figure) -> str:
+    """The chart's title and subtitle as plain text: a walk waits on what a chart says (the class tally's "right
+    answer" is its subtitle), so the box says it too."""
+    title = (figure if hasattr(figure, "layout") else go.Figure(figure)).layout.title
+    return " · ".join(re.sub(r"<[^>]+>", " ", text) for text in (title.text, title.subtitle.text) if text)
+
+
 def _chart_box(dg: DeltaGenerator, figure_or_data, *_args, **_kwargs):
-    """An empty element exactly as tall as the chart would be (plotly's element is its figure's height)."""
-    return dg.html(f'<div data-probe="chart" style="height:{_height(figure_or_data)}px"></div>')
+    """An element exactly as tall as the chart would be (plotly's element is its figure's height), its text clipped
+    inside so it cannot change the height."""
+    return dg.html(f'<div data-probe="chart" style="height:{_height(figure_or_data)}px;overflow:hidden">'
+                   f'{html.escape(_caption(figure_or_data))}</div>')
 
 
 DeltaGenerator.plotly_chart = _chart_box  # type: ignore[method-assign]  # col.plotly_chart, container.plotly_chart

@@ -80,7 +80,6 @@ def test_step_through_a_whole_lesson(browser, tiny_app_url, artifacts, course):
             move(page, n, n, key="ArrowRight")
         page.get_by_text("End of the lesson").first.wait_for()
         wait_idle(page)
-        page.wait_for_timeout(300)
         page.screenshot(path=str(artifacts / f"lesson-{lesson.id}-last-step.png"))
         assert not page.get_by_test_id("stException").count()
     finally:

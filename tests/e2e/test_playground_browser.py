@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
+from testkit.page_wait import wait_settled
+
 VIEWPORT = {"width": 1440, "height": 900}
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = 120_000  # a bound on failure only: a first load on a busy 2-core machine can take 40 s
 
 
 def open_page(browser, url: str, scheme: str):
@@ -28,11 +30,9 @@ def wait_for_step(page, step: int) -> None:
 
 
 def wait_idle(page) -> None:
-    """Until the script runs are over (a key pressed during a run can be lost). Waits twice: the
-    first run is often followed at once by a second (the browser reporting its theme)."""
-    for _ in range(2):
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
-        page.wait_for_timeout(400)
+    """Until the script runs are over and the layout holds still (a key pressed during a run can be lost; the
+    first run is often followed at once by a second, the browser reporting its theme)."""
+    wait_settled(page, timeout_ms=TIMEOUT_MS)
 
 
 def press(page, key: str, expect_step: int) -> None:
@@ -104,7 +104,7 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         assert above_the_fold(page.get_by_text(re.compile(r"preempted by recompute")).first)
         press(page, "ArrowLeft", step - 1)  # keyboard Back
         press(page, "ArrowRight", step)
-        page.wait_for_timeout(300)
+        wait_idle(page)
         page.screenshot(path=str(artifacts / "playground-light.png"))
         # slow: a tick every second leaves the page idle between ticks on a busy 2-core machine, so a click lands
         # (at "normal", 0.5 s, a render as long as the tick leaves no idle moment and a click can be lost)
@@ -115,7 +115,7 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         pause(page)
         wait_idle(page)
         paused = shown_step(page)
-        page.wait_for_timeout(1500)
+        page.wait_for_timeout(1500)  # a timer tick is 1 s at "slow": a step would have been taken by now
         assert shown_step(page) == paused
         assert not page.get_by_test_id("stException").count()
     finally:
@@ -143,7 +143,7 @@ def test_dark_deep_link_reproduces_a_preemption(browser, app_url, artifacts, ran
         grid.wait_for()
         background = grid.locator(".main-svg").first.evaluate("e => getComputedStyle(e).backgroundColor")
         assert background == "rgb(14, 17, 23)", background  # the dark template, not white
-        page.wait_for_timeout(300)
+        wait_idle(page)
         page.screenshot(path=str(artifacts / "playground-dark.png"))
         assert not page.get_by_test_id("stException").count()
     finally:
