@@ -18,7 +18,10 @@ RUN_TO_END_BUDGET_S = 60.0
 NEXT_PREEMPTION_BUDGET_S = 30.0
 LESSON_ACTION_BUDGET_S = 30.0  # one lesson action (step N, run_until); the course's take well under 1 s
 # One session: at most this much engine time within any window of SESSION_WINDOW_S (20 tabs x 10 links cannot
-# keep the server's cores busy for ever; a learner clicking Run to end now and then never notices).
+# keep the server's cores busy for ever; a learner clicking Run to end now and then never notices). Counted as the
+# CPU time the session's own engine work took (the engine runs on one thread: pykv.border.runtime), not as wall time:
+# on a server shared by a room every run takes longer, and wall time would spend a learner's allowance on the
+# others' runs (20 learners bisecting lesson 2's pool ran out after three or four tries).
 SESSION_COMPUTE_S = 180.0
 SESSION_WINDOW_S = 600.0
 
@@ -65,11 +68,11 @@ def run_action(lab: Lab, what: str, action: Callable[..., object], budget_s: flo
         return (f"{what} did not run: this session used its {SESSION_COMPUTE_S:g} s of engine time for the last "
                 f"{SESSION_WINDOW_S / 60:g} minutes (a shared server). Try again in a few minutes.")
     allowed = min(budget_s, left)
-    start = time.perf_counter()
+    cpu_start = time.thread_time()  # this script thread's CPU time: the engine's work, whatever else runs
     try:
         action(*args, time_budget_s=allowed, should_stop=session_gone())
     finally:
-        budget.charge(time.perf_counter() - start)
+        budget.charge(time.thread_time() - cpu_start)
     if lab.stopped_early is None:
         return None
     why = lab.stopped_early
