@@ -170,10 +170,27 @@ def test_queues_lanes_chips_and_preemption_badges(snap):
     fig = queues_figure(snap, changed={"1"})
     chips, badges = fig.data[0], fig.data[1]
     assert list(fig.layout.yaxis.ticktext) == ["WAITING (0)", "RUNNING (2)", "SWAPPED (1)", "FINISHED (1)"]
-    assert list(chips.text) == ["0", "1", "2", "3"] and list(chips.y) == [1, 1, 2, 3]
-    assert list(chips.marker.color) == [request_color(r) for r in "0123"]
+    assert list(chips.text) == ["0", "1", "2", "3"] and [round(y) for y in chips.y] == [1, 1, 2, 3]
+    rects = chip_shapes(fig)
+    assert [r.fillcolor for r in rects] == [request_color(r) for r in "0123"]
     assert list(badges.text) == ["S1"]  # req 2: preempted once, by swap
-    assert chips.marker.line.color[1] == LIGHT["outline"] and chips.marker.line.color[0] == request_color("0")
+    assert (rects[1].line.color, rects[1].line.width) == (LIGHT["outline"], 2.5) and rects[0].line.width == 0
+
+
+def chip_shapes(fig):
+    return [s for s in fig.layout.shapes if s.xref != "paper"]
+
+
+def test_queue_chips_never_overlap_each_other_or_the_lane_labels():
+    """Chips are data-unit rectangles, so a gap in slots is a gap at any chart width, and the first chip starts
+    right of the axis (20 px markers on a 1280x720 projector's ~14 px slots stacked on each other and on the lane
+    label "RUNNING (16)")."""
+    fig = queues_figure(snapshot([], [request(str(i)) for i in range(16)]))
+    lane = sorted((s for s in chip_shapes(fig) if s.y0 < 1 < s.y1), key=lambda s: s.x0)
+    assert len(lane) == 16
+    assert all(b.x0 - a.x1 > 0.1 for a, b in zip(lane, lane[1:]))
+    x_low, x_high = fig.layout.xaxis.range
+    assert lane[0].x0 > x_low and lane[-1].x1 < x_high
 
 
 def test_every_figure_uses_the_project_template_in_both_themes(snap):

@@ -1,7 +1,9 @@
 """The scheduler's queues as lanes of request chips, in queue order (left = front of the queue).
 
 A chip is the request's colour with its id inside; a preempted request carries a badge under the
-chip: ``R2`` = preempted twice, last time by recompute; ``S1`` = once, by swap.
+chip: ``R2`` = preempted twice, last time by recompute; ``S1`` = once, by swap. Chips are rectangles in data
+units (a slot each), not markers of a fixed pixel size: a narrow chart (a 1280x720 projector's column) shrinks
+them with their slots instead of stacking 20 px markers on each other and on the lane labels.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pykv.viz.theme import colors, figure, request_color, text_color_on
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
 MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
 MODE_LETTER = {"recompute": "R", "swap": "S", "abort": "A"}
+CHIP_HALF_WIDTH = 0.42  # of a slot: a gap between neighbours at any width
+CHIP_TOP, CHIP_BOTTOM = -0.3, 0.24  # of a lane, around its centre (y grows downwards): room for the badge below
 
 
 def last_preemption_modes(snapshot: Snapshot) -> dict[str, str]:
@@ -52,14 +56,20 @@ def chip_hover(view: Optional[RequestView], request_id: str, modes: dict[str, st
     return text
 
 
+def chip(x: int, y: int, fill: str, outline: Optional[str]) -> dict:
+    """One request's chip: its colour, outlined when it changed this step."""
+    return dict(type="rect", x0=x - CHIP_HALF_WIDTH, x1=x + CHIP_HALF_WIDTH, y0=y + CHIP_TOP, y1=y + CHIP_BOTTOM,
+                fillcolor=fill, line=dict(width=2.5 if outline else 0, color=outline or fill), layer="below")
+
+
 def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[str]] = None,
                   height: int = 250) -> go.Figure:
     c = colors(dark)
     views = {r.request_id: r for r in snapshot.requests}
     modes = last_preemption_modes(snapshot)
     members = lane_members(snapshot)
-    xs, ys, texts, fills, hovers, lines, badges_x, badges_y, badges = [], [], [], [], [], [], [], [], []
-    notes = []
+    xs, ys, texts, fills, hovers, badges_x, badges_y, badges = [], [], [], [], [], [], [], []
+    notes, chips = [], []
     for y, lane in enumerate(LANES):
         ids = members[lane]
         if len(ids) > MAX_CHIPS:
@@ -69,15 +79,15 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
                               showarrow=False, xanchor="left", font=dict(color=c["muted"])))
         for x, rid in enumerate(ids):
             fill = request_color(rid)
-            xs.append(x), ys.append(y), texts.append(rid), fills.append(fill)
+            xs.append(x), ys.append(y + (CHIP_TOP + CHIP_BOTTOM) / 2), texts.append(rid), fills.append(fill)
             hovers.append(chip_hover(views.get(rid), rid, modes))
-            lines.append(c["outline"] if changed and rid in changed else fill)
+            chips.append(chip(x, y, fill, c["outline"] if changed and rid in changed else None))
             label = badge(views.get(rid), modes)
             if label:
-                badges_x.append(x), badges_y.append(y + 0.36), badges.append(label)
+                badges_x.append(x), badges_y.append(y + 0.39), badges.append(label)
     data = [
         dict(type="scatter", x=xs, y=ys, mode="markers+text", text=texts, name="requests", showlegend=False,
-             marker=dict(symbol="square", size=20, color=fills, line=dict(width=2.5, color=lines)),
+             marker=dict(symbol="square", size=18, opacity=0),  # the hover target; the chip is a shape
              textfont=dict(color=[text_color_on(f) for f in fills], size=10), textposition="middle center",
              customdata=hovers, hovertemplate="%{customdata}<extra></extra>"),
         dict(type="scatter", x=badges_x, y=badges_y, mode="text", text=badges, name="preemptions", showlegend=False,
@@ -95,6 +105,6 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
                    ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
                    automargin=True),
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
-                     line=dict(width=0), layer="below") for y in range(len(LANES))],
+                     line=dict(width=0), layer="below") for y in range(len(LANES))] + chips,
         margin=dict(l=4, r=4, t=30, b=22),
     )
