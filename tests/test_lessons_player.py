@@ -318,3 +318,25 @@ def test_an_action_past_its_time_budget_is_a_failed_action_that_says_why(tiny):
     assert not state.passed and any("time budget" in e and "run until end" in e for e in state.errors)
     assert state.lab.view.step == 1  # one step ran, then the budget stopped it
     assert player.next() and player.state.lab.view.step == 2  # the player stays usable
+
+
+def test_a_shared_lesson_prefetches_the_next_step_in_the_background_and_gives_the_same_states(tiny):
+    """A class's next step is played while the instructor talks; what it publishes is what a play on demand gives."""
+    import time
+
+    from pykv.lessons.shared import SharedLesson
+
+    lesson = lesson_of(step("One", "- step: 2\n") + step("Two", "- step: 3\n") + step("Three", "- step: 1\n"))
+    shared, plain = SharedLesson(lesson, tiny), SharedLesson(lesson, tiny)
+    shared.state(0)
+    shared.prefetch(1)
+    deadline = time.monotonic() + 60
+    while (len(shared._published) < 2 or shared._prefetching) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(shared._published) == 2 and not shared._prefetching  # played without anyone asking for it
+    shared.prefetch(5)  # past the lesson's end: nothing to play
+    assert not shared._prefetching
+    for index in range(3):
+        a, b = shared.state(index), plain.state(index)
+        assert [s.step for s in a.lab.snapshots] == [s.step for s in b.lab.snapshots]
+        assert [r.output_token_ids for r in a.lab.view.requests] == [r.output_token_ids for r in b.lab.view.requests]

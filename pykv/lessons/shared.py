@@ -9,7 +9,9 @@ StepStates read-only is what lets a follower need no engine of its own. What mak
   that hold engines to itself, so no session can read an engine another class is stepping;
 - playing takes ``lock``; reading a step already played does not (the published list only grows);
 - the lesson plays with no time budget: a shared step is computed once for everyone, so an action cut
-  short by a busy server must not become every class's step until the process restarts.
+  short by a busy server must not become every class's step until the process restarts;
+- ``prefetch`` plays the step after the class's in the background while the instructor talks, so Next does
+  not make the room wait for the engine (it did: the instructor's click was most of a follower's wait).
 
 Derived artefacts (a step's figures, drawn once for every follower) are memoised by ``derived``.
 """
@@ -36,6 +38,7 @@ class SharedLesson:
         self._player = LessonPlayer(lesson, loaded, base_config, action_budget_s=None)
         self._published: list[StepState] = []  # the player's states with engine-free Labs; only appended to
         self._derived: dict[Hashable, Any] = {}
+        self._prefetching = False  # a background play is on (one at a time per lesson)
 
     @property
     def num_steps(self) -> int:
@@ -51,6 +54,23 @@ class SharedLesson:
             for state in self._player.states[len(self._published):]:
                 self._published.append(dataclasses.replace(state, lab=state.lab.branch()))
             return self._published[index]
+
+    def prefetch(self, index: int) -> None:
+        """Play step ``index`` in a background thread if it is not played yet (nothing if one is already on).
+        Its errors are not kept: the reader who asks for the step later plays it again and sees them."""
+        if index >= self.num_steps or index < len(self._published) or self._prefetching:
+            return
+        self._prefetching = True
+
+        def play() -> None:
+            try:
+                self.state(index)
+            except Exception:  # noqa: BLE001 - shown to whoever asks for the step, not lost in a thread
+                pass
+            finally:
+                self._prefetching = False
+
+        threading.Thread(target=play, name=f"prefetch {self.lesson.id} step {index + 1}", daemon=True).start()
 
     def states(self, upto: int) -> list[StepState]:
         """Steps 0..upto, played as needed (the review pack and the token diffs read earlier steps)."""

@@ -56,6 +56,7 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
         member = _drive(member, lesson.id, index + 1)
         classroom.agreed(lesson.id, index + 1)
         classroom.poll(member.code, member.state.version)  # the other window (speaker view) may move the class
+        classroom.shared_lesson(lesson).prefetch(index + 1)  # the next step is ready when the instructor moves
     _sync_url(lesson.id, index + 1, presenter)
     if member is not None and st.query_params.get("speaker") == "1":
         speaker_view.render(lesson, states, index, member, _go)
