@@ -125,8 +125,9 @@ def load_model(model: str = "tiny", device: str = "cpu", dtype: str = "float32")
             f"{path}: weights do not match a {raw['model_type']} model of this config "
             f"(missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})."
         )
-    net = net.to_empty(device=device)
-    net.load_state_dict({k: state[k] for k in expected}, strict=False)
+    # The checkpoint's tensors replace the meta ones (assign): Module.to_empty would allocate through torch's
+    # Python reference ops, whose first call imports torch._dynamo and sympy (~3 s of a server's start).
+    net.load_state_dict({k: state[k].to(device) for k in expected}, strict=False, assign=True)
     if cfg.tie_word_embeddings:
         net.lm_head.weight = net.embed_tokens.weight
     net = net.to(dtype=DTYPES[dtype]).eval()
