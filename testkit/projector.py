@@ -142,22 +142,18 @@ def course_part(part: int) -> list:
     return read_course()[0][part - 1::PARTS]
 
 
-def check_lesson_fits(browser, url: str, lesson, screen=(1920, 1080)) -> None:
+def check_lesson_fits(page, url: str, lesson) -> None:
     """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut (a step with a
     prediction with its question open and answered, and the step where the workshop path ends the lesson), and
-    no speaker notes are on it (the walk ends on the workshop path's last step: none of its notes are shown)."""
-    context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
-    try:
-        page = context.new_page()
-        found = walk_lesson(page, url, lesson)
-        bad = misfits(found)
-        if bad:
-            raise AssertionError(bad)
-        if page.get_by_text("Speaker notes").count():
-            raise AssertionError(f"{lesson.id}: speaker notes on the projector")
-        last_core = lesson.steps[max(i for i, step in enumerate(lesson.steps) if not step.optional)]
-        notes = last_core.notes
-        if notes and page.get_by_text(notes.splitlines()[0][:40]).count():
-            raise AssertionError(f"{lesson.id}: the last core step's notes are on the projector")
-    finally:
-        context.close()
+    no speaker notes are on it (the walk ends on the workshop path's last step: none of its notes are shown).
+    ``page``: any page of the browser; the walk opens the lesson in it afresh (a new session)."""
+    found = walk_lesson(page, url, lesson)
+    bad = misfits(found)
+    if bad:
+        raise AssertionError(bad)
+    if page.get_by_text("Speaker notes").count():
+        raise AssertionError(f"{lesson.id}: speaker notes on the projector")
+    last_core = lesson.steps[max(i for i, step in enumerate(lesson.steps) if not step.optional)]
+    notes = last_core.notes
+    if notes and page.get_by_text(notes.splitlines()[0][:40]).count():
+        raise AssertionError(f"{lesson.id}: the last core step's notes are on the projector")

@@ -45,6 +45,18 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="module")
+def fit_page(browser):
+    """One page for a projector-fit file's lesson walks, each of which opens its lesson afresh (a new session):
+    a page kept across them keeps Chromium's compiled copy of the app's scripts, which a new context per lesson
+    compiled again (~1 s of CPU a lesson)."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)

@@ -13,7 +13,7 @@ LESSONS = course_part(1)
 
 
 @pytest.mark.parametrize("lesson", LESSONS or [None], ids=[lesson.id for lesson in LESSONS] or ["no-lessons"])
-def test_every_step_of_the_lesson_fits_both_projector_screens(browser, tiny_probe_url, lesson):
+def test_every_step_of_the_lesson_fits_both_projector_screens(fit_page, tiny_probe_url, lesson):
     if lesson is None:
         pytest.skip("no lesson of the course falls in this part")
-    check_lesson_fits(browser, tiny_probe_url, lesson)
+    check_lesson_fits(fit_page, tiny_probe_url, lesson)
