@@ -331,11 +331,11 @@ def test_a_shared_lesson_prefetches_the_next_step_in_the_background_and_gives_th
     shared.state(0)
     shared.prefetch(1)
     deadline = time.monotonic() + 60
-    while (len(shared._published) < 2 or shared._prefetching) and time.monotonic() < deadline:
+    while (len(shared._published) < 2 or shared._prefetch_lock.locked()) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(shared._published) == 2 and not shared._prefetching  # played without anyone asking for it
+    assert len(shared._published) == 2 and not shared._prefetch_lock.locked()  # played without anyone asking for it
     shared.prefetch(5)  # past the lesson's end: nothing to play
-    assert not shared._prefetching
+    assert not shared._prefetch_lock.locked()
     for index in range(3):
         a, b = shared.state(index), plain.state(index)
         assert [s.step for s in a.lab.snapshots] == [s.step for s in b.lab.snapshots]

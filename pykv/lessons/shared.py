@@ -38,7 +38,7 @@ class SharedLesson:
         self._player = LessonPlayer(lesson, loaded, base_config, action_budget_s=None)
         self._published: list[StepState] = []  # the player's states with engine-free Labs; only appended to
         self._derived: dict[Hashable, Any] = {}
-        self._prefetching = False  # a background play is on (one at a time per lesson)
+        self._prefetch_lock = threading.Lock()  # held by the background play (one at a time per lesson)
 
     @property
     def num_steps(self) -> int:
@@ -58,9 +58,8 @@ class SharedLesson:
     def prefetch(self, index: int) -> None:
         """Play step ``index`` in a background thread if it is not played yet (nothing if one is already on).
         Its errors are not kept: the reader who asks for the step later plays it again and sees them."""
-        if index >= self.num_steps or index < len(self._published) or self._prefetching:
+        if index >= self.num_steps or index < len(self._published) or not self._prefetch_lock.acquire(blocking=False):
             return
-        self._prefetching = True
 
         def play() -> None:
             try:
@@ -68,7 +67,7 @@ class SharedLesson:
             except Exception:  # noqa: BLE001 - shown to whoever asks for the step, not lost in a thread
                 pass
             finally:
-                self._prefetching = False
+                self._prefetch_lock.release()
 
         threading.Thread(target=play, name=f"prefetch {self.lesson.id} step {index + 1}", daemon=True).start()
 
