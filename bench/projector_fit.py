@@ -1,9 +1,10 @@
 """Does every step of the course fit one projector screen? Walks each lesson in the projector view
 (``?presenter=1``) in headless Chromium, one browser session per lesson pressing Next, and measures every
 step at every size (the viewport is resized in place: no rerun) — a step with a prediction twice, with
-its question open and after "Just show me". Reports how far each view scrolls and which metric labels
-are cut off. It measures the app as testkit/layout_probe_app.py serves it, each chart an empty box of its
-height (tests/e2e/test_layout_probe.py checks that a probed page is laid out as the real one):
+its question open and after "Just show me". Reports how far each view scrolls, which metric labels are
+cut off and which boxes hide text below their fold (a room cannot scroll them). It measures the app as
+testkit/layout_probe_app.py serves it, each chart an empty box of its height (tests/e2e/test_layout_probe.py
+checks that a probed page is laid out as the real one):
 
     python bench/projector_fit.py [--lesson ID] [--sizes 1920x1080,1280x720] [--save]
 
@@ -43,7 +44,8 @@ def main() -> None:
     bad = misfits(found)
     report = [f"# python bench/projector_fit.py --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson
                                                                           else ""),
-              f"{len(found) - len(bad)} of {len(found)} step views fit one screen without cut metric labels "
+              f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut and no text "
+              f"hidden in a scrolling box "
               f"({time.monotonic() - started:.0f} s)", *bad]
     print("\n".join(report))
     if args.save:

@@ -1,5 +1,6 @@
 """Measuring a lesson step in the projector view (``?presenter=1``) in headless Chromium: how far the page
-scrolls at each projector size and which metric labels are cut. tests/e2e/test_projector_fit_*.py assert on it
+scrolls at each projector size, which metric labels are cut and which boxes hide text below their fold (the room
+cannot scroll them). tests/e2e/test_projector_fit_*.py assert on it
 (the course dealt into PARTS files, so that pytest-xdist's --dist loadfile walks them on both cores at once);
 bench/projector_fit.py reports it for the whole course."""
 
@@ -16,12 +17,19 @@ MEASURE_JS = """() => {
                             document.scrollingElement.scrollHeight - window.innerHeight, 0);
   const cut = [...document.querySelectorAll('[data-testid="stMetricLabel"] *')]
       .filter(e => e.children.length === 0 && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.trim());
-  return {overflow, cut};
+  // a box that scrolls its text (st.container(height=...)): the room cannot scroll it, so what is below is lost
+  // (not a screen reader's 1 px copy of a radio's input: it is clipped on purpose)
+  const hidden = [...main.querySelectorAll('*')].filter(e => e.clientHeight > 2 && ['auto', 'scroll', 'hidden']
+      .includes(getComputedStyle(e).overflowY) && e.scrollHeight > e.clientHeight + 1)
+      .map(e => `${[...e.classList].find(c => c.startsWith('st-key-')) || e.dataset.testid || e.tagName}: `
+                + `${e.scrollHeight - e.clientHeight} px`);
+  return {overflow, cut, hidden};
 }"""
 
 
 def measure(page) -> dict:
-    """{"overflow": pixels the page scrolls past the viewport, "cut": metric labels cut off}."""
+    """{"overflow": pixels the page scrolls past the viewport, "cut": metric labels cut off, "hidden": boxes whose
+    text scrolls out of sight}."""
     return page.evaluate(MEASURE_JS)
 
 
@@ -129,7 +137,8 @@ def walk_class_lesson(browser, url: str, lesson, sizes=SIZES) -> list[tuple[str,
 
 def misfits(found: list[tuple[str, dict]]) -> list[str]:
     return [f"{where}: scrolls {m['overflow']} px" + (f", cut labels {m['cut']}" if m["cut"] else "")
-            for where, m in found if m["overflow"] or m["cut"]]
+            + (f", text hidden in {m['hidden']}" if m["hidden"] else "")
+            for where, m in found if m["overflow"] or m["cut"] or m["hidden"]]
 
 
 PARTS = 3  # tests/e2e/test_projector_fit_1.py .. _3.py
@@ -143,10 +152,10 @@ def course_part(part: int) -> list:
 
 
 def check_lesson_fits(page, url: str, lesson) -> None:
-    """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut (a step with a
-    prediction with its question open and answered, and the step where the workshop path ends the lesson), and
-    no speaker notes are on it (the walk ends on the workshop path's last step: none of its notes are shown).
-    ``page``: any page of the browser; the walk opens the lesson in it afresh (a new session)."""
+    """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut and no text hidden in
+    a scrolling box (a step with a prediction with its question open and answered, and the step where the workshop
+    path ends the lesson), and no speaker notes are on it (the walk ends on the workshop path's last step: none of its
+    notes are shown). ``page``: any page of the browser; the walk opens the lesson in it afresh (a new session)."""
     found = walk_lesson(page, url, lesson)
     bad = misfits(found)
     if bad:
