@@ -5,6 +5,7 @@ the lessons are written for it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
 from pykv.lessons.loader import lesson_files
+from pykv.lessons.step_blocks import RunAction
+from pykv.viz.projection import PROJECTOR_SCALE
 
 LESSON_FILES = lesson_files()
 SMALL_LESSON = """---
@@ -275,3 +278,16 @@ def test_every_lesson_plays_to_its_end_through_the_page_with_every_check_passing
         assert not failed_checks(app) and not app.error, f"{where}: {failed_checks(app)} {[e.value for e in app.error]}"
         assert sum("✓" in m.value for m in app.markdown) == (1 if lesson.steps[k - 1].expect else 0)
     assert app.button(key="lesson_next").disabled and any("End of the lesson" in s.value for s in app.success)
+
+
+def test_the_projector_draws_each_chart_for_720p_and_larger_for_1080p(app, course):
+    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
+                     if any(isinstance(a, RunAction) for a in step.actions) and not step.predict)
+    open_link(app, lesson.id, k, presenter=True)
+    heights: dict[str, list[int]] = {}
+    for chart in ok(app).get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        heights.setdefault(layout["title"]["text"], []).append(layout["height"])
+    assert any(title.startswith("Device KV pool") for title in heights) and len(heights) >= 3  # grid, queues, runs
+    for title, (small, large) in heights.items():
+        assert large == round(small * PROJECTOR_SCALE), title

@@ -13,7 +13,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from pykv.border.snapshot import RequestView, Snapshot
-from pykv.viz.theme import colors, figure, request_color, text_color_on
+from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px
 
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
 MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
@@ -62,8 +62,14 @@ def chip(x: int, y: int, fill: str, outline: Optional[str]) -> dict:
                 fillcolor=fill, line=dict(width=2.5 if outline else 0, color=outline or fill), layer="below")
 
 
+BADGE_KEY = ("badges: R2 = recomputed 2×,", "S1 = swapped 1×")  # short: the chart is ~300 px wide
+KEY_FONT_PX = 10
+
+
 def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[str]] = None,
-                  height: int = 250) -> go.Figure:
+                  height: int = 250, width: Optional[int] = None) -> go.Figure:
+    """``width``: the px it is drawn at, where known (the projector's column), so that the badge key takes two
+    lines rather than run past the edge."""
     c = colors(dark)
     views = {r.request_id: r for r in snapshot.requests}
     modes = last_preemption_modes(snapshot)
@@ -94,17 +100,21 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
              textfont=dict(color=c["font"], size=10), hoverinfo="skip"),
     ]
     slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
+    one_line = " ".join(BADGE_KEY)
+    ticks = [f"{lane} ({len(members[lane])})" for lane in LANES]
+    plot_px = None if width is None else width - 8 - text_px(max(map(len, ticks)), 12)  # the lane names' margin
+    wrapped = plot_px is not None and text_px(len(one_line), KEY_FONT_PX) > plot_px
     key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
-               text="badges: R2 = recomputed 2×, S1 = swapped 1×",  # short: the chart is ~300 px wide
-               font=dict(size=10, color=c["muted"]))
+               text="<br>".join(BADGE_KEY) if wrapped else one_line, align="left",
+               font=dict(size=KEY_FONT_PX, color=c["muted"]))
     return figure(
         "Queues · front of the queue on the left", height, dark, data, showlegend=False, annotations=notes + [key],
         xaxis=dict(visible=False, range=[-0.7, slots + 1.2], fixedrange=True),
         yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True,
                    range=[len(LANES) - 0.45, -0.55],
-                   ticktext=[f"{lane} ({len(members[lane])})" for lane in LANES], showgrid=False, zeroline=False,
+                   ticktext=ticks, showgrid=False, zeroline=False,
                    automargin=True),
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
                      line=dict(width=0), layer="below") for y in range(len(LANES))] + chips,
-        margin=dict(l=4, r=4, t=30, b=22),
+        margin=dict(l=4, r=4, t=30, b=36 if wrapped else 22),
     )

@@ -78,8 +78,6 @@ def _flashes() -> None:
     show("page")
 
 
-
-
 def course_list(lessons: list[Lesson], problems: list[str]) -> None:
     st.title("Lessons")
     st.caption("A guided course through the live engine. Each lesson runs on this session's own engine; "
@@ -113,6 +111,3 @@ def _join_box() -> None:
         if button_col.form_submit_button("Join", icon=":material/login:"):
             st.query_params.from_dict({CLASS_PARAM: code.strip()[:16]})
             st.rerun()
-
-
-# ---- the player ------------------------------------------------------------------------------

@@ -79,14 +79,14 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
         elif projector:
-            chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if step_state.runs and not hidden \
-                else None
+            chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True)) \
+                if step_state.runs and not hidden else None
             path = lesson_guide.current_path(warn=False)  # the Projector link carries the instructor's path
             last = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
             aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
                 if last and lesson.takeaway else None  # the room sees the takeaway at the lesson's end
             follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart,
-                                  aside=aside)
+                                  aside=aside, projector=True)
         else:
             follower_views.render(lab, shared)
     _follow(member, projector)

@@ -18,41 +18,51 @@ from pykv.border.snapshot import diff_snapshots
 from pykv.lab.lab import Lab
 from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
+from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
+
+# The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
+PROJECTOR_WIDTHS = (340, 270)
 
 
 def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
            metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None,
-           aside: Optional[Callable[[], None]] = None) -> None:
+           aside: Optional[Callable[[], None]] = None, projector: bool = False) -> None:
     """``lab`` at its cursor (never stepped here). ``shared``: the class's lesson, whose memo draws each
     figure once for every follower (None: drawn for this page only, e.g. the solo projector view).
-    ``aside``: drawn under the queues in place of the step log (the projector's takeaway at a lesson's end)."""
+    ``aside``: drawn under the queues in place of the step log (the projector's takeaway at a lesson's end).
+    ``projector``: one screen for a room, which cannot scroll a box: the step log as tall as its lines (the fit walks
+    check that the page still fits), each chart at both projector sizes (``projector_chart``)."""
     snap, prev = lab.view, lab.previous
     dark = state.is_dark()
 
     def figures():
         diff = diff_snapshots(prev, snap) if prev is not None else None
-        return (block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark),
-                queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark),
+        widths = PROJECTOR_WIDTHS if projector else (None, None)  # known there: the legends wrap to them
+        return (block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
+                                  width=widths[0]),
+                queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1]),
                 metrics_strip(snap), narrate(snap))
 
-    memo = (id(lab), snap.step, dark, grid_height, "follower")
+    memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
     per_row = len(strip) if metrics_per_row is None else metrics_per_row
     for row in range(0, len(strip), per_row):
         for col, (label, value, help_text) in zip(st.columns(per_row), strip[row:row + per_row]):
             col.metric(label, value, help=help_text)
     left, right = st.columns([5, 4], gap="medium")
+    draw = projector_chart.chart if projector else \
+        (lambda figure, chart_key: st.plotly_chart(figure, theme=None, key=chart_key, config=PLOT_CONFIG))
     with left:
-        st.plotly_chart(grid, theme=None, key=f"{key}_grid", config=PLOT_CONFIG)
+        draw(grid, f"{key}_grid")
         if below_grid is not None:  # e.g. the projector's side-runs chart, in the room the grid leaves
             below_grid()
     with right:
-        st.plotly_chart(queues, theme=None, key=f"{key}_queues", config=PLOT_CONFIG)
+        draw(queues, f"{key}_queues")
         if aside is not None:
             aside()
             return
         st.markdown("**This step**")
-        with st.container(height=215, key=f"{key}_narration"):
+        with st.container(height="content" if projector else 215, border=True, key=f"{key}_narration"):
             st.markdown("\n".join(f"- {line}" for line in lines))

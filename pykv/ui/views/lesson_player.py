@@ -103,9 +103,10 @@ def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, 
         lesson_tokens.render(step_state, new, link, presenter)
     runs = step_state.runs and not hidden
     if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
-        chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs")) if runs else None
+        chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True)) if runs else None
         draw = partial(follower_views.render, lab, classroom.shared_lesson(lesson) if member else None,
-                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart, aside=aside)
+                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart, aside=aside,
+                       projector=True)
         if new:  # this step is about a tokenization: the engine a click away
             with st.expander("The engine at this step"):
                 draw()

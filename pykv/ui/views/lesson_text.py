@@ -12,6 +12,7 @@ from pykv.lessons import CheckResult, StepState
 from pykv.lessons.checks import format_short, format_value
 from pykv.lessons.differs import callout_markdown
 from pykv.ui.session import state
+from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.viz.side_runs import side_runs_figure
 
@@ -96,12 +97,16 @@ def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, 
     return "\n\n".join(shown), ""
 
 
-def runs_chart(step_state: StepState, key: str) -> None:
+def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None:
+    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``)."""
     runs = step_state.runs
     devices = sorted({run.device for run in runs.values()})
     fig = side_runs_figure(list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices),
                            dark=state.is_dark())
-    st.plotly_chart(fig, theme=None, key=key, config=PLOT_CONFIG)
+    if projector:
+        projector_chart.chart(fig, key)
+    else:
+        st.plotly_chart(fig, theme=None, key=key, config=PLOT_CONFIG)
 
 
 def runs_rows(runs: dict) -> list[dict]:

@@ -18,11 +18,21 @@ PRESENTER_CSS = """<style>
 .st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
+/* the step's engine log, as tall as its lines (a room cannot scroll it): the room's type, smaller at 720p */
+.st-key-projector_narration p, .st-key-projector_narration li {font-size: 1.15rem; line-height: 1.4;}
+/* each chart is drawn for 720p and for 1080p (projector_chart): the one the screen is large enough for is shown */
+@media (max-width: 1799.98px), (max-height: 999.98px) {
+  [class*="_for1080p"], :has(> [class*="_for1080p"]) {display: none;}
+}
+@media (min-width: 1800px) and (min-height: 1000px) {
+  [class*="_for720p"], :has(> [class*="_for720p"]) {display: none;}
+}
 @media (max-height: 800px) {  /* a 720p projector: the same share of the screen's height as 1080p's type */
   .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1rem; line-height: 1.4;}
   .st-key-lesson_text h3 {font-size: 1.35rem;} .st-key-lesson_text code {font-size: 0.9rem;}
   [data-testid="stMainBlockContainer"] {padding-top: 0.75rem;}
   .st-key-projector_takeaway p {font-size: 0.9rem; line-height: 1.35;}
+  .st-key-projector_narration p, .st-key-projector_narration li {font-size: 0.8rem; line-height: 1.25;}
   .st-key-lesson_text {gap: 0.55rem;}
   /* an earlier step's token diff: no room at 720p (its wrapper too, or the gap stays) */
   [class*="st-key-projector_old_tokens_"], :has(> [class*="st-key-projector_old_tokens_"]) {display: none;}
