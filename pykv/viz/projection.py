@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 # 1080p also shows what 720p folds away (the earlier steps' token diffs): at 1.5 one step of the course scrolled.
 PROJECTOR_SCALE = 1.4
 
-_FONT_KEYS = frozenset({"font", "textfont", "tickfont", "insidetextfont", "outsidetextfont", "hoverlabel"})
+_FONT_KEYS = frozenset({"font", "textfont", "tickfont", "insidetextfont", "outsidetextfont"})
 _PIXEL_KEYS = frozenset({"xshift", "yshift", "standoff", "ticklen", "borderpad", "borderwidth"})
 _MARGIN_KEYS = frozenset({"l", "r", "t", "b", "pad"})
 
