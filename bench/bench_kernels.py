@@ -16,17 +16,17 @@ from dataclasses import dataclass
 
 import torch  # noqa: E402
 
-from kernels import reference  # noqa: E402
-from kernels.launch_utils import bench_ms  # noqa: E402
-from kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
-from kernels.paged_prefill import paged_prefill_attention  # noqa: E402
-from kernels.store_kv import store_kv  # noqa: E402
-from kernels.testing import make_paged_case  # noqa: E402
+from pykv_kernels import reference  # noqa: E402
+from pykv_kernels.launch_utils import bench_ms  # noqa: E402
+from pykv_kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
+from pykv_kernels.paged_prefill import paged_prefill_attention  # noqa: E402
+from pykv_kernels.store_kv import store_kv  # noqa: E402
+from pykv_kernels.testing import make_paged_case  # noqa: E402
 
 # Not `import triton.testing` (isort would hoist it above the kernels): triton comes through
-# kernels.triton_utils, which switches the interpreter on without CUDA first; `triton.testing` is
+# pykv_kernels.triton_utils, which switches the interpreter on without CUDA first; `triton.testing` is
 # imported by `import triton` itself.
-from kernels.triton_utils import triton  # noqa: E402
+from pykv_kernels.triton_utils import triton  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Two workloads of 32 requests cut from held-out-style text, outputs forced (EOS i
 Three ways to serve them, at each thread count:
 
   pykv            continuous batching over the paged cache (all 32 submitted at once), torch attention
-                  (the engine's kernels/torch_paged.py, or --attention reference: kernels/reference.py)
+                  (the engine's pykv_kernels/torch_paged.py, or --attention reference: pykv_kernels/reference.py)
   HF one-by-one   model.generate per request
   HF static       model.generate over batches of --hf-batch, left-padded; a batch runs until its
                   longest request is done (only requested tokens are counted)
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import torch
 
-from kernels import reference
 from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path
 from pykv.engine.model.attention import AttentionBackend
 from pykv.engine.model.loader import load_model
+from pykv_kernels import reference
 
 
 def make_requests(loaded, n: int, seed: int, workload: str = "short") -> list[tuple[list[int], int]]:
@@ -99,8 +99,8 @@ def main() -> None:
     parser.add_argument("--max-num-seqs", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--attention", choices=("torch_paged", "reference"), default="torch_paged",
-                        help="pykv's attention: the engine's torch backend (kernels/torch_paged.py) or the slower "
-                        "references it is tested against (kernels/reference.py)")
+                        help="pykv's attention: the engine's torch backend (pykv_kernels/torch_paged.py) or the slower "
+                        "references it is tested against (pykv_kernels/reference.py)")
     parser.add_argument("--repeat", type=int, default=1, help="time each row N times, keep the fastest (a busy "
                         "machine: the minimum is the least disturbed run)")
     args = parser.parse_args()

@@ -109,9 +109,9 @@ def decode(out: Report, bw_star: float) -> None:
     import torch
     from triton.testing import do_bench
 
-    from kernels import reference
-    from kernels.paged_decode import launch_decode
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.paged_decode import launch_decode
+    from pykv_kernels.testing import make_paged_case
 
     batch, ctx = DECODE_BATCH, DECODE_CONTEXT
     c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[ctx] * batch, decode=True,
@@ -138,9 +138,9 @@ def decode(out: Report, bw_star: float) -> None:
 def split_k(out: Report, bw_star: float) -> None:
     import torch
 
-    from kernels import reference
-    from kernels.paged_decode import auto_num_splits, launch_decode
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.paged_decode import auto_num_splits, launch_decode
+    from pykv_kernels.testing import make_paged_case
 
     ctx = LONG_CONTEXT
     c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[ctx], decode=True, dtype=torch.bfloat16,
@@ -164,9 +164,9 @@ def prefill(out: Report) -> None:
     import torch.nn.functional as F
     from triton.testing import do_bench
 
-    from kernels import reference
-    from kernels.paged_prefill import launch_prefill
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.paged_prefill import launch_prefill
+    from pykv_kernels.testing import make_paged_case
 
     n = PREFILL_TOKENS
     c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[n], query_lens=[n], dtype=torch.bfloat16,
@@ -208,8 +208,8 @@ def store(out: Report, bw_star: float) -> None:
     import torch
     from triton.testing import do_bench
 
-    from kernels import reference
-    from kernels.store_kv import store_kv
+    from pykv_kernels import reference
+    from pykv_kernels.store_kv import store_kv
 
     for tokens in STORE_TOKENS:
         num_blocks = 2 * tokens // BLOCK
@@ -286,9 +286,9 @@ def main() -> int:
         return 2
     import triton
 
-    import kernels.triton_utils
+    import pykv_kernels.triton_utils
 
-    assert not kernels.triton_utils.interpreted(), "kernels are interpreted; unset TRITON_INTERPRET"
+    assert not pykv_kernels.triton_utils.interpreted(), "kernels are interpreted; unset TRITON_INTERPRET"
     gpu = torch.cuda.get_device_name()
     today = datetime.date.today().isoformat()
     out = Report()

@@ -1,8 +1,8 @@
-"""The CPU launch configuration (``kernels.paged_batched``: many work items per program, wide tiles, no
+"""The CPU launch configuration (``pykv_kernels.paged_batched``: many work items per program, wide tiles, no
 split-K) against the torch references, and its launch record against the block tables.
 
 Caches are views into an engine-shaped pool with every unowned slot NaN and blocks handed out in a
-random order (``kernels.testing``), so a read of a slot the kernel does not own shows up as NaN.
+random order (``pykv_kernels.testing``), so a read of a slot the kernel does not own shows up as NaN.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-from kernels import reference  # noqa: E402
-from kernels.launch_record import record_launches  # noqa: E402
-from kernels.paged_batched import batched_attention  # noqa: E402
-from kernels.paged_decode import paged_decode_attention  # noqa: E402
-from kernels.paged_prefill import paged_prefill_attention  # noqa: E402
-from kernels.store_kv import store_kv  # noqa: E402
-from kernels.testing import make_paged_case  # noqa: E402
-from kernels.triton_utils import interpreted  # noqa: E402
+from pykv_kernels import reference  # noqa: E402
+from pykv_kernels.launch_record import record_launches  # noqa: E402
+from pykv_kernels.paged_batched import batched_attention  # noqa: E402
+from pykv_kernels.paged_decode import paged_decode_attention  # noqa: E402
+from pykv_kernels.paged_prefill import paged_prefill_attention  # noqa: E402
+from pykv_kernels.store_kv import store_kv  # noqa: E402
+from pykv_kernels.testing import make_paged_case  # noqa: E402
+from pykv_kernels.triton_utils import interpreted  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not interpreted(), reason="the CPU launch configuration runs under the interpreter")
 
@@ -159,8 +159,8 @@ def test_store_with_heads_in_one_row_and_with_strided_heads():
 def test_gpu_configuration_records_grid_splits_and_spare_tiles():
     """The GPU launchers (run here by the interpreter) record their grid, split-K ranges and spare prefill tiles;
     their blocks come from the tables they were given (``traced`` is False)."""
-    from kernels.paged_decode import launch_decode
-    from kernels.paged_prefill import launch_prefill
+    from pykv_kernels.paged_decode import launch_decode
+    from pykv_kernels.paged_prefill import launch_prefill
 
     c = make_paged_case(4, 2, 16, 5, seq_lens=[3, 21, 40], decode=True, seed=7)
     with record_launches() as launches:
@@ -187,6 +187,6 @@ def test_gpu_configuration_records_grid_splits_and_spare_tiles():
 
 
 def launch_record_runs(blocks: list[int]) -> list[int]:
-    from kernels.launch_record import runs
+    from pykv_kernels.launch_record import runs
 
     return list(runs(blocks))

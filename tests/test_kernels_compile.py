@@ -23,9 +23,9 @@ TF = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
 def _configs():
-    from kernels.paged_decode import paged_decode_kernel, paged_decode_reduce_kernel
-    from kernels.paged_prefill import paged_prefill_kernel
-    from kernels.store_kv import store_kv_kernel
+    from pykv_kernels.paged_decode import paged_decode_kernel, paged_decode_reduce_kernel
+    from pykv_kernels.paged_prefill import paged_prefill_kernel
+    from pykv_kernels.store_kv import store_kv_kernel
 
     dec = dict(GROUP=4, HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_G=16, BLOCK_N=64, BLOCK_D=128, NUM_SPLITS=1, NATIVE_DOT=True)
     pre = dict(GROUP=4, HEAD_DIM=128, BLOCK_SIZE=16, BLOCK_Q=32, BLOCK_M=128, BLOCK_N=64, BLOCK_D=128, NATIVE_DOT=True)

@@ -3,7 +3,7 @@
 Each case is one launch whose requests cover the interesting context lengths at once:
 1, block_size - 1, block_size, block_size + 1, a one-token tail after a full KV tile, and a random
 length. Caches are views into an engine-shaped pool with every unowned slot NaN and blocks handed
-out in random order (see ``kernels.testing``).
+out in random order (see ``pykv_kernels.testing``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-from kernels import reference  # noqa: E402
-from kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
-from kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
+from pykv_kernels import reference  # noqa: E402
+from pykv_kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
+from pykv_kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
 
 DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
 TILE = 16 if DEVICE == "cpu" else 64  # launch_decode's default KV tile (block_n)

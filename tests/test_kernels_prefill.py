@@ -17,9 +17,9 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-from kernels import reference  # noqa: E402
-from kernels.paged_prefill import launch_prefill, paged_prefill_attention  # noqa: E402
-from kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
+from pykv_kernels import reference  # noqa: E402
+from pykv_kernels.paged_prefill import launch_prefill, paged_prefill_attention  # noqa: E402
+from pykv_kernels.testing import kernel_test_device, make_paged_case  # noqa: E402
 
 DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
 TILE = 16 if DEVICE == "cpu" else 64  # launch_prefill's default KV tile (block_n)

@@ -12,9 +12,9 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-from kernels import reference  # noqa: E402
-from kernels.store_kv import store_kv  # noqa: E402
-from kernels.testing import kernel_test_device  # noqa: E402
+from pykv_kernels import reference  # noqa: E402
+from pykv_kernels.store_kv import store_kv  # noqa: E402
+from pykv_kernels.testing import kernel_test_device  # noqa: E402
 
 DEVICE = kernel_test_device()  # CPU through the interpreter; CUDA when run by bench/gpu_check.py
 

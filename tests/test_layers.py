@@ -34,7 +34,7 @@ def test_every_package_of_pykv_is_in_a_layer():
     ("pykv/viz/blocks.py", "import streamlit", "pykv.viz draws data"),
 ])
 def test_an_upward_import_breaks_a_contract(tmp_path, module, bad_import, contract):
-    for name in ("pykv", "kernels"):
+    for name in ("pykv", "pykv_kernels"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.safetensors"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with open(tmp_path / module, "a") as f:

@@ -1,4 +1,4 @@
-"""kernels.torch_paged (the engine's torch backend) against the references, and its batch invariance: a row's
+"""pykv_kernels.torch_paged (the engine's torch backend) against the references, and its batch invariance: a row's
 output is bitwise the same whatever else runs in the step, however its prompt is chunked, decode or prefill."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 import pytest
 import torch
 
-from kernels import reference, torch_paged
-from kernels.testing import make_paged_case
+from pykv_kernels import reference, torch_paged
+from pykv_kernels.testing import make_paged_case
 
 TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 TILE = torch_paged.KEY_TILE

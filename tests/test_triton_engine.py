@@ -81,7 +81,7 @@ def test_backend_resolution_on_cpu():
     assert resolve_backend("torch", "cpu") is TORCH_BACKEND
     assert resolve_backend("auto", "cpu") is TORCH_BACKEND  # the interpreter is far too slow for a default
     backend = resolve_backend("triton", "cpu")
-    from kernels import triton_backend
+    from pykv_kernels import triton_backend
 
     assert triton_backend.interpreted()  # so each launcher takes the interpreter's lock (it is not thread-safe)
     assert backend.name == "triton" and backend.decode.__wrapped__ is triton_backend.paged_decode_attention

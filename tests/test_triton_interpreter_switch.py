@@ -29,7 +29,7 @@ def run_fresh(code: str, timeout: int = 60) -> list[str]:
 def test_importing_pykv_leaves_triton_and_the_environment_alone():
     code = (
         "import os, sys\n"
-        "import pykv, kernels.reference, kernels.launch_utils\n"
+        "import pykv, pykv_kernels.reference, pykv_kernels.launch_utils\n"
         "from pykv.engine.model.attention import resolve_backend\n"
         "assert resolve_backend('torch', 'cpu').name == 'torch' and resolve_backend('auto', 'cpu').name == 'torch'\n"
         "print(os.environ.get('TRITON_INTERPRET'), 'triton' in sys.modules)\n"
@@ -43,7 +43,7 @@ def test_choosing_triton_on_cpu_switches_the_interpreter_on_before_triton_is_imp
     code = (
         "import os, pykv.engine.model.attention as a\n"
         "b = a.resolve_backend('triton', 'cpu')\n"
-        "from kernels.triton_utils import interpreted\n"
+        "from pykv_kernels.triton_utils import interpreted\n"
         "print(os.environ.get('TRITON_INTERPRET'), interpreted(), b.name)\n"
     )
     assert run_fresh(code) == ["1", "True", "triton"]

@@ -8,7 +8,6 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from kernels.launch_record import LaunchRecord
 from pykv.border.config import MAX_POOL_BLOCKS, EngineConfig, show_value
 from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.request import Request, RequestOutput, SamplingParams, sequence_id
@@ -33,6 +32,7 @@ from pykv.engine.prompt_checks import Prompt, checked_priority, checked_request_
 from pykv.engine.sched.scheduler import SchedulerOutput
 from pykv.engine.sched.scheduler_v0 import V0Scheduler
 from pykv.engine.sched.scheduler_v1 import V1Scheduler
+from pykv_kernels.launch_record import LaunchRecord
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kernels.launch_record import LaunchRecord, record_launches
 from pykv.border.request import Request
 from pykv.border.step_report import ScheduledChunk
 from pykv.engine.kv.cache_engine import CacheEngine
@@ -17,6 +16,7 @@ from pykv.engine.model.attention import AttentionBackend, AttentionMetadata
 from pykv.engine.model.loader import LoadedModel
 from pykv.engine.model.sampler import sample
 from pykv.engine.sched.scheduler import SchedulerOutput
+from pykv_kernels.launch_record import LaunchRecord, record_launches
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from kernels.launch_record import LaunchRecord
 from pykv.border.config import EngineConfig
 from pykv.border.limits import MAX_STEPS
 from pykv.border.request import SamplingParams
@@ -39,6 +38,7 @@ from pykv.engine.kv.kv_budget import cpu_pool_blocks
 from pykv.engine.llm_engine import LLMEngine
 from pykv.engine.model.loader import LoadedModel
 from pykv.lab.workload_runner import WorkloadRunner
+from pykv_kernels.launch_record import LaunchRecord
 
 LAB_LOG_STATS_INTERVAL = 10  # the lab shows vLLM's periodic stats line every 10 steps (headless runs write none)
 

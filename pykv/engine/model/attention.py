@@ -1,6 +1,6 @@
 """The one place the model calls attention: store this step's K/V, then attend over the paged cache.
 
-A backend is a set of three functions with the signatures of ``kernels.reference`` (the ground truth every
+A backend is a set of three functions with the signatures of ``pykv_kernels.reference`` (the ground truth every
 backend is tested against); swapping the backend swaps the kernels and nothing else.
 """
 
@@ -15,7 +15,7 @@ from typing import Callable, Literal
 
 import torch
 
-from kernels import torch_paged
+from pykv_kernels import torch_paged
 
 # What ``attention_backend="auto"`` runs on a CPU for a *stepwise* engine (the lab's Playground and Lessons):
 # "triton" (the default: the real kernels, through Triton's interpreter) or "torch". The test suite sets "torch" so
@@ -39,7 +39,7 @@ class AttentionBackend:
         return "triton (compiled)" if self.how == "compiled" else "triton (interpreted on CPU)"
 
 
-# Plain torch: kernels.torch_paged, SDPA per query row with keys padded by the row's own position, so a row's
+# Plain torch: pykv_kernels.torch_paged, SDPA per query row with keys padded by the row's own position, so a row's
 # output is bitwise the same whatever shares its step (greedy identity needs that; the references' shapes follow
 # the batch and the chunk) and the engine runs ~2x faster than on the references.
 TORCH_BACKEND = AttentionBackend(
@@ -48,7 +48,7 @@ TORCH_BACKEND = AttentionBackend(
 
 
 def resolve_backend(name: str, device: str, stepwise: bool = False) -> AttentionBackend:
-    """``"torch"``: plain torch (``kernels.torch_paged``). ``"triton"``: our kernels, compiled on CUDA,
+    """``"torch"``: plain torch (``pykv_kernels.torch_paged``). ``"triton"``: our kernels, compiled on CUDA,
     interpreted on CPU.
     ``"auto"``: Triton compiled on CUDA (falling back to torch where Triton is not installed). On a CPU,
     Triton through its interpreter for a ``stepwise`` engine (the lab's Playground and Lessons, where each
@@ -57,7 +57,7 @@ def resolve_backend(name: str, device: str, stepwise: bool = False) -> Attention
     stepwise engines on torch; so does a process where triton is missing or was imported before the
     interpreter could be switched on (``prepare_stepwise_attention`` does that at start-up).
 
-    Only a choice of Triton imports triton: importing the kernels goes through ``kernels.triton_utils``,
+    Only a choice of Triton imports triton: importing the kernels goes through ``pykv_kernels.triton_utils``,
     which switches the interpreter on first on a machine without CUDA. ``"torch"`` and a headless
     ``"auto"`` on CPU leave triton unimported and the environment as it was.
     """
@@ -65,7 +65,7 @@ def resolve_backend(name: str, device: str, stepwise: bool = False) -> Attention
         return TORCH_BACKEND
     if name == "auto":
         if device.startswith("cuda") and _triton_installed():
-            from kernels import triton_backend as tb
+            from pykv_kernels import triton_backend as tb
 
             if not tb.interpreted():  # a GPU box started with TRITON_INTERPRET=1 stays on fast torch
                 return _triton_backend(device)
@@ -89,7 +89,7 @@ def prepare_stepwise_attention() -> None:
     before loading a model imports triton (torch's meta-device init imports torch._dynamo, which imports
     triton). Does nothing with CUDA, without triton, or when stepwise engines are kept on torch."""
     if _triton_installed() and _stepwise_triton_wanted():
-        from kernels.launch_utils import use_interpreter_without_cuda
+        from pykv_kernels.launch_utils import use_interpreter_without_cuda
 
         try:
             use_interpreter_without_cuda()
@@ -106,7 +106,7 @@ def prepare_backend(name: str, device: str, stepwise: bool = False) -> None:
     if device.startswith("cuda") or not _triton_installed():
         return
     if name == "triton" or (name == "auto" and stepwise and _stepwise_triton_wanted()):
-        from kernels.launch_utils import use_interpreter_without_cuda
+        from pykv_kernels.launch_utils import use_interpreter_without_cuda
 
         try:
             use_interpreter_without_cuda()
@@ -116,7 +116,7 @@ def prepare_backend(name: str, device: str, stepwise: bool = False) -> None:
 
 def _triton_installed() -> bool:
     # find_spec, not `import triton`: an import here would come before the interpreter switch that
-    # kernels.triton_utils makes on the way into Triton.
+    # pykv_kernels.triton_utils makes on the way into Triton.
     return importlib.util.find_spec("triton") is not None
 
 
@@ -127,8 +127,8 @@ def _triton_backend(device: str) -> AttentionBackend:
             "wheels for Linux only). Install it with `pip install triton` on Linux, or use attention_backend='torch'."
         )
     try:
-        from kernels import triton_backend as tb
-    except RuntimeError as e:  # the interpreter could not be switched on in time (kernels.launch_utils)
+        from pykv_kernels import triton_backend as tb
+    except RuntimeError as e:  # the interpreter could not be switched on in time (pykv_kernels.launch_utils)
         raise ValueError(f"attention_backend='triton' on device={device!r}: {e}; or use attention_backend='torch'.") \
             from None
 

@@ -3,7 +3,7 @@
 For each launch (store, decode, prefill, split-K reduce): its kernel, grid, tile sizes and what each
 program owned; choosing a program draws the blocks it read, in block-table order, with its key tiles
 (``pykv.viz.kernel_view``). The data is the launch record the kernels' launchers filled while the
-step ran (``kernels.launch_record``, kept by the Lab per step), never a re-derivation.
+step ran (``pykv_kernels.launch_record``, kept by the Lab per step), never a re-derivation.
 
 The choice is kept by its label ("decode · req 3 · KV head 1"), so it follows the same request and
 head from step to step; a choice that did not run at the step on screen gets a message.
@@ -16,11 +16,11 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from kernels.launch_record import LaunchRecord, WorkItem
 from pykv.lab.lab import Lab
 from pykv.ui.safe_text import plain
 from pykv.ui.session import state
 from pykv.viz.kernel_view import KernelWalk, Tile, kernel_walk_figure
+from pykv_kernels.launch_record import LaunchRecord, WorkItem
 
 
 def choice_key(key: str) -> str:

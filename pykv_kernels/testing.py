@@ -91,6 +91,6 @@ def make_paged_case(
 
 def kernel_test_device() -> str:
     """Where kernel tests run: CUDA when this process compiles the kernels for it, else CPU (interpreter)."""
-    from kernels.triton_utils import interpreted
+    from pykv_kernels.triton_utils import interpreted
 
     return "cuda" if torch.cuda.is_available() and not interpreted() else "cpu"

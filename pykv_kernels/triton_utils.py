@@ -1,7 +1,7 @@
 """The kernels' way into Triton: ``triton`` and ``tl`` (imported only after the interpreter switch),
 small ``@triton.jit`` helpers shared by the kernels, and how the kernels run in this process.
 
-Every kernel module takes ``triton`` and ``tl`` from here (``from kernels.triton_utils import tl,
+Every kernel module takes ``triton`` and ``tl`` from here (``from pykv_kernels.triton_utils import tl,
 triton``) instead of importing triton itself, so the switch below always runs first.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import torch
 
-from kernels.launch_utils import use_interpreter_without_cuda
+from pykv_kernels.launch_utils import use_interpreter_without_cuda
 
 # Before `import triton`: `@triton.jit` picks compiled or interpreted from TRITON_INTERPRET (older
 # Triton: once, at import), and this is the one place the kernels import triton. Switching here,
-# not when `kernels` is imported, leaves processes that never choose the Triton backend alone.
+# not when `pykv_kernels` is imported, leaves processes that never choose the Triton backend alone.
 use_interpreter_without_cuda()
 
 import triton  # noqa: E402

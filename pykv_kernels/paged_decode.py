@@ -29,7 +29,7 @@ Split-K ("flash-decoding") spreads one long context over many programs so that a
 fills the GPU. Math is fp32: loads are widened to fp32 straight away, except that on a GPU 16-bit
 K/V (and the probabilities) enter ``tl.dot`` in their own dtype to use the tensor cores, with fp32
 accumulation. The interpreter always takes the fp32 path (it computes bf16 wrong).
-Run ``python -m kernels.paged_decode`` for the check and benchmark.
+Run ``python -m pykv_kernels.paged_decode`` for the check and benchmark.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ import math
 
 import torch
 
-from kernels import launch_record
-from kernels.launch_utils import check_attention_inputs, next_pow2
-from kernels.paged_batched import batched_attention
+from pykv_kernels import launch_record
+from pykv_kernels.launch_utils import check_attention_inputs, next_pow2
+from pykv_kernels.paged_batched import batched_attention
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
-from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
+from pykv_kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
 
 
 @triton.jit
@@ -258,9 +258,9 @@ def _record(tables, lens, block_size, num_kv_heads, num_heads, num_splits, token
 
 
 if __name__ == "__main__":
-    from kernels import reference
-    from kernels.harness import KernelCase, Target, run_main
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.harness import KernelCase, Target, run_main
+    from pykv_kernels.testing import make_paged_case
 
     def decode_case(t: Target) -> KernelCase:
         shape = t.pick(dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096),

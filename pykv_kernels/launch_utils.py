@@ -19,8 +19,8 @@ def use_interpreter_without_cuda() -> None:
     """The door into Triton: on a machine without CUDA, have ``@triton.jit`` build interpreted kernels.
 
     Sets ``TRITON_INTERPRET=1`` unless the user set the variable (their choice wins) or CUDA is
-    available (nothing changes). It must run before ``import triton`` (see ``kernels/__init__.py``),
-    so ``kernels.triton_utils`` calls it above its own ``import triton`` and every kernel module takes
+    available (nothing changes). It must run before ``import triton`` (see ``pykv_kernels/__init__.py``),
+    so ``pykv_kernels.triton_utils`` calls it above its own ``import triton`` and every kernel module takes
     ``triton`` and ``tl`` from there. Idempotent; costs an environment lookup and a CUDA query. RuntimeError
     when triton was already imported without the interpreter (it cannot be switched on afterwards).
     """

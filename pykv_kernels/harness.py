@@ -10,7 +10,7 @@ A kernel names its case, a function of the :class:`Target` that returns a :class
     for triton, torch:  time with bench_ms, print us and case.work per second
 
 Torch only: the kernel module that calls this has already imported triton through
-``kernels.triton_utils``.
+``pykv_kernels.triton_utils``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Callable, TypeVar
 
 import torch
 
-from kernels.launch_utils import bench_ms, default_device
+from pykv_kernels.launch_utils import bench_ms, default_device
 
 T = TypeVar("T")
 

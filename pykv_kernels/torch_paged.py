@@ -1,4 +1,4 @@
-r"""The engine's ``torch`` attention backend: ``kernels.reference``'s contract, fast on a CPU and
+r"""The engine's ``torch`` attention backend: ``pykv_kernels.reference``'s contract, fast on a CPU and
 batch-invariant by construction.
 
 The references stay the ground truth (clear, einsum). This runs. Each query row -- a decode token or one
@@ -27,7 +27,7 @@ import threading
 import torch
 import torch.nn.functional as F
 
-from kernels.reference import store_kv
+from pykv_kernels.reference import store_kv
 
 __all__ = ["KEY_TILE", "paged_decode_attention", "paged_prefill_attention", "store_kv"]
 

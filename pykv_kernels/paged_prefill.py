@@ -28,7 +28,7 @@ Pseudocode, one program per (query tile, KV head)::
     out[rows] = acc / l
 
 Math is fp32 (loads widened straight away); on a GPU 16-bit operands enter ``tl.dot`` as they are.
-Run ``python -m kernels.paged_prefill`` for the check and benchmark.
+Run ``python -m pykv_kernels.paged_prefill`` for the check and benchmark.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ import math
 
 import torch
 
-from kernels import launch_record
-from kernels.launch_utils import check_attention_inputs, next_pow2
-from kernels.paged_batched import batched_attention
+from pykv_kernels import launch_record
+from pykv_kernels.launch_utils import check_attention_inputs, next_pow2
+from pykv_kernels.paged_batched import batched_attention
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
-from kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
+from pykv_kernels.triton_utils import dot_operand, interpreted, native_dot, tl, triton
 
 
 @triton.jit
@@ -229,9 +229,9 @@ def _record(grid, tables, lens, starts, block_size, block_q, block_n, block_m) -
 
 
 if __name__ == "__main__":
-    from kernels import reference
-    from kernels.harness import KernelCase, Target, run_main
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.harness import KernelCase, Target, run_main
+    from pykv_kernels.testing import make_paged_case
 
     def prefill_case(t: Target) -> KernelCase:
         heads, kv_heads, head_dim, block_size = t.pick((32, 8, 128, 16), (4, 2, 32, 5))

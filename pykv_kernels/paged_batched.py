@@ -34,7 +34,7 @@ Pseudocode, one program per BLOCK_B items (every tile carries a leading item dim
 With ``TRACE`` the kernel writes the block of every key column it gathered (``launch_record``: the
 kernel view's block-table walk, as it ran). Math is fp32. The tiles are sized for the interpreter (a GPU runs
 ``paged_decode.py`` / ``paged_prefill.py``; this kernel is not in the ahead-of-time compile check).
-Run ``python -m kernels.paged_batched`` for the check and benchmark.
+Run ``python -m pykv_kernels.paged_batched`` for the check and benchmark.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from typing import Optional
 
 import torch
 
-from kernels import launch_record
-from kernels.batched_plan import BatchedPlan, launch_record_of, plan_attention, row_tables
-from kernels.launch_utils import next_pow2
+from pykv_kernels import launch_record
+from pykv_kernels.batched_plan import BatchedPlan, launch_record_of, plan_attention, row_tables
+from pykv_kernels.launch_utils import next_pow2
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
-from kernels.triton_utils import MAX_COMBINE, SUM_COMBINE, tl, triton
+from pykv_kernels.triton_utils import MAX_COMBINE, SUM_COMBINE, tl, triton
 
 
 @triton.jit
@@ -204,9 +204,9 @@ def batched_attention(
 
 
 if __name__ == "__main__":
-    from kernels import reference
-    from kernels.harness import KernelCase, Target, run_main
-    from kernels.testing import make_paged_case
+    from pykv_kernels import reference
+    from pykv_kernels.harness import KernelCase, Target, run_main
+    from pykv_kernels.testing import make_paged_case
 
     def batched_case(t: Target) -> KernelCase:
         seq_lens, query_lens = [1, 23, 40, 200, 90], [1, 23, 17, 1, 1]

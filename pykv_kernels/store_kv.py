@@ -21,18 +21,18 @@ engine's always does): the same writes over a (slot, row) view, every KV head of
 to 512 tokens a program, in half the interpreted operations.
 
 Pure data movement: no arithmetic on the values, only a cast to the cache dtype, so bf16 is safe
-even under Triton's interpreter. Run ``python -m kernels.store_kv`` for the check and benchmark.
+even under Triton's interpreter. Run ``python -m pykv_kernels.store_kv`` for the check and benchmark.
 """
 
 from __future__ import annotations
 
 import torch
 
-from kernels import launch_record
-from kernels.launch_utils import check_cache, check_float_dtype, next_pow2
+from pykv_kernels import launch_record
+from pykv_kernels.launch_utils import check_cache, check_float_dtype, next_pow2
 
 # triton and tl only via triton_utils, never `import triton` here: it switches the interpreter on first
-from kernels.triton_utils import interpreted, tl, triton
+from pykv_kernels.triton_utils import interpreted, tl, triton
 
 
 @triton.jit
@@ -160,8 +160,8 @@ def _record(grid, block_t: int, block_size: int, slot_mapping: torch.Tensor, hea
 
 
 if __name__ == "__main__":
-    from kernels import reference
-    from kernels.harness import KernelCase, Target, run_main
+    from pykv_kernels import reference
+    from pykv_kernels.harness import KernelCase, Target, run_main
 
     def store_case(t: Target) -> KernelCase:
         num_blocks, block_size, kv_heads, head_dim = t.pick((4096, 16, 8, 128), (16, 5, 2, 32))

@@ -19,8 +19,8 @@ from typing import Optional
 
 import torch
 
-from kernels import launch_record
-from kernels.launch_utils import check_attention_inputs, next_pow2
+from pykv_kernels import launch_record
+from pykv_kernels.launch_utils import check_attention_inputs, next_pow2
 
 MAX_TILE_ELEMENTS = 1 << 20  # a program's widest tile (items x rows x keys): 4 MB of fp32 per interpreted op
 MAX_BLOCK_N = 512  # keys per tile; longer contexts loop

@@ -1,6 +1,6 @@
 """Torch reference implementations of the paged-attention operations.
 
-These are the ground truth the Triton kernels and ``kernels.torch_paged`` (the engine's ``torch``
+These are the ground truth the Triton kernels and ``pykv_kernels.torch_paged`` (the engine's ``torch``
 attention backend) are tested against. They favour clarity over speed: einsum, math in fp32.
 
 KV cache layout, per layer::
