@@ -98,7 +98,7 @@ def test_the_panel_is_drawn_only_while_its_expander_is_open(app):
     ok(app.run())
     for _ in range(3):
         ok(app.button(key="step").click().run())
-    assert [e.label for e in app.expander if "pykv_kernels" in e.label] == ["Attention kernels of this step"]
+    assert [e.label for e in app.expander if "kernels" in e.label] == ["Attention kernels of this step"]
     assert not [s for s in app.selectbox if s.label == "Program"]  # a closed panel costs a click nothing
     app.session_state[open_key("playground")] = True
     ok(app.run())
