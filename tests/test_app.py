@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import ok
+from app_helpers import ok, open_tab
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).parent.parent / "app.py")
@@ -216,3 +216,18 @@ def test_url_beyond_the_sidebar_limits_falls_back_to_the_default(app):
     ok(app.run())
     assert app.session_state["lab"].config.num_gpu_blocks == 64
     assert any("num_gpu_blocks" in w.value for w in app.warning)
+
+
+def test_a_step_draws_only_the_open_detail_tab(app):
+    """A Step redraws the block tables (the first tab), not the Requests and Costs tables and the log too: each is
+    drawn when its tab opens, and stays open across Steps."""
+    ok(app.run())
+    ok(app.button(key="step").click().run())
+    logged = ("[step ", "(no log lines yet)")  # the Log tab's text
+    assert len(app.dataframe) == 0 and not any(c.value.startswith(logged) for c in app.code)
+    open_tab(app, "Requests")
+    assert [df for df in app.dataframe if "TTFT ms (engine time)" in df.value.columns]
+    ok(app.button(key="step").click().run())
+    assert shown_step(app) == 2 and [df for df in app.dataframe if "TTFT ms (engine time)" in df.value.columns]
+    open_tab(app, "Log (all steps)")
+    assert len(app.dataframe) == 0 and any(c.value.startswith(logged) for c in app.code)

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from app_helpers import lessons_page, ok, step_line
+from app_helpers import details_key, lessons_page, ok, step_line
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
@@ -291,3 +291,15 @@ def test_the_projector_draws_each_chart_for_720p_and_larger_for_1080p(app, cours
     assert any(title.startswith("Device KV pool") for title in heights) and len(heights) >= 3  # grid, queues, runs
     for title, (small, large) in heights.items():
         assert large == round(small * PROJECTOR_SCALE), title
+
+
+def test_a_step_that_names_a_detail_tab_opens_on_it_and_draws_only_it(app, course):
+    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
+                     if step.focus == "costs" and not step.predict)  # a question hides the step's views
+    open_link(app, lesson.id, k)
+    assert details_key(app, "lesson_") == "lesson_details_costs"
+    assert app.session_state["lesson_details_costs"] == "Preemption costs"
+    assert any("Look at Preemption costs" in m.value for m in app.markdown)
+    costs = [df.value for df in app.dataframe if "recompute_s" in df.value.columns]
+    assert costs or any(c.value == "No preemption yet." for c in app.caption)
+    assert not [df for df in app.dataframe if "TTFT ms (engine time)" in df.value.columns]  # Requests: not drawn

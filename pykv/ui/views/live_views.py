@@ -119,20 +119,37 @@ def _exporter(lab: Lab, snap, link: Optional[str]):
 def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
             modelled: Optional[modelled_views.Modelled] = None, default_tab: Optional[str] = None) -> None:
     k = key_prefix
-    tables, reqs, costs, logs = st.tabs(list(TABS.values()), default=default_tab)
-    with tables:
-        block_tables = partial(block_tables_figure, snap, changed_requests=diff.requests if diff else None)
-        st.plotly_chart(block_tables(dark=dark), theme=None, key=f"{k}block_tables", config=PLOT_CONFIG)
-        if export is not None:
-            export(block_tables, "block_tables", f"{k}block_tables", width=1000)
-    with reqs:
+    # Only the open tab is drawn (a tab click reruns): a Step redraws one tab, not a chart, two tables and the log.
+    # A lesson step that names a tab opens on it: the key carries that tab, so a step naming another one opens there.
+    opened = next((name for name, label in TABS.items() if label == default_tab), "first")
+    tables, reqs, costs, logs = st.tabs(list(TABS.values()), default=default_tab, key=f"{k}details_{opened}",
+                                        on_change="rerun")
+    if tables.open:
+        with tables:
+            block_tables = partial(block_tables_figure, snap, changed_requests=diff.requests if diff else None)
+            st.plotly_chart(block_tables(dark=dark), theme=None, key=f"{k}block_tables", config=PLOT_CONFIG)
+            if export is not None:
+                export(block_tables, "block_tables", f"{k}block_tables", width=1000)
+    if reqs.open:
+        _requests_tab(reqs, lab, snap, key_prefix, modelled)
+    if costs.open:
+        _costs_tab(costs, snap, key_prefix, modelled)
+    if logs.open:
+        _log_tab(logs, lab)
+
+
+def _requests_tab(tab, lab: Lab, snap, k: str, modelled: Optional[modelled_views.Modelled]) -> None:
+    with tab:
         frame = requests_frame(snap, engine_times(lab.snapshots[:lab.cursor + 1]))
         st.caption("TTFT here is engine time: the measured step times from a request's arrival to its first token, "
                    f"summed (on {snap.device}), so the pauses between your clicks are not counted.")
         if modelled is not None:
             frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
         st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
-    with costs:
+
+
+def _costs_tab(tab, snap, k: str, modelled: Optional[modelled_views.Modelled]) -> None:
+    with tab:
         frame = preemptions_frame(snap)
         if frame.empty:
             st.caption("No preemption yet.")
@@ -145,7 +162,10 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
                             "steps (or the swap's copies), and that time multiplied by the requests that waited.")
             st.caption(caption)
             st.dataframe(frame, hide_index=True, key=f"{k}preemptions_table", width="stretch")
-    with logs:
+
+
+def _log_tab(tab, lab: Lab) -> None:
+    with tab:
         lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]
                  for line in (s.report.log_lines if s.report else [])]
         st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)
