@@ -121,7 +121,8 @@ def walk_class_lesson(browser, url: str, lesson, sizes=SIZES) -> list[tuple[str,
                 found += _measure_sizes(projector, sizes, f"{where} (question)")
                 wait_rendered(teacher)
                 teacher.locator(".st-key-class_reveal button").first.click()
-                projector.get_by_text("right answer", exact=False).first.wait_for(timeout=120_000)
+                # the room's answers are drawn twice (720p, 1080p) and one is hidden: wait for them in the page
+                projector.get_by_text("right answer", exact=False).first.wait_for(state="attached", timeout=120_000)
                 projector.set_viewport_size(first)
                 wait_rendered(projector)
                 where += " (revealed)"

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
 from pykv.lessons.loader import lesson_files
-from pykv.lessons.step_blocks import RunAction
+from pykv.lessons.step_blocks import RunAction, Tokenize
 from pykv.viz.projection import PROJECTOR_SCALE
 
 LESSON_FILES = lesson_files()
@@ -303,3 +303,12 @@ def test_a_step_that_names_a_detail_tab_opens_on_it_and_draws_only_it(app, cours
     costs = [df.value for df in app.dataframe if "recompute_s" in df.value.columns]
     assert costs or any(c.value == "No preemption yet." for c in app.caption)
     assert not [df for df in app.dataframe if "TTFT ms (engine time)" in df.value.columns]  # Requests: not drawn
+
+
+def test_the_projector_draws_a_token_diff_for_720p_and_larger_for_1080p(app, course):
+    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
+                     if any(isinstance(a, Tokenize) for a in step.actions) and not step.predict)
+    open_link(app, lesson.id, k, presenter=True)
+    heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in ok(app).get("plotly_chart")
+               if json.loads(chart.proto.spec)["layout"]["title"]["text"].startswith("Token diff")]
+    assert len(heights) == 2 and heights[1] == round(heights[0] * PROJECTOR_SCALE), heights

@@ -12,7 +12,7 @@ import streamlit as st
 
 from pykv.lessons import StepState, TokenDiff
 from pykv.ui.session import state
-from pykv.ui.views import live_views
+from pykv.ui.views import live_views, projector_chart
 from pykv.ui.views.export_buttons import export_controls
 from pykv.viz.token_diff import token_diff_figure
 
@@ -33,13 +33,15 @@ def render(step_state: StepState, new: list[str], link: str, projector: bool) ->
 
 
 def _diff(name: str, tokens: TokenDiff, link: str, projector: bool) -> None:
-    """The diff chart; off the projector with the two texts above it and its export below."""
-    clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
-    if not projector:
-        st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")
+    """The diff chart: on the projector at both of its sizes (``projector_chart``), elsewhere with the two texts
+    above it and its export below."""
     draw = partial(token_diff_figure, tokens.a, tokens.b, tokens.a_pieces, tokens.b_pieces,
                    block_size=tokens.block_size)
+    if projector:
+        projector_chart.chart(draw(dark=state.is_dark()), f"lesson_tokens_{name}")
+        return
+    clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
+    st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")
     st.plotly_chart(draw(dark=state.is_dark()), theme=None, key=f"lesson_tokens_{name}", config=live_views.PLOT_CONFIG)
-    if not projector:
-        export_controls(partial(draw, dark=False), f"pykv_tokens_{name}", f"pykv lesson token diff tokens.{name} · "
-                        f"a: {clip(tokens.a_text)} · b: {clip(tokens.b_text)}", link, f"lesson_tokens_{name}")
+    export_controls(partial(draw, dark=False), f"pykv_tokens_{name}", f"pykv lesson token diff tokens.{name} · "
+                    f"a: {clip(tokens.a_text)} · b: {clip(tokens.b_text)}", link, f"lesson_tokens_{name}")

@@ -18,6 +18,7 @@ from pykv.lessons.player import StepState
 from pykv.ui.session import classroom, state
 from pykv.ui.session.classroom import Membership
 from pykv.ui.session.flash import flash, show
+from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.viz.predictions import answers_figure
 
@@ -163,4 +164,7 @@ def _room_chart(code: str, step: int, step_state: StepState, revealed: bool, com
         st.caption(f"The room's answers: {total} learner{'s' if total != 1 else ''} answered.")
     fig = answers_figure(p.choices, counts, p.correct if revealed else None, dark=state.is_dark(),
                          height=COMPACT_BASE_PX + COMPACT_ROW_PX * len(p.choices) if compact else None)
-    st.plotly_chart(fig, theme=None, key=f"class_tally_{step}_{revealed}", config=PLOT_CONFIG)
+    if compact:  # the class projector: at both of its sizes, as the room's other charts
+        projector_chart.chart(fig, f"class_tally_{step}_{revealed}")
+    else:
+        st.plotly_chart(fig, theme=None, key=f"class_tally_{step}_{revealed}", config=PLOT_CONFIG)

@@ -1,6 +1,7 @@
 """A chart on the projector: drawn for a 720p screen and, ``projected``, for a 1080p one; the projector's CSS
 (``PRESENTER_CSS``) shows the one the screen is large enough for, so the grid's numbers, the legends, the queue
-chips and the side runs' axes grow with the room's text instead of staying at 9-11 px."""
+chips, the side runs' axes, the token diffs and the room's answers grow with the room's text instead of staying
+at 9-11 px."""
 
 from __future__ import annotations
 
