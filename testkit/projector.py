@@ -38,8 +38,13 @@ def wait_rendered(page) -> None:
     wait_settled(page, timeout_ms=120_000)
 
 
+NO_ANIMATION_JS = "() => document.getAnimations().every(a => a.playState !== 'running')"
+
+
 def _measure_settled(page) -> dict:
-    """The measure once two in a row, a frame apart, agree (a resize is laid out within a frame)."""
+    """The measure once no animation runs (an expander closing clips its text until it is done: a busy CI machine
+    measured one mid-way) and two measures in a row, a frame apart, agree (a resize is laid out within a frame)."""
+    page.wait_for_function(NO_ANIMATION_JS, polling=50, timeout=30_000)
     last = None
     for _ in range(20):
         next_frame(page)
