@@ -87,6 +87,16 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
         _launches.reset(token)
 
 
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Record nothing inside the block; the recording around it, if any, goes on after it."""
+    token = _launches.set(None)
+    try:
+        yield
+    finally:
+        _launches.reset(token)
+
+
 def recording() -> bool:
     return _launches.get() is not None
 

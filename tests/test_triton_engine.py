@@ -131,3 +131,22 @@ def test_interpreted_engines_on_several_threads_at_once_all_get_their_tokens(mak
         t.join(timeout=600)
     assert not errors, errors
     assert results == [expected] * len(engines)
+
+
+def test_a_recorded_step_keeps_the_first_layers_launches_only(make_engine, monkeypatch):
+    """Every layer launches the same kernels over the same tables, so only the first layer's launches are recorded:
+    the other layers run without the trace, and no record is made for them only to be dropped."""
+    from pykv_kernels import launch_record
+
+    made = []
+    monkeypatch.setattr(launch_record, "add", lambda record, add=launch_record.add: (made.append(record), add(record)))
+    engine = make_engine(attention_backend="triton", block_size=4, num_gpu_blocks=16, max_num_seqs=2)
+    assert engine.runner.loaded.config.num_layers > 1
+    engine.add_request("def add(x, y):", SamplingParams(max_tokens=3, ignore_eos=True), "a")
+    engine.add_request("class Stack:", SamplingParams(max_tokens=3, ignore_eos=True), "b")
+    for _ in range(3):
+        made.clear()
+        launches = engine.step_recording_kernels().launches
+        assert [launch.phase for launch in launches].count("store") == 1  # one layer's KV store
+        assert {launch.phase for launch in launches} - {"store"}  # and the attention that read the cache
+        assert made == list(launches)

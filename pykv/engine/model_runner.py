@@ -82,9 +82,7 @@ class ModelRunner:
             logits = self.loaded.model(ids, pos, self.cache.gpu_cache, meta, self.backend, rows)  # (num_sampled, vocab)
         self._sync()
         forward_s = time.perf_counter() - t0
-        layer0: tuple[LaunchRecord, ...] = ()
-        if launches is not None:  # every layer launches the same kernels over the same tables: keep layer 0's
-            layer0 = tuple(launches[: len(launches) // self.loaded.config.num_layers])
+        layer0 = tuple(launches) if launches is not None else ()  # the model records its first layer's only
         reqs = [requests[r] for r in sampled_ids]
         tokens = sample(logits, [r.sampling_params for r in reqs], [r.generator for r in reqs])
         forks = {}
