@@ -80,12 +80,14 @@ def paged_batched_kernel(
 ):
     # Under the interpreter every operation costs ~50 us whatever its size: the constexpr branches below
     # leave out the ones a launch does not need (masks of unpadded dims, causal masks of decodes, rescaling).
-    item = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (BLOCK_B,); the list is padded to the grid
+    # Index math is int64 from the aranges on: the interpreter re-checks every int32 add and multiply for overflow
+    # in int64 (eight more operations each, ~10% of an interpreted step); int64 operands skip the check.
+    item = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B).to(tl.int64)  # (BLOCK_B,) padded
     table_rows = block_tables_ptr + tl.load(item_table_ptr + item)  # (BLOCK_B,)
     head_off = tl.load(item_head_ptr + item)
     kv_end = tl.load(item_kv_end_ptr + item)  # (BLOCK_B,)
-    offs_d = tl.arange(0, BLOCK_D)[None, None, :]
-    rows = item[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]  # (BLOCK_B, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D).to(tl.int64)[None, None, :]
+    rows = item[:, None] * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)[None, :]  # (BLOCK_B, BLOCK_M)
     q_ptrs = query_ptr + tl.load(row_q_ptr + rows)[:, :, None] + offs_d * stride_qd
     kv_d = offs_d * stride_cd
     if HEAD_DIM == BLOCK_D:
@@ -98,7 +100,7 @@ def paged_batched_kernel(
     # The tile body is written out in both branches, not shared through a @jit helper: under the interpreter
     # every @jit call re-patches triton.language (~2 ms, see triton_utils), as much as the whole tile costs.
     if ONE_TILE:
-        offs_n = tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions
+        offs_n = tl.arange(0, BLOCK_N).to(tl.int64)  # (BLOCK_N,) key positions
         mask_n = offs_n[None, :] < kv_end[:, None]  # (BLOCK_B, BLOCK_N)
         block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n, other=0)
         if TRACE:
@@ -124,7 +126,7 @@ def paged_batched_kernel(
         l_i = tl.full([BLOCK_B, BLOCK_M], 0.0, tl.float32)  # tl.full, not tl.zeros: a @jit call (see triton_utils)
         acc = tl.full([BLOCK_B, BLOCK_M, BLOCK_D], 0.0, tl.float32)
         for start in range(0, tl.reduce(kv_end, 0, MAX_COMBINE), BLOCK_N):  # up to this program's last visible key
-            offs_n = start + tl.arange(0, BLOCK_N)
+            offs_n = start + tl.arange(0, BLOCK_N).to(tl.int64)
             mask_n = offs_n[None, :] < kv_end[:, None]
             block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n,
                             other=0)

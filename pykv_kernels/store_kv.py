@@ -80,12 +80,13 @@ def store_rows_kernel(
 ):
     """The CPU configuration of the store: the same writes as ``store_kv_kernel`` with a cache whose
     (block, offset) and (head, dim) axes merge into (slot, row), in half the interpreted operations."""
-    offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)  # (BLOCK_T,)
-    offs_r = tl.arange(0, BLOCK_R)[None, :]  # (1, BLOCK_R)
+    # int64 from the start: the interpreter re-checks int32 adds and multiplies for overflow (see paged_batched.py)
+    offs_t = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T).to(tl.int64)  # (BLOCK_T,)
+    offs_r = tl.arange(0, BLOCK_R).to(tl.int64)[None, :]  # (1, BLOCK_R)
     mask = (offs_t < num_tokens)[:, None] & (offs_r < ROW)  # (BLOCK_T, BLOCK_R)
     slots = tl.load(slot_mapping_ptr + offs_t, mask=offs_t < num_tokens, other=0).to(tl.int64)
     dst = slots[:, None] * stride_cs + offs_r  # (BLOCK_T, BLOCK_R)
-    rows = offs_t.to(tl.int64)[:, None]
+    rows = offs_t[:, None]
     k = tl.load(key_ptr + rows * stride_kt + offs_r, mask=mask)
     v = tl.load(value_ptr + rows * stride_vt + offs_r, mask=mask)
     tl.store(k_cache_ptr + dst, k.to(k_cache_ptr.dtype.element_ty), mask=mask)
