@@ -1,0 +1,72 @@
+"""Do the torch and the interpreted Triton attention backends run the same history? Every preset to its end at
+two pool sizes on the shipped model, comparing after every step what the lab shows: the queues, each request's
+status, tokens and block table, each block's reference count, owners and hash, and the preemptions.
+
+Groundwork for replaying a deep link's steps on torch (~7 ms a step here) and only the step on screen on
+Triton (~50 ms): that is only honest where the histories are identical, and the measured times would still
+differ (they would have to be labelled as torch's).
+
+    python bench/backend_parity.py [--blocks 64,24] [--save bench/results/<date>-cpu-backend-parity.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ["PYKV_STEPWISE_CPU_BACKEND"] = "triton"  # "auto" on a CPU for a stepwise engine: interpreted Triton
+
+from pykv.engine.model.attention import prepare_stepwise_attention  # noqa: E402
+
+prepare_stepwise_attention()  # before the model load imports triton
+
+from pykv.border.runtime import configure_torch_threads  # noqa: E402
+from pykv.border.workload import PRESETS  # noqa: E402
+from pykv.engine.model.loader import load_model  # noqa: E402
+from pykv.lab.lab import Lab, lab_config  # noqa: E402
+
+
+def history(loaded, preset: str, backend: str, blocks: int) -> tuple[list[tuple], str]:
+    """What the lab shows after every step of ``preset`` run to its end, and the backend's label."""
+    lab = Lab(lab_config(model="tiny", attention_backend=backend, num_gpu_blocks=blocks), loaded, preset)
+    shown = []
+    while lab.step():
+        s = lab.view
+        shown.append((s.queues,
+                      [(r.request_id, r.status, tuple(r.output_token_ids), r.block_table) for r in s.requests],
+                      [(b.block_id, b.ref_cnt, b.owners, b.block_hash) for b in s.blocks],
+                      [(p.request_id, p.mode, p.num_blocks) for p in s.preemptions]))
+    return shown, lab.engine.backend.label
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", default="64,24", help="comma-separated device pool sizes")
+    ap.add_argument("--save", type=Path, help="append the table to this results file")
+    args = ap.parse_args()
+    configure_torch_threads()
+    loaded = load_model("tiny")
+    lines = [f"{'preset':14s} {'blocks':>6s} {'steps':>6s}  result"]
+    for preset in PRESETS:
+        for blocks in (int(b) for b in args.blocks.split(",")):
+            t0 = time.perf_counter()
+            torch_run, _ = history(loaded, preset, "torch", blocks)
+            triton_run, label = history(loaded, preset, "auto", blocks)
+            differs = next((i + 1 for i, (a, b) in enumerate(zip(torch_run, triton_run)) if a != b), None)
+            if differs is None and len(torch_run) != len(triton_run):
+                differs = min(len(torch_run), len(triton_run)) + 1
+            result = "identical" if differs is None else f"DIFFER from step {differs}"
+            lines.append(f"{preset:14s} {blocks:6d} {len(triton_run):6d}  {result} (torch vs {label}, "
+                         f"{time.perf_counter() - t0:.0f} s)")
+            print(lines[-1], flush=True)
+    if args.save:
+        with open(args.save, "a") as f:
+            f.write(f"$ python {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · shipped model\n")
+            f.write("\n".join(lines) + "\n\n")
+
+
+if __name__ == "__main__":
+    main()
