@@ -1,10 +1,7 @@
 """Do the torch and the interpreted Triton attention backends run the same history? Every preset to its end at
-two pool sizes on the shipped model, comparing after every step what the lab shows: the queues, each request's
-status, tokens and block table, each block's reference count, owners and hash, and the preemptions.
-
-Groundwork for replaying a deep link's steps on torch (~7 ms a step here) and only the step on screen on
-Triton (~50 ms): that is only honest where the histories are identical, and the measured times would still
-differ (they would have to be labelled as torch's).
+two pool sizes on the shipped model, on torch, on Triton on every layer (``"triton"``) and as the lab runs on a CPU
+(``"auto"``: Triton on layer 0, torch on the others), comparing after every step what the lab shows: the queues,
+each request's status, tokens and block table, each block's reference count, owners and hash, and the preemptions.
 
     python bench/backend_parity.py [--blocks 64,24] [--save bench/results/<date>-cpu-backend-parity.txt]
 """
@@ -54,13 +51,15 @@ def main() -> None:
         for blocks in (int(b) for b in args.blocks.split(",")):
             t0 = time.perf_counter()
             torch_run, _ = history(loaded, preset, "torch", blocks)
-            triton_run, label = history(loaded, preset, "auto", blocks)
-            differs = next((i + 1 for i, (a, b) in enumerate(zip(torch_run, triton_run)) if a != b), None)
-            if differs is None and len(torch_run) != len(triton_run):
-                differs = min(len(torch_run), len(triton_run)) + 1
-            result = "identical" if differs is None else f"DIFFER from step {differs}"
-            lines.append(f"{preset:14s} {blocks:6d} {len(triton_run):6d}  {result} (torch vs {label}, "
-                         f"{time.perf_counter() - t0:.0f} s)")
+            results = []
+            for backend in ("triton", "auto"):  # every layer on the kernels; the lab's CPU default (layer 0)
+                run, label = history(loaded, preset, backend, blocks)
+                differs = next((i + 1 for i, (a, b) in enumerate(zip(torch_run, run)) if a != b), None)
+                if differs is None and len(torch_run) != len(run):
+                    differs = min(len(torch_run), len(run)) + 1
+                results.append(f"{'identical' if differs is None else f'DIFFER from step {differs}'} ({label})")
+            lines.append(f"{preset:14s} {blocks:6d} {len(torch_run):6d}  torch vs " + "; vs ".join(results)
+                         + f" ({time.perf_counter() - t0:.0f} s)")
             print(lines[-1], flush=True)
     if args.save:
         with open(args.save, "a") as f:

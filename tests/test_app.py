@@ -154,7 +154,7 @@ def test_about_page(random_llama_path, monkeypatch):
 
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
     text = "\n".join(m.value for m in at.markdown)
-    assert "attention backend in use: `torch`" in text and "device: `cpu`" in text and not at.error
+    assert "attention backend in use: `torch (paged SDPA)`" in text and "device: `cpu`" in text and not at.error
     # what is proved against vLLM by running it, and how to rerun it
     assert "| `v0.33` | 0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1) | 10 |" in text
     assert "python3 oracle/build_venvs.py" in text and "Outside the oracle" in text

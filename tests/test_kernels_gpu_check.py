@@ -54,9 +54,10 @@ def test_gpu_check_playground_section_dry_runs_on_cpu(monkeypatch):
     gc = load_gpu_check()
     monkeypatch.setattr(gc, "DEVICE", "cpu")
     monkeypatch.setattr(gc, "PLAYGROUND_STEPS", 3)
-    monkeypatch.setenv("PYKV_STEPWISE_CPU_BACKEND", "triton")  # "auto" in the lab on CPU: interpreted Triton
+    monkeypatch.setenv("PYKV_STEPWISE_CPU_BACKEND", "triton")  # "auto" in the lab on CPU: interpreted Triton, layer 0
     out = gc.Report()
     gc.playground(out)
     text = "\n".join(out.lines)
-    assert "triton (interpreted on CPU)     3 steps" in text and "torch (paged SDPA)" in text
+    assert "triton (interpreted on CPU, first layer; torch on the others)    3 steps" in text
+    assert "\n  torch (paged SDPA) " in text
     assert "tokens identical to torch: True" in text

@@ -1,4 +1,5 @@
-"""Two lessons end to end on interpreted Triton (what ``attention_backend="auto"`` runs in the lab on a CPU):
+"""Two lessons end to end as the lab runs them on a CPU (``attention_backend="auto"``: interpreted Triton on layer 0,
+torch on the others):
 every check passes and every request's tokens, at every lesson step, equal the torch run's (the course replay
 itself runs on torch, for speed: tests/test_course_replay.py)."""
 
@@ -41,7 +42,7 @@ def test_lesson_on_interpreted_triton_passes_and_matches_torch(name, tiny, monke
     on_torch = play(path, tiny, "torch", monkeypatch)
     on_triton = play(path, tiny, "triton", monkeypatch)
     assert on_torch.state.lab.engine.backend.name == "torch"
-    assert on_triton.state.lab.engine.backend.label == "triton (interpreted on CPU)"
+    assert on_triton.state.lab.engine.backend.label == "triton (interpreted on CPU, first layer; torch on the others)"
     failed = [(s.index, c.description) for s in on_triton.states for c in s.failed_checks] + [
         (s.index, e) for s in on_triton.states for e in s.errors]
     assert not failed, failed

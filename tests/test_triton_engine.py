@@ -93,7 +93,11 @@ def test_auto_on_cpu_is_interpreted_triton_for_stepwise_engines_only(monkeypatch
     """The lab's engines (Playground, Lessons) run the kernels; runs to completion (Sweep, CLI) the reference."""
     monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
     stepwise = resolve_backend("auto", "cpu", stepwise=True)
-    assert stepwise.name == "triton" and stepwise.label == "triton (interpreted on CPU)"
+    assert stepwise.name == "triton" and stepwise.for_layer(0) is stepwise  # the layer the kernel view shows
+    assert stepwise.for_layer(1) is stepwise.for_layer(3) is TORCH_BACKEND  # the others on torch (the click budget)
+    assert stepwise.label == "triton (interpreted on CPU, first layer; torch on the others)"
+    explicit = resolve_backend("triton", "cpu")
+    assert explicit.for_layer(3) is explicit and explicit.label == "triton (interpreted on CPU)"
     assert resolve_backend("auto", "cpu") is TORCH_BACKEND and TORCH_BACKEND.label == "torch (paged SDPA)"
     monkeypatch.setenv(STEPWISE_CPU_ENV, "torch")  # what the test suite sets for its app and lesson replays
     assert resolve_backend("auto", "cpu", stepwise=True) is TORCH_BACKEND
@@ -150,3 +154,30 @@ def test_a_recorded_step_keeps_the_first_layers_launches_only(make_engine, monke
         assert [launch.phase for launch in launches].count("store") == 1  # one layer's KV store
         assert {launch.phase for launch in launches} - {"store"}  # and the attention that read the cache
         assert made == list(launches)
+
+
+def test_auto_runs_the_kernels_on_the_first_layer_only_and_triton_on_every_layer(random_llama, random_llama_path,
+                                                                                   monkeypatch):
+    """Count the interpreted KV stores a step makes: one (layer 0) on a stepwise "auto" engine, one per layer on
+    "triton"; the tokens are the torch backend's either way."""
+    from pykv import EngineConfig, LLMEngine
+    from pykv_kernels import triton_backend
+
+    stores = []
+    real_store = triton_backend.store_kv
+    monkeypatch.setattr(triton_backend, "store_kv", lambda *args: (stores.append(1), real_store(*args)))
+    monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
+    tokens = {}
+    for name, stepwise in (("auto", True), ("triton", False), ("torch", False)):
+        cfg = EngineConfig(model=str(random_llama_path), attention_backend=name, block_size=4, num_gpu_blocks=16,
+                           max_num_seqs=2)
+        engine = LLMEngine(cfg, loaded=random_llama, stepwise=stepwise)
+        layers = engine.runner.loaded.config.num_layers
+        engine.add_request("def add(x, y):", SamplingParams(max_tokens=4, ignore_eos=True), "a")
+        stores.clear()
+        engine.step()
+        assert len(stores) == {"auto": 1, "triton": layers, "torch": 0}[name], name
+        while engine.has_unfinished_requests():
+            for out in engine.step().finished:
+                tokens[name] = list(out.output_token_ids)
+    assert tokens["auto"] == tokens["triton"] == tokens["torch"]

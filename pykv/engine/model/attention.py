@@ -10,8 +10,8 @@ import functools
 import importlib.util
 import os
 import threading
-from dataclasses import dataclass
-from typing import Callable, Literal
+from dataclasses import dataclass, replace
+from typing import Callable, Literal, Optional
 
 import torch
 
@@ -30,13 +30,19 @@ class AttentionBackend:
     prefill: Callable[..., torch.Tensor]
     decode: Callable[..., torch.Tensor]
     how: Literal["torch", "compiled", "interpreted"] = "torch"
+    later_layers: Optional["AttentionBackend"] = None  # the backend of every layer after the first (None: this one)
+
+    def for_layer(self, index: int) -> "AttentionBackend":
+        return self if index == 0 or self.later_layers is None else self.later_layers
 
     @property
     def label(self) -> str:
-        """What ran, as the app and the CLI say it: "torch (paged SDPA)", "triton (interpreted on CPU)"."""
-        if self.name == "torch":
-            return "torch (paged SDPA)"
-        return "triton (compiled)" if self.how == "compiled" else "triton (interpreted on CPU)"
+        """What ran, as the app and the CLI say it ("... attention on cpu"): "torch (paged SDPA)", "triton
+        (interpreted on CPU)", "triton (interpreted on CPU, first layer; torch on the others)"."""
+        how = {"torch": "paged SDPA", "compiled": "compiled", "interpreted": "interpreted on CPU"}[self.how]
+        if self.later_layers is not None:
+            how += f", first layer; {self.later_layers.name} on the others"
+        return f"{self.name} ({how})"
 
 
 # Plain torch: pykv_kernels.torch_paged, SDPA per query row with keys padded by the row's own position, so a row's
@@ -47,12 +53,19 @@ TORCH_BACKEND = AttentionBackend(
 )
 
 
+# FIRST_LAYER_ON_CPU: a stepwise "auto" engine on a CPU runs the interpreted kernels on layer 0 (the layer whose
+# launches the kernel view shows) and torch on the others. The interpreter made a Step click's engine work ~7x
+# torch's (45 vs 6 ms a storm step): with it on every layer the Playground missed its click targets (p95 0.45-0.51 s
+# idle, 1.96-2.27 s with 10 sessions stepping; on layer 0 only 0.39-0.40 s and 1.39-1.64 s, bench/bench_clicks.py). The
+# history is the same step for step (bench/backend_parity.py); "triton" still runs every layer on the kernels.
+
+
 def resolve_backend(name: str, device: str, stepwise: bool = False) -> AttentionBackend:
     """``"torch"``: plain torch (``pykv_kernels.torch_paged``). ``"triton"``: our kernels, compiled on CUDA,
     interpreted on CPU.
     ``"auto"``: Triton compiled on CUDA (falling back to torch where Triton is not installed). On a CPU,
-    Triton through its interpreter for a ``stepwise`` engine (the lab's Playground and Lessons, where each
-    step is looked at; the kernels' CPU launch configuration keeps a step near 100 ms), else torch (runs
+    Triton through its interpreter on the first layer and torch on the others for a ``stepwise`` engine (the
+    lab's Playground and Lessons, where each step is looked at: FIRST_LAYER_ON_CPU above), else torch (runs
     to completion at scale: the Sweep, the CLI, the benchmarks). ``$PYKV_STEPWISE_CPU_BACKEND=torch`` keeps
     stepwise engines on torch; so does a process where triton is missing or was imported before the
     interpreter could be switched on (``prepare_stepwise_attention`` does that at start-up).
@@ -71,7 +84,7 @@ def resolve_backend(name: str, device: str, stepwise: bool = False) -> Attention
                 return _triton_backend(device)
         elif not device.startswith("cuda") and stepwise and _stepwise_triton_wanted():
             try:
-                return _triton_backend(device)
+                return replace(_triton_backend(device), later_layers=TORCH_BACKEND)  # see FIRST_LAYER_ON_CPU
             except ValueError:  # triton missing, or imported too early to interpret: plain torch serves
                 return TORCH_BACKEND
         return TORCH_BACKEND

@@ -144,6 +144,6 @@ class CausalLM(nn.Module):
             # every layer launches the same kernels over the same tables: a recorded step keeps the first layer's
             # launches only, so the others run without the trace: 2-5% of an interpreted storm step (120 steps, CPU)
             with launch_record.paused() if i else contextlib.nullcontext():
-                x = layer(x, positions, self.rotary, kv_cache, meta, backend)
+                x = layer(x, positions, self.rotary, kv_cache, meta, backend.for_layer(i))
         x = self.norm(x[logits_indices])  # (num_sampled, hidden)
         return self.lm_head(x).float()  # (num_sampled, vocab)

@@ -37,10 +37,10 @@ def render() -> None:
     lab = st.session_state.get("lab")
     cfg = lab.config if lab is not None else state.default_config()
     if lab is not None:
-        backend = lab.engine.backend.name
+        backend = lab.engine.backend.label
     else:
         try:
-            backend = resolve_backend(cfg.attention_backend, cfg.device, stepwise=True).name
+            backend = resolve_backend(cfg.attention_backend, cfg.device, stepwise=True).label
         except ValueError as e:
             backend = f"unavailable ({e})"
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none on this machine"

@@ -96,7 +96,7 @@ def render() -> None:
                "(`v0.6`), the last release that swapped: the CSV's `vllm_profile` column says which. Each run is one "
                "step of the progress bar; Cancel stops after the run in progress. Attention: "
                f"{_backend_label()} (runs to completion take the fast path; on a CPU the Playground and the Lessons "
-               "run the Triton kernels, interpreted).")
+               "run the Triton kernels, interpreted, on the model's first layer).")
     target.picker("sw_")  # the modelled target every run's schedule is priced on
     axis = st.segmented_control("Sweep over", list(AXIS_NAMES), format_func=AXIS_NAMES.get, key="sweep_axis",
                                 default="num_gpu_blocks", required=True)

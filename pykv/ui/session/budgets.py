@@ -13,7 +13,7 @@ import streamlit as st
 from pykv.lab.lab import Lab
 
 # Time budgets (seconds of engine work). One action: a deep link's replay, Run to end, Next preemption.
-DEEP_LINK_BUDGET_S = 20.0  # interpreted Triton on CPU runs ~2 s a step: a link replays ~10 steps, then says so
+DEEP_LINK_BUDGET_S = 20.0  # ~20 ms a replayed storm step on a quiet 2-core CPU: ~1,000 steps, then the page says so
 RUN_TO_END_BUDGET_S = 60.0
 NEXT_PREEMPTION_BUDGET_S = 30.0
 LESSON_ACTION_BUDGET_S = 30.0  # one lesson action (step N, run_until); the course's take well under 1 s
