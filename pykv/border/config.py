@@ -72,9 +72,11 @@ class EngineConfig(BaseModel):
             "no flag in vLLM 0.10.2: the platform is detected (DeviceConfig(current_platform.device_type))",
             "no flag in vLLM 0.33.0: the platform is detected (DeviceConfig(current_platform.device_type))"))
     attention_backend: AttentionBackendName = knob(
-        "auto", "torch = plain torch attention (SDPA, batch-invariant); triton = the project's kernels (on CPU through "
-        "Triton's interpreter: ~100 ms steps, its CPU launch configuration); auto = triton on CUDA; on CPU, triton "
-        "in the lab's Playground and Lessons, torch where runs go to completion (Sweep, CLI, benchmarks)",
+        "auto", "torch = plain torch attention (SDPA, batch-invariant); triton = the project's kernels on every layer "
+        "(on CPU through Triton's interpreter: ~50 ms storm steps, its CPU launch configuration); auto = triton on "
+        "CUDA; on CPU, in the lab's Playground and Lessons, triton on the first layer (whose launches the kernel "
+        "panel shows) and torch on the others (~20 ms steps, the same tokens), torch where runs go to completion "
+        "(Sweep, CLI, benchmarks)",
         expose=("cli", "sidebar", "url"), not_in_lessons="the attention backend comes from the app", app_owned=True,
         vllm=pykv_only("pykv's torch attention or its Triton kernels (vLLM 0.33.0's --attention-backend "
                       "chooses among vLLM's own backends, a different list)"))
