@@ -1,5 +1,6 @@
 """How long a deep link takes: a new session opening the Playground at `?preset=storm&step=K`, which replays K
-engine steps (interpreted Triton on a CPU, as the lab runs) before it draws.
+engine steps (as the lab runs on a CPU: interpreted Triton on the first layer, torch on the others) before it
+draws.
 
 Starts `streamlit run app.py` on the shipped model and opens each link in a fresh websocket session
 (bench/st_client.py), one after another, timing from the request until the script run has finished: the server's

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pykv.engine.model.attention import STEPWISE_CPU_ENV
 from pykv.ui.views.kernel_view import open_key
 
 if importlib.util.find_spec("triton") is None:
@@ -63,6 +64,8 @@ def test_kernel_view_prefill_and_decode_programs_read_their_block_tables(app):
     rid = box.value.split("req ")[1].split(" ")[0]
     assert blocks_caption(app) == table[rid][: len(blocks_caption(app))] and blocks_caption(app)
     assert app.get("plotly_chart")
+    assert any(c.value.startswith("The first layer's launches") and "the other layers launched the same kernels"
+               in c.value for c in app.caption)
 
     step_until(app, "decode")
     lab = app.session_state["lab"]
@@ -103,3 +106,14 @@ def test_the_panel_is_drawn_only_while_its_expander_is_open(app):
     app.session_state[open_key("playground")] = True
     ok(app.run())
     assert program_box(app).options
+
+
+def test_on_auto_the_panel_says_the_other_layers_ran_torch(app, monkeypatch):
+    """The lab's CPU default runs the kernels on the first layer only: the panel says so beside its launches."""
+    monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
+    app.query_params["attention_backend"] = "auto"
+    ok(app.run())
+    step_until(app, "prefill")
+    assert app.session_state["lab"].engine.backend.later_layers is not None
+    assert any(c.value.startswith("The first layer's launches") and "the other layers ran torch (paged SDPA) "
+               "attention" in c.value for c in app.caption)

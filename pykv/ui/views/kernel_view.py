@@ -96,6 +96,7 @@ def render(lab: Lab, key: str = "playground") -> None:
                 "attention_backend = triton (or auto) in the sidebar to watch the kernels walk the block tables.")
         return
     ids = list(snap.report.scheduled)
+    st.caption(_which_layer(lab))
     st.dataframe(launches_frame(launches), hide_index=True, key=f"{key}_kernel_launches")
     choices = program_choices(launches, ids)
     labels = list(choices)
@@ -123,3 +124,14 @@ def render(lab: Lab, key: str = "playground") -> None:
     fig = kernel_walk_figure(snap, walk_of(launch, item, picked, ids), dark=state.is_dark())
     st.plotly_chart(fig, theme=None, key=f"{key}_kernel_walk")
 
+
+def _which_layer(lab: Lab) -> str:
+    """Which layer the panel shows, and what the others ran (the lab's CPU default runs the kernels on one)."""
+    shown = "The first layer's launches (every layer reads the same block tables)"
+    backend = lab.live_engine.backend if lab.live_engine is not None else None
+    if backend is None:
+        return shown + "."
+    if backend.later_layers is not None:
+        return (f"{shown}; the other layers ran {backend.later_layers.label} attention, to keep a step quick on "
+                "this CPU (attention_backend = triton runs the kernels on every layer).")
+    return f"{shown}; the other layers launched the same kernels."
