@@ -42,6 +42,16 @@ STEP_RX = r"step {k} of {n}\b"
 RESULTS = Path(__file__).resolve().parent / "results" / "class_load.txt"
 
 
+def following(learner: StClient) -> bool:
+    """Whether a learner's page still follows: a run_every timer (the app before the long poll) or a held poll."""
+    return bool(learner.auto_reruns) or learner.follow.active
+
+
+def polls(learner: StClient) -> int:
+    """The questions a learner's page has asked the server: fragment ticks and long polls."""
+    return learner.sent["auto_rerun"] + learner.follow.polls
+
+
 async def gather_limited(coros, limit: int):
     sem = asyncio.Semaphore(limit)
 
@@ -127,14 +137,14 @@ async def one_round(args, learners_n: int) -> Round:
         print(f"{len(joined)}/{learners_n} learners show step 1 after {time.monotonic() - t0:.1f} s", flush=True)
         rnd.errors += [f"join: {lr.name}: {type(r).__name__}: {r}" for lr, r in zip(learners, results) if r]
         rnd.join_s, rnd.joined = time.monotonic() - t0, len(joined)
-        rnd.polling = sum(1 for lr in learners if lr.auto_reruns)
+        rnd.polling = sum(1 for lr in learners if following(lr))
         rnd.rss_joined = server.rss_mb()
 
         await asyncio.sleep(2.0)
-        c0, t0, sent0 = server.cpu_s(), time.monotonic(), sum(lr.sent["auto_rerun"] for lr in learners)
+        c0, t0, sent0 = server.cpu_s(), time.monotonic(), sum(polls(lr) for lr in learners)
         await asyncio.sleep(args.idle_s)
         rnd.idle_cores = (server.cpu_s() - c0) / (time.monotonic() - t0)
-        rnd.polls_per_s = (sum(lr.sent["auto_rerun"] for lr in learners) - sent0) / (time.monotonic() - t0)
+        rnd.polls_per_s = (sum(polls(lr) for lr in learners) - sent0) / (time.monotonic() - t0)
 
         lost: set[str] = set()
         for k in range(2, n + 1):
@@ -145,8 +155,8 @@ async def one_round(args, learners_n: int) -> Round:
                 print(f"the instructor's click did not finish: stopping at step {k}", flush=True)
                 break
 
-        rnd.polling_end, rnd.lost = sum(1 for lr in learners if lr.auto_reruns), len(lost)
-        rnd.polls_sent = sum(lr.sent["auto_rerun"] for lr in learners)
+        rnd.polling_end, rnd.lost = sum(1 for lr in learners if following(lr)), len(lost)
+        rnd.polls_sent = sum(polls(lr) for lr in learners)
         everyone = [teacher, *learners]
         for c in everyone:  # before the class ends: its end is an st.error on every learner's page
             rnd.errors += [f"{c.name}: {e}" for e in c.errors + c.page.exceptions + c.page.error_alerts]

@@ -59,13 +59,13 @@ class Round:
     idle_before: float = 0.0  # server cores used with no session open
     join_s: float = 0.0
     joined: int = 0  # learners showing step 1
-    polling: int = 0  # learners with a run_every timer running
+    polling: int = 0  # learners whose page follows (a run_every timer, or a held long poll)
     rss_joined: float = 0.0
     idle_cores: float = 0.0  # server cores used while the class sits on a step (the learners' polls)
     polls_per_s: float = 0.0
     steps: list[StepResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    polling_end: int = 0  # learners with a run_every timer after the last step
+    polling_end: int = 0  # learners whose page still follows after the last step
     lost: int = 0  # learners that missed at least one step
     polls_sent: int = 0
     left: int = 0  # learners whose page left the class after class_end
@@ -100,7 +100,7 @@ def report(r: Round) -> str:
     done = [s for s in r.steps if not s.stuck]
     lines = [
         f"{r.learners} learners + 1 instructor, {mode}, {len(r.steps)} instructor clicks",
-        f"  joined: {r.joined}/{r.learners} showed step 1 in {r.join_s:.1f} s; {r.polling} run a run_every timer "
+        f"  joined: {r.joined}/{r.learners} showed step 1 in {r.join_s:.1f} s; {r.polling} follow "
         f"({r.polls_per_s:.1f} polls/s in all)",
         f"  server idle: {r.idle_before * 100:.1f} % of a core with no session; {r.idle_cores * 100:.1f} % with the "
         f"class open ({r.idle_cores / max(r.joined, 1) * 1e3:.1f} ms of CPU per joined learner per second)",
@@ -112,7 +112,7 @@ def report(r: Round) -> str:
         f"{mean(s.net_cpu_s for s in done):.2f} s net of idle polling = "
         f"{r.per_learner_ms():.1f} ms per learner (goal <= {GOAL_CPU_MS:.0f} ms)",
         f"  class_end: {r.left}/{r.learners} learner pages left the class within 3 s" if not r.solo else "",
-        f"  after the last step: {r.polling_end}/{r.learners} learners still run their poll timer; {r.lost} missed "
+        f"  after the last step: {r.polling_end}/{r.learners} learners still follow; {r.lost} missed "
         f"at least one step; {r.polls_sent} polls sent in all",
         f"  RSS: {r.rss_before:.0f} MB before, {r.rss_joined:.0f} MB with the class joined, peak {r.peak_rss:.0f} MB, "
         f"{r.rss_after:.0f} MB {r.after_s:.0f} s after closing every session ({r.rss_after - r.rss_before:+.0f} MB)",

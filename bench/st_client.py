@@ -6,7 +6,8 @@ Like the browser it sends ``rerun_script`` ClientStates (query string; the page 
 of the latest new_session / navigation; the widgets' states; a ContextInfo; its ForwardMsg cache's hashes),
 keeps that cache and resolves ``ref_hash`` messages, keeps the query the server writes (``page_info_changed``),
 runs the ``auto_rerun`` timers of ``run_every`` fragments (a fragment ``rerun_script`` every interval like
-``setInterval``, cleared by a full run's new_session and by ``stop_auto_rerun``), answers websocket pings (the
+``setInterval``, cleared by a full run's new_session and by ``stop_auto_rerun``) and a class page's long poll
+(st_follow.py), answers websocket pings (the
 websockets package does) and, if asked, sends ``app_heartbeat``s.
 
     c = StClient("http://127.0.0.1:8501", name="learner-1")
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 from urllib.parse import parse_qs
 
+from st_follow import COMPONENT, FollowPoll
 from st_page import MessageCache, Node, Page
 from st_timers import FragmentTimers
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -77,6 +79,8 @@ class StClient:
         self._ws = None
         self._tasks: list[asyncio.Task] = []
         self._timers = FragmentTimers(lambda fid: self.rerun(fragment_id=fid, is_auto_rerun=True, wait=False), name)
+        self.follow = FollowPoll(  # a class page's long poll
+            self.base_url, lambda fid, trigger: self.rerun(fragment_id=fid, states=[trigger], wait=False), name)
         self._changed = asyncio.Event()
         self.closed = False
 
@@ -94,6 +98,7 @@ class StClient:
         """Stop the timers and close the websocket (the server keeps the session for its disconnect TTL)."""
         self.closed = True
         self._timers.stop_all()
+        self.follow.stop()
         if self._ws is not None:
             await self._ws.close()
         for task in self._tasks:
@@ -148,6 +153,7 @@ class StClient:
                                 page_name="" if page_hash else page_name, timeout_s=timeout_s)
 
     async def rerun(self, *, fragment_id: str = "", triggers: tuple[str, ...] | list[str] = (),
+                    states: tuple[WidgetState, ...] | list[WidgetState] = (),
                     query_string: Optional[str] = None, page_script_hash: Optional[str] = None, page_name: str = "",
                     is_auto_rerun: bool = False, wait: bool = True, timeout_s: Optional[float] = None) -> Optional[Run]:
         """Send a rerun_script as the browser does; with ``wait``, return once a run started by it finished."""
@@ -163,6 +169,7 @@ class StClient:
         on_page = self.page.widget_ids()
         state.widget_states.widgets.extend(v for wid, v in self.values.items() if wid in on_page)
         state.widget_states.widgets.extend(WidgetState(id=wid, trigger_value=True) for wid in triggers)
+        state.widget_states.widgets.extend(states)
         state.cached_message_hashes.extend(self._cache.entries)
         url = f"{self.base_url}/{name}?{self.query_string}"
         state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US", url=url,
@@ -270,6 +277,10 @@ class StClient:
     def _delta(self, delta, metadata, t: float, nbytes: int, via_ref: bool = False) -> None:
         run_id = self.current_run.run_id if self.current_run else ""
         self.page.apply(delta, tuple(metadata.delta_path), run_id, t, nbytes, via_ref)
+        if delta.WhichOneof("type") == "new_element" and delta.new_element.WhichOneof("type") == "bidi_component" \
+                and delta.new_element.bidi_component.component_name == COMPONENT:
+            self.follow.mounted(delta.new_element.bidi_component.id, delta.new_element.bidi_component.json,
+                                delta.fragment_id)
 
     def _new_session(self, msg: ForwardMsg, t: float) -> None:
         ns = msg.new_session

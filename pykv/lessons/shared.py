@@ -55,6 +55,10 @@ class SharedLesson:
                 self._published.append(dataclasses.replace(state, lab=state.lab.branch()))
             return self._published[index]
 
+    def played(self, index: int) -> bool:
+        """Whether step ``index`` is ready to read (``state`` returns at once)."""
+        return index < len(self._published)
+
     def prefetch(self, index: int) -> None:
         """Play step ``index`` in a background thread if it is not played yet (nothing if one is already on).
         Its errors are not kept: the reader who asks for the step later plays it again and sees them."""

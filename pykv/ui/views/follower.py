@@ -1,8 +1,8 @@
 """A learner's page in a class (``/lessons?class=CODE``): it follows the instructor.
 
 The page shows the class's lesson step from the lesson every class on this server shares (no engine of
-the learner's own), and a one-second fragment asks the class store whether the instructor moved; when
-they did, the whole page reruns on the new step. "Explore on my own" forks a private Lab at the step on
+the learner's own), and a long poll (``follow_push``) waits for the instructor to move; when they do, the
+whole page reruns on the new step. "Explore on my own" forks a private Lab at the step on
 screen into the Playground; "Back to the class" there returns to the instructor's current step.
 """
 
@@ -17,7 +17,7 @@ from pykv.lab.lab import Lab
 from pykv.lessons import Lesson
 from pykv.lessons.shared import SharedLesson
 from pykv.ui import safe_text
-from pykv.ui.session import classroom, routes, seats
+from pykv.ui.session import classroom, follow_push, routes, seats
 from pykv.ui.session.classroom import EXPLORING, Membership
 from pykv.ui.views import exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
 from pykv.ui.views.style import PRESENTER_CSS
@@ -30,6 +30,24 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
     st.session_state[classroom.FOLLOWED] = member.code
     if projector:
         st.html(PRESENTER_CSS)
+    st.session_state[_PAGE_MEMBER] = member  # read by this run's _class_step; its own reruns read the class
+    _class_step(member.code, lessons, projector)
+
+
+_PAGE_MEMBER = "class_page_member"  # session_state: the membership this page run read (for _class_step)
+
+
+@st.fragment
+def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
+    """Everything that changes with the class's step, the long poll included: when the instructor moves, only
+    this reruns, not the app's router and the Lessons page around it (a class's pages all rerun at once: that
+    was a sixth of each one's server time). A class that is gone reruns the whole page, which says so."""
+    member = st.session_state.pop(_PAGE_MEMBER, None)
+    if member is None or member.code != code:  # a rerun of this fragment alone: the class as it is now
+        try:
+            member = Membership(code, classroom.classes().get(code), instructor=False, secret=None)
+        except Exception:  # ended, or an unreachable store: the page's own run says which
+            st.rerun(scope="app")
     lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
     if lesson is None:
         st.error(f"Class {member.code} is on lesson {safe_text.code(member.state.lesson_id)}, which this server "
@@ -39,8 +57,11 @@ def render(member: Membership, lessons: list[Lesson]) -> None:
     try:
         shared = classroom.shared_lesson(lesson)
         index = min(member.state.step, shared.num_steps) - 1
-        with st.spinner("Catching up with the class…"):
+        if shared.played(index):  # nearly always (prefetched): no spinner, whose timer is a thread a run
             step_state = shared.state(index)
+        else:
+            with st.spinner("Catching up with the class…"):
+                step_state = shared.state(index)
     except Exception as e:  # a lesson that cannot run on this server: a message, the page keeps following
         st.error(f"The class's lesson could not run here: {safe_text.plain(e)}")
         _follow(member, projector)
@@ -98,7 +119,15 @@ def _before(shared: SharedLesson, index: int) -> Optional[Lab]:
 
 
 def _follow(member: Membership, projector: bool = False) -> None:
-    classroom.poll(member.code, member.state.version, presence=None if projector else "following")
+    """Rerun when the instructor moves (a long poll, no timer); a learner (not the projector) counts as present
+    from this run on, and each poll renews it."""
+    mode = None if projector else "following"
+    if mode is not None:
+        try:
+            classroom.classes().seen(member.code, classroom.learner_id(), mode)
+        except Exception:  # the class ended or is full: the next run says so (the poll answers "moved")
+            pass
+    follow_push.follow(member.code, member.state.version, classroom.learner_id(), mode)
 
 
 def _explore_requested(code: str) -> bool:

@@ -20,6 +20,7 @@ from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
 from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.served_figure import served
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 # The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
@@ -40,17 +41,20 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
     def figures():
         diff = diff_snapshots(prev, snap) if prev is not None else None
         widths = PROJECTOR_WIDTHS if projector else (None, None)  # known there: the legends wrap to them
-        return (block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
-                                  width=widths[0]),
-                queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1]),
-                metrics_strip(snap), narrate(snap))
+        grid = block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
+                                 width=widths[0])
+        queues = queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1])
+        if shared is not None and not projector:  # one class's followers: each page serves the same dicts
+            grid, queues = served(grid), served(queues)
+        return grid, queues, metrics_strip(snap), narrate(snap)
 
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
     per_row = len(strip) if metrics_per_row is None else metrics_per_row
-    for row in range(0, len(strip), per_row):
-        for col, (label, value, help_text) in zip(st.columns(per_row), strip[row:row + per_row]):
-            col.metric(label, value, help=help_text)
+    for row in range(0, len(strip), per_row):  # a row is one flex box, not a column each: a class's 200 pages
+        with st.container(horizontal=True, gap="medium", key=f"{key}_metrics_{row}"):  # rerun per step
+            for label, value, help_text in strip[row:row + per_row]:
+                st.metric(label, value, help=help_text)
     left, right = st.columns([5, 4], gap="medium")
     draw = projector_chart.chart if projector else \
         (lambda figure, chart_key: st.plotly_chart(figure, theme=None, key=chart_key, config=PLOT_CONFIG))

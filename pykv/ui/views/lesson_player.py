@@ -21,7 +21,7 @@ from pykv.lessons import Lesson, LessonPlayer, StepState
 from pykv.lessons.paths import LESSON_TARGET
 from pykv.lessons.schema import FOCUS_VIEWS
 from pykv.ui import safe_text
-from pykv.ui.session import budgets, classroom, seats, state
+from pykv.ui.session import budgets, classroom, follow_push, seats, state
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership
 from pykv.ui.views import (
     class_panel,
@@ -55,7 +55,7 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
     if member is not None:
         member = _drive(member, lesson.id, index + 1)
         classroom.agreed(lesson.id, index + 1)
-        classroom.poll(member.code, member.state.version)  # the other window (speaker view) may move the class
+        follow_push.follow(member.code, member.state.version)  # the other window (speaker view) may move the class
         classroom.shared_lesson(lesson).prefetch(index + 1)  # the next step is ready when the instructor moves
     _sync_url(lesson.id, index + 1, presenter)
     if member is not None and st.query_params.get("speaker") == "1":

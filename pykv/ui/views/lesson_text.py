@@ -51,9 +51,8 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
     if folded_checks:
         with st.expander(f"Checks {checks_summary(step_state)}", expanded=bool(step_state.failed_checks)):
             st.markdown(lines)
-    else:
-        st.markdown("**Checks**")
-        st.markdown(lines)
+    else:  # one element, not a heading and a list: a class's pages all redraw this at once
+        st.markdown(f"**Checks**\n\n{lines}")
 
 
 def checks_summary(step_state: StepState) -> str:

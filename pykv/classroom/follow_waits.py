@@ -1,0 +1,194 @@
+"""FollowWaits: a class's followers wait here for the instructor's next move instead of asking every second.
+
+A follower's page holds one long poll (``wait``) on the server's event loop, which costs nothing while the class
+stands still; it is answered as soon as the class's version moves (the page then reruns once), and "not moved"
+after ``timeout_s`` (the page asks again, which also renews the learner's presence).
+
+    page run ──issue(code, learner, mode)──> ticket        (a ticket names a (class, learner) this replica served)
+    browser  ──wait(ticket, version)───────> ... held ...   one reader task: every every_s, the versions of the
+             <──────────── moved: True ─────               classes someone waits on, in one worker thread
+
+Rules:
+
+- A long poll names only a ticket, never a learner: a request cannot make up learners to fill a class, since
+  only a page run of this replica issues tickets (at most ``max_tickets``; one unused for ``ticket_ttl_s`` is
+  forgotten, and its page, told "moved", reruns and gets a new one).
+- One reader task per event loop reads the versions (a dict read on one process; the Redis feed's cache on
+  several replicas) off the loop, so a slow store never stalls the server; a read that fails answers "moved":
+  the page reruns and says what is wrong.
+- At most ``max_waiters`` polls are held at once (the rest are answered "busy" and retry later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+MARK_EVERY_S = 4.0  # a poll marks its learner present at most this often (HEARTBEAT_S: the store batches it too)
+WAIT_S = 10.0  # a held poll is answered "not moved" after this long (PRESENCE_S is 15: presence stays fresh)
+READ_EVERY_S = 0.1  # how often the versions of the classes someone waits on are read
+TICKET_TTL_S = 60.0
+MAX_TICKETS = 20_000  # MAX_CLASSES x MAX_LEARNERS x 2 modes x 2 (a learner's ticket before and after a reload)
+MAX_WAITERS = 10_000
+WAVE, WAVE_GAP_S = 10, 0.25  # a moved class's pages are answered this many at a time, at most this far apart,
+BACK_SHARE, BACK_CHECK_S = 0.5, 0.005  # the next wave when this share is back (see _release)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    code: str
+    learner: Optional[str]  # None: a window that follows without counting as a learner (projector, speaker view)
+    mode: Optional[str]  # the presence a poll renews ("following"), None for none
+
+
+class FollowWaits:
+    def __init__(self, read_version: Callable[[str], Optional[int]],
+                 mark_seen: Callable[[str, str, str], None] = lambda code, learner, mode: None, *,
+                 mark_every_s: float = MARK_EVERY_S, timeout_s: float = WAIT_S, every_s: float = READ_EVERY_S,
+                 ticket_ttl_s: float = TICKET_TTL_S, max_tickets: int = MAX_TICKETS, max_waiters: int = MAX_WAITERS,
+                 wave: int = WAVE, wave_gap_s: float = WAVE_GAP_S, monotonic: Callable[[], float] = time.monotonic):
+        self._read = read_version  # code -> its version (None: gone); called in a worker thread
+        self._mark_seen = mark_seen  # (code, learner, mode): presence, in a worker thread, at most every mark_every_s
+        self._mark_every_s = mark_every_s
+        self.timeout_s, self.every_s = timeout_s, every_s
+        self._ticket_ttl_s, self._max_tickets, self._max_waiters = ticket_ttl_s, max_tickets, max_waiters
+        self._monotonic = monotonic
+        self.wave, self.wave_gap_s = wave, wave_gap_s
+        self._lock = threading.Lock()  # guards the tickets: page runs issue them from script threads
+        self._tickets: dict[str, tuple[Ticket, float]] = {}  # token -> (ticket, last used); changed under _lock
+        self._marked: dict[str, float] = {}  # token -> when its presence was last marked (event loop only)
+        self._tokens: dict[Ticket, str] = {}  # the reverse: a page rerun keeps its token
+        # Waiters live on the event loop's thread only: code -> [(version the page shows, future)]
+        self._waiters: dict[str, list[tuple[Optional[int], asyncio.Future[bool]]]] = {}
+        self._reader: Optional[asyncio.Task[None]] = None
+        self._releasing: dict[str, asyncio.Task[None]] = {}  # code -> the task answering its pages (event loop)
+
+    # ---- tickets (page runs, any thread) -------------------------------------------------------------
+    def issue(self, code: str, learner: Optional[str] = None, mode: Optional[str] = None) -> str:
+        """The token a page's long poll names (the same one for the same class, learner and mode)."""
+        ticket = Ticket(code, learner if mode else None, mode)
+        with self._lock:
+            now = self._monotonic()
+            token = self._tokens.get(ticket)
+            if token is None:
+                if len(self._tickets) >= self._max_tickets:
+                    self._forget_unused(now)
+                if len(self._tickets) >= self._max_tickets:  # all in use: the oldest goes (its page reruns)
+                    oldest = min(self._tickets, key=lambda t: self._tickets[t][1])
+                    del self._tokens[self._tickets.pop(oldest)[0]]
+                token = secrets.token_urlsafe(12)
+                self._tokens[ticket] = token
+            self._tickets[token] = (ticket, now)
+            return token
+
+    def ticket(self, token: str) -> Optional[Ticket]:
+        """The ticket behind ``token`` (marked used now), None when unknown or forgotten."""
+        with self._lock:
+            found = self._tickets.get(token)
+            if found is None:
+                return None
+            self._tickets[token] = (found[0], self._monotonic())
+            return found[0]
+
+    def _forget_unused(self, now: float) -> None:
+        for token, (ticket, used) in list(self._tickets.items()):
+            if now - used >= self._ticket_ttl_s:
+                del self._tickets[token]
+                self._tokens.pop(ticket, None)
+
+    # ---- long polls (the event loop) -----------------------------------------------------------------
+    async def wait(self, token: str, version: Optional[int]) -> Optional[bool]:
+        """True once the class of ``token`` is no longer at ``version`` (or the ticket is unknown: the page
+        reruns and gets a new one), False after timeout_s, None when too many polls are held (retry later)."""
+        ticket = self.ticket(token)
+        if ticket is None:
+            return True
+        now = self._monotonic()
+        if ticket.learner is not None and ticket.mode is not None \
+                and now - self._marked.get(token, -self._mark_every_s) >= self._mark_every_s:
+            if len(self._marked) >= self._max_tickets:
+                self._marked.clear()
+            self._marked[token] = now
+            try:
+                await asyncio.to_thread(self._mark_seen, ticket.code, ticket.learner, ticket.mode)
+            except Exception:  # noqa: BLE001 (a full class still shows its step; an ended one moves to None below)
+                pass
+        if sum(len(held) for held in self._waiters.values()) >= self._max_waiters:
+            return None
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        held = self._waiters.setdefault(ticket.code, [])
+        held.append((version, future))
+        self._start_reader()
+        try:
+            done, _ = await asyncio.wait({future}, timeout=self.timeout_s)
+            return future.result() if done else False
+        finally:
+            held.remove((version, future))
+            if not held and self._waiters.get(ticket.code) is held:
+                del self._waiters[ticket.code]
+
+    @property
+    def held(self) -> int:
+        """Polls held now (read on the event loop's thread)."""
+        return sum(len(held) for held in self._waiters.values())
+
+    def _start_reader(self) -> None:
+        if self._reader is None or self._reader.done() or self._reader.get_loop() is not asyncio.get_running_loop():
+            self._reader = asyncio.get_running_loop().create_task(self._read_loop(), name="pykv-follow-reader")
+
+    async def _read_loop(self) -> None:
+        while self._waiters:
+            codes = list(self._waiters)
+            versions = await asyncio.to_thread(self._read_all, codes)
+            for code, current in versions.items():
+                moved = [future for shown, future in self._waiters.get(code, ())
+                         if not future.done() and (current is _FAILED or current != shown)]
+                if moved and code not in self._releasing:
+                    self._releasing[code] = asyncio.get_running_loop().create_task(
+                        self._release(code, current, moved), name=f"pykv-follow-release-{code}")
+            await asyncio.sleep(self.every_s)
+
+    async def _release(self, code: str, current: object, moved: list[asyncio.Future[bool]]) -> None:
+        """Answer a moved class's pages ``wave`` at a time, the next wave once half the pages answered so far are
+        back with a poll on the new version (their rerun is done and on screen), or ``wave_gap_s`` passed. Every
+        answered page reruns at once on one interpreter: 200 at a time starved the thread that sends what they
+        drew, so each learner saw the step only when all of them had drawn it; a few at a time keep it flowing."""
+        loop = asyncio.get_running_loop()
+        wave = len(moved) if current is _FAILED else self.wave
+        try:
+            for start in range(0, len(moved), wave):
+                for future in moved[start:start + wave]:
+                    if not future.done():
+                        future.set_result(True)
+                answered, deadline = start + wave, loop.time() + self.wave_gap_s
+                while answered < len(moved) and self._back(code, current) < answered * BACK_SHARE \
+                        and loop.time() < deadline:
+                    await asyncio.sleep(BACK_CHECK_S)
+        finally:
+            self._releasing.pop(code, None)
+
+    def _back(self, code: str, version: object) -> int:
+        return sum(1 for shown, _ in self._waiters.get(code, ()) if shown == version)
+
+    def _read_all(self, codes: list[str]) -> dict[str, object]:
+        versions: dict[str, object] = {}
+        for code in codes:
+            try:
+                versions[code] = self._read(code)
+            except Exception:  # noqa: BLE001 (an unreachable store: every page of the class reruns and says so)
+                versions[code] = _FAILED
+        return versions
+
+    def check_invariants(self) -> None:
+        with self._lock:
+            assert len(self._tickets) <= self._max_tickets, len(self._tickets)
+            assert len(self._tokens) == len(self._tickets)
+            assert all(self._tokens[ticket] == token for token, (ticket, _) in self._tickets.items())
+        assert all(held for held in self._waiters.values()), "an empty waiter list is dropped"
+
+
+_FAILED = object()  # a version read that raised

@@ -1,0 +1,107 @@
+"""How a page follows a class without asking every second: a long poll on the app's own HTTP route.
+
+    the page's run  ──mounts──>  class_follow component (its data: route, ticket, version shown)
+    the browser     ──GET /api/pykv/follow?ticket=…&version=…──> held on the server's event loop (FollowWaits)
+                    <── {"moved": true} as soon as the class moves ── the component reruns the page, once
+
+An idle follower costs the server nothing between steps (a Streamlit fragment on a one-second timer cost
+~4 ms of one core per learner-second, and 200 of them more than the process could serve). A poll that is not
+answered within WAIT_S comes back "not moved" and asks again, which renews the learner's presence; a failing
+route (three errors in a row) reruns the page, which then asks the store itself, as a poll did.
+
+The route exists where Streamlit serves app.py as an ``st.App`` (``streamlit run app.py`` does: see app.py);
+under AppTest the component is inert and tests rerun the page themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from pykv.classroom.follow_waits import FollowWaits
+
+PATH = "/api/pykv/follow"
+MAX_TOKEN_CHARS = 64  # tickets are 16 characters; anything longer is not one
+MAX_VERSION_DIGITS = 18
+
+_JS = """
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const stop = new AbortController();
+  const query = `ticket=${encodeURIComponent(data.ticket)}&version=${data.version === null ? "none" : data.version}`;
+  const pause = (ms) => new Promise((done) => setTimeout(done, ms));
+  (async () => {
+    let failures = 0;
+    while (!stop.signal.aborted) {
+      try {
+        const answer = await fetch(`${data.path}?${query}`, { signal: stop.signal, cache: "no-store" });
+        if (answer.status === 503) { await pause(2000 + Math.random() * 2000); continue; }
+        if (!answer.ok) throw new Error(String(answer.status));
+        failures = 0;
+        if ((await answer.json()).moved) { setTriggerValue("moved", data.run); return; }
+      } catch (error) {
+        if (stop.signal.aborted) return;
+        failures += 1;
+        if (failures >= 3) { setTriggerValue("moved", data.run); return; }
+        await pause(1000 * failures);
+      }
+    }
+  })();
+  return () => stop.abort();
+}
+"""
+
+_waits: Optional[FollowWaits] = None
+
+
+def waits() -> FollowWaits:
+    """The process's long polls (one per process, as the classes are)."""
+    global _waits
+    if _waits is None:
+        from pykv.ui.session.classroom import classes  # not at import: app.py imports routes() before any run
+
+        _waits = FollowWaits(read_version=lambda code: classes().version(code),
+                             mark_seen=lambda code, learner, mode: classes().seen(code, learner, mode))
+    return _waits
+
+
+async def _follow_endpoint(request: Request) -> JSONResponse:
+    token = request.query_params.get("ticket", "")[:MAX_TOKEN_CHARS]
+    raw = request.query_params.get("version", "")
+    version: Optional[int] = None
+    if raw != "none":
+        if not (raw.isdigit() and len(raw) <= MAX_VERSION_DIGITS):
+            return JSONResponse({"error": "version must be a whole number or none"}, status_code=400)
+        version = int(raw)
+    moved = await waits().wait(token, version)
+    if moved is None:
+        return JSONResponse({"error": "busy: ask again in a few seconds"}, status_code=503)
+    return JSONResponse({"moved": moved}, headers={"Cache-Control": "no-store"})
+
+
+def routes() -> list[Route]:
+    """The app's own HTTP routes, served beside Streamlit's (app.py)."""
+    return [Route(PATH, _follow_endpoint, methods=["GET"])]
+
+
+@st.cache_resource(show_spinner=False)
+def _component():
+    return st.components.v2.component("pykv_class_follow", js=_JS)
+
+
+def follow(code: str, version: Optional[int], learner: Optional[str] = None, mode: Optional[str] = None) -> None:
+    """Rerun this page when class ``code`` is no longer at ``version``; ``mode`` ("following"): every poll
+    also counts ``learner`` as present."""
+    runs = st.session_state["class_follow_runs"] = st.session_state.get("class_follow_runs", 0) + 1
+    data = {"path": PATH, "ticket": waits().issue(code, learner, mode), "version": version,
+            "run": runs}  # new data every run: the component starts a fresh poll after each rerun
+    _component()(data=data, key="class_follow", on_moved_change=_ignore)  # no HTML: takes no room
+
+
+def _ignore() -> None:
+    """The trigger's only job is the rerun it causes."""
+

@@ -1,0 +1,173 @@
+"""FollowWaits: a class page's long poll is answered when the class moves, costs one version read per class
+per period however many pages wait, names only tickets a page run issued, and holds a bounded number of polls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from pykv.classroom.follow_waits import FollowWaits
+
+
+class Versions:
+    """A store's versions, counting the reads (the idle cost of a waiting class)."""
+
+    def __init__(self, **versions):
+        self.versions, self.reads = dict(versions), 0
+
+    def __call__(self, code):
+        self.reads += 1
+        return self.versions.get(code)
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+def test_a_held_poll_is_answered_as_soon_as_its_class_moves():
+    versions = Versions(K7QM2X=3)
+    waits = FollowWaits(versions, timeout_s=10.0, every_s=0.02)
+    token = waits.issue("K7QM2X", "learner-1", "following")
+
+    async def scenario():
+        poll = asyncio.create_task(waits.wait(token, 3))
+        await asyncio.sleep(0.2)
+        assert not poll.done(), "answered while the class stood still"
+        moved_at = time.monotonic()
+        versions.versions["K7QM2X"] = 4
+        assert await poll is True
+        return time.monotonic() - moved_at
+
+    assert run(scenario()) < 0.5
+    waits.check_invariants()
+
+
+def test_an_unmoved_class_answers_not_moved_after_the_timeout_and_an_ended_one_moved():
+    versions = Versions(K7QM2X=3)
+    waits = FollowWaits(versions, timeout_s=0.2, every_s=0.02)
+    token = waits.issue("K7QM2X")
+    assert run(waits.wait(token, 3)) is False
+    versions.versions.pop("K7QM2X")  # ended: its version is None
+    assert run(waits.wait(token, 3)) is True
+    assert run(waits.wait(token, None)) is False  # the page already shows the end
+    waits.check_invariants()
+
+
+def test_many_waiting_pages_cost_one_read_per_class_per_period():
+    versions = Versions(K7QM2X=1, ABCDEF=1)
+    waits = FollowWaits(versions, timeout_s=0.5, every_s=0.05)
+    tokens = [waits.issue("K7QM2X", f"learner-{i}", "following") for i in range(200)] + [waits.issue("ABCDEF")]
+
+    async def scenario():
+        polls = [asyncio.create_task(waits.wait(token, 1)) for token in tokens]
+        while waits.held < len(tokens):  # each page's first poll marks it present, in a worker thread
+            await asyncio.sleep(0.01)
+        return await asyncio.gather(*polls)
+
+    assert run(scenario()) == [False] * len(tokens)
+    periods = 0.5 / 0.05
+    assert versions.reads <= 2 * (periods + 3), versions.reads  # 2 classes, not 201 pages
+    assert waits.held == 0
+    waits.check_invariants()
+
+
+def test_a_poll_names_only_a_ticket_a_page_run_issued():
+    seen = []
+    waits = FollowWaits(Versions(K7QM2X=1), mark_seen=lambda *beat: seen.append(beat), timeout_s=0.1, every_s=0.02)
+    assert run(waits.wait("made-up-token", 1)) is True  # unknown: the page reruns and gets a ticket
+    assert seen == []
+    token = waits.issue("K7QM2X", "learner-1", "following")
+    assert token == waits.issue("K7QM2X", "learner-1", "following")  # a rerun keeps its ticket
+    assert token != waits.issue("K7QM2X", "learner-2", "following")
+    assert waits.issue("K7QM2X", "learner-1") == waits.issue("K7QM2X", "learner-2")  # no presence: no learner
+    assert run(waits.wait(token, 1)) is False
+    assert run(waits.wait(token, 1)) is False
+    assert seen == [("K7QM2X", "learner-1", "following")]  # a poll renews presence, once per mark_every_s
+
+
+def test_a_full_class_keeps_its_pages_waiting_and_a_failing_store_moves_them():
+    def full(*_):
+        raise RuntimeError("Class K7QM2X is full")
+
+    waits = FollowWaits(Versions(K7QM2X=1), mark_seen=full, timeout_s=0.1, every_s=0.02)
+    token = waits.issue("K7QM2X", "learner-101", "following")
+    assert run(waits.wait(token, 1)) is False  # not a rerun loop for the 101st learner
+
+    def unreachable(_):
+        raise ConnectionError("redis is down")
+
+    broken = FollowWaits(unreachable, timeout_s=5.0, every_s=0.02)
+    assert run(broken.wait(broken.issue("K7QM2X"), 1)) is True  # the page reruns and says what is wrong
+
+
+def test_tickets_and_held_polls_are_bounded():
+    clock = [0.0]
+    waits = FollowWaits(Versions(K7QM2X=1), timeout_s=0.2, every_s=0.02, max_tickets=3, max_waiters=2,
+                        ticket_ttl_s=60.0, monotonic=lambda: clock[0])
+    first = waits.issue("K7QM2X", "a", "following")
+    for learner in "bcdef":
+        clock[0] += 1.0
+        waits.issue("K7QM2X", learner, "following")
+        waits.check_invariants()
+    assert waits.ticket(first) is None  # the least recently used went first
+    clock[0] += 61.0
+    waits.issue("K7QM2X", "g", "following")  # a full table forgets the unused ones first
+    waits.check_invariants()
+    tokens = [waits.issue("K7QM2X", learner, "following") for learner in "ghi"]
+
+    async def scenario():
+        held = [asyncio.create_task(waits.wait(token, 1)) for token in tokens[:2]]
+        await asyncio.sleep(0.05)
+        busy = await waits.wait(tokens[2], 1)
+        return busy, await asyncio.gather(*held)
+
+    assert run(scenario()) == (None, [False, False])
+
+
+@pytest.mark.parametrize("query, status", [
+    (b"ticket=x&version=abc", 400),
+    (b"ticket=x&version=" + b"9" * 5000, 400),
+    (b"ticket=" + b"x" * 5000 + b"&version=1", 200),
+    (b"version=none", 200),
+    (b"", 400),
+])
+def test_the_route_answers_hostile_queries_in_one_line(query, status):
+    import json
+
+    from starlette.requests import Request
+
+    from pykv.ui.session import follow_push
+
+    scope = {"type": "http", "method": "GET", "path": follow_push.PATH, "query_string": query, "headers": []}
+    response = run(follow_push._follow_endpoint(Request(scope)))
+    assert response.status_code == status
+    body = json.loads(response.body)
+    assert body == {"moved": True} if status == 200 else len(body["error"]) < 80
+
+
+def test_a_moved_class_answers_its_pages_in_waves_as_they_come_back():
+    versions = Versions(K7QM2X=1)
+    waits = FollowWaits(versions, timeout_s=5.0, every_s=0.01, wave=10, wave_gap_s=1.0)
+    tokens = [waits.issue("K7QM2X", f"learner-{i}", "following") for i in range(30)]
+
+    async def scenario():
+        polls = [asyncio.create_task(waits.wait(token, 1)) for token in tokens]
+        while waits.held < len(tokens):
+            await asyncio.sleep(0.01)
+        versions.versions["K7QM2X"] = 2
+        await asyncio.sleep(0.3)
+        first = [poll for poll in polls if poll.done()]
+        assert len(first) == 10, "one wave, then it waits for those pages to come back"
+        back = [asyncio.create_task(waits.wait(tokens[polls.index(poll)], 2)) for poll in first[:5]]
+        await asyncio.sleep(0.3)
+        assert sum(poll.done() for poll in polls) == 20, "half of the first wave back: the second wave"
+        rest = await asyncio.gather(*polls)  # the third after wave_gap_s even if nobody comes back
+        for poll in back:
+            poll.cancel()
+        return rest
+
+    started = time.monotonic()
+    assert run(scenario()) == [True] * 30
+    assert time.monotonic() - started < 3.0
