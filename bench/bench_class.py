@@ -1,7 +1,7 @@
 """Class mode under load: one instructor and N learners on one `streamlit run` server, no browser.
 
 Every session is a websocket client speaking Streamlit's protocol (st_client.StClient: message cache,
-query rewrites, the learners' run_every fragment timers). Per round (a fresh server on the shipped model):
+query rewrites, the learners' long polls, st_follow.py). Per round (a fresh server on the shipped model):
 
 1. warm the server (one Playground tab loads the shared weights), take a baseline RSS / idle CPU;
 2. the instructor opens ``lessons?lesson=ID&step=1`` and presses ``class_start``; the app writes

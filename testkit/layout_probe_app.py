@@ -39,6 +39,11 @@ def _chart_box(dg: DeltaGenerator, figure_or_data, *_args, **_kwargs):
                    f'{html.escape(_caption(figure_or_data))}</div>')
 
 
-DeltaGenerator.plotly_chart = _chart_box  # type: ignore[method-assign]  # col.plotly_chart, container.plotly_chart
-st.plotly_chart = lambda *args, **kwargs: _chart_box(st._main, *args, **kwargs)  # st.plotly_chart (bound at import)
-runpy.run_path(str(APP), run_name="__main__")
+if __name__ != "__main__":  # imported by the server, as app.py is: the ASGI app with the app's own routes
+    from pykv.ui.session.follow_push import routes
+
+    app = st.App(__file__, routes=routes())
+else:
+    DeltaGenerator.plotly_chart = _chart_box  # type: ignore[method-assign]  # col.plotly_chart, container.plotly_chart
+    st.plotly_chart = lambda *args, **kwargs: _chart_box(st._main, *args, **kwargs)  # bound at import
+    runpy.run_path(str(APP), run_name="__main__")

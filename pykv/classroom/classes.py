@@ -2,7 +2,8 @@
 
 An instructor ``start``s a class on a lesson and gets its code (for the room) and a secret (kept by
 the instructor's browser only; the store keeps its SHA-256). Learners join with the code and follow
-``get(code)``, polling ``version(code)`` once a second and re-reading only when it moved.
+``get(code)``, asking ``version(code)`` (the long polls, ten times a second per class) and re-reading only when it
+moved.
 
     start -> version 1 --drive(step=4)--> version 2 --drive(revealed=True)--> version 3 --end--> gone
                           (revealed=False: a new step's question is open)      (answers closed)
@@ -25,7 +26,7 @@ The rules, all here and none in the stores:
   change or a reveal is checked again rather than slipped in.
 - Presence counts learners whose last heartbeat is younger than PRESENCE_S; older ones are dropped
   when the headcount is read, or when the class is full of them. With ``heartbeat_s`` (the app: HEARTBEAT_S)
-  a learner's heartbeat is written at most that often per class and mode (the page polls every second).
+  a learner's heartbeat is written at most that often per class and mode (each page run and long poll renews it).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class Classes:
         return self._require(code).state
 
     def version(self, code: str) -> Optional[int]:
-        """The class's version, None when it is gone: the cheap call every follower makes once a second."""
+        """The class's version, None when it is gone: the cheap call the followers' long polls make."""
         return self.store.version(code if is_code(code) else normalize_code(code))
 
     def sweep_expired(self) -> int:

@@ -16,12 +16,13 @@ Rules:
 - One reader task per event loop reads the versions (a dict read on one process; the Redis feed's cache on
   several replicas) off the loop, so a slow store never stalls the server; a read that fails answers "moved":
   the page reruns and says what is wrong.
-- At most ``max_waiters`` polls are held at once (the rest are answered "busy" and retry later).
+- At most ``max_waiters`` polls are held at once (the rest are answered BUSY and retry later).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import secrets
 import threading
 import time
@@ -36,6 +37,13 @@ MAX_TICKETS = 20_000  # MAX_CLASSES x MAX_LEARNERS x 2 modes x 2 (a learner's ti
 MAX_WAITERS = 10_000
 WAVE, WAVE_GAP_S = 10, 0.25  # a moved class's pages are answered this many at a time, at most this far apart,
 BACK_SHARE, BACK_CHECK_S = 0.5, 0.005  # the next wave when this share is back (see _release)
+
+
+class Answer(enum.Enum):
+    MOVED = "moved"  # the class is no longer at the version the page shows: rerun
+    SAME = "same"  # not moved within timeout_s: ask again
+    BUSY = "busy"  # too many polls held: ask again in a few seconds
+    UNKNOWN = "unknown"  # no such ticket here
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class FollowWaits:
         self._waiters: dict[str, list[tuple[Optional[int], asyncio.Future[bool]]]] = {}
         self._reader: Optional[asyncio.Task[None]] = None
         self._releasing: dict[str, asyncio.Task[None]] = {}  # code -> the task answering its pages (event loop)
+        self._held = 0  # polls held now (event loop)
 
     # ---- tickets (page runs, any thread) -------------------------------------------------------------
     def issue(self, code: str, learner: Optional[str] = None, mode: Optional[str] = None) -> str:
@@ -101,12 +110,14 @@ class FollowWaits:
                 self._tokens.pop(ticket, None)
 
     # ---- long polls (the event loop) -----------------------------------------------------------------
-    async def wait(self, token: str, version: Optional[int]) -> Optional[bool]:
-        """True once the class of ``token`` is no longer at ``version`` (or the ticket is unknown: the page
-        reruns and gets a new one), False after timeout_s, None when too many polls are held (retry later)."""
+    async def wait(self, token: str, version: Optional[int]) -> Answer:
+        """MOVED once the class of ``token`` is no longer at ``version``, SAME after timeout_s, BUSY when too
+        many polls are held, UNKNOWN for a ticket this replica never issued or forgot (the page asks again a few
+        times, then reruns and gets a new one: a load balancer that sends a poll to another replica costs a
+        rerun every few seconds, not a loop)."""
         ticket = self.ticket(token)
         if ticket is None:
-            return True
+            return Answer.UNKNOWN
         now = self._monotonic()
         if ticket.learner is not None and ticket.mode is not None \
                 and now - self._marked.get(token, -self._mark_every_s) >= self._mark_every_s:
@@ -117,24 +128,26 @@ class FollowWaits:
                 await asyncio.to_thread(self._mark_seen, ticket.code, ticket.learner, ticket.mode)
             except Exception:  # noqa: BLE001 (a full class still shows its step; an ended one moves to None below)
                 pass
-        if sum(len(held) for held in self._waiters.values()) >= self._max_waiters:
-            return None
+        if self._held >= self._max_waiters:
+            return Answer.BUSY
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         held = self._waiters.setdefault(ticket.code, [])
         held.append((version, future))
+        self._held += 1
         self._start_reader()
         try:
             done, _ = await asyncio.wait({future}, timeout=self.timeout_s)
-            return future.result() if done else False
+            return Answer.MOVED if done else Answer.SAME
         finally:
+            self._held -= 1
             held.remove((version, future))
             if not held and self._waiters.get(ticket.code) is held:
                 del self._waiters[ticket.code]
 
     @property
     def held(self) -> int:
-        """Polls held now (read on the event loop's thread)."""
-        return sum(len(held) for held in self._waiters.values())
+        """Polls held now."""
+        return self._held
 
     def _start_reader(self) -> None:
         if self._reader is None or self._reader.done() or self._reader.get_loop() is not asyncio.get_running_loop():
@@ -189,6 +202,7 @@ class FollowWaits:
             assert len(self._tokens) == len(self._tickets)
             assert all(self._tokens[ticket] == token for token, (ticket, _) in self._tickets.items())
         assert all(held for held in self._waiters.values()), "an empty waiter list is dropped"
+        assert self._held == sum(len(held) for held in self._waiters.values()), self._held
 
 
 _FAILED = object()  # a version read that raised

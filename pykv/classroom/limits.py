@@ -13,7 +13,7 @@ MAX_CODE_INPUT_CHARS = 64  # a typed code is cut here before any work ("k7qm-2x 
 
 CLASS_IDLE_S = 3 * 3600  # a class with no instructor action for this long ends (the UI states it)
 PRESENCE_S = 15  # a learner not seen for this long no longer counts as connected
-HEARTBEAT_S = 4.0  # a learner's presence is written at most this often (the page polls every second; app)
+HEARTBEAT_S = 4.0  # a learner's presence is written at most this often (each page run and long poll renews it)
 MAX_CLASSES = 50  # per store: starting one more is a ClassError saying the server is full
 MAX_CLASSES_PER_OWNER = 3  # live classes one browser session, or one client address, may start (per replica)
 UNJOINED_S = 10 * 60  # a class no learner has joined ends this long after its last instructor action

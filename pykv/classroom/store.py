@@ -10,7 +10,7 @@ a store only keeps what it is told, atomically, with an expiry, the way Redis wo
                    written only while the record is at a given version (so a step change, a reveal or
                    a lesson change between the rule check and the write makes the write fail)
     presence       one hash per class: learner -> Seen(mode, at)
-    version        the record's version alone: the hot path (every follower asks once a second)
+    version        the record's version alone: the hot path (the long polls ask ten times a second per class)
     publish        tell every replica that a class changed (its new version) or ended (None)
 
 Answers and presence live and die with their class record: they expire with it, a replace refreshes

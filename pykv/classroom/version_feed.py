@@ -1,5 +1,5 @@
 """VersionFeed: this replica's copy of every class's version, kept current by Redis pub/sub, so that
-``RedisStore.version()`` (every follower, once a second) is a dict read instead of a round trip.
+``RedisStore.version()`` (the long polls, ten times a second per class) is a dict read instead of a round trip.
 
 Rule: a cached version is served only while it can be trusted:
 

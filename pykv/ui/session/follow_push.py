@@ -7,7 +7,8 @@
 An idle follower costs the server nothing between steps (a Streamlit fragment on a one-second timer cost
 ~4 ms of one core per learner-second, and 200 of them more than the process could serve). A poll that is not
 answered within WAIT_S comes back "not moved" and asks again, which renews the learner's presence; a failing
-route (three errors in a row) reruns the page, which then asks the store itself, as a poll did.
+route (three errors in a row: an unknown ticket, a server restarted) reruns the page, which then asks the store
+itself and gets a new ticket.
 
 The route exists where Streamlit serves app.py as an ``st.App`` (``streamlit run app.py`` does: see app.py);
 under AppTest the component is inert and tests rerun the page themselves.
@@ -22,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from pykv.classroom.follow_waits import FollowWaits
+from pykv.classroom.follow_waits import Answer, FollowWaits
 
 PATH = "/api/pykv/follow"
 MAX_TOKEN_CHARS = 64  # tickets are 16 characters; anything longer is not one
@@ -41,8 +42,9 @@ export default function (component) {
         const answer = await fetch(`${data.path}?${query}`, { signal: stop.signal, cache: "no-store" });
         if (answer.status === 503) { await pause(2000 + Math.random() * 2000); continue; }
         if (!answer.ok) throw new Error(String(answer.status));
+        const moved = (await answer.json()).moved;  // not JSON (no such route here): a failure, as an error
         failures = 0;
-        if ((await answer.json()).moved) { setTriggerValue("moved", data.run); return; }
+        if (moved) { setTriggerValue("moved", data.run); return; }
       } catch (error) {
         if (stop.signal.aborted) return;
         failures += 1;
@@ -77,10 +79,12 @@ async def _follow_endpoint(request: Request) -> JSONResponse:
         if not (raw.isdigit() and len(raw) <= MAX_VERSION_DIGITS):
             return JSONResponse({"error": "version must be a whole number or none"}, status_code=400)
         version = int(raw)
-    moved = await waits().wait(token, version)
-    if moved is None:
+    answer = await waits().wait(token, version)
+    if answer is Answer.BUSY:
         return JSONResponse({"error": "busy: ask again in a few seconds"}, status_code=503)
-    return JSONResponse({"moved": moved}, headers={"Cache-Control": "no-store"})
+    if answer is Answer.UNKNOWN:
+        return JSONResponse({"error": "unknown ticket: rerun the page for a new one"}, status_code=404)
+    return JSONResponse({"moved": answer is Answer.MOVED}, headers={"Cache-Control": "no-store"})
 
 
 def routes() -> list[Route]:

@@ -9,6 +9,8 @@ PAGE_CSS = """<style>
 [data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; height: auto !important;}
 [data-testid="stMetricLabel"] p {line-height: 1.25;}
+/* a class page's long poll (follow_push): an element that shows nothing, so it takes no row and no gap */
+.st-key-class_follow {display: none;}
 </style>"""
 LESSON_DOTS_CSS = """<style>
 .st-key-lesson_dots button {padding: 0 0.2rem; min-height: 1.6rem;} .st-key-lesson_dots p {font-size: 1.1rem;}
