@@ -16,7 +16,7 @@ from testkit.page_wait import wait_settled
 
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 60_000
-FOLLOW_MS = 15_000  # the goal is 2 s (a long poll answered, one rerun); a busy CI machine gets slack, the time is printed
+FOLLOW_MS = 15_000  # goal: 2 s (a long poll answered, one rerun); a busy CI machine gets slack, the time is printed
 
 
 @pytest.fixture(scope="module")
