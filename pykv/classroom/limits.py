@@ -19,7 +19,7 @@ MAX_CLASSES_PER_OWNER = 3  # live classes one browser session, or one client add
 UNJOINED_S = 10 * 60  # a class no learner has joined ends this long after its last instructor action
 MAX_PASSPHRASE_CHARS = 200  # PYKV_INSTRUCTOR_KEY / PYKV_ADMIN_KEY as typed
 
-MAX_LEARNERS = 100  # learners one class takes at once (connected ones; answers to one step): what one idle
+MAX_LEARNERS = 200  # learners one class takes at once (connected ones; answers to one step): what one quiet
 #                    2-core server redraws within p95 ~2 s after a step (bench/results/class_load.txt)
 MAX_STEP = 100  # a lesson has at most this many steps (pykv.lessons.limits.MAX_LESSON_STEPS)
 MAX_LESSON_ID_CHARS = 100

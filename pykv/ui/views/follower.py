@@ -2,12 +2,13 @@
 
 The page shows the class's lesson step from the lesson every class on this server shares (no engine of
 the learner's own), and a long poll (``follow_push``) waits for the instructor to move; when they do, the
-whole page reruns on the new step. "Explore on my own" forks a private Lab at the step on
+class step (a fragment) reruns on the new step. "Explore on my own" forks a private Lab at the step on
 screen into the Playground; "Back to the class" there returns to the instructor's current step.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import partial
 from typing import Optional
 
@@ -78,7 +79,8 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
         st.markdown(where)
         st.caption(f"Class `{member.code}` · your page follows the instructor.")
     text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")
-    with text_col, st.container(key="lesson_text"):
+    # the projector's type is set on a keyed box (PRESENTER_CSS); a learner's page does without it: one element less
+    with text_col, st.container(key="lesson_text") if projector else nullcontext():
         if projector:  # in the text column, as the solo projector's navigation: the views keep the screen's height
             st.markdown(where)
             st.caption(f"Join: {classroom.learner_link(member.code)}")  # one line: the link carries the code
@@ -125,7 +127,7 @@ def _follow(member: Membership, projector: bool = False) -> None:
     if mode is not None:
         try:
             classroom.classes().seen(member.code, classroom.learner_id(), mode)
-        except Exception:  # the class ended or is full: the next run says so (the poll answers "moved")
+        except Exception:  # full (the page still follows) or ended (its poll answers "moved": the page says so)
             pass
     follow_push.follow(member.code, member.state.version, classroom.learner_id(), mode)
 
