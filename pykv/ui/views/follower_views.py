@@ -51,8 +51,9 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
     per_row = len(strip) if metrics_per_row is None else metrics_per_row
-    for row in range(0, len(strip), per_row):  # a row is one flex box, not a column each: a class's 200 pages
-        with st.container(horizontal=True, gap="medium", key=f"{key}_metrics_{row}"):  # rerun per step
+    for row in range(0, len(strip), per_row):  # a row is one flex box, not a column each (PAGE_CSS gives them
+        #                                         equal widths): one element a metric, for each of a class's pages
+        with st.container(horizontal=True, wrap=False, gap="small", key=f"metric_row_{key}_{row}"):
             for label, value, help_text in strip[row:row + per_row]:
                 st.metric(label, value, help=help_text)
     left, right = st.columns([5, 4], gap="medium")
