@@ -6,16 +6,18 @@ after ``timeout_s`` (the page asks again, which also renews the learner's presen
 
     page run ──issue(code, learner, mode)──> ticket        (a ticket names a (class, learner) this replica served)
     browser  ──wait(ticket, version)───────> ... held ...   one reader task: every every_s, the versions of the
-             <──────────── moved: True ─────               classes someone waits on, in one worker thread
+             <──────────── MOVED ───────────               classes someone waits on, in one worker thread; a
+                                                           moved class's pages answered a wave at a time
 
 Rules:
 
 - A long poll names only a ticket, never a learner: a request cannot make up learners to fill a class, since
-  only a page run of this replica issues tickets (at most ``max_tickets``; one unused for ``ticket_ttl_s`` is
-  forgotten, and its page, told "moved", reruns and gets a new one).
+  only a page run of this replica issues tickets (at most ``max_tickets``; one unused for ``ticket_ttl_s`` may be
+  forgotten, and its page, told UNKNOWN a few times, reruns and gets a new one).
 - One reader task per event loop reads the versions (a dict read on one process; the Redis feed's cache on
-  several replicas) off the loop, so a slow store never stalls the server; a read that fails answers "moved":
+  several replicas) off the loop, so a slow store never stalls the server; a read that fails answers MOVED:
   the page reruns and says what is wrong.
+- A moved class's pages are answered ``wave`` at a time as the earlier ones come back (``_release``).
 - At most ``max_waiters`` polls are held at once (the rest are answered BUSY and retry later).
 """
 
@@ -35,8 +37,8 @@ READ_EVERY_S = 0.1  # how often the versions of the classes someone waits on are
 TICKET_TTL_S = 60.0
 MAX_TICKETS = 20_000  # MAX_CLASSES x MAX_LEARNERS x 2 (a learner's ticket before and after a reload)
 MAX_WAITERS = 10_000
-WAVE, WAVE_GAP_S = 10, 0.25  # a moved class's pages are answered this many at a time, at most this far apart,
-BACK_SHARE, BACK_CHECK_S = 0.5, 0.005  # the next wave when this share is back (see _release)
+WAVE, WAVE_GAP_S = 10, 0.25  # a moved class's pages are answered this many at a time, at most this far apart;
+BACK_SHARE, BACK_CHECK_S = 0.5, 0.005  # the next wave once this share is back (see _release)
 
 
 class Answer(enum.Enum):

@@ -2,7 +2,8 @@
 
     the page's run  ──mounts──>  class_follow component (its data: route, ticket, version shown)
     the browser     ──GET /api/pykv/follow?ticket=…&version=…──> held on the server's event loop (FollowWaits)
-                    <── {"moved": true} as soon as the class moves ── the component reruns the page, once
+                    <── {"moved": true} as soon as the class moves ── the component reruns what holds it, once
+                                                                  (a follower's class step, an instructor's page)
 
 An idle follower costs the server nothing between steps (a Streamlit fragment on a one-second timer cost
 ~4 ms of one core per learner-second, and 200 of them more than the process could serve). A poll that is not
@@ -108,4 +109,3 @@ def follow(code: str, version: Optional[int], learner: Optional[str] = None, mod
 
 def _ignore() -> None:
     """The trigger's only job is the rerun it causes."""
-

@@ -20,6 +20,7 @@ from pykv.lessons.shared import SharedLesson
 from pykv.ui.session import state
 from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.metric_row import metric_row
 from pykv.ui.views.served_figure import served
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
@@ -51,11 +52,8 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
     per_row = len(strip) if metrics_per_row is None else metrics_per_row
-    for row in range(0, len(strip), per_row):  # a row is one flex box, not a column each (PAGE_CSS gives them
-        #                                         equal widths): one element a metric, for each of a class's pages
-        with st.container(horizontal=True, wrap=False, gap="small", key=f"metric_row_{key}_{row}"):
-            for label, value, help_text in strip[row:row + per_row]:
-                st.metric(label, value, help=help_text)
+    for row in range(0, len(strip), per_row):
+        metric_row(strip[row:row + per_row], f"{key}_{row}")
     left, right = st.columns([5, 4], gap="medium")
     draw = projector_chart.chart if projector else \
         (lambda figure, chart_key: st.plotly_chart(figure, theme=None, key=chart_key, config=PLOT_CONFIG))

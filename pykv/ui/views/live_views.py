@@ -20,6 +20,7 @@ from pykv.lab.lab import Lab
 from pykv.ui.session import state
 from pykv.ui.views import modelled_views, target
 from pykv.ui.views.export_buttons import export_controls
+from pykv.ui.views.metric_row import metric_row
 from pykv.viz import (
     block_grid_figure,
     block_tables_figure,
@@ -54,10 +55,9 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
     k = key_prefix
     export = _exporter(lab, snap, link)
 
-    for col, (label, value, help_text) in zip(st.columns(6), metrics_strip(snap)):
-        col.metric(label, value, help=help_text)
+    metric_row(metrics_strip(snap), f"{k}measured")
     modelled = modelled_views.modelled_for(lab, modelled_target)  # beside the measured row, never instead of it
-    modelled_views.strip(lab, snap, modelled)
+    modelled_views.strip(lab, snap, modelled, f"{k}modelled")
     if note := modelled_views.real_gpu_note(lab, snap):
         st.caption(note)
 

@@ -20,6 +20,7 @@ from pykv.gpu_model.estimate import TORCH_DTYPES
 from pykv.gpu_model.schedule import ModelledBill, bills, per_token_prefill_us, request_times
 from pykv.lab.lab import Lab
 from pykv.ui.views import target
+from pykv.ui.views.metric_row import metric_row
 from pykv.viz.modelled import fmt_model_ms, modelled_narration, modelled_strip
 
 
@@ -60,12 +61,11 @@ def modelled_for(lab: Lab, chosen: Optional[Target] = None) -> Modelled:
     return Modelled(est, times, bills(est, reports, lab.view.block_size))
 
 
-def strip(lab: Lab, snap: Snapshot, modelled: Modelled) -> None:
+def strip(lab: Lab, snap: Snapshot, modelled: Modelled, key: str) -> None:
     step_ms = modelled.step_ms[-1] if modelled.step_ms and snap.report else None
     tokens = snap.report.num_batched_tokens if snap.report else None
     metrics = modelled_strip(modelled.label, step_ms, tokens, sum(modelled.step_ms), modelled.bills)
-    for col, (label, value, help_text) in zip(st.columns(len(metrics)), metrics):
-        col.metric(label, value, help=help_text)
+    metric_row(metrics, key)
 
 
 def narration_lines(snap: Snapshot, modelled: Modelled) -> list[str]:

@@ -9,7 +9,7 @@ PAGE_CSS = """<style>
 [data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; height: auto !important;}
 [data-testid="stMetricLabel"] p {line-height: 1.25;}
-/* a row of metrics in one flex box (follower_views): equal shares, as columns would give */
+/* a row of metrics in one flex box (metric_row): equal shares, as columns would give */
 [class*="st-key-metric_row_"] > [data-testid="stElementContainer"] {flex: 1 1 0; min-width: 0;}
 /* a class page's long poll (follow_push): an element that shows nothing, so it takes no row and no gap */
 .st-key-class_follow {display: none;}
