@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Optional
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -29,10 +30,15 @@ def lesson():
     return next(lesson for lesson in lessons if len(lesson.steps) >= 3)
 
 
-def open_page(browser, url: str):
+def open_page(browser, url: str, traffic: Optional[list[str]] = None):
+    """``traffic``: gets "rerun" for every message the page sends on Streamlit's websocket and "poll" for every
+    request of its long poll."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
+    if traffic is not None:
+        page.on("websocket", lambda ws: ws.on("framesent", lambda _frame: traffic.append("rerun")))
+        page.on("request", lambda request: traffic.append("poll") if "/api/pykv/follow" in request.url else None)
     page.goto(url)
     return context, page
 
@@ -63,9 +69,9 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_a
         code, key = query["class"][0], query["key"][0]
         assert re.fullmatch(r"[A-Z2-9]{6}", code) and key
 
-        learners = []
-        for _ in range(2):
-            context, page = open_page(browser, f"{tiny_class_app_url}/lessons?class={code}")
+        learners, traffic = [], []
+        for i in range(2):
+            context, page = open_page(browser, f"{tiny_class_app_url}/lessons?class={code}", traffic if i else None)
             contexts.append(context)
             wait_for_step(page, 1, n)
             assert "key=" not in page.url
@@ -77,6 +83,10 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_a
         for page in learners:
             wait_for_step(page, 2, n, timeout=FOLLOW_MS)
         print(f"both learners showed step 2 {time.monotonic() - start:.2f} s after the instructor's Next")
+        wait_idle(learners[1])
+        traffic.clear()
+        learners[1].wait_for_timeout(3_000)  # a class standing still: the page waits on its one held poll
+        assert traffic.count("rerun") == 0 and traffic.count("poll") <= 1, traffic
         teacher.locator(".st-key-class_panel").filter(has_text=re.compile(r"2\s*connected")).wait_for(
             timeout=FOLLOW_MS)  # the instructor's counts (refreshed every few seconds)
 
