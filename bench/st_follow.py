@@ -1,8 +1,8 @@
 """The browser side of a class page's long poll (pykv/ui/session/follow_push.py), for st_client.py.
 
 The ``pykv_class_follow`` component's JavaScript, spoken in asyncio: each time the element arrives (every run
-gives it new data) the previous poll is dropped and a new one started: ``GET {path}?ticket=…&version=…`` on the
-app's own route, asked again while it answers "not moved", backing off on 503, and on "moved" (or three errors
+gives it new data) the previous poll is dropped and a new one started: ``GET {path}?ticket=…`` on the
+app's own route, asked again while it answers "not moved", and on "moved" (or three errors, 503 and 404 among them,
 in a row) the rerun the component's trigger sends: of the fragment the component is in (the class page's step),
 with the trigger's value among the widget states.
 """
@@ -50,8 +50,7 @@ class FollowPoll:
         data = json.loads(data_json)
         trigger = WidgetState(id=f"{TRIGGER_PREFIX}{element_id}__events",
                               json_trigger_value=json.dumps([{"event": "moved", "value": data["run"]}]))
-        version = "none" if data["version"] is None else str(data["version"])
-        path = f"{data['path']}?ticket={quote(data['ticket'])}&version={version}"
+        path = f"{data['path']}?ticket={quote(data['ticket'])}"
         self._task = asyncio.create_task(self._loop(path, fragment_id, trigger), name=f"{self._name}-follow")
 
     def stop(self) -> None:
@@ -69,9 +68,6 @@ class FollowPoll:
             self.polls += 1
             try:
                 status, body = await http_get(self._base_url, path, timeout_s=60)
-                if status == 503:
-                    await asyncio.sleep(2 + random.random() * 2)
-                    continue
                 if status != 200 or body is None:
                     raise ConnectionError(f"HTTP {status}")
                 failures = 0
@@ -81,6 +77,6 @@ class FollowPoll:
                 failures += 1
                 if failures >= 3:
                     break
-                await asyncio.sleep(failures)
+                await asyncio.sleep(failures + random.random())
         self.fired += 1
         await self._rerun(fragment_id, trigger)

@@ -4,21 +4,23 @@ A follower's page holds one long poll (``wait``) on the server's event loop, whi
 stands still; it is answered as soon as the class's version moves (the page then reruns once), and "not moved"
 after ``timeout_s`` (the page asks again, which also renews the learner's presence).
 
-    page run ──issue(code, learner, mode)──> ticket        (a ticket names a (class, learner) this replica served)
-    browser  ──wait(ticket, version)───────> ... held ...   one reader task: every every_s, the versions of the
+    page run ──issue(code, version, page, mode)──> ticket  (a (class, page) this replica drew, the version shown)
+    browser  ──wait(ticket)────────────────> ... held ...   one reader task: every every_s, the versions of the
              <──────────── MOVED ───────────               classes someone waits on, in one worker thread; a
                                                            moved class's pages answered a wave at a time
 
 Rules:
 
-- A long poll names only a ticket, never a learner: a request cannot make up learners to fill a class, since
-  only a page run of this replica issues tickets (at most ``max_tickets``; one unused for ``ticket_ttl_s`` may be
-  forgotten, and its page, told UNKNOWN a few times, reruns and gets a new one).
+- A long poll names only a ticket, never a learner nor a version: a request cannot make up learners to fill a
+  class, nor a stale version to be answered at once, since only a page run of this replica issues tickets (at
+  most ``max_tickets``; one unused for ``ticket_ttl_s`` may be forgotten, and its page, told UNKNOWN a few times,
+  reruns and gets a new one).
 - One reader task per event loop reads the versions (a dict read on one process; the Redis feed's cache on
   several replicas) off the loop, so a slow store never stalls the server; a read that fails answers MOVED:
   the page reruns and says what is wrong.
 - A moved class's pages are answered ``wave`` at a time as the earlier ones come back (``_release``).
-- At most ``max_waiters`` polls are held at once (the rest are answered BUSY and retry later).
+- One held poll a ticket (a newer one answers the older SAME) and at most ``max_waiters`` in all (the rest are
+  answered BUSY and retry later).
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ class Answer(enum.Enum):
 @dataclass(frozen=True)
 class Ticket:
     code: str
-    learner: Optional[str]  # None: a window that follows without counting as a learner (projector, speaker view)
-    mode: Optional[str]  # the presence a poll renews ("following"), None for none
+    page: str  # the browser session's anonymous id (a learner's id in the class when ``mode`` is set)
+    mode: Optional[str]  # the presence a poll renews ("following"), None for none (a projector, a speaker view)
 
 
 class FollowWaits:
@@ -69,19 +71,22 @@ class FollowWaits:
         self._monotonic = monotonic
         self.wave, self.wave_gap_s = wave, wave_gap_s
         self._lock = threading.Lock()  # guards the tickets: page runs issue them from script threads
-        self._tickets: dict[str, tuple[Ticket, float]] = {}  # token -> (ticket, last used); changed under _lock
+        self._tickets: dict[str, tuple[Ticket, float, Optional[int]]] = {}  # token -> (ticket, last used, version
+        #                                                                     its page shows); changed under _lock
         self._marked: dict[str, float] = {}  # token -> when its presence was last marked (event loop only)
         self._tokens: dict[Ticket, str] = {}  # the reverse: a page rerun keeps its token
         # Waiters live on the event loop's thread only: code -> [(version the page shows, future)]
-        self._waiters: dict[str, list[tuple[Optional[int], asyncio.Future[bool]]]] = {}
+        self._waiters: dict[str, list[tuple[Optional[int], asyncio.Future[Answer]]]] = {}
         self._reader: Optional[asyncio.Task[None]] = None
         self._releasing: dict[str, asyncio.Task[None]] = {}  # code -> the task answering its pages (event loop)
         self._held = 0  # polls held now (event loop)
+        self._by_token: dict[str, asyncio.Future[Answer]] = {}  # token -> its one held poll (event loop)
 
     # ---- tickets (page runs, any thread) -------------------------------------------------------------
-    def issue(self, code: str, learner: Optional[str] = None, mode: Optional[str] = None) -> str:
-        """The token a page's long poll names (the same one for the same class, learner and mode)."""
-        ticket = Ticket(code, learner if mode else None, mode)
+    def issue(self, code: str, version: Optional[int], page: str, mode: Optional[str] = None) -> str:
+        """The token a page's long poll names (the same one for the same class, page and mode), and the class
+        version the page now shows: the poll is answered by it, never by a version the request names."""
+        ticket = Ticket(code, page, mode)
         with self._lock:
             now = self._monotonic()
             token = self._tokens.get(ticket)
@@ -93,58 +98,66 @@ class FollowWaits:
                     del self._tokens[self._tickets.pop(oldest)[0]]
                 token = secrets.token_urlsafe(12)
                 self._tokens[ticket] = token
-            self._tickets[token] = (ticket, now)
+            self._tickets[token] = (ticket, now, version)
             return token
 
-    def ticket(self, token: str) -> Optional[Ticket]:
-        """The ticket behind ``token`` (marked used now), None when unknown or forgotten."""
+    def ticket(self, token: str) -> Optional[tuple[Ticket, Optional[int]]]:
+        """The ticket behind ``token`` and the version its page shows (marked used now); None when unknown."""
         with self._lock:
             found = self._tickets.get(token)
             if found is None:
                 return None
-            self._tickets[token] = (found[0], self._monotonic())
-            return found[0]
+            ticket, _, version = found
+            self._tickets[token] = (ticket, self._monotonic(), version)
+            return ticket, version
 
     def _forget_unused(self, now: float) -> None:
-        for token, (ticket, used) in list(self._tickets.items()):
+        for token, (ticket, used, _) in list(self._tickets.items()):
             if now - used >= self._ticket_ttl_s:
                 del self._tickets[token]
                 self._tokens.pop(ticket, None)
 
     # ---- long polls (the event loop) -----------------------------------------------------------------
-    async def wait(self, token: str, version: Optional[int]) -> Answer:
-        """MOVED once the class of ``token`` is no longer at ``version``, SAME after timeout_s, BUSY when too
-        many polls are held, UNKNOWN for a ticket this replica never issued or forgot (the page asks again a few
-        times, then reruns and gets a new one: a load balancer that sends a poll to another replica costs a
-        rerun every few seconds, not a loop)."""
-        ticket = self.ticket(token)
-        if ticket is None:
+    async def wait(self, token: str) -> Answer:
+        """MOVED once the class of ``token`` is past the version its page shows, SAME after timeout_s (or when a
+        newer poll of the same ticket arrives: one held poll a ticket, so an abandoned one is freed at once),
+        BUSY when too many polls are held, UNKNOWN for a ticket this replica never issued or forgot (the page asks
+        again a few times, then reruns and gets a new one: a load balancer that sends a poll to another replica
+        costs a rerun every few seconds, not a loop)."""
+        found = self.ticket(token)
+        if found is None:
             return Answer.UNKNOWN
+        ticket, version = found
         now = self._monotonic()
-        if ticket.learner is not None and ticket.mode is not None \
-                and now - self._marked.get(token, -self._mark_every_s) >= self._mark_every_s:
+        if ticket.mode is not None and now - self._marked.get(token, -self._mark_every_s) >= self._mark_every_s:
             if len(self._marked) >= self._max_tickets:
                 self._marked.clear()
             self._marked[token] = now
             try:
-                await asyncio.to_thread(self._mark_seen, ticket.code, ticket.learner, ticket.mode)
+                await asyncio.to_thread(self._mark_seen, ticket.code, ticket.page, ticket.mode)
             except Exception:  # noqa: BLE001 (a full class still shows its step; an ended one moves to None below)
                 pass
+        older = self._by_token.pop(token, None)
+        if older is not None and not older.done():
+            older.set_result(Answer.SAME)  # superseded: that page asked again (or its loop was dropped)
         if self._held >= self._max_waiters:
             return Answer.BUSY
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         held = self._waiters.setdefault(ticket.code, [])
         held.append((version, future))
+        self._by_token[token] = future
         self._held += 1
         self._start_reader()
         try:
             done, _ = await asyncio.wait({future}, timeout=self.timeout_s)
-            return Answer.MOVED if done else Answer.SAME
+            return future.result() if done else Answer.SAME
         finally:
             self._held -= 1
             held.remove((version, future))
             if not held and self._waiters.get(ticket.code) is held:
                 del self._waiters[ticket.code]
+            if self._by_token.get(token) is future:
+                del self._by_token[token]
 
     @property
     def held(self) -> int:
@@ -161,13 +174,13 @@ class FollowWaits:
             versions = await asyncio.to_thread(self._read_all, codes)
             for code, current in versions.items():
                 moved = [future for shown, future in self._waiters.get(code, ())
-                         if not future.done() and (current is _FAILED or current != shown)]
+                         if not future.done() and _moved(shown, current)]
                 if moved and code not in self._releasing:
                     self._releasing[code] = asyncio.get_running_loop().create_task(
                         self._release(code, current, moved), name=f"pykv-follow-release-{code}")
             await asyncio.sleep(self.every_s)
 
-    async def _release(self, code: str, current: object, moved: list[asyncio.Future[bool]]) -> None:
+    async def _release(self, code: str, current: object, moved: list[asyncio.Future[Answer]]) -> None:
         """Answer a moved class's pages ``wave`` at a time, the next wave once half the pages answered so far are
         back with a poll on the new version (their rerun is done and on screen), or ``wave_gap_s`` passed. Every
         answered page reruns at once on one interpreter: 200 at a time starved the thread that sends what they
@@ -178,7 +191,7 @@ class FollowWaits:
             for start in range(0, len(moved), wave):
                 for future in moved[start:start + wave]:
                     if not future.done():
-                        future.set_result(True)
+                        future.set_result(Answer.MOVED)
                 answered, deadline = start + wave, loop.time() + self.wave_gap_s
                 while answered < len(moved) and self._back(code, current) < answered * BACK_SHARE \
                         and loop.time() < deadline:
@@ -202,9 +215,19 @@ class FollowWaits:
         with self._lock:
             assert len(self._tickets) <= self._max_tickets, len(self._tickets)
             assert len(self._tokens) == len(self._tickets)
-            assert all(self._tokens[ticket] == token for token, (ticket, _) in self._tickets.items())
+            assert all(self._tokens[ticket] == token for token, (ticket, _, _) in self._tickets.items())
         assert all(held for held in self._waiters.values()), "an empty waiter list is dropped"
         assert self._held == sum(len(held) for held in self._waiters.values()), self._held
+        assert len(self._by_token) <= self._held
 
 
 _FAILED = object()  # a version read that raised
+
+
+def _moved(shown: Optional[int], current: object) -> bool:
+    """Whether a page showing version ``shown`` must rerun: the class is past it, has ended, or could not be read.
+    A read older than the page (a replica's cache a beat behind the store the page read) is not a move: versions
+    only go up, and answering it would rerun the page until the cache caught up."""
+    if current is _FAILED or current is None or shown is None:
+        return current is not shown
+    return isinstance(current, int) and current > shown

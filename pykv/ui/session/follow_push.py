@@ -1,7 +1,7 @@
 """How a page follows a class without asking every second: a long poll on the app's own HTTP route.
 
-    the page's run  ──mounts──>  class_follow component (its data: route, ticket, version shown)
-    the browser     ──GET /api/pykv/follow?ticket=…&version=…──> held on the server's event loop (FollowWaits)
+    the page's run  ──mounts──>  class_follow component (its data: the route, a ticket for the version shown)
+    the browser     ──GET /api/pykv/follow?ticket=…──> held on the server's event loop (FollowWaits)
                     <── {"moved": true} as soon as the class moves ── the component reruns what holds it, once
                                                                   (a follower's class step, an instructor's page)
 
@@ -23,26 +23,29 @@ import streamlit as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from streamlit import config
 
 from pykv.classroom.follow_waits import Answer, FollowWaits
 
 PATH = "/api/pykv/follow"
 MAX_TOKEN_CHARS = 64  # tickets are 16 characters; anything longer is not one
-MAX_VERSION_DIGITS = 18
 
 _JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   const stop = new AbortController();
-  const query = `ticket=${encodeURIComponent(data.ticket)}&version=${data.version === null ? "none" : data.version}`;
+  // One loop a page: Streamlit calls this again when the data changes (every run) without the last cleanup.
+  const loops = (globalThis.__pykvClassFollow ??= new Map());
+  loops.get(data.slot)?.abort();
+  loops.set(data.slot, stop);
+  const url = `${data.path}?ticket=${encodeURIComponent(data.ticket)}`;
   const pause = (ms) => new Promise((done) => setTimeout(done, ms));
   (async () => {
     let failures = 0;
     while (!stop.signal.aborted) {
       try {
-        const answer = await fetch(`${data.path}?${query}`, { signal: stop.signal, cache: "no-store" });
-        if (answer.status === 503) { await pause(2000 + Math.random() * 2000); continue; }
-        if (!answer.ok) throw new Error(String(answer.status));
+        const answer = await fetch(url, { signal: stop.signal, cache: "no-store" });
+        if (!answer.ok) throw new Error(String(answer.status));  // 503 (busy), 404 (unknown ticket): retried
         const moved = (await answer.json()).moved;  // not JSON (no such route here): a failure, as an error
         failures = 0;
         if (moved) { setTriggerValue("moved", data.run); return; }
@@ -50,11 +53,11 @@ export default function (component) {
         if (stop.signal.aborted) return;
         failures += 1;
         if (failures >= 3) { setTriggerValue("moved", data.run); return; }
-        await pause(1000 * failures);
+        await pause(1000 * failures + Math.random() * 1000);
       }
     }
   })();
-  return () => stop.abort();
+  return () => { stop.abort(); if (loops.get(data.slot) === stop) loops.delete(data.slot); };
 }
 """
 
@@ -73,14 +76,10 @@ def waits() -> FollowWaits:
 
 
 async def _follow_endpoint(request: Request) -> JSONResponse:
-    token = request.query_params.get("ticket", "")[:MAX_TOKEN_CHARS]
-    raw = request.query_params.get("version", "")
-    version: Optional[int] = None
-    if raw != "none":
-        if not (raw.isdigit() and len(raw) <= MAX_VERSION_DIGITS):
-            return JSONResponse({"error": "version must be a whole number or none"}, status_code=400)
-        version = int(raw)
-    answer = await waits().wait(token, version)
+    token = request.query_params.get("ticket", "")
+    if not token or len(token) > MAX_TOKEN_CHARS:
+        return JSONResponse({"error": "a ticket is 16 characters: rerun the page for one"}, status_code=400)
+    answer = await waits().wait(token)
     if answer is Answer.BUSY:
         return JSONResponse({"error": "busy: ask again in a few seconds"}, status_code=503)
     if answer is Answer.UNKNOWN:
@@ -88,9 +87,15 @@ async def _follow_endpoint(request: Request) -> JSONResponse:
     return JSONResponse({"moved": answer is Answer.MOVED}, headers={"Cache-Control": "no-store"})
 
 
+def route_path() -> str:
+    """PATH under the server's base URL path, if any (Streamlit does not put it before an app's own routes)."""
+    base = str(config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{base}{PATH}" if base else PATH
+
+
 def routes() -> list[Route]:
     """The app's own HTTP routes, served beside Streamlit's (app.py)."""
-    return [Route(PATH, _follow_endpoint, methods=["GET"])]
+    return [Route(route_path(), _follow_endpoint, methods=["GET"])]
 
 
 @st.cache_resource(show_spinner=False)
@@ -98,11 +103,11 @@ def _component():
     return st.components.v2.component("pykv_class_follow", js=_JS)
 
 
-def follow(code: str, version: Optional[int], learner: Optional[str] = None, mode: Optional[str] = None) -> None:
-    """Rerun this page when class ``code`` is no longer at ``version``; ``mode`` ("following"): every poll
-    also counts ``learner`` as present."""
+def follow(code: str, version: Optional[int], page: str, mode: Optional[str] = None) -> None:
+    """Rerun this page (or the fragment it is in) when class ``code`` is past ``version``; ``page``: the session's
+    anonymous id; ``mode`` ("following"): every poll also counts it as a learner present."""
     runs = st.session_state["class_follow_runs"] = st.session_state.get("class_follow_runs", 0) + 1
-    data = {"path": PATH, "ticket": waits().issue(code, learner, mode), "version": version,
+    data = {"path": route_path(), "ticket": waits().issue(code, version, page, mode), "slot": "class_follow",
             "run": runs}  # new data every run: the component starts a fresh poll after each rerun
     _component()(data=data, key="class_follow", on_moved_change=_ignore)  # no HTML: takes no room
 

@@ -55,7 +55,8 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
     if member is not None:
         member = _drive(member, lesson.id, index + 1)
         classroom.agreed(lesson.id, index + 1)
-        follow_push.follow(member.code, member.state.version)  # the other window (speaker view) may move the class
+        # the other window (speaker view) may move the class
+        follow_push.follow(member.code, member.state.version, classroom.learner_id())
         classroom.shared_lesson(lesson).prefetch(index + 1)  # the next step is ready when the instructor moves
     _sync_url(lesson.id, index + 1, presenter)
     if member is not None and st.query_params.get("speaker") == "1":
