@@ -4,12 +4,15 @@ per period however many pages wait, names only tickets a page run issued, and ho
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from starlette.requests import Request
 
 from pykv.classroom.follow_waits import Answer, FollowWaits
+from pykv.ui.session import follow_push
 
 
 class Versions:
@@ -27,6 +30,13 @@ def run(coro):
     """On a thread of its own: a browser test in the same worker leaves Playwright's event loop running here."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, asyncio.wait_for(coro, 20)).result()
+
+
+def get_route(query: bytes) -> tuple[int, dict]:
+    """The app's long-poll route asked ``GET PATH?query``: its status and JSON body."""
+    scope = {"type": "http", "method": "GET", "path": follow_push.PATH, "query_string": query, "headers": []}
+    response = run(follow_push._follow_endpoint(Request(scope)))
+    return response.status_code, json.loads(response.body)
 
 
 def test_a_held_poll_is_answered_as_soon_as_its_class_moves():
@@ -138,16 +148,8 @@ def test_tickets_and_held_polls_are_bounded():
     (b"", 400),
 ])
 def test_the_route_answers_hostile_queries_in_one_line(query, status):
-    import json
-
-    from starlette.requests import Request
-
-    from pykv.ui.session import follow_push
-
-    scope = {"type": "http", "method": "GET", "path": follow_push.PATH, "query_string": query, "headers": []}
-    response = run(follow_push._follow_endpoint(Request(scope)))
-    assert response.status_code == status
-    body = json.loads(response.body)
+    answered, body = get_route(query)
+    assert answered == status
     assert 0 < len(body["error"]) < 80
 
 
@@ -179,18 +181,10 @@ def test_a_moved_class_answers_its_pages_in_waves_as_they_come_back():
 
 
 def test_the_route_answers_a_page_whose_class_moved(monkeypatch):
-    import json
-
-    from starlette.requests import Request
-
-    from pykv.ui.session import follow_push
-
     monkeypatch.setattr(follow_push, "_waits", FollowWaits(Versions(K7QM2X=2), every_s=0.01, timeout_s=0.2))
     for version, moved in ((1, True), (2, False)):
-        query = b"ticket=" + follow_push.waits().issue("K7QM2X", version, "projector").encode()
-        scope = {"type": "http", "method": "GET", "path": follow_push.PATH, "query_string": query, "headers": []}
-        response = run(follow_push._follow_endpoint(Request(scope)))
-        assert (response.status_code, json.loads(response.body)) == (200, {"moved": moved})
+        token = follow_push.waits().issue("K7QM2X", version, "projector")
+        assert get_route(b"ticket=" + token.encode()) == (200, {"moved": moved})
 
 
 def test_a_poll_cannot_name_a_stale_version_nor_hold_more_than_one_wait_per_ticket():
