@@ -25,11 +25,15 @@ if "PYKV_SIDE_RUN_CACHE_DIR" not in os.environ:
     os.environ["PYKV_SIDE_RUN_CACHE_DIR"] = tempfile.mkdtemp(prefix="pykv-side-runs-")
     atexit.register(shutil.rmtree, os.environ["PYKV_SIDE_RUN_CACHE_DIR"], True)
 
+from spec_parity import ParityCheckedSpecFigure  # noqa: E402
 from suite_order import file_rank  # noqa: E402
 
 from pykv import EngineConfig, LLMEngine  # noqa: E402
 from pykv.engine.model.loader import load_model  # noqa: E402
+from pykv.viz import theme  # noqa: E402
 from testkit.checkpoints import make_checkpoint  # noqa: E402
+
+theme.SpecFigure = ParityCheckedSpecFigure  # every figure a test draws is served as plotly's own would be
 
 # Hypothesis profile for the property tests: 200 examples by default (CI); PYKV_HYPOTHESIS_EXAMPLES=1000 asks for more.
 # Engines are built per example and steps are not timed, so no deadline; the fixtures are session-scoped models.

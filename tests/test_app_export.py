@@ -38,15 +38,27 @@ def export_keys(at: AppTest) -> set[str]:
     return {d.key for d in at.get("download_button") if d.key and d.key.rsplit("_", 1)[-1] in ("svg", "png", "html")}
 
 
+def opened_exports(at: AppTest, figures) -> AppTest:
+    """Open the Export popover of each figure (a popover draws its buttons only when open) and rerun."""
+    for figure in figures:
+        at.session_state[f"{figure}_export"] = True
+    return at.run()
+
+
 def test_the_playground_offers_every_figure_for_export(random_llama_path, monkeypatch, deferred):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, at.exception
     at.button(key="step").click().run()  # step 1: a link with a step in it
     assert not at.exception, at.exception
-    for figure in ("grid_gpu", "queues", "timeline", "block_tables"):
-        assert {f"{figure}_svg", f"{figure}_png", f"{figure}_html"} <= export_keys(at)
+    figures = ("grid_gpu", "queues", "timeline", "block_tables")
     assert [p.proto.popover.label for p in at.get("popover")].count("Export") == 4
+    closed = {key for key in export_keys(at) | set(deferred) if key.startswith(figures)}
+    assert not closed  # closed popovers draw no buttons, and nothing is made
+    opened_exports(at, figures)
+    assert not at.exception, at.exception
+    for figure in figures:
+        assert {f"{figure}_svg", f"{figure}_png", f"{figure}_html"} <= export_keys(at)
     make, name, mime = deferred["grid_gpu_svg"]
     assert name == "pykv_step1_kv_pool.svg" and mime == "image/svg+xml"
     svg = make()
@@ -64,6 +76,7 @@ def test_the_sweep_charts_offer_export_with_the_command_that_reruns_them(random_
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
     at.button(key=RUN).click().run()
     assert not at.exception, at.exception
+    opened_exports(at, ("sweep_runs", "sweep_costs"))
     assert {f"sweep_{c}_{f}" for c in ("runs", "costs") for f in ("svg", "png", "html")} <= export_keys(at)
     make, name, mime = deferred["sweep_runs_png"]
     assert name == "pykv_sweep_num_gpu_blocks_runs@2x.png" and mime == "image/png"
@@ -77,7 +90,7 @@ def test_the_sweep_charts_offer_export_with_the_command_that_reruns_them(random_
 def test_without_a_browser_the_image_buttons_say_why_and_html_still_works(random_llama_path, monkeypatch):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = opened_exports(AppTest.from_file(APP, default_timeout=60).run(), ["grid_gpu"])
     assert not at.exception, at.exception
     buttons = {d.key: d for d in at.get("download_button")}
     assert buttons["grid_gpu_svg"].proto.disabled and buttons["grid_gpu_png"].proto.disabled

@@ -5,6 +5,7 @@ after a ~3 s browser start); failures are provoked without touching the shared b
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shlex
 import struct
@@ -32,7 +33,7 @@ WIDTH = 640
 def make_figure(dark: bool = False) -> go.Figure:
     data = [dict(type="bar", x=["a", "b", "c"], y=[3, 1, 2], name="bars"),
             dict(type="heatmap", z=[[0, 1], [1, 0]], x0=2.5, y0=0, showscale=False, name="cells")]
-    return figure(TITLE, 300, dark, data, title_subtitle_text="its own subtitle", margin=dict(l=40, r=8, t=60, b=30))
+    return figure(TITLE, 300, dark, data, subtitle="its own subtitle", margin=dict(l=40, r=8, t=60, b=30))
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +60,9 @@ def svg_text(svg: bytes) -> str:
 
 def test_the_export_is_a_light_captioned_copy_and_the_figure_is_untouched():
     dark = make_figure(dark=True)
-    before = dark.to_json()
+    before = json.loads(dark.to_json())
     out = export_figure(dark, caption=CAPTION, link=LINK, width=WIDTH)
-    assert dark.to_json() == before  # the caller's figure is not changed
+    assert json.loads(dark.to_json()) == before  # the caller's figure is not changed
     assert out.layout.template.layout.paper_bgcolor == template(False).layout.paper_bgcolor == LIGHT["paper"]
     subtitle = out.layout.title.subtitle.text
     assert subtitle.startswith("its own subtitle<br>") and "link: ?preset=storm&amp;step=3" in subtitle
@@ -76,16 +77,16 @@ def crowded_figure() -> go.Figure:
             dict(type="scatter", x=[1, 2], y=[1, 1], name="swap, measured")]
     return figure("Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled.",
                   400, False, data, margin=dict(l=72, r=8, t=96, b=52),
-                  title_subtitle_text="Filled points: measured on cpu.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
+                  subtitle="Filled points: measured on cpu.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
                                       "markers: the same swaps' bytes and copies modelled across PCIe, not measured.")
 
 
 def test_a_figure_is_fitted_to_a_narrow_width_and_left_alone_where_it_fits():
     fig = crowded_figure()
-    before = fig.to_json()
+    before = json.loads(fig.to_json())
     assert overflows(fig, 500)  # as the app draws it: title, subtitle and legend run past 500 px
     out = fit_width(fig, 500)
-    assert fig.to_json() == before and overflows(out, 500) == []
+    assert json.loads(fig.to_json()) == before and overflows(out, 500) == []
     title_lines = out.layout.title.text.count("<br>") + 1
     assert title_lines == 2 and out.layout.title.subtitle.text.count("<br>") >= 2
     assert out.layout.title.pad.t == fit.TITLE_PAD_PX + 14 * fit.LINE_EM  # plotly.js tops n lines as if one

@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 import plotly.graph_objects as go
 
 from pykv.border.snapshot import BlockView, Snapshot
-from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px
+from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px, tick_label_margin
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}
 SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap", "offload": "CPU tier"}
@@ -221,15 +221,15 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False,
             hovers.append(f"req {r.request_id} · logical {j} → {POOL_TITLES[pool].lower()} block {block_id}"
                           + (f"<br>ref {block.ref_cnt}, tokens {block.tokens_filled}" if block else ""))
     rows = [i for i, r in enumerate(holders) if changed_requests and r.request_id in changed_requests]
+    labels = [f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]
     return figure(
         title, height, dark, grid_traces(fills, texts, hovers, width, "block tables"), showlegend=False,
-        title_subtitle_text="columns: logical block · cells: physical block id (c = CPU pool, * = shared)",
+        subtitle="columns: logical block · cells: physical block id (c = CPU pool, * = shared)",
         shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5,
                      line=dict(color=c["outline"], width=1.5), fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
         xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear",
                    dtick=1 if width <= 24 else 4, showgrid=False),
         yaxis=dict(fixedrange=True, range=[len(holders) - 0.5, -0.5], automargin=True, tickmode="array", showgrid=False,
-                   tickvals=list(range(len(holders))),
-                   ticktext=[f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]),
-        margin=dict(l=4, r=4, t=86, b=4),
+                   tickvals=list(range(len(holders))), ticktext=labels),
+        margin=dict(l=4 + tick_label_margin(labels), r=4, t=86, b=4),
     )

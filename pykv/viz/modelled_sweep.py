@@ -76,7 +76,7 @@ def modelled_runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: Optio
         muted = colors(dark)["muted"]
         marks = dict(shapes=[dict(type="line", x0=capacity, x1=capacity, y0=0, y1=1, xref="x", yref="paper",
                                   line=dict(color=muted, dash="dot", width=1))])
-    return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, hovermode="x unified",
+    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN, hovermode="x unified",
                   # the shared x axis under the bottom panel: anchored to the top one, its title sat between the two
                   xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"), **axes, **marks)
 
@@ -100,6 +100,6 @@ def crossover_figure(curves: CrossoverCurves, dark: bool = False, height: int = 
         notes.append(f"{what} cheaper from {length:,} tokens" if length else f"{what} never cheaper here")
     note = dict(text="; ".join(notes), showarrow=False, x=0.01, y=0.99, xref="paper", yref="paper", xanchor="left",
                 yanchor="top", font=dict(color=colors(dark)["muted"], size=12))
-    return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, annotations=[note],
+    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN, annotations=[note],
                   xaxis=log_axis("victim's sequence length (tokens)", curves.lengths),
                   yaxis=log_axis("ms per preemption (log scale)", [y for t in data for y in t["y"]]))

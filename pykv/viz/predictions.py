@@ -58,7 +58,7 @@ def answers_figure(choices: Sequence[str], counts: Mapping[str, int], correct: O
                hovertemplate="%{y}: %{x} answers (%{customdata:.0%})<extra></extra>")
     answers = f"{total} answer{'s' if total != 1 else ''}"
     subtitle = f"{answers} · right answer: {TICK} {correct}" if revealed else f"{answers} · not revealed yet"
-    layout = dict(title_subtitle_text=subtitle, bargap=0.3, showlegend=False,
+    layout = dict(subtitle=subtitle, bargap=0.3, showlegend=False,
                   margin=dict(l=8, r=48, t=56, b=8),
                   xaxis=dict(rangemode="tozero", range=None if total else [0, 1], tick0=0,
                              dtick=_whole_step(max(values)), tickformat="d", automargin=True, showgrid=True),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from pykv.viz.spec_figure import SpecFigure
+
 # A 1920x1080 screen against the 1280x720 the projector's figures are built for is 1.5x; a little less, because
 # 1080p also shows what 720p folds away (the earlier steps' token diffs): at 1.5 one step of the course scrolled.
 PROJECTOR_SCALE = 1.4
@@ -59,4 +61,4 @@ def projected(figure: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     layout = spec.setdefault("layout", {})
     if layout.get("height") is not None:
         layout["height"] = round(layout["height"] * scale)
-    return go.Figure(spec, skip_invalid=False, _validate=False)
+    return SpecFigure(spec)

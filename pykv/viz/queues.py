@@ -13,7 +13,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from pykv.border.snapshot import RequestView, Snapshot
-from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px
+from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px, tick_label_margin
 
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
 MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
@@ -102,7 +102,8 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     slots = max([12] + [min(len(ids), MAX_CHIPS) for ids in members.values()])
     one_line = " ".join(BADGE_KEY)
     ticks = [f"{lane} ({len(members[lane])})" for lane in LANES]
-    plot_px = None if width is None else width - 8 - text_px(max(map(len, ticks)), 12)  # the lane names' margin
+    left = 4 + tick_label_margin(ticks)  # the lane names
+    plot_px = None if width is None else width - 4 - left
     wrapped = plot_px is not None and text_px(len(one_line), KEY_FONT_PX) > plot_px
     key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
                text="<br>".join(BADGE_KEY) if wrapped else one_line, align="left",
@@ -112,9 +113,8 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
         xaxis=dict(visible=False, range=[-0.7, slots + 1.2], fixedrange=True),
         yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True,
                    range=[len(LANES) - 0.45, -0.55],
-                   ticktext=ticks, showgrid=False, zeroline=False,
-                   automargin=True),
+                   ticktext=ticks, showgrid=False, zeroline=False, automargin=True),
         shapes=[dict(type="rect", xref="paper", x0=0, x1=1, y0=y - 0.42, y1=y + 0.48, fillcolor=c["lane"],
                      line=dict(width=0), layer="below") for y in range(len(LANES))] + chips,
-        margin=dict(l=4, r=4, t=30, b=36 if wrapped else 22),
+        margin=dict(l=left, r=4, t=30, b=36 if wrapped else 22),
     )

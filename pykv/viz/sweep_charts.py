@@ -49,7 +49,7 @@ def _trace(name: str, x, y, mode: str, unit: str, modelled: Optional[str] = None
 def _empty(title: str, subtitle: str, dark: bool, height: int, message: str) -> go.Figure:
     note = dict(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                 font=dict(color=colors(dark)["muted"]))
-    return figure(title, height, dark, [], title_subtitle_text=subtitle, margin=MARGIN, annotations=[note],
+    return figure(title, height, dark, [], subtitle=subtitle, margin=MARGIN, annotations=[note],
                   xaxis=dict(visible=False), yaxis=dict(visible=False))
 
 
@@ -85,7 +85,7 @@ def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: Optional[int] 
     xaxis = dict(title=dict(text=AXIS_LABELS[axis]), anchor="y3")
     if axis == "block_size":
         xaxis |= dict(type="log", tickvals=sorted(int(v) for v in runs["value"].unique()))
-    return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, hovermode="x unified",
+    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN, hovermode="x unified",
                   xaxis=xaxis, **axes, **marks)
 
 
@@ -127,7 +127,7 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
         if not priced.empty:
             data.append(_trace(f"{mode}, modelled {priced['modelled_target'].iloc[0]}", priced["seq_len"],
                                priced["modelled_target_s"] * 1e3, mode, "ms", modelled="gen4", markers_only=True))
-    return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,
+    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN,
                   xaxis=dict(title=dict(text="victim's sequence length (tokens whose KV was lost)")),
                   yaxis=log_axis("cost of the preemption (ms, log scale)", [y for t in data for y in t["y"]]))
 
@@ -154,6 +154,6 @@ def block_size_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
                 line = swaps[f"modelled_pcie_{gen}_s"].sum() * 1e6 / (swaps["num_bytes"].sum() / 1024)
                 data.append(_trace(f"{mode}, modelled {label}", line.index, line.values, mode, "µs/KiB", modelled=gen))
     sizes = sorted(int(b) for b in preemptions["block_size"].unique())
-    return figure(title, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN,
+    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN,
                   xaxis=dict(title=dict(text="block size (tokens)"), type="log", tickvals=sizes),
                   yaxis=log_axis("µs per KiB of KV (log scale)", [y for t in data for y in t["y"]]))

@@ -23,7 +23,7 @@ def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 4
     subtitle = (f"Top: share of prefill tokens (counted). Bottom: share of prefill forward time (measured on "
                 f"{devices}). 0% = no token was ever computed twice.")
     if runs.empty:
-        return figure(TITLE, height, dark, [], title_subtitle_text=subtitle, margin=MARGIN, annotations=[
+        return figure(TITLE, height, dark, [], subtitle=subtitle, margin=MARGIN, annotations=[
             dict(text="No runs yet.", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                  font=dict(color=colors(dark)["muted"]))])
     data = []
@@ -36,7 +36,7 @@ def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 4
                              legendgroup=str(label), showlegend=i == 0, mode="lines+markers", line=line,
                              marker=dict(color=line["color"], size=7), yaxis="y2" if i else "y",
                              hovertemplate=f"{label}<br>x=%{{x}}<br>%{{y:.1f}}%<extra></extra>"))
-    return figure(TITLE, height, dark, data, title_subtitle_text=subtitle, margin=MARGIN, hovermode="x unified",
+    return figure(TITLE, height, dark, data, subtitle=subtitle, margin=MARGIN, hovermode="x unified",
                   xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"),
                   yaxis=dict(title=dict(text="% of prefill tokens"), rangemode="tozero", domain=[0.55, 1]),
                   yaxis2=dict(title=dict(text="% of prefill time"), rangemode="tozero", domain=[0, 0.45]))

@@ -22,8 +22,11 @@ import math
 import os
 import zlib
 from functools import lru_cache
+from typing import Optional
 
 import plotly.graph_objects as go
+
+from pykv.viz.spec_figure import SpecFigure
 
 VALIDATE_ENV = "PYKV_VALIDATE_FIGURES"  # "1": figure() validates what it builds (the tests set it)
 
@@ -51,6 +54,20 @@ CHAR_EM = 0.55
 def text_px(chars: int, font_px: float) -> float:
     """The estimated width of ``chars`` characters of text at ``font_px``."""
     return chars * font_px * CHAR_EM
+
+
+# Axis labels are short and often upper case ("SWAPPED (0)" measured 78 px at 12 px in Chromium: 0.59 em a character),
+# so the room kept for them assumes wider characters than running text, and a gap to the plot.
+LABEL_EM = 0.62
+LABEL_GAP_PX = 6
+
+
+def tick_label_margin(labels, font_px: float = 12) -> int:
+    """The px a y axis's tick labels take beside the plot: the margin to give a figure up front. An axis's
+    ``automargin`` only grows a margin too small for its labels, but growing it costs plotly.js a second layout pass
+    on every draw, and a Streamlit chart is drawn afresh whenever its figure changes (a Playground Step: 128 ms of
+    plotly.js for the four figures with margins left to automargin, 92-102 ms with these)."""
+    return math.ceil(max((len(str(label)) for label in labels), default=0) * font_px * LABEL_EM) + LABEL_GAP_PX
 
 
 def colors(dark: bool = False) -> dict[str, str]:
@@ -88,13 +105,26 @@ def template(dark: bool = False) -> go.layout.Template:
     ))
 
 
-def figure(title: str, height: int, dark: bool, data: list[dict], **layout) -> go.Figure:
-    """A Figure built in one go from trace and layout dicts (~5x faster than adding traces and updating the
-    layout piece by piece), on the project's template. Not validated where the app serves it: plotly's
-    validation was two thirds of a Playground Step click's server time (a grid of ~300 shapes: 35 ms against 2 ms).
-    The tests set ``PYKV_VALIDATE_FIGURES=1``, so every figure they draw is validated (an unknown property raises)."""
-    base = dict(template=template(dark), title=dict(text=title), height=height)
-    return go.Figure(data=data, layout=base | layout, _validate=os.environ.get(VALIDATE_ENV) == "1")
+@lru_cache(maxsize=2)
+def template_spec(dark: bool = False) -> dict:
+    """The template as the dict a figure's JSON carries (shared: never changed)."""
+    return template(dark).to_plotly_json()
+
+
+def figure(title: str, height: int, dark: bool, data: list[dict], subtitle: Optional[str] = None,
+           **layout) -> go.Figure:
+    """A figure from trace and layout dicts, on the project's template: a ``SpecFigure``, which the app serves
+    without ever building plotly's objects (``spec_figure``), and which becomes a full ``go.Figure`` where
+    anything asks for more. Not validated where the app serves it: plotly's validation was two thirds of a
+    Playground Step click's server time (a grid of ~300 shapes: 35 ms against 2 ms). The tests set
+    ``PYKV_VALIDATE_FIGURES=1``, so every figure they draw is validated (an unknown property raises).
+    Layout keys are plotly's own names, nested as dicts (no ``title_font``-style shorthand: the JSON is sent as
+    written)."""
+    heading = dict(text=title) if subtitle is None else dict(text=title, subtitle=dict(text=subtitle))
+    layout = dict(template=template_spec(dark), title=heading, height=height) | layout
+    if os.environ.get(VALIDATE_ENV) == "1":
+        go.Figure(data=data, layout=layout)  # raises on a property plotly does not know
+    return SpecFigure.of(data, layout)
 
 
 def log_axis(title: str, values) -> dict:

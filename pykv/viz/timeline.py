@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from pykv.border.metric_names import CPU_CACHE_USAGE, NUM_REQUESTS_SWAPPED, RECOMPUTED_TOKENS, Metric
 from pykv.border.snapshot import Snapshot
 from pykv.viz.queues import MODE_LETTER
-from pykv.viz.theme import colors, figure, text_color_on
+from pykv.viz.theme import colors, figure, text_color_on, tick_label_margin
 
 # Okabe-Ito hues, each mode also with its letter. Swap shares the swapped queue's and the CPU pool's
 # colour; recompute shares the recomputed tokens'.
@@ -43,7 +43,9 @@ PANELS = (("kv", 1.0), ("queues", 1.0), ("preemptions", 0.55), ("recomputed", 0.
           ("throughput", 0.75))
 ROW = {name: i + 1 for i, (name, _) in enumerate(PANELS)}
 GAP_PX = 20  # between panels: room for the next panel's title
-MARGIN = dict(l=8, r=118, t=40, b=40)  # right: the per-panel legends; bottom: the step axis
+# left: the panels' tick labels, which plotly keeps to 4 characters at nticks=3 ("5000", "10k", "100k", "2M");
+# right: the per-panel legends; bottom: the step axis
+MARGIN = dict(l=8 + tick_label_margin(["100k"]), r=118, t=40, b=40)
 MIN_STEPS_SHOWN = 10  # a short run still gets an axis of whole steps
 
 

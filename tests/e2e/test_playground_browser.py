@@ -106,6 +106,16 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         press(page, "ArrowRight", step)
         wait_idle(page)
         page.screenshot(path=str(artifacts / "playground-light.png"))
+        # a figure's Export popover draws its buttons when it opens (a rerun), and they download the figure
+        assert not page.locator(".st-key-grid_gpu_svg").count()
+        page.locator(".st-key-grid_gpu_export button").first.click()
+        with page.expect_download() as download:
+            page.locator(".st-key-grid_gpu_svg button").click()
+        assert download.value.suggested_filename == f"pykv_step{step}_kv_pool.svg"
+        svg = download.value.path().read_text()
+        assert svg.startswith("<svg") and "Device KV pool" in svg
+        page.keyboard.press("Escape")
+        wait_idle(page)
         # slow: a tick every second leaves the page idle between ticks on a busy 2-core machine, so a click lands
         # (at "normal", 0.5 s, a render as long as the tick leaves no idle moment and a click can be lost)
         click(page, "slow")

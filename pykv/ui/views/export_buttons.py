@@ -42,10 +42,12 @@ def export_controls(fig: FigureSource, name: str, caption: str, link: Optional[s
     """An "Export" popover for one figure. ``fig``: the figure drawn on the light template, or a
     callable that draws it (so a dark page builds the light one only on a click); ``name``: the
     file name without extension; ``key``: unique on the page."""
-    stem = file_stem(name)
-    problem = static_export_problem()
-    with st.popover("Export", icon=":material/download:", type="tertiary", key=f"{key}_export",
-                    help="Download this figure (light theme, with its caption and link)"):
+    with st.popover("Export", icon=":material/download:", type="tertiary", key=f"{key}_export", on_change="rerun",
+                    help="Download this figure (light theme, with its caption and link)") as popover:
+        if not popover.open:  # its buttons are drawn when it opens (a rerun): a Step redraws no hidden controls
+            return
+        stem = file_stem(name)
+        problem = static_export_problem()
         scale_text = st.segmented_control("PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale",
                                           required=True)
         scale = int((scale_text or "2x")[0])

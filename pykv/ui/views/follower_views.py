@@ -21,7 +21,6 @@ from pykv.ui.session import state
 from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG
 from pykv.ui.views.metric_row import metric_row
-from pykv.ui.views.served_figure import served
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 # The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
@@ -44,9 +43,8 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
         widths = PROJECTOR_WIDTHS if projector else (None, None)  # known there: the legends wrap to them
         grid = block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
                                  width=widths[0])
+        # SpecFigures: a class's followers, handed the same ones by the memo, serve the dicts made for the first
         queues = queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1])
-        if shared is not None and not projector:  # one class's followers: each page serves the same dicts
-            grid, queues = served(grid), served(queues)
         return grid, queues, metrics_strip(snap), narrate(snap)
 
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
