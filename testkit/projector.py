@@ -23,13 +23,28 @@ MEASURE_JS = """() => {
       .includes(getComputedStyle(e).overflowY) && e.scrollHeight > e.clientHeight + 1)
       .map(e => `${[...e.classList].find(c => c.startsWith('st-key-')) || e.dataset.testid || e.tagName}: `
                 + `${e.scrollHeight - e.clientHeight} px`);
-  return {overflow, cut, hidden};
+  // a metric label's word split over two lines ("Preempti / ons"): its share of the row was narrower than the word
+  // (a line may end after a hyphen: "H100-" / "SXM" is how text wraps)
+  const broken = [];
+  for (const label of document.querySelectorAll('[data-testid="stMetricLabel"]')) {
+    const texts = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+    for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+      for (const word of node.textContent.matchAll(/[^\\s-]+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(word[0]);
+      }
+    }
+  }
+  return {overflow, cut, hidden, broken};
 }"""
 
 
 def measure(page) -> dict:
     """{"overflow": pixels the page scrolls past the viewport, "cut": metric labels cut off, "hidden": boxes whose
-    text scrolls out of sight}."""
+    text scrolls out of sight, "broken": words of metric labels split over two lines}."""
     return page.evaluate(MEASURE_JS)
 
 
@@ -144,7 +159,8 @@ def walk_class_lesson(browser, url: str, lesson, sizes=SIZES) -> list[tuple[str,
 def misfits(found: list[tuple[str, dict]]) -> list[str]:
     return [f"{where}: scrolls {m['overflow']} px" + (f", cut labels {m['cut']}" if m["cut"] else "")
             + (f", text hidden in {m['hidden']}" if m["hidden"] else "")
-            for where, m in found if m["overflow"] or m["cut"] or m["hidden"]]
+            + (f", label words broken {m['broken']}" if m["broken"] else "")
+            for where, m in found if m["overflow"] or m["cut"] or m["hidden"] or m["broken"]]
 
 
 PARTS = 3  # tests/e2e/test_projector_fit_1.py .. _3.py

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from testkit.page_wait import wait_settled
+from testkit.projector import measure
 
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 60_000
@@ -83,6 +84,11 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_a
         for page in learners:
             wait_for_step(page, 2, n, timeout=FOLLOW_MS)
         print(f"both learners showed step 2 {time.monotonic() - start:.2f} s after the instructor's Next")
+        for page in (teacher, learners[0]):  # on a 1280 px laptop the metrics wrap rather than break their words
+            page.set_viewport_size({"width": 1280, "height": 800})
+            wait_idle(page)
+            assert not measure(page)["broken"], measure(page)["broken"]
+            page.set_viewport_size(VIEWPORT)
         wait_idle(learners[1])
         traffic.clear()
         learners[1].wait_for_timeout(3_000)  # a class standing still: the page waits on its one held poll

@@ -9,8 +9,9 @@ PAGE_CSS = """<style>
 [data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; height: auto !important;}
 [data-testid="stMetricLabel"] p {line-height: 1.25;}
-/* a row of metrics in one flex box (metric_row): equal shares, as columns would give */
-[class*="st-key-metric_row_"] > [data-testid="stElementContainer"] {flex: 1 1 0; min-width: 0;}
+/* a row of metrics in one flex box (metric_row): equal shares, as columns would give, but never narrower than a
+   label's longest word ("Preemptions"): a narrow column wraps the row rather than break words */
+[class*="st-key-metric_row_"] > [data-testid="stElementContainer"] {flex: 1 1 0; min-width: 6.5rem;}
 /* a class page's long poll (follow_push): an element that shows nothing, so it takes no row and no gap */
 .st-key-class_follow {display: none;}
 </style>"""
