@@ -58,6 +58,13 @@ def pack_buttons(at: AppTest) -> list[str]:
     return [d.proto.label for d in at.get("download_button") if d.proto.label in LABELS]
 
 
+def opened_pack(at: AppTest, key: str) -> AppTest:
+    """Open the page's Review pack popover (its buttons are drawn only when it is open) and rerun."""
+    assert not pack_buttons(at)  # closed: no buttons, and nothing of the pack taken
+    at.session_state[f"{key}_review_pack"] = True
+    return ok(at.run())
+
+
 @pytest.fixture
 def deferred(monkeypatch) -> dict:
     """element key -> (the callable a download button runs when clicked, file name), filled as pages run."""
@@ -93,11 +100,11 @@ def no_browser(monkeypatch):
 
 def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatch, deferred):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    at = ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = opened_pack(ok(AppTest.from_file(APP, default_timeout=60).run()), "playground")
     assert pack_buttons(at) == LABELS
     at.button(key="step").click().run()
     at.button(key="step").click().run()
-    assert pack_buttons(ok(at)) == LABELS
+    assert pack_buttons(ok(at)) == LABELS  # still open: the pack is taken afresh at each step
     z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2",
                    '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")  # the session's target
     assert "snapshot_step_2.json" in z.namelist()
@@ -119,7 +126,7 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
     at.number_input(key="sw_max_tokens_num_gpu_blocks").set_value(16)
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
-    assert pack_buttons(ok(at)) == LABELS
+    assert pack_buttons(opened_pack(ok(at), "sweep")) == LABELS
     z = check_pack(deferred, "sweep", "pykv_review_sweep_num_gpu_blocks", '<section id="charts">',
                    '<section id="runs">', "4 of 4", "--preemption-mode swap", "--swap-space 0.00",
                    '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")
@@ -140,8 +147,7 @@ def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypa
     at = AppTest.from_function(_lessons_page, default_timeout=180)
     at.query_params["lesson"] = "pack"
     at.query_params["step"] = "2"
-    ok(at.run())
-    assert pack_buttons(at) == LABELS
+    assert pack_buttons(opened_pack(ok(at.run()), "lesson")) == LABELS
     check_pack(deferred, "lesson", "pykv_review_pack", '<section id="step-1">', '<section id="step-2">', "✓ pass",
                "<strong>engine</strong>", "lessons?lesson=pack&amp;step=2")
 

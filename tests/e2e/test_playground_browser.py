@@ -116,6 +116,10 @@ def test_light_step_to_a_preemption(browser, app_url, artifacts):
         assert svg.startswith("<svg") and "Device KV pool" in svg
         page.keyboard.press("Escape")
         wait_idle(page)
+        page.locator(".st-key-playground_review_pack button").first.click()  # the same for the review pack
+        page.locator(".st-key-playground_review_html button").wait_for()
+        page.keyboard.press("Escape")
+        wait_idle(page)
         # slow: a tick every second leaves the page idle between ticks on a busy 2-core machine, so a click lands
         # (at "normal", 0.5 s, a render as long as the tick leaves no idle moment and a click can be lost)
         click(page, "slow")

@@ -7,6 +7,8 @@ the sidebar. Every figure comes from ``pykv.viz`` and is drawn with ``theme=None
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from pykv.lab.lab import Lab, has_preempted
@@ -158,5 +160,6 @@ def _controls(lab: Lab) -> None:
                         st.rerun()  # the controls above were drawn before it was queued (Step was off at the end)
                     except ValueError as e:
                         flash(str(e))
-        review_pack_button.review_pack_controls(review_pack_button.playground_pack(lab), f"pykv_review_step{lab.head}",
-                                                "playground", "this run, every step so far")
+        review_pack_button.review_pack_controls(partial(review_pack_button.playground_pack, lab),
+                                                f"pykv_review_step{lab.head}", "playground",
+                                                "this run, every step so far")

@@ -210,7 +210,7 @@ def _show(run: Optional[SweepRun]) -> None:
     c2.download_button("Preemptions (CSV)", result.preemptions.to_csv(index=False), "sweep_preemptions.csv",
                        "text/csv", key="sweep_preemptions_csv", icon=":material/download:")
     review_pack_button.review_pack_controls(
-        review_pack_button.sweep_pack_maker(spec, result, run.total, run.seconds, capacity),
+        partial(review_pack_button.sweep_pack_maker, spec, result, run.total, run.seconds, capacity),
         f"pykv_review_sweep_{spec.axis}", "sweep", "this sweep")
 
 

@@ -257,7 +257,7 @@ def _more_controls(lesson: Lesson, states: list[StepState], index: int, presente
         st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
                   args=(lesson.id,), help="Run the lesson again from its first step.")
     st.button("All lessons", key="lesson_home", icon=":material/list:", on_click=open_lesson, args=(None,))
-    review_pack_button.review_pack_controls(review_pack_button.lesson_pack_maker(lesson, states[:index + 1]),
+    review_pack_button.review_pack_controls(partial(review_pack_button.lesson_pack_maker, lesson, states[:index + 1]),
                                             f"pykv_review_{lesson.id}", "lesson", "this lesson, the steps played")
     if member is None:
         class_panel.start_button(lesson.id, index + 1)

@@ -1,9 +1,9 @@
 """The Review pack control of the Playground, the Sweep page and the Lessons page: one popover with the
 pack as one HTML page or as a zip (``pykv.review_pack``).
 
-What a pack is made of is taken when the page draws (a copy of the history, the metrics text: cheap,
-and exactly what is on screen); the pack itself is made only when a download is pressed: Streamlit runs
-the button's callable on a thread of its own at the click, so no rerun (a Play tick) pays for it.
+What a pack is made of is taken when the popover opens (a copy of the history, the metrics text: exactly what is
+on screen); the pack itself is made only when a download is pressed: Streamlit runs the button's callable on a
+thread of its own at the click, so no rerun (a Step, a Play tick) pays for either.
 """
 
 from __future__ import annotations
@@ -46,11 +46,16 @@ def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], R
     return lambda: lesson_pack(lesson, states, record=record)
 
 
-def review_pack_controls(make: Callable[[], ReviewPack], stem: str, key: str, what: str) -> None:
-    """A "Review pack" popover: the HTML page and the zip, each made by ``make`` only when pressed."""
-    problem = static_export_problem()
-    with st.popover("Review pack", icon=":material/summarize:", key=f"{key}_review_pack",
-                    help=f"Download {what} as one self-contained page for someone who was not there"):
+def review_pack_controls(prepare: Callable[[], Callable[[], ReviewPack]], stem: str, key: str, what: str) -> None:
+    """A "Review pack" popover: the HTML page and the zip. ``prepare`` runs when the popover opens (a rerun: a
+    Step or a Play tick draws no closed popover's buttons), takes what the pack is made of as the page shows it, and
+    returns the maker each button calls only when pressed."""
+    with st.popover("Review pack", icon=":material/summarize:", key=f"{key}_review_pack", on_change="rerun",
+                    help=f"Download {what} as one self-contained page for someone who was not there") as popover:
+        if not popover.open:
+            return
+        make = prepare()
+        problem = static_export_problem()
         st.caption(f"{what[0].upper() + what[1:]}: configuration and the matching vLLM command, figures, tables, "
                    "metrics and logs. The page works offline and prints one section per page.")
         with st.container(horizontal=True, gap="small"):

@@ -105,7 +105,11 @@ def validation_summary() -> str:
 
 
 def formulas_expander(est: Estimate, key: str = "target_formulas") -> None:
-    with st.expander(f"How the modelled figures are computed (modelled {est.label})", icon=":material/functions:"):
+    """The model's formulas and calibration, drawn when the expander opens (a rerun), not on every Step."""
+    with st.expander(f"How the modelled figures are computed (modelled {est.label})", icon=":material/functions:",
+                     key=key, on_change="rerun") as expander:
+        if not expander.open:
+            return
         st.markdown(FORMULAS)
         st.markdown("\n".join(["| target | |", "|---|---|"]
                               + [f"| {what} | {value} |" for what, value in target_facts(est)]))
