@@ -208,8 +208,9 @@ def test_v1_null_block_is_shown_reserved():
     s = snapshot([null, block(1, ref=1, owners=["0"], logical=[0]), block(2), block(3)], [request("0", table=[1])])
     fig = block_grid_figure(s, "gpu")
     assert labels(fig) == ["∅", "1", "", ""]
-    assert "1/3 blocks used (+ the null block)" in fig.layout.title.text
-    assert "null block" in fig.layout.annotations[0].text and "null block" in heatmap(fig).customdata[0][0]
+    assert fig.layout.title.text.endswith("· 1/3 blocks used")  # the usable ones; the null block is not counted
+    assert "null block (kept back, not counted)" in fig.layout.annotations[0].text
+    assert "null block" in heatmap(fig).customdata[0][0]
     assert "null block" not in block_grid_figure(snapshot([block(0)], []), "gpu").layout.annotations[0].text
 
 

@@ -159,8 +159,10 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     nulls = sum(b.state == "null" for b in blocks)
     name = POOL_TITLES["offload" if tier else pool] if (tier or pool in POOL_TITLES) else pool
     short = SHORT_TITLES["offload" if tier else pool] if (tier or pool in SHORT_TITLES) else name
+    # Short enough for a learner's 290 px grid column at 1280 px (a plotly title never wraps): the null block is
+    # explained by its cell and the legend, not here.
     title = f"{short} · {used}/{len(blocks) - nulls}" + (" blocks used" if pool == "gpu" else " stored" if tier
-                                                         else " used") + (" (+ the null block)" if nulls else "")
+                                                         else " used")
     cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
     if not blocks:
@@ -177,7 +179,7 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
                         key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
         entries = [("■", request_color(o), f"req {o}") for o in owners]
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
-        entries += [(NULL_MARK, c["muted"], "null block (kept back)")] if nulls else []
+        entries += [(NULL_MARK, c["muted"], "null block (kept back, not counted)")] if nulls else []
         entries += [("<b>□</b>", c["outline"], "changed this step")]
         lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX)
         annotations.append(dict(text="<br>".join(lines), x=0, y=0, xref="paper", yref="paper", xanchor="left",

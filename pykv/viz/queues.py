@@ -109,7 +109,7 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
                text="<br>".join(BADGE_KEY) if wrapped else one_line, align="left",
                font=dict(size=KEY_FONT_PX, color=c["muted"]))
     return figure(
-        "Queues · front of the queue on the left", height, dark, data, showlegend=False, annotations=notes + [key],
+        "Queues · front on the left", height, dark, data, showlegend=False, annotations=notes + [key],
         xaxis=dict(visible=False, range=[-0.7, slots + 1.2], fixedrange=True),
         yaxis=dict(tickmode="array", tickvals=list(range(len(LANES))), fixedrange=True,
                    range=[len(LANES) - 0.45, -0.55],
