@@ -209,7 +209,7 @@ def test_v1_null_block_is_shown_reserved():
     fig = block_grid_figure(s, "gpu")
     assert labels(fig) == ["∅", "1", "", ""]
     assert fig.layout.title.text.endswith("· 1/3 blocks used")  # the usable ones; the null block is not counted
-    assert "null block (kept back, not counted)" in fig.layout.annotations[0].text
+    assert "null block (not counted)" in fig.layout.annotations[0].text
     assert "null block" in heatmap(fig).customdata[0][0]
     assert "null block" not in block_grid_figure(snapshot([block(0)], []), "gpu").layout.annotations[0].text
 

@@ -40,12 +40,13 @@ def test_a_projected_figure_is_the_same_figure_larger(snap):  # noqa: F811
     assert [a["text"] for a in big_spec["layout"]["annotations"]] == [a["text"] for a in spec["layout"]["annotations"]]
 
 
-def test_the_badge_key_wraps_in_the_projectors_narrow_column(snap):  # noqa: F811
+def test_the_badge_key_wraps_in_a_narrow_column(snap):  # noqa: F811
     def key(fig):
         return fig.layout.annotations[-1].text
 
     assert "<br>" not in key(queues_figure(snap))  # width unknown: one line, as before
     assert "<br>" not in key(queues_figure(snap, width=600))
-    narrow = queues_figure(snap, width=270)
+    assert "<br>" not in key(queues_figure(snap, width=270))  # the key has the figure's whole width, lane names too
+    narrow = queues_figure(snap, width=230)
     assert key(narrow) == "badges: R2 = recomputed 2×,<br>S1 = swapped 1×"
     assert narrow.layout.margin.b > queues_figure(snap).layout.margin.b  # room for its second line

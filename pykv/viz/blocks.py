@@ -179,7 +179,7 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
                         key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
         entries = [("■", request_color(o), f"req {o}") for o in owners]
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
-        entries += [(NULL_MARK, c["muted"], "null block (kept back, not counted)")] if nulls else []
+        entries += [(NULL_MARK, c["muted"], "null block (not counted)")] if nulls else []
         entries += [("<b>□</b>", c["outline"], "changed this step")]
         lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX)
         annotations.append(dict(text="<br>".join(lines), x=0, y=0, xref="paper", yref="paper", xanchor="left",

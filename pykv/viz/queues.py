@@ -103,9 +103,10 @@ def queues_figure(snapshot: Snapshot, dark: bool = False, changed: Optional[set[
     one_line = " ".join(BADGE_KEY)
     ticks = [f"{lane} ({len(members[lane])})" for lane in LANES]
     left = 4 + tick_label_margin(ticks)  # the lane names
-    plot_px = None if width is None else width - 4 - left
-    wrapped = plot_px is not None and text_px(len(one_line), KEY_FONT_PX) > plot_px
+    # the key starts at the figure's left edge, under the lane names, not the lanes: the whole width is its line
+    wrapped = width is not None and text_px(len(one_line), KEY_FONT_PX) > width - 8
     key = dict(x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left", showarrow=False, yshift=-2,
+               xshift=4 - left,
                text="<br>".join(BADGE_KEY) if wrapped else one_line, align="left",
                font=dict(size=KEY_FONT_PX, color=c["muted"]))
     return figure(

@@ -25,6 +25,8 @@ from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 # The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
 PROJECTOR_WIDTHS = (340, 270)
+# A learner's at 1280 px, the narrowest laptop the page is laid out for: wider screens get the same lines, never cut
+LEARNER_WIDTHS = (290, 230)
 
 
 def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
@@ -40,10 +42,10 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
 
     def figures():
         diff = diff_snapshots(prev, snap) if prev is not None else None
-        widths = PROJECTOR_WIDTHS if projector else (None, None)  # known there: the legends wrap to them
+        widths = PROJECTOR_WIDTHS if projector else LEARNER_WIDTHS  # the legends wrap to them
+        # SpecFigures: a class's followers, handed the same ones by the memo, serve the dicts made for the first
         grid = block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
                                  width=widths[0])
-        # SpecFigures: a class's followers, handed the same ones by the memo, serve the dicts made for the first
         queues = queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1])
         return grid, queues, metrics_strip(snap), narrate(snap)
 
