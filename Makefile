@@ -2,7 +2,7 @@
 .PHONY: check test fast bench app
 
 check:
-	ruff check . && lint-imports && mypy
+	ruff check . && ruff format --check . && lint-imports && mypy
 
 test:
 	python -m pytest -n 2 --dist loadfile --durations=25

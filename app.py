@@ -30,11 +30,20 @@ else:
         boot.empty()
     seats.seats().maybe_reap()  # any page's run gives closed tabs' engines back (at most every 10 s)
 
-    st.navigation(routes.routed({
-        "playground": st.Page(playground.render, title="Playground", icon=":material/grid_view:",
-                              url_path="playground", default=True),
-        "sweep": st.Page(sweep.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
-        "lessons": st.Page(lessons.render, title="Lessons", icon=":material/school:", url_path="lessons"),
-        "server": st.Page(server.render, title="Your server", icon=":material/dns:", url_path="server"),
-        "about": st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
-    })).run()
+    st.navigation(
+        routes.routed(
+            {
+                "playground": st.Page(
+                    playground.render,
+                    title="Playground",
+                    icon=":material/grid_view:",
+                    url_path="playground",
+                    default=True,
+                ),
+                "sweep": st.Page(sweep.render, title="Sweep", icon=":material/tune:", url_path="sweep"),
+                "lessons": st.Page(lessons.render, title="Lessons", icon=":material/school:", url_path="lessons"),
+                "server": st.Page(server.render, title="Your server", icon=":material/dns:", url_path="server"),
+                "about": st.Page(about.render, title="About", icon=":material/info:", url_path="about"),
+            }
+        )
+    ).run()

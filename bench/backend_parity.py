@@ -32,10 +32,14 @@ def history(loaded, preset: str, backend: str, blocks: int) -> tuple[list[tuple]
     shown = []
     while lab.step():
         s = lab.view
-        shown.append((s.queues,
-                      [(r.request_id, r.status, tuple(r.output_token_ids), r.block_table) for r in s.requests],
-                      [(b.block_id, b.ref_cnt, b.owners, b.block_hash) for b in s.blocks],
-                      [(p.request_id, p.mode, p.num_blocks) for p in s.preemptions]))
+        shown.append(
+            (
+                s.queues,
+                [(r.request_id, r.status, tuple(r.output_token_ids), r.block_table) for r in s.requests],
+                [(b.block_id, b.ref_cnt, b.owners, b.block_hash) for b in s.blocks],
+                [(p.request_id, p.mode, p.num_blocks) for p in s.preemptions],
+            )
+        )
     return shown, lab.engine.backend.label
 
 
@@ -58,8 +62,11 @@ def main() -> None:
                 if differs is None and len(torch_run) != len(run):
                     differs = min(len(torch_run), len(run)) + 1
                 results.append(f"{'identical' if differs is None else f'DIFFER from step {differs}'} ({label})")
-            lines.append(f"{preset:14s} {blocks:6d} {len(torch_run):6d}  torch vs " + "; vs ".join(results)
-                         + f" ({time.perf_counter() - t0:.0f} s)")
+            lines.append(
+                f"{preset:14s} {blocks:6d} {len(torch_run):6d}  torch vs "
+                + "; vs ".join(results)
+                + f" ({time.perf_counter() - t0:.0f} s)"
+            )
             print(lines[-1], flush=True)
     if args.save:
         with open(args.save, "a") as f:

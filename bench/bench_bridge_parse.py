@@ -32,14 +32,18 @@ def synthetic_log(path: Path, megabytes: int) -> int:
             second += 1
             day, hour, minute = 1 + second // 86400 % 28, second // 3600 % 24, second // 60 % 60
             stamp = f"06-{day:02d} {hour:02d}:{minute:02d}:{second % 60:02d}"
-            block = [f"INFO {stamp} metrics.py:341] Avg prompt throughput: {second % 900}.0 tokens/s, Avg generation "
-                     f"throughput: 812.4 tokens/s, Running: {second % 256} reqs, Swapped: 0 reqs, Pending: 3 reqs, "
-                     f"GPU KV cache usage: {second % 100}.5%, CPU KV cache usage: 0.0%."]
+            block = [
+                f"INFO {stamp} metrics.py:341] Avg prompt throughput: {second % 900}.0 tokens/s, Avg generation "
+                f"throughput: 812.4 tokens/s, Running: {second % 256} reqs, Swapped: 0 reqs, Pending: 3 reqs, "
+                f"GPU KV cache usage: {second % 100}.5%, CPU KV cache usage: 0.0%."
+            ]
             block += [f'INFO:     10.0.0.{i}:4{i:04d} - "POST /v1/completions HTTP/1.1" 200 OK' for i in range(6)]
             if second % 10 == 0:
-                block.append(f"WARNING {stamp} scheduler.py:1089] Sequence group cmpl-{second} is preempted by "
-                             "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. "
-                             f"total_num_cumulative_preemption={second * 5 + 1}")
+                block.append(
+                    f"WARNING {stamp} scheduler.py:1089] Sequence group cmpl-{second} is preempted by "
+                    "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. "
+                    f"total_num_cumulative_preemption={second * 5 + 1}"
+                )
             block.append("Processed prompts: 100%|##########| 10/10 [00:01<00:00, 9.1it/s] some other output")
             text = "\n".join(block) + "\n"
             out.write(text)
@@ -62,14 +66,16 @@ def main() -> None:
         result = parse_log(TextSource(path))
         elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    report = "\n".join([
-        f"bridge log parse, {size / 1e6:.1f} MB, {lines:,} lines ({time.strftime('%Y-%m-%d')}, CPU, one pass)",
-        f"  time        {elapsed:.1f} s   (goal <= 30 s)   {size / 1e6 / elapsed:.1f} MB/s",
-        f"  peak RSS    {peak:.0f} MiB (goal <= 600 MB; {rss_before:.0f} MiB before parsing, ru_maxrss)",
-        f"  samples     {len(result.samples):,} kept (stride {result.timeline_stride}), "
-        f"preemptions >= {result.cumulative_preemptions:,}, lines skipped {result.lines_skipped:,}",
-        f"  command     python bench/bench_bridge_parse.py --mb {args.mb}" + (" --save" if args.save else ""),
-    ])
+    report = "\n".join(
+        [
+            f"bridge log parse, {size / 1e6:.1f} MB, {lines:,} lines ({time.strftime('%Y-%m-%d')}, CPU, one pass)",
+            f"  time        {elapsed:.1f} s   (goal <= 30 s)   {size / 1e6 / elapsed:.1f} MB/s",
+            f"  peak RSS    {peak:.0f} MiB (goal <= 600 MB; {rss_before:.0f} MiB before parsing, ru_maxrss)",
+            f"  samples     {len(result.samples):,} kept (stride {result.timeline_stride}), "
+            f"preemptions >= {result.cumulative_preemptions:,}, lines skipped {result.lines_skipped:,}",
+            f"  command     python bench/bench_bridge_parse.py --mb {args.mb}" + (" --save" if args.save else ""),
+        ]
+    )
     print(report)
     if args.save:
         RESULT.write_text(report + "\n")

@@ -58,6 +58,7 @@ async def gather_limited(coros, limit: int):
     async def one(coro):
         async with sem:
             return await coro
+
     return await asyncio.gather(*(one(c) for c in coros), return_exceptions=True)
 
 
@@ -79,8 +80,17 @@ async def join(learner: StClient, query: str, n: int, t0: float, joined: list[fl
     joined.append(node.t - t0)
 
 
-async def one_step(teacher: StClient, learners: list[StClient], k: int, n: int, args, server, idle_cores: float,
-                   lesson: str, lost: set[str]) -> StepResult:
+async def one_step(
+    teacher: StClient,
+    learners: list[StClient],
+    k: int,
+    n: int,
+    args,
+    server,
+    idle_cores: float,
+    lesson: str,
+    lost: set[str],
+) -> StepResult:
     """The instructor moves to step k; each learner's time until its page shows it (a learner that missed a step
     before is waited on 5 s at most: a page that stopped following stays stopped)."""
     rx = STEP_RX.format(k=k, n=n)
@@ -89,8 +99,18 @@ async def one_step(teacher: StClient, learners: list[StClient], k: int, n: int, 
         await teacher.click("lesson_next", timeout_s=60)
     except (TimeoutError, LookupError, ValueError, ConnectionError) as e:  # the class cannot go on
         cpu = server.cpu_s() - c0
-        return StepResult(k, float("nan"), [], [f"step {k}: instructor: {e}"], cpu, float("nan"),
-                          time.monotonic() - t0, time.process_time() - own0, server.rss_mb(), stuck=True)
+        return StepResult(
+            k,
+            float("nan"),
+            [],
+            [f"step {k}: instructor: {e}"],
+            cpu,
+            float("nan"),
+            time.monotonic() - t0,
+            time.process_time() - own0,
+            server.rss_mb(),
+            stuck=True,
+        )
     t_click = time.monotonic() - t0
 
     async def seen(learner: StClient) -> float:
@@ -99,14 +119,24 @@ async def one_step(teacher: StClient, learners: list[StClient], k: int, n: int, 
         wait_s = min(args.step_timeout_s, 5.0) if learner.name in lost else args.step_timeout_s
         node = await learner.wait_text(rx, since=t0, timeout_s=wait_s)
         return node.t - t0
+
     results = await asyncio.gather(*(seen(lr) for lr in learners), return_exceptions=True)
     latencies = [r for r in results if isinstance(r, float)]
     failed = [f"step {k}: {lr.name}: {r}" for lr, r in zip(learners, results) if not isinstance(r, float)]
     lost.update(lr.name for lr, r in zip(learners, results) if not isinstance(r, float))  # waited on less from now
     await asyncio.sleep(max(0.0, t0 + args.pause_s - time.monotonic()))
     window, cpu = time.monotonic() - t0, server.cpu_s() - c0
-    return StepResult(k, t_click, latencies, failed, cpu, cpu - idle_cores * window, window,
-                      time.process_time() - own0, server.rss_mb())
+    return StepResult(
+        k,
+        t_click,
+        latencies,
+        failed,
+        cpu,
+        cpu - idle_cores * window,
+        window,
+        time.process_time() - own0,
+        server.rss_mb(),
+    )
 
 
 async def one_round(args, learners_n: int) -> Round:
@@ -213,12 +243,21 @@ def main() -> int:
     parser.add_argument("--join-at-once", type=int, default=10, help="learners opening the link at once")
     parser.add_argument("--step-timeout-s", type=float, default=30.0)
     parser.add_argument("--settle-s", type=float, default=3.0)
-    parser.add_argument("--after-s", type=float, default=120.0,
-                        help="longest wait for RSS after closing (at least the session TTL + 20 s)")
+    parser.add_argument(
+        "--after-s",
+        type=float,
+        default=120.0,
+        help="longest wait for RSS after closing (at least the session TTL + 20 s)",
+    )
     parser.add_argument("--solo", action="store_true", help="no class UI: every learner plays the lesson itself")
     parser.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve")
-    parser.add_argument("--st-flag", action="append", default=[], metavar="OPTION=VALUE",
-                        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)")
+    parser.add_argument(
+        "--st-flag",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)",
+    )
     parser.add_argument("--save", action="store_true", help=f"append the results to {RESULTS}")
     args = parser.parse_args()
     rounds = []

@@ -35,8 +35,9 @@ def chromium_cpu() -> Counter[str]:
         try:
             command = Path(f"/proc/{pid}/cmdline").read_text()
             kind = re.search(r"--type=([a-z-]+)", command)
-            found["network" if "sub-type=network" in command else kind.group(1) if kind else "browser"] += \
-                cpu_s(int(pid))
+            found["network" if "sub-type=network" in command else kind.group(1) if kind else "browser"] += cpu_s(
+                int(pid)
+            )
         except (OSError, ValueError):  # gone meanwhile
             continue
     return found
@@ -79,9 +80,13 @@ async def browser_cost(url: str, query: str, clicks: int, server) -> dict:
         times, failed = await bench_clicks.browser_clicks(page, clicks, time.monotonic() + 600)
         await asyncio.sleep(1)  # what the last click drew after the grid
         chrome = chromium_cpu() - chrome0
-        result = dict(main_ms=(await main_thread_s() - task0) / clicks * 1000,
-                      chrome_ms={k: v / clicks * 1000 for k, v in chrome.items() if v > 0},
-                      server_ms=(server.cpu_s() - server0) / clicks * 1000, times=times, failed=failed)
+        result = dict(
+            main_ms=(await main_thread_s() - task0) / clicks * 1000,
+            chrome_ms={k: v / clicks * 1000 for k, v in chrome.items() if v > 0},
+            server_ms=(server.cpu_s() - server0) / clicks * 1000,
+            times=times,
+            failed=failed,
+        )
         await browser.close()
         return result
 
@@ -98,15 +103,17 @@ async def main() -> None:
         ws_ms, deltas = await websocket_cost(server.url, args.query, args.clicks, server)
         b = await browser_cost(server.url, args.query, args.clicks, server)
     per_kind = ", ".join(f"{k} {v:.0f}" for k, v in sorted(b["chrome_ms"].items(), key=lambda kv: -kv[1]))
-    out = "\n".join([
-        f"{args.clicks} Step clicks on ?{args.query}, one session",
-        f"  server CPU a click: {ws_ms:.0f} ms from a websocket client ({deltas:.0f} deltas), "
-        f"{b['server_ms']:.0f} ms under Chromium",
-        f"  Chromium CPU a click: {sum(b['chrome_ms'].values()):.0f} ms ({per_kind}); renderer main thread "
-        f"{b['main_ms']:.0f} ms",
-        f"  click to redrawn grid: p50 {bench_clicks.pct(b['times'], 50):.2f} s, "
-        f"p95 {bench_clicks.pct(b['times'], 95):.2f} s" + (f"; failed: {b['failed'][:3]}" if b["failed"] else ""),
-    ])
+    out = "\n".join(
+        [
+            f"{args.clicks} Step clicks on ?{args.query}, one session",
+            f"  server CPU a click: {ws_ms:.0f} ms from a websocket client ({deltas:.0f} deltas), "
+            f"{b['server_ms']:.0f} ms under Chromium",
+            f"  Chromium CPU a click: {sum(b['chrome_ms'].values()):.0f} ms ({per_kind}); renderer main thread "
+            f"{b['main_ms']:.0f} ms",
+            f"  click to redrawn grid: p50 {bench_clicks.pct(b['times'], 50):.2f} s, "
+            f"p95 {bench_clicks.pct(b['times'], 95):.2f} s" + (f"; failed: {b['failed'][:3]}" if b["failed"] else ""),
+        ]
+    )
     print(out)
     if args.save:
         append_result(args.save, ROOT, out)

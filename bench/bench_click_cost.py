@@ -60,8 +60,11 @@ async def clicker(client: StClient, key: str, clicks: int, text: str, times: lis
         try:
             rx = re.compile(text.format(k=step_on_screen(client, text) + 1))
             await client.click(key)
-            found = await client.wait_for(lambda: client.page.find(rx, since=t0) or client.page.errors_since(t0), 60,
-                                          f"/{rx.pattern}/ or an error")
+            found = await client.wait_for(
+                lambda: client.page.find(rx, since=t0) or client.page.errors_since(t0),
+                60,
+                f"/{rx.pattern}/ or an error",
+            )
         except (TimeoutError, LookupError, ValueError, ConnectionError) as e:
             failed.append(f"{client.name} click {k}: {type(e).__name__}: {e}")
             continue
@@ -90,22 +93,38 @@ async def measure(server, case: str, sessions: int, clicks: int, lesson: str, id
     errors = [e for c in clients for e in c.errors] + failed
     kinds = sum((c.page.bytes_by_kind for c in clients), start=type(clients[0].page.bytes_by_kind)())
     await asyncio.gather(*(c.close() for c in clients))
-    return {"case": case, "sessions": sessions, "clicks": n, "cpu_per_click": cpu / n, "cpu_total": cpu,
-            "wall": wall, "idle_cores": idle_cores, "idle_per_click": idle_cores * wall / n,
-            "p50": pct(times, 50), "p95": pct(times, 95), "max": max(times, default=float("nan")),
-            "kb_per_click": wire / n / 1024, "ok": len(times),
-            "errors": errors, "top_kinds": kinds.most_common(6)}
+    return {
+        "case": case,
+        "sessions": sessions,
+        "clicks": n,
+        "cpu_per_click": cpu / n,
+        "cpu_total": cpu,
+        "wall": wall,
+        "idle_cores": idle_cores,
+        "idle_per_click": idle_cores * wall / n,
+        "p50": pct(times, 50),
+        "p95": pct(times, 95),
+        "max": max(times, default=float("nan")),
+        "kb_per_click": wire / n / 1024,
+        "ok": len(times),
+        "errors": errors,
+        "top_kinds": kinds.most_common(6),
+    }
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'case':<22} {'sess':>4} {'clicks':>6} {'CPU/click':>10} {'(idle/click)':>12} {'CPU total':>9} "
-            f"{'wall':>6} {'to text p50':>11} {'p95':>6} {'max':>6} {'KB/click':>8}  failed clicks")
+    head = (
+        f"{'case':<22} {'sess':>4} {'clicks':>6} {'CPU/click':>10} {'(idle/click)':>12} {'CPU total':>9} "
+        f"{'wall':>6} {'to text p50':>11} {'p95':>6} {'max':>6} {'KB/click':>8}  failed clicks"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['case']:<22} {r['sessions']:>4} {r['clicks']:>6} {r['cpu_per_click'] * 1e3:>8.0f}ms "
-                     f"{r['idle_per_click'] * 1e3:>10.1f}ms {r['cpu_total']:>8.1f}s {r['wall']:>5.1f}s "
-                     f"{r['p50']:>10.2f}s {r['p95']:>5.2f}s {r['max']:>5.2f}s {r['kb_per_click']:>8.0f}  "
-                     f"{r['clicks'] - r['ok']}")
+        lines.append(
+            f"{r['case']:<22} {r['sessions']:>4} {r['clicks']:>6} {r['cpu_per_click'] * 1e3:>8.0f}ms "
+            f"{r['idle_per_click'] * 1e3:>10.1f}ms {r['cpu_total']:>8.1f}s {r['wall']:>5.1f}s "
+            f"{r['p50']:>10.2f}s {r['p95']:>5.2f}s {r['max']:>5.2f}s {r['kb_per_click']:>8.0f}  "
+            f"{r['clicks'] - r['ok']}"
+        )
     lines.append("\nwire bytes by element type (all clicks and opens of the case, top 6):")
     for r in rows:
         kinds = ", ".join(f"{k} {v / 1024:.0f} KB" for k, v in r["top_kinds"])
@@ -138,8 +157,13 @@ def main() -> int:
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--ttl-wait-s", type=float, default=45.0, help="pause between cases (session TTL 30 s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve")
-    parser.add_argument("--st-flag", action="append", default=[], metavar="OPTION=VALUE",
-                        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)")
+    parser.add_argument(
+        "--st-flag",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="a streamlit config flag for the server, e.g. runner.postScriptGC=false (repeatable)",
+    )
     parser.add_argument("--save", type=Path, help="append the table and the command to this file")
     args = parser.parse_args()
     with serve(args.root, extra=tuple(f"--{f}" for f in args.st_flag)) as server:
@@ -150,8 +174,9 @@ def main() -> int:
     if log.strip():
         print("server stderr (tail):\n" + log)
     if args.save:
-        append_result(Path(args.save), args.root, out,
-                      " · CPU/click = server utime+stime over the clicks / (sessions x clicks)")
+        append_result(
+            Path(args.save), args.root, out, " · CPU/click = server utime+stime over the clicks / (sessions x clicks)"
+        )
     return 0
 
 

@@ -92,8 +92,9 @@ async def measure(url: str, args, others: int, deadline: float) -> dict:
     from playwright.async_api import async_playwright
 
     stop, counts = asyncio.Event(), []
-    background = [asyncio.create_task(other_session(url, f"other-{i}", stop, args.query, counts))
-                  for i in range(others)]
+    background = [
+        asyncio.create_task(other_session(url, f"other-{i}", stop, args.query, counts)) for i in range(others)
+    ]
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         page = await browser.new_page(viewport={"width": 1440, "height": 900})
@@ -111,21 +112,31 @@ async def measure(url: str, args, others: int, deadline: float) -> dict:
         await browser.close()
     stop.set()
     await asyncio.gather(*background, return_exceptions=True)
-    return {"others": others, "times": times, "failed": failed, "wall": wall, "other_steps": len(counts),
-            "load": (load0, os.getloadavg()[0])}
+    return {
+        "others": others,
+        "times": times,
+        "failed": failed,
+        "wall": wall,
+        "other_steps": len(counts),
+        "load": (load0, os.getloadavg()[0]),
+    }
 
 
 def report(rows: list[dict], clicks: int) -> str:
     goal = {0: 0.5, 10: 1.5}
-    lines = [f"{'other sessions':>14} {'clicks ok':>9} {'p50':>7} {'p95':>7} {'max':>7} {'goal p95':>8}  "
-             f"{'met':>3}  other steps  load 1m (start -> end)"]
+    lines = [
+        f"{'other sessions':>14} {'clicks ok':>9} {'p50':>7} {'p95':>7} {'max':>7} {'goal p95':>8}  "
+        f"{'met':>3}  other steps  load 1m (start -> end)"
+    ]
     for r in rows:
         t = r["times"]
         g = goal.get(r["others"])
         met = "-" if g is None or not t else ("yes" if pct(t, 95) <= g else "no")
-        lines.append(f"{r['others']:>14} {len(t):>4}/{clicks:<4} {pct(t, 50):>6.2f}s {pct(t, 95):>6.2f}s "
-                     f"{max(t, default=float('nan')):>6.2f}s {'' if g is None else f'{g:.1f}s':>8}  {met:>3}  "
-                     f"{r['other_steps']:>11}  {r['load'][0]:.2f} -> {r['load'][1]:.2f}")
+        lines.append(
+            f"{r['others']:>14} {len(t):>4}/{clicks:<4} {pct(t, 50):>6.2f}s {pct(t, 95):>6.2f}s "
+            f"{max(t, default=float('nan')):>6.2f}s {'' if g is None else f'{g:.1f}s':>8}  {met:>3}  "
+            f"{r['other_steps']:>11}  {r['load'][0]:.2f} -> {r['load'][1]:.2f}"
+        )
         for f in r["failed"][:5]:
             lines.append(f"    failed: {f}")
     return "\n".join(lines)

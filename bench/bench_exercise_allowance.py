@@ -40,9 +40,14 @@ def learner(pool: int, out: dict) -> None:
             break
     budget: budgets.SessionBudget = at.session_state["compute_budget"]
     lab = at.session_state["lab"]
-    out.update(presses=presses, refused=refused, wall_s=time.monotonic() - started, done=lab.at_end(),
-               charged_s=budgets.SESSION_COMPUTE_S - budget.remaining(),
-               preemptions=lab.view.metric(PYKV_NUM_PREEMPTIONS))
+    out.update(
+        presses=presses,
+        refused=refused,
+        wall_s=time.monotonic() - started,
+        done=lab.at_end(),
+        charged_s=budgets.SESSION_COMPUTE_S - budget.remaining(),
+        preemptions=lab.view.metric(PYKV_NUM_PREEMPTIONS),
+    )
 
 
 def main() -> None:
@@ -64,18 +69,20 @@ def main() -> None:
         t.join()
     wall = time.monotonic() - started
     charged = [r["charged_s"] for r in results]
-    lines = [f"# python bench/bench_exercise_allowance.py --learners {args.learners} --pool {args.pool}",
-             f"# {os.cpu_count()} cores; allowance {budgets.SESSION_COMPUTE_S:g} s of engine time per "
-             f"{budgets.SESSION_WINDOW_S / 60:g} min, Run to end's budget {budgets.RUN_TO_END_BUDGET_S:g} s a press",
-             f"{args.learners} learners at once, storm at {args.pool} blocks, Run to end until done: {wall:.0f} s",
-             f"finished: {sum(r['done'] for r in results)} of {args.learners}; refused for the allowance: "
-             f"{sum(r['refused'] for r in results)}",
-             f"presses per learner: {sorted(r['presses'] for r in results)}",
-             f"wall per learner s: median {statistics.median(r['wall_s'] for r in results):.0f}, "
-             f"max {max(r['wall_s'] for r in results):.0f}",
-             f"engine time charged per learner s: median {statistics.median(charged):.1f}, max {max(charged):.1f} "
-             f"(tries of this size the allowance holds: {budgets.SESSION_COMPUTE_S / max(charged):.1f})",
-             f"preemptions: {sorted({r['preemptions'] for r in results})}"]
+    lines = [
+        f"# python bench/bench_exercise_allowance.py --learners {args.learners} --pool {args.pool}",
+        f"# {os.cpu_count()} cores; allowance {budgets.SESSION_COMPUTE_S:g} s of engine time per "
+        f"{budgets.SESSION_WINDOW_S / 60:g} min, Run to end's budget {budgets.RUN_TO_END_BUDGET_S:g} s a press",
+        f"{args.learners} learners at once, storm at {args.pool} blocks, Run to end until done: {wall:.0f} s",
+        f"finished: {sum(r['done'] for r in results)} of {args.learners}; refused for the allowance: "
+        f"{sum(r['refused'] for r in results)}",
+        f"presses per learner: {sorted(r['presses'] for r in results)}",
+        f"wall per learner s: median {statistics.median(r['wall_s'] for r in results):.0f}, "
+        f"max {max(r['wall_s'] for r in results):.0f}",
+        f"engine time charged per learner s: median {statistics.median(charged):.1f}, max {max(charged):.1f} "
+        f"(tries of this size the allowance holds: {budgets.SESSION_COMPUTE_S / max(charged):.1f})",
+        f"preemptions: {sorted({r['preemptions'] for r in results})}",
+    ]
     print("\n".join(lines))
     if args.save:
         out = ROOT / "bench" / "results" / f"{time.strftime('%Y-%m-%d')}-cpu-exercise-allowance.txt"

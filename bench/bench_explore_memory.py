@@ -51,8 +51,10 @@ def main() -> None:
     lab = shared.branch_lab(shared.num_steps - 1)
     seat = memory_estimate(lab.config, loaded)
     added = 0
-    print(f"lesson {lesson.id}: explorer branched at engine step {lab.head}; pool {lab.config.num_gpu_blocks} blocks "
-          f"× {lab.config.block_size}; seat estimate {fmt_bytes(seat)}")
+    print(
+        f"lesson {lesson.id}: explorer branched at engine step {lab.head}; pool {lab.config.num_gpu_blocks} blocks "
+        f"× {lab.config.block_size}; seat estimate {fmt_bytes(seat)}"
+    )
     while lab.head < args.steps:
         if not lab.step():  # the run would end: keep the engine busy, as a learner adding requests does
             added += 1
@@ -61,9 +63,11 @@ def main() -> None:
             print(f"  step {lab.head:5d}: RSS +{fmt_bytes(rss_bytes() - before)}")
     gc.collect()
     grown = rss_bytes() - before
-    print(f"explorer at {lab.head} steps ({added} requests added) in {time.perf_counter() - start:.1f} s: "
-          f"RSS +{fmt_bytes(grown)} vs the seat's estimate {fmt_bytes(seat)} "
-          f"({'within' if grown <= seat else 'OVER'} the bound)")
+    print(
+        f"explorer at {lab.head} steps ({added} requests added) in {time.perf_counter() - start:.1f} s: "
+        f"RSS +{fmt_bytes(grown)} vs the seat's estimate {fmt_bytes(seat)} "
+        f"({'within' if grown <= seat else 'OVER'} the bound)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,14 @@ from testkit.streamlit_server import free_port, start_streamlit, stop, wait_heal
 
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-quic",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
 ]
 HOSTILE = [
     "playground?num_gpu_blocks=100000000",
@@ -133,9 +139,11 @@ def main() -> int:
             time.sleep(5)
             rss, cores = meter.sample("after a fresh tab (lazy expiry)")
             browser.close()
-        print(f"\nbaseline {base_rss:.0f} MB, peak {peak_rss:.0f} MB, end {rss:.0f} MB "
-              f"({rss - base_rss:+.0f} MB vs baseline); CPU at the end {cores * 100:.1f} % "
-              f"(baseline {base_cpu * 100:.1f} %)")
+        print(
+            f"\nbaseline {base_rss:.0f} MB, peak {peak_rss:.0f} MB, end {rss:.0f} MB "
+            f"({rss - base_rss:+.0f} MB vs baseline); CPU at the end {cores * 100:.1f} % "
+            f"(baseline {base_cpu * 100:.1f} %)"
+        )
         return 0
     finally:
         stop(proc)

@@ -48,8 +48,19 @@ def shapes(device: str, quick: bool) -> Shapes:
     if quick:
         dtype = torch.float32 if device == "cpu" else torch.bfloat16
         return Shapes(device, dtype, 4, 2, 32, 16, 2, [16, 64], [128], [16, 48], [16, 64])
-    return Shapes(device, torch.bfloat16, 32, 8, 128, 16, 64, [512, 1024, 2048, 4096], [8192, 32768],
-                  [512, 1024, 2048, 4096], [256, 4096, 16384])
+    return Shapes(
+        device,
+        torch.bfloat16,
+        32,
+        8,
+        128,
+        16,
+        64,
+        [512, 1024, 2048, 4096],
+        [8192, 32768],
+        [512, 1024, 2048, 4096],
+        [256, 4096, 16384],
+    )
 
 
 def bench_lines(fns: dict, device: str) -> dict[str, float]:
@@ -72,8 +83,13 @@ def print_table(bench: triton.testing.Benchmark, rows: list[tuple[int, dict[str,
 
 def run_store(s: Shapes) -> None:
     bench = triton.testing.Benchmark(
-        x_names=["num_tokens"], x_vals=s.store_tokens, line_arg="provider", line_vals=["triton", "torch"],
-        line_names=["triton", "torch"], ylabel="GB/s moved (read + write K and V)", plot_name="store_kv",
+        x_names=["num_tokens"],
+        x_vals=s.store_tokens,
+        line_arg="provider",
+        line_vals=["triton", "torch"],
+        line_names=["triton", "torch"],
+        ylabel="GB/s moved (read + write K and V)",
+        plot_name="store_kv",
         args={"kv_heads": s.kv_heads, "head_dim": s.head_dim, "dtype": str(s.dtype)},
     )
     rows = []
@@ -84,8 +100,9 @@ def run_store(s: Shapes) -> None:
         value = torch.randn_like(key)
         slots = torch.randperm(num_blocks * s.block_size, device=s.device)[:n]
         args = (key, value, cache[0], cache[1], slots)
-        rows.append((n, bench_lines({"triton": lambda: store_kv(*args), "torch": lambda: reference.store_kv(*args)},
-                                    s.device)))
+        rows.append(
+            (n, bench_lines({"triton": lambda: store_kv(*args), "torch": lambda: reference.store_kv(*args)}, s.device))
+        )
     row_bytes = 2 * 2 * s.kv_heads * s.head_dim * torch.finfo(s.dtype).bits // 8
     print_table(bench, rows, lambda n: n * row_bytes)
 
@@ -94,21 +111,41 @@ def run_decode(s: Shapes, batch: int, contexts: list[int], name: str, split_k: b
     """``split_k``: lines for split-K (auto count on CUDA, 4 splits on CPU) and one pass, beside torch."""
     lines = ["triton-splitk", "triton-1pass", "torch"] if split_k else ["triton", "torch"]
     bench = triton.testing.Benchmark(
-        x_names=["context"], x_vals=contexts, line_arg="provider", line_vals=lines,
-        line_names=lines, ylabel="GB/s of K/V read", plot_name=name,
-        args={"batch": batch, "heads": f"{s.heads}/{s.kv_heads}", "head_dim": s.head_dim, "dtype": str(s.dtype),
-              "block_size": s.block_size},
+        x_names=["context"],
+        x_vals=contexts,
+        line_arg="provider",
+        line_vals=lines,
+        line_names=lines,
+        ylabel="GB/s of K/V read",
+        plot_name=name,
+        args={
+            "batch": batch,
+            "heads": f"{s.heads}/{s.kv_heads}",
+            "head_dim": s.head_dim,
+            "dtype": str(s.dtype),
+            "block_size": s.block_size,
+        },
     )
     rows = []
     for ctx in contexts:
-        c = make_paged_case(s.heads, s.kv_heads, s.head_dim, s.block_size, seq_lens=[ctx] * batch, decode=True,
-                            dtype=s.dtype, device=s.device)
+        c = make_paged_case(
+            s.heads,
+            s.kv_heads,
+            s.head_dim,
+            s.block_size,
+            seq_lens=[ctx] * batch,
+            decode=True,
+            dtype=s.dtype,
+            device=s.device,
+        )
         args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
         fns = {"triton": lambda: paged_decode_attention(*args)}
         if split_k:
             splits = None if s.device == "cuda" else 4
-            fns = {"triton-splitk": lambda: launch_decode(*args, num_splits=splits),
-                   "triton-1pass": lambda: launch_decode(*args, num_splits=1)}
+            fns = {
+                "triton-splitk": lambda: launch_decode(*args, num_splits=splits),
+                "triton-1pass": lambda: launch_decode(*args, num_splits=1),
+            }
         fns["torch"] = lambda: reference.paged_decode_attention(*args)
         rows.append((ctx, bench_lines(fns, s.device)))
         del c
@@ -118,14 +155,20 @@ def run_decode(s: Shapes, batch: int, contexts: list[int], name: str, split_k: b
 
 def run_prefill(s: Shapes) -> None:
     bench = triton.testing.Benchmark(
-        x_names=["tokens"], x_vals=s.prefill_tokens, line_arg="provider", line_vals=["triton", "torch", "sdpa"],
-        line_names=["triton", "torch", "sdpa"], ylabel="causal GFLOP/s", plot_name="paged_prefill",
+        x_names=["tokens"],
+        x_vals=s.prefill_tokens,
+        line_arg="provider",
+        line_vals=["triton", "torch", "sdpa"],
+        line_names=["triton", "torch", "sdpa"],
+        ylabel="causal GFLOP/s",
+        plot_name="paged_prefill",
         args={"heads": f"{s.heads}/{s.kv_heads}", "head_dim": s.head_dim, "dtype": str(s.dtype)},
     )
     rows = []
     for n in s.prefill_tokens:
-        c = make_paged_case(s.heads, s.kv_heads, s.head_dim, s.block_size, seq_lens=[n], query_lens=[n],
-                            dtype=s.dtype, device=s.device)
+        c = make_paged_case(
+            s.heads, s.kv_heads, s.head_dim, s.block_size, seq_lens=[n], query_lens=[n], dtype=s.dtype, device=s.device
+        )
         args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
         # SDPA on the same K/V, gathered into contiguous (1, kv_heads, n, head_dim) tensors beforehand.
         k = reference.gather_kv(c.k_cache, c.block_tables[0], n).transpose(0, 1)[None].contiguous()
@@ -135,9 +178,19 @@ def run_prefill(s: Shapes) -> None:
         def sdpa():
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
-        rows.append((n, bench_lines({"triton": lambda: paged_prefill_attention(*args),
-                                     "torch": lambda: reference.paged_prefill_attention(*args), "sdpa": sdpa},
-                                    s.device)))
+        rows.append(
+            (
+                n,
+                bench_lines(
+                    {
+                        "triton": lambda: paged_prefill_attention(*args),
+                        "torch": lambda: reference.paged_prefill_attention(*args),
+                        "sdpa": sdpa,
+                    },
+                    s.device,
+                ),
+            )
+        )
         del c
     print_table(bench, rows, lambda n: 2 * 2 * s.heads * s.head_dim * n * (n + 1) / 2)
 

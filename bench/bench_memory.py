@@ -50,13 +50,18 @@ def main() -> None:
         engine.step()
         if step % 250 == 0:
             samples.append((step, rss_mib()))
-            print(f"step {step:>5}  RSS {samples[-1][1]:7.1f} MiB  requests added {added:>4}  "
-                  f"preemptions {engine.totals().release_preemptions}", flush=True)
+            print(
+                f"step {step:>5}  RSS {samples[-1][1]:7.1f} MiB  requests added {added:>4}  "
+                f"preemptions {engine.totals().release_preemptions}",
+                flush=True,
+            )
     wall = time.perf_counter() - t0
     first, last = samples[0][1], samples[-1][1]
-    print(f"{args.steps} steps in {wall:.1f} s on {engine.config.device}; RSS from step {samples[0][0]} to "
-          f"{samples[-1][0]}: {first:.1f} -> {last:.1f} MiB ({last - first:+.1f} MiB); "
-          f"{len(engine.outputs)} finished outputs and {len(engine.preemptions())} preemption records kept")
+    print(
+        f"{args.steps} steps in {wall:.1f} s on {engine.config.device}; RSS from step {samples[0][0]} to "
+        f"{samples[-1][0]}: {first:.1f} -> {last:.1f} MiB ({last - first:+.1f} MiB); "
+        f"{len(engine.outputs)} finished outputs and {len(engine.preemptions())} preemption records kept"
+    )
 
 
 if __name__ == "__main__":

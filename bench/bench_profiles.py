@@ -22,8 +22,11 @@ from pykv.engine.model.loader import load_model  # noqa: E402
 from pykv.lab.completed_run import run_to_completion  # noqa: E402
 
 ORDERS = {
-    "v0.6 (chunked prefill off)": {"vllm_profile": "v0.6", "enable_chunked_prefill": False,
-                                   "max_num_batched_tokens": 4096},
+    "v0.6 (chunked prefill off)": {
+        "vllm_profile": "v0.6",
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": 4096,
+    },
     "v0.6": {"vllm_profile": "v0.6"},
     "v0.6 swap": {"vllm_profile": "v0.6", "preemption_mode": "swap", "num_cpu_blocks": 512},
     "v0.10": {"vllm_profile": "v0.10"},
@@ -38,10 +41,11 @@ def main() -> None:
     logging.getLogger("pykv").setLevel(logging.ERROR)
     torch.set_num_threads(2)
     loaded = load_model("tiny")
-    cases = [("storm", {"n": 16, "max_tokens": 96}, (96,) if args.quick else (64, 96, 128)),
-             ("burst", {}, (24,))]
-    print(f"{'workload':<8} {'pool':>5} {'order':<28} {'steps':>6} {'preempt':>8} {'prefill':>8} "
-          f"{'vllm:prompt':>11} {'wall s':>7}  tokens")
+    cases = [("storm", {"n": 16, "max_tokens": 96}, (96,) if args.quick else (64, 96, 128)), ("burst", {}, (24,))]
+    print(
+        f"{'workload':<8} {'pool':>5} {'order':<28} {'steps':>6} {'preempt':>8} {'prefill':>8} "
+        f"{'vllm:prompt':>11} {'wall s':>7}  tokens"
+    )
     for workload, kwargs, pools in cases:
         for pool in pools:
             reference = None
@@ -52,11 +56,13 @@ def main() -> None:
                 tokens = {o.request_id: o.output_token_ids for o in run.outputs}
                 reference = reference or tokens
                 m = run.engine.metrics
-                rows.append(f"{workload:<8} {pool:>5} {name:<28} {run.engine.step_count:>6} "
-                            f"{m.value('pykv:num_preemptions_total'):>8.0f} "
-                            f"{m.value('pykv:prefill_tokens_total'):>8.0f} "
-                            f"{m.value('vllm:prompt_tokens_total'):>11.0f} {run.wall_s:>7.2f}  "
-                            f"{'same' if tokens == reference else 'DIFFERENT'}")
+                rows.append(
+                    f"{workload:<8} {pool:>5} {name:<28} {run.engine.step_count:>6} "
+                    f"{m.value('pykv:num_preemptions_total'):>8.0f} "
+                    f"{m.value('pykv:prefill_tokens_total'):>8.0f} "
+                    f"{m.value('vllm:prompt_tokens_total'):>11.0f} {run.wall_s:>7.2f}  "
+                    f"{'same' if tokens == reference else 'DIFFERENT'}"
+                )
             print("\n".join(reversed(rows)), flush=True)
     print(f"device: cpu (measured, torch threads {torch.get_num_threads()})")
 

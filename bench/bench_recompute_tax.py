@@ -30,8 +30,10 @@ FATES = {
     "swap (v0.6)": {"vllm_profile": "v0.6", "preemption_mode": "swap", "num_cpu_blocks": 256},
 }
 POLICIES = ("last", "priority", "lcf", "sglang")
-WORKLOADS = {"long_context": ({"n": 6, "max_tokens": 48}, (16, 24, 32)),
-             "storm": ({"n": 8, "max_tokens": 96}, (24, 32, 40))}
+WORKLOADS = {
+    "long_context": ({"n": 6, "max_tokens": 48}, (16, 24, 32)),
+    "storm": ({"n": 8, "max_tokens": 96}, (24, 32, 40)),
+}
 
 
 def main() -> None:
@@ -44,8 +46,10 @@ def main() -> None:
     logging.getLogger("pykv").setLevel(logging.ERROR)
     loaded = load_model("tiny", "cpu", "float32")
     transfers = []
-    print(f"{'workload':13} {'pool':>4} {'fate':18} {'policy':8} {'preempt':>7} {'recomp':>6} {'tax tok':>7} "
-          f"{'tax time':>8} {'loaded':>6}  tokens")
+    print(
+        f"{'workload':13} {'pool':>4} {'fate':18} {'policy':8} {'preempt':>7} {'recomp':>6} {'tax tok':>7} "
+        f"{'tax time':>8} {'loaded':>6}  tokens"
+    )
     for name in args.workloads:
         wargs, pools = WORKLOADS[name]
         pools = tuple(args.pools) if args.pools else pools
@@ -63,18 +67,23 @@ def main() -> None:
                     reference = reference or tokens
                     for report_transfers in _transfers(run):
                         transfers.append(report_transfers)
-                    print(f"{name:13} {pool:>4} {fate:18} {policy:8} {t.preemptions:>7} "
-                          f"{t.recomputed_tokens:>6} {t.recompute_tax:>7.1%} {t.recompute_tax_time:>8.1%} "
-                          f"{t.loaded_tokens:>6}  {'identical' if tokens == reference else 'DIFFER'}", flush=True)
+                    print(
+                        f"{name:13} {pool:>4} {fate:18} {policy:8} {t.preemptions:>7} "
+                        f"{t.recomputed_tokens:>6} {t.recompute_tax:>7.1%} {t.recompute_tax_time:>8.1%} "
+                        f"{t.loaded_tokens:>6}  {'identical' if tokens == reference else 'DIFFER'}",
+                        flush=True,
+                    )
     print()
     for direction in ("store", "load"):
         mine = [t for t in transfers if t[0] == direction]
         if not mine:
             continue
         num_bytes, seconds, modelled = (sum(t[i] for t in mine) for i in (1, 2, 3))
-        print(f"tier {direction}s over {len(mine)} runs: {num_bytes / 2**20:.1f} MiB, {seconds * 1e3:.2f} ms measured "
-              f"on cpu ({num_bytes / seconds / 1e9:.2f} GB/s); modelled over PCIe Gen5 x16 (bytes / bandwidth, "
-              f"copy overheads left out): {modelled * 1e3:.2f} ms")
+        print(
+            f"tier {direction}s over {len(mine)} runs: {num_bytes / 2**20:.1f} MiB, {seconds * 1e3:.2f} ms measured "
+            f"on cpu ({num_bytes / seconds / 1e9:.2f} GB/s); modelled over PCIe Gen5 x16 (bytes / bandwidth, "
+            f"copy overheads left out): {modelled * 1e3:.2f} ms"
+        )
 
 
 def _transfers(run):

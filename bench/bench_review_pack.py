@@ -44,8 +44,10 @@ def main() -> None:
     config = lab_config(vllm_profile="v0.6", num_gpu_blocks=24, preemption_mode="swap", num_cpu_blocks=64)
     lab = Lab(config, preset="storm")
     _, run_s = timed(lab.goto, args.steps)
-    print(f"run: {lab.head} steps of preset storm on {config.device} in {run_s:.1f} s (not part of the pack); "
-          f"{len(lab.view.preemptions)} preemptions; {load()}")
+    print(
+        f"run: {lab.head} steps of preset storm on {config.device} in {run_s:.1f} s (not part of the pack); "
+        f"{len(lab.view.preemptions)} preemptions; {load()}"
+    )
     totals = []
     for i in range(args.repeats):
         record, record_s = timed(record_from_lab, lab)
@@ -53,16 +55,22 @@ def main() -> None:
         html, html_s = timed(render_html, pack)
         total = record_s + pack_s + html_s
         totals.append(total)
-        print(f"[{i + 1}] HTML pack: {total:.2f} s = record {record_s:.3f} + figures and tables {pack_s:.2f} + page "
-              f"{html_s:.2f}; {len(html) / 2**20:.1f} MiB, {len(pack.figures())} figures, {len(pack.sections)} "
-              f"sections; {load()}")
-    print(f"HTML pack of a {lab.head}-step run: median {statistics.median(totals):.2f} s, max {max(totals):.2f} s "
-          f"(goal <= 5 s)")
+        print(
+            f"[{i + 1}] HTML pack: {total:.2f} s = record {record_s:.3f} + figures and tables {pack_s:.2f} + page "
+            f"{html_s:.2f}; {len(html) / 2**20:.1f} MiB, {len(pack.figures())} figures, {len(pack.sections)} "
+            f"sections; {load()}"
+        )
+    print(
+        f"HTML pack of a {lab.head}-step run: median {statistics.median(totals):.2f} s, max {max(totals):.2f} s "
+        f"(goal <= 5 s)"
+    )
     if not args.no_zip:
         (data, problem), zip_s = timed(bundle, pack, html)
         figures = f"{2 * len(pack.figures())} images" if problem is None else f"no images ({problem})"
-        print(f"zip: {zip_s:.1f} s for the page, {figures}, CSVs and the snapshot; {len(data) / 2**20:.1f} MiB "
-              f"(the first export starts Chromium); {load()}")
+        print(
+            f"zip: {zip_s:.1f} s for the page, {figures}, CSVs and the snapshot; {len(data) / 2**20:.1f} MiB "
+            f"(the first export starts Chromium); {load()}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,13 @@ from pykv.engine.model import row_stable_linear as rsl
 from pykv.engine.model.loader import load_model
 from pykv.lab.completed_run import run_to_completion
 
-SHAPES = {"q_proj": (256, 256), "k_proj": (256, 64), "gate_proj": (256, 704), "down_proj": (704, 256),
-          "lm_head": (256, 4096)}
+SHAPES = {
+    "q_proj": (256, 256),
+    "k_proj": (256, 64),
+    "gate_proj": (256, 704),
+    "down_proj": (704, 256),
+    "lm_head": (256, 4096),
+}
 ROWS = (1, 2, 8, 64, 512)
 
 
@@ -58,8 +63,12 @@ def layers() -> None:
 def runs() -> None:
     loaded = load_model("tiny", "cpu", "float32")
     workload = make_workload("storm", n=8, max_tokens=64)
-    alone = [run_to_completion(EngineConfig(num_gpu_blocks=256), workload.model_copy(update={"requests": [r]}),
-                               loaded).outputs[0].output_token_ids for r in workload.requests]
+    alone = [
+        run_to_completion(EngineConfig(num_gpu_blocks=256), workload.model_copy(update={"requests": [r]}), loaded)
+        .outputs[0]
+        .output_token_ids
+        for r in workload.requests
+    ]
     for label, patch in (("fixed tiles", None), ("plain F.linear", functional.linear)):
         with mock.patch.object(rsl, "row_stable_linear", patch) if patch else nullcontext():
             start = time.perf_counter()
@@ -67,8 +76,10 @@ def runs() -> None:
             seconds = time.perf_counter() - start
         tokens = [o.output_token_ids for o in run.outputs]
         same = sum(t == a for t, a in zip(tokens, alone))
-        print(f"storm 8 x 64 at 24 blocks, {label:14}: {seconds:6.2f} s, {run.totals().preemptions} preemptions, "
-              f"{same}/{len(alone)} requests' tokens equal their solo run")
+        print(
+            f"storm 8 x 64 at 24 blocks, {label:14}: {seconds:6.2f} s, {run.totals().preemptions} preemptions, "
+            f"{same}/{len(alone)} requests' tokens equal their solo run"
+        )
 
 
 def main() -> None:

@@ -46,11 +46,27 @@ def main() -> None:
         assert not at.exception and not at.error, (at.exception, at.error)
         run = at.session_state["sweep_run"]
         runs = sweep_result(run.rows, run.costs).runs
-        print(f"[{i + 1}] default sweep, {len(runs)} runs on {runs['device'].iloc[0]}: {seconds:.1f} s from Run to "
-              f"the last chart ({run.seconds:.1f} s in the runs; goal <= 60 s); after: {load()}")
-        print(runs[["mode", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s", "tokens_per_s",
-                    "recompute_s", "swap_s"]].rename(columns={"value": "num_gpu_blocks"})
-              .to_string(index=False, float_format="{:.4g}".format))
+        print(
+            f"[{i + 1}] default sweep, {len(runs)} runs on {runs['device'].iloc[0]}: {seconds:.1f} s from Run to "
+            f"the last chart ({run.seconds:.1f} s in the runs; goal <= 60 s); after: {load()}"
+        )
+        print(
+            runs[
+                [
+                    "mode",
+                    "value",
+                    "preemptions",
+                    "recomputed_tokens",
+                    "swapped_bytes",
+                    "wall_s",
+                    "tokens_per_s",
+                    "recompute_s",
+                    "swap_s",
+                ]
+            ]
+            .rename(columns={"value": "num_gpu_blocks"})
+            .to_string(index=False, float_format="{:.4g}".format)
+        )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,13 @@ GOAL_MS = 50.0
 def storms(every: int = 100, n: int = 8, max_tokens: int = 96, bursts: int = MAX_STEPS // 100) -> Workload:
     """The storm preset's requests, a burst of ``n`` every ``every`` steps."""
     storm = make_workload("storm", n=n, max_tokens=max_tokens)
-    reqs = [WorkloadRequest(prompt=r.prompt, max_tokens=r.max_tokens, ignore_eos=True, arrival_step=b * every,
-                            request_id=f"{b}.{i}") for b in range(bursts) for i, r in enumerate(storm.requests)]
+    reqs = [
+        WorkloadRequest(
+            prompt=r.prompt, max_tokens=r.max_tokens, ignore_eos=True, arrival_step=b * every, request_id=f"{b}.{i}"
+        )
+        for b in range(bursts)
+        for i, r in enumerate(storm.requests)
+    ]
     return Workload(name="storms", requests=reqs)
 
 
@@ -57,8 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     threads = configure_torch_threads()
     model = pick_model(args.model)
-    config = lab_config(model=model, vllm_profile="v0.6", preemption_mode="swap", num_gpu_blocks=32,
-                        num_cpu_blocks=12)
+    config = lab_config(model=model, vllm_profile="v0.6", preemption_mode="swap", num_gpu_blocks=32, num_cpu_blocks=12)
     lab = Lab(config, workload=storms())
     t0 = time.perf_counter()
     lab.goto(MAX_STEPS)
@@ -69,9 +73,11 @@ def main() -> None:
         for p in snap.report.preempted:
             modes[p.mode] = modes.get(p.mode, 0) + 1
     print(f"model: {model} (torch threads: {threads}); device {config.device}")
-    print(f"history: {lab.head} steps recorded by the engine in {run_s:.1f} s (vLLM 0.6 rules, swap mode, "
-          f"32 + 12 CPU blocks, storms of 8 every 100 steps); preemptions: "
-          + ", ".join(f"{n} {mode}" for mode, n in sorted(modes.items())))
+    print(
+        f"history: {lab.head} steps recorded by the engine in {run_s:.1f} s (vLLM 0.6 rules, swap mode, "
+        f"32 + 12 CPU blocks, storms of 8 every 100 steps); preemptions: "
+        + ", ".join(f"{n} {mode}" for mode, n in sorted(modes.items()))
+    )
 
     cursor = lab.head // 2
     load = os.getloadavg()[0]  # the timings are wall clock: a busy machine inflates them
@@ -90,14 +96,20 @@ def main() -> None:
         json_ms.append((time.perf_counter() - t1) * 1e3)
         build_ms.append((t1 - t0) * 1e3)
     median = statistics.median(build_ms)
-    print(f"timeline_figure over {len(history)} snapshots, {args.builds} builds: median {median:.1f} ms, "
-          f"p95 {percentile(build_ms, 0.95):.1f} ms, max {max(build_ms):.1f} ms (goal: median <= {GOAL_MS:.0f} ms; "
-          f"{'met' if median <= GOAL_MS else 'NOT met'}); first build {warm_ms:.0f} ms (validators loading)")
+    print(
+        f"timeline_figure over {len(history)} snapshots, {args.builds} builds: median {median:.1f} ms, "
+        f"p95 {percentile(build_ms, 0.95):.1f} ms, max {max(build_ms):.1f} ms (goal: median <= {GOAL_MS:.0f} ms; "
+        f"{'met' if median <= GOAL_MS else 'NOT met'}); first build {warm_ms:.0f} ms (validators loading)"
+    )
     print(f"of which the one pass over the history (timeline_series): median {statistics.median(series_ms):.1f} ms")
-    print(f"figure: {len(fig.data)} traces, {len(fig.layout.shapes)} shape, {len(fig.layout.annotations)} annotations; "
-          f"JSON {len(spec) / 1024:.0f} KiB, to_json median {statistics.median(json_ms):.1f} ms")
-    print(f"load average (1 min) over the builds: {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
-          f"on {os.cpu_count()} cores")
+    print(
+        f"figure: {len(fig.data)} traces, {len(fig.layout.shapes)} shape, {len(fig.layout.annotations)} annotations; "
+        f"JSON {len(spec) / 1024:.0f} KiB, to_json median {statistics.median(json_ms):.1f} ms"
+    )
+    print(
+        f"load average (1 min) over the builds: {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
+        f"on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

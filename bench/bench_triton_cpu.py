@@ -35,8 +35,7 @@ from pykv.lessons.loader import lesson_files  # noqa: E402
 def summary(ms: list[float]) -> str:
     ordered = sorted(ms)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return (f"{len(ms):4d} steps  median {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  "
-            f"max {ordered[-1]:7.1f} ms")
+    return f"{len(ms):4d} steps  median {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  max {ordered[-1]:7.1f} ms"
 
 
 def playground(loaded, steps: int) -> None:
@@ -49,8 +48,10 @@ def playground(loaded, steps: int) -> None:
             break
         wall_ms.append(1e3 * (time.perf_counter() - t0))
         engine_ms.append(1e3 * lab.view.report.step_time_s)
-    print(f"Playground default (storm preset, {lab.config.num_gpu_blocks} blocks, {lab.engine.backend.label}), "
-          f"{time.perf_counter() - start:.1f} s for {len(engine_ms)} steps")
+    print(
+        f"Playground default (storm preset, {lab.config.num_gpu_blocks} blocks, {lab.engine.backend.label}), "
+        f"{time.perf_counter() - start:.1f} s for {len(engine_ms)} steps"
+    )
     print(f"  engine step               {summary(engine_ms)}")
     print(f"  step + snapshot (lab)     {summary(wall_ms)}")
 
@@ -67,8 +68,10 @@ def lesson(loaded, path: Path) -> None:
     ms = [1e3 * r.step_time_s for r in reports.values() if r is not None]
     failed = sum(len(s.failed_checks) + len(s.errors) for s in player.states)
     backend = player.state.lab.engine.backend.label
-    print(f"{path.name:45s} replay {seconds:5.1f} s  {summary(ms) if ms else 'no engine steps'}  "
-          f"{backend}, {failed} failed checks")
+    print(
+        f"{path.name:45s} replay {seconds:5.1f} s  {summary(ms) if ms else 'no engine steps'}  "
+        f"{backend}, {failed} failed checks"
+    )
 
 
 def main() -> None:

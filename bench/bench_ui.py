@@ -87,10 +87,17 @@ def bench_steps(model: str, blocks: int, requests: int, max_steps: int) -> dict:
         prev = snap
     med = statistics.median
     return {
-        "steps": len(total_ms), "blocks": blocks, "requests": requests, "device": engine.config.device,
-        "backend": engine.backend.name, "preemptions": int(engine.metrics.value("vllm:num_preemptions_total")),
-        "median_ms": med(total_ms), "p90_ms": sorted(total_ms)[int(0.9 * (len(total_ms) - 1))],
-        "median_engine_step_ms": med(step_ms), "median_snapshot_ms": med(snap_ms), "median_views_ms": med(view_ms),
+        "steps": len(total_ms),
+        "blocks": blocks,
+        "requests": requests,
+        "device": engine.config.device,
+        "backend": engine.backend.name,
+        "preemptions": int(engine.metrics.value("vllm:num_preemptions_total")),
+        "median_ms": med(total_ms),
+        "p90_ms": sorted(total_ms)[int(0.9 * (len(total_ms) - 1))],
+        "median_engine_step_ms": med(step_ms),
+        "median_snapshot_ms": med(snap_ms),
+        "median_views_ms": med(view_ms),
         "figure_json_kib": json_bytes / 1024,
     }
 
@@ -124,19 +131,28 @@ def cold_start(model: str, timeout_s: float = 120.0) -> dict:
             proc.terminate()
             proc.wait(timeout=10)
             browser.close()
-    return {"how": "streamlit run + headless Chromium", "server_ready_s": t_server - t0,
-            "first_render_s": t_render - t0}
+    return {
+        "how": "streamlit run + headless Chromium",
+        "server_ready_s": t_server - t0,
+        "first_render_s": t_render - t0,
+    }
 
 
 def cold_start_apptest(model: str) -> dict:
-    code = ("import time; t=time.perf_counter(); from streamlit.testing.v1 import AppTest; "
-            f"at=AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120); at.run(); "
-            "assert not at.exception; print(time.perf_counter()-t)")
+    code = (
+        "import time; t=time.perf_counter(); from streamlit.testing.v1 import AppTest; "
+        f"at=AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120); at.run(); "
+        "assert not at.exception; print(time.perf_counter()-t)"
+    )
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], env=os.environ | {"PYKV_MODEL": model}, capture_output=True,
-                         text=True, check=True)
-    return {"how": "AppTest first run in a fresh process (no Chromium here)",
-            "first_render_s": time.perf_counter() - t0, "in_process_s": float(out.stdout.strip().splitlines()[-1])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=os.environ | {"PYKV_MODEL": model}, capture_output=True, text=True, check=True
+    )
+    return {
+        "how": "AppTest first run in a fresh process (no Chromium here)",
+        "first_render_s": time.perf_counter() - t0,
+        "in_process_s": float(out.stdout.strip().splitlines()[-1]),
+    }
 
 
 def main() -> None:
@@ -158,15 +174,21 @@ def main() -> None:
         return
     s = result["step"]
     print(f"model: {model} (torch threads: {threads}, as the app)")
-    print(f"step + snapshot + figures, {s['blocks']} blocks / {s['requests']} requests, {s['steps']} steps on "
-          f"{s['device']} ({s['backend']} attention, {s['preemptions']} preemptions):")
-    print(f"  median {s['median_ms']:.1f} ms (p90 {s['p90_ms']:.1f} ms; goal <= 150 ms) = engine step "
-          f"{s['median_engine_step_ms']:.1f} + snapshot {s['median_snapshot_ms']:.1f} + views "
-          f"{s['median_views_ms']:.1f} ms (figure JSON {s['figure_json_kib']:.0f} KiB)")
+    print(
+        f"step + snapshot + figures, {s['blocks']} blocks / {s['requests']} requests, {s['steps']} steps on "
+        f"{s['device']} ({s['backend']} attention, {s['preemptions']} preemptions):"
+    )
+    print(
+        f"  median {s['median_ms']:.1f} ms (p90 {s['p90_ms']:.1f} ms; goal <= 150 ms) = engine step "
+        f"{s['median_engine_step_ms']:.1f} + snapshot {s['median_snapshot_ms']:.1f} + views "
+        f"{s['median_views_ms']:.1f} ms (figure JSON {s['figure_json_kib']:.0f} KiB)"
+    )
     if "cold_start" in result:
         c = result["cold_start"]
-        print(f"cold start to first render ({c['how']}): {c['first_render_s']:.1f} s (goal <= 10 s)"
-              + (f"; server ready after {c['server_ready_s']:.1f} s" if "server_ready_s" in c else ""))
+        print(
+            f"cold start to first render ({c['how']}): {c['first_render_s']:.1f} s (goal <= 10 s)"
+            + (f"; server ready after {c['server_ready_s']:.1f} s" if "server_ready_s" in c else "")
+        )
 
 
 if __name__ == "__main__":

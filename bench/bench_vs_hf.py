@@ -53,16 +53,23 @@ def make_requests(loaded, n: int, seed: int, workload: str = "short") -> list[tu
 
 def bench_pykv(model: str, requests, max_num_seqs: int, attention: str = "torch_paged") -> tuple[float, int]:
     need = sum(len(p) + o for p, o in requests)
-    cfg = EngineConfig(model=model, num_gpu_blocks=need // 16 + len(requests) + 1, block_size=16,
-                       max_num_seqs=max_num_seqs, max_num_batched_tokens=2048)
+    cfg = EngineConfig(
+        model=model,
+        num_gpu_blocks=need // 16 + len(requests) + 1,
+        block_size=16,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=2048,
+    )
     engine = LLMEngine(cfg)
     if attention == "reference":  # the ground truth, clear and slow: the "before" of bench/results
         engine.backend = engine.runner.backend = AttentionBackend(
-            "torch", reference.store_kv, reference.paged_prefill_attention, reference.paged_decode_attention)
+            "torch", reference.store_kv, reference.paged_prefill_attention, reference.paged_decode_attention
+        )
     engine.generate([requests[0][0]], SamplingParams(max_tokens=4))  # warm-up
     t0 = time.perf_counter()
-    outs = engine.generate([p for p, _ in requests],
-                           [SamplingParams(max_tokens=o, ignore_eos=True) for _, o in requests])
+    outs = engine.generate(
+        [p for p, _ in requests], [SamplingParams(max_tokens=o, ignore_eos=True) for _, o in requests]
+    )
     return time.perf_counter() - t0, sum(len(o.output_token_ids) for o in outs)
 
 
@@ -83,8 +90,14 @@ def bench_hf(path: Path, requests, batch: int) -> tuple[float, int]:
             mask[row, width - len(p) :] = 1
         longest = max(o for _, o in group)
         with torch.inference_mode():
-            model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=longest, min_new_tokens=longest,
-                           do_sample=False, pad_token_id=0)
+            model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=longest,
+                min_new_tokens=longest,
+                do_sample=False,
+                pad_token_id=0,
+            )
         tokens += sum(o for _, o in group)
     return time.perf_counter() - t0, tokens
 
@@ -98,11 +111,19 @@ def main() -> None:
     parser.add_argument("--hf-batch", type=int, default=8)
     parser.add_argument("--max-num-seqs", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--attention", choices=("torch_paged", "reference"), default="torch_paged",
-                        help="pykv's attention: the engine's torch backend (pykv_kernels/torch_paged.py) or the slower "
-                        "references it is tested against (pykv_kernels/reference.py)")
-    parser.add_argument("--repeat", type=int, default=1, help="time each row N times, keep the fastest (a busy "
-                        "machine: the minimum is the least disturbed run)")
+    parser.add_argument(
+        "--attention",
+        choices=("torch_paged", "reference"),
+        default="torch_paged",
+        help="pykv's attention: the engine's torch backend (pykv_kernels/torch_paged.py) or the slower "
+        "references it is tested against (pykv_kernels/reference.py)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="time each row N times, keep the fastest (a busy machine: the minimum is the least disturbed run)",
+    )
     args = parser.parse_args()
     loaded = load_model(args.model)
     path = default_model_path() if args.model == "tiny" else Path(args.model)
@@ -111,14 +132,19 @@ def main() -> None:
         torch.set_num_threads(threads)
         for workload in workloads:
             requests = make_requests(loaded, args.requests, args.seed, workload)
-            print(f"\n{workload}: {len(requests)} requests, prompt tokens {sum(len(p) for p, _ in requests)} "
-                  f"(longest {max(len(p) for p, _ in requests)}), output tokens {sum(o for _, o in requests)}, "
-                  f"{threads} thread(s), fp32, CPU, pykv attention: {args.attention}, "
-                  f"load average {os.getloadavg()[0]:.2f}")
-            runs = {"pykv (continuous batching)": lambda: bench_pykv(args.model, requests, args.max_num_seqs,
-                                                                     args.attention),
-                    f"HF static batches of {args.hf_batch}": lambda: bench_hf(path, requests, args.hf_batch),
-                    "HF one request at a time": lambda: bench_hf(path, requests, 1)}
+            print(
+                f"\n{workload}: {len(requests)} requests, prompt tokens {sum(len(p) for p, _ in requests)} "
+                f"(longest {max(len(p) for p, _ in requests)}), output tokens {sum(o for _, o in requests)}, "
+                f"{threads} thread(s), fp32, CPU, pykv attention: {args.attention}, "
+                f"load average {os.getloadavg()[0]:.2f}"
+            )
+            runs = {
+                "pykv (continuous batching)": lambda: bench_pykv(
+                    args.model, requests, args.max_num_seqs, args.attention
+                ),
+                f"HF static batches of {args.hf_batch}": lambda: bench_hf(path, requests, args.hf_batch),
+                "HF one request at a time": lambda: bench_hf(path, requests, 1),
+            }
             best: dict[str, tuple[float, int]] = {}
             for _ in range(args.repeat):  # rows interleaved, so a load spike does not hit one row only
                 for name, run in runs.items():

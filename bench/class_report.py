@@ -43,11 +43,13 @@ class StepResult:
         return self.net_cpu_s / max(n, 1) * 1e3
 
     def line(self, n: int) -> str:
-        return (f"step {self.k:>2}: instructor click {self.click_s:5.2f} s · seen {len(self.latencies):>3}/{n} · "
-                f"p50 {pct(self.latencies, 50):5.2f} s p95 {pct(self.latencies, 95):5.2f} s "
-                f"max {max(self.latencies, default=float('nan')):5.2f} s · server CPU {self.cpu_s:5.2f} s raw, "
-                f"{self.net_cpu_s:5.2f} s net = {self.per_learner_ms(n):5.1f} ms/learner · window "
-                f"{self.window_s:4.1f} s · clients' CPU {self.client_cpu_s:4.1f} s · RSS {self.rss_mb:5.0f} MB")
+        return (
+            f"step {self.k:>2}: instructor click {self.click_s:5.2f} s · seen {len(self.latencies):>3}/{n} · "
+            f"p50 {pct(self.latencies, 50):5.2f} s p95 {pct(self.latencies, 95):5.2f} s "
+            f"max {max(self.latencies, default=float('nan')):5.2f} s · server CPU {self.cpu_s:5.2f} s raw, "
+            f"{self.net_cpu_s:5.2f} s net = {self.per_learner_ms(n):5.1f} ms/learner · window "
+            f"{self.window_s:4.1f} s · clients' CPU {self.client_cpu_s:4.1f} s · RSS {self.rss_mb:5.0f} MB"
+        )
 
 
 @dataclass
@@ -140,17 +142,22 @@ def timeline(samples: list[tuple[float, float, float]], every_s: float = 5.0) ->
 
 
 def summary_table(rounds: list[Round]) -> str:
-    head = (f"{'learners':>8} {'joined':>6} {'p50':>6} {'p95':>6} {'max':>6} {'missed':>6} {'ms/learner':>10} "
-            f"{'raw CPU/click':>13} {'idle cores':>10} {'peak RSS':>9} {'errors':>6}")
+    head = (
+        f"{'learners':>8} {'joined':>6} {'p50':>6} {'p95':>6} {'max':>6} {'missed':>6} {'ms/learner':>10} "
+        f"{'raw CPU/click':>13} {'idle cores':>10} {'peak RSS':>9} {'errors':>6}"
+    )
     lines = [head, "-" * len(head)]
     for r in rounds:
         lat = r.latencies
         raw = mean(s.cpu_s for s in r.steps if not s.stuck)
         worst = max(lat, default=float("nan"))
-        lines.append(f"{r.learners:>8} {r.joined:>6} {pct(lat, 50):>5.2f}s {r.p95_all():>5.2f}s {worst:>5.2f}s "
-                     f"{r.missed:>6} {r.per_learner_ms():>8.1f}ms {raw:>12.2f}s {r.idle_cores:>10.2f} "
-                     f"{r.peak_rss:>7.0f}MB {len(r.errors):>6}")
+        lines.append(
+            f"{r.learners:>8} {r.joined:>6} {pct(lat, 50):>5.2f}s {r.p95_all():>5.2f}s {worst:>5.2f}s "
+            f"{r.missed:>6} {r.per_learner_ms():>8.1f}ms {raw:>12.2f}s {r.idle_cores:>10.2f} "
+            f"{r.peak_rss:>7.0f}MB {len(r.errors):>6}"
+        )
     over = [r.learners for r in rounds if not r.p95_all() <= GOAL_P95_S]
-    lines.append(f"p95 propagation passes {GOAL_P95_S} s at: "
-                 + (f"{over[0]} learners" if over else "none of these class sizes"))
+    lines.append(
+        f"p95 propagation passes {GOAL_P95_S} s at: " + (f"{over[0]} learners" if over else "none of these class sizes")
+    )
     return "\n".join(lines)

@@ -24,26 +24,37 @@ from pykv.gpu_model.crossover import crossover_curves  # noqa: E402
 
 BLOCK = 16
 LENGTHS = (16, 64, 256, 1024, 4096)
-TARGETS = (("H100-SXM", "llama-3.1-8b"), ("A100-80GB-SXM", "llama-3.1-8b"), ("L4", "qwen2.5-0.5b"),
-           ("H100-SXM", "shipped"), ("A100-80GB-SXM", "llama-2-7b"))
+TARGETS = (
+    ("H100-SXM", "llama-3.1-8b"),
+    ("A100-80GB-SXM", "llama-3.1-8b"),
+    ("L4", "qwen2.5-0.5b"),
+    ("H100-SXM", "shipped"),
+    ("A100-80GB-SXM", "llama-2-7b"),
+)
 
 
 def modelled() -> None:
-    print("MODELLED, not measured (pykv.gpu_model: roofline per phase + overheads, the calibration table in "
-          "pykv/gpu_model/calibration.py; host links in pykv/border/pcie.py). bf16; block 16; recompute inside a "
-          "step of 16 decodes at 512 tokens (alone in brackets).")
+    print(
+        "MODELLED, not measured (pykv.gpu_model: roofline per phase + overheads, the calibration table in "
+        "pykv/gpu_model/calibration.py; host links in pykv/border/pcie.py). bf16; block 16; recompute inside a "
+        "step of 16 decodes at 512 tokens (alone in brackets)."
+    )
     for gpu, model in TARGETS:
         if model == "shipped":
             model = ModelShape.from_file(default_model_path() / "config.json", "shipped tiny")
         est = estimate(gpu, model)
         c = crossover_curves(est, BLOCK, lengths=LENGTHS)
-        print(f"\n{est.label}: {est.shape.layer_params / 1e6:.1f} M weights per token, {est.kv_bytes_per_token:,} B "
-              f"of KV per token, {est.link.name} (pinned H2D {est.link.h2d_gbps:g} / D2H {est.link.d2h_gbps:g} GB/s)")
+        print(
+            f"\n{est.label}: {est.shape.layer_params / 1e6:.1f} M weights per token, {est.kv_bytes_per_token:,} B "
+            f"of KV per token, {est.link.name} (pinned H2D {est.link.h2d_gbps:g} / D2H {est.link.d2h_gbps:g} GB/s)"
+        )
         print("  victim tokens       " + "".join(f"{n:>12}" for n in c.lengths) + "   (ms per preemption)")
         print("  recompute           " + "".join(f"{v:>12.4f}" for v in c.recompute_ms))
         print("  (recompute alone)   " + "".join(f"{v:>12.4f}" for v in c.recompute_alone_ms))
-        for label, values, start in (("swap batched", c.swap_batched_ms, c.batched_from),
-                                     ("swap per-block", c.swap_per_block_ms, c.per_block_from)):
+        for label, values, start in (
+            ("swap batched", c.swap_batched_ms, c.batched_from),
+            ("swap per-block", c.swap_per_block_ms, c.per_block_from),
+        ):
             verdict = f"swap cheaper from {start} tokens" if start else "recompute cheaper at every length shown"
             print(f"  {label:<20}" + "".join(f"{v:>12.4f}" for v in values) + f"   -> {verdict}")
 
@@ -62,9 +73,11 @@ def measured() -> None:
     per_token = {}
     for mode, rows in costs.groupby("preemption_mode"):
         per_token[mode] = rows["measured_s"].sum() / rows["seq_len"].sum()
-        print(f"  {mode:<10} {len(rows):>3} preemptions, {rows['seq_len'].sum():>5} tokens lost, "
-              f"{rows['measured_s'].sum() * 1e3:8.3f} ms -> {per_token[mode] * 1e6:8.3f} us per token, "
-              f"{rows['measured_s'].sum() * 1e6 / (rows['num_bytes'].sum() / 1024):8.3f} us per KiB of KV")
+        print(
+            f"  {mode:<10} {len(rows):>3} preemptions, {rows['seq_len'].sum():>5} tokens lost, "
+            f"{rows['measured_s'].sum() * 1e3:8.3f} ms -> {per_token[mode] * 1e6:8.3f} us per token, "
+            f"{rows['measured_s'].sum() * 1e6 / (rows['num_bytes'].sum() / 1024):8.3f} us per KiB of KV"
+        )
     if {"recompute", "swap"} <= per_token.keys():
         print(f"  recompute / swap cost per token on {device}: {per_token['recompute'] / per_token['swap']:.0f}x")
     print()

@@ -114,13 +114,24 @@ def decode(out: Report, bw_star: float) -> None:
     from pykv_kernels.testing import make_paged_case
 
     batch, ctx = DECODE_BATCH, DECODE_CONTEXT
-    c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[ctx] * batch, decode=True,
-                        dtype=torch.bfloat16, device=DEVICE, seed=0)
+    c = make_paged_case(
+        HEADS,
+        KV_HEADS,
+        HEAD_DIM,
+        BLOCK,
+        seq_lens=[ctx] * batch,
+        decode=True,
+        dtype=torch.bfloat16,
+        device=DEVICE,
+        seed=0,
+    )
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
     err = (launch_decode(*args).float() - reference.paged_decode_attention(*args).float()).abs().max().item()
     kv_bytes = 2 * batch * ctx * KV_HEADS * HEAD_DIM * 2
-    out(f"batch {batch}, context {ctx}, {HEADS}/{KV_HEADS} heads, head dim {HEAD_DIM}, bf16, block {BLOCK}, "
-        f"random block table; K/V read = {kv_bytes / 1e9:.2f} GB; max |err| vs reference {err:.2e}")
+    out(
+        f"batch {batch}, context {ctx}, {HEADS}/{KV_HEADS} heads, head dim {HEAD_DIM}, bf16, block {BLOCK}, "
+        f"random block table; K/V read = {kv_bytes / 1e9:.2f} GB; max |err| vs reference {err:.2e}"
+    )
     configs = [None, (32, 4, 2), (64, 4, 3), (64, 8, 3), (128, 4, 2), (128, 8, 3)]  # (block_n, warps, stages)
     for cfg in configs:
         kw = {} if cfg is None else dict(block_n=cfg[0], num_warps=cfg[1], num_stages=cfg[2])
@@ -129,8 +140,10 @@ def decode(out: Report, bw_star: float) -> None:
         if ms is None:
             continue
         bw = gbps(kv_bytes, ms)
-        out(f"  decode {label:32s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  {100 * bw / bw_star:5.1f}% of BW*"
-            + ("   (goal >= 70%)" if cfg is None else ""))
+        out(
+            f"  decode {label:32s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  {100 * bw / bw_star:5.1f}% of BW*"
+            + ("   (goal >= 70%)" if cfg is None else "")
+        )
     ms = do_bench(lambda: reference.paged_decode_attention(*args), rep=200)
     out(f"  torch reference                         {ms * 1e3:8.1f} us  {gbps(kv_bytes, ms):7.0f} GB/s")
 
@@ -143,8 +156,9 @@ def split_k(out: Report, bw_star: float) -> None:
     from pykv_kernels.testing import make_paged_case
 
     ctx = LONG_CONTEXT
-    c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[ctx], decode=True, dtype=torch.bfloat16,
-                        device=DEVICE, seed=1)
+    c = make_paged_case(
+        HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[ctx], decode=True, dtype=torch.bfloat16, device=DEVICE, seed=1
+    )
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
     err = (launch_decode(*args).float() - reference.paged_decode_attention(*args).float()).abs().max().item()
     kv_bytes = 2 * ctx * KV_HEADS * HEAD_DIM * 2
@@ -169,8 +183,9 @@ def prefill(out: Report) -> None:
     from pykv_kernels.testing import make_paged_case
 
     n = PREFILL_TOKENS
-    c = make_paged_case(HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[n], query_lens=[n], dtype=torch.bfloat16,
-                        device=DEVICE, seed=2)
+    c = make_paged_case(
+        HEADS, KV_HEADS, HEAD_DIM, BLOCK, seq_lens=[n], query_lens=[n], dtype=torch.bfloat16, device=DEVICE, seed=2
+    )
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
     q = c.query.transpose(0, 1)[None].contiguous()  # (1, heads, n, head_dim)
     k = reference.gather_kv(c.k_cache, c.block_tables[0], n).transpose(0, 1)[None].contiguous()  # (1, kv, n, d)
@@ -189,8 +204,10 @@ def prefill(out: Report) -> None:
     flops = 4 * HEADS * HEAD_DIM * n * (n + 1) / 2  # causal: QK^T and PV over the lower triangle
     sdpa_ms = {name: do_bench(fn) for name, fn in (("sdpa enable_gqa", sdpa_gqa), ("sdpa K/V repeated", sdpa_rep))}
     best_sdpa = min(sdpa_ms.values())
-    out(f"causal prefill of {n} tokens, {HEADS}/{KV_HEADS} heads, head dim {HEAD_DIM}, bf16, block {BLOCK}; "
-        f"max |err| vs SDPA {err:.2e}")
+    out(
+        f"causal prefill of {n} tokens, {HEADS}/{KV_HEADS} heads, head dim {HEAD_DIM}, bf16, block {BLOCK}; "
+        f"max |err| vs SDPA {err:.2e}"
+    )
     for name, ms in sdpa_ms.items():
         out(f"  {name:49s} {ms * 1e3:8.1f} us  {flops / ms / 1e9:6.1f} TFLOP/s")
     configs = [None, (128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3), (128, 32, 4, 3), (64, 128, 8, 2)]
@@ -200,8 +217,10 @@ def prefill(out: Report) -> None:
         ms = bench_or_none(out, label, lambda: launch_prefill(*args, **kw))
         if ms is None:
             continue
-        out(f"  triton {label:42s} {ms * 1e3:8.1f} us  {flops / ms / 1e9:6.1f} TFLOP/s  "
-            f"{best_sdpa / ms:4.2f}x SDPA" + ("   (goal >= 0.5x)" if cfg is None else ""))
+        out(
+            f"  triton {label:42s} {ms * 1e3:8.1f} us  {flops / ms / 1e9:6.1f} TFLOP/s  "
+            f"{best_sdpa / ms:4.2f}x SDPA" + ("   (goal >= 0.5x)" if cfg is None else "")
+        )
 
 
 def store(out: Report, bw_star: float) -> None:
@@ -222,8 +241,10 @@ def store(out: Report, bw_star: float) -> None:
         for name, fn in (("triton", store_kv), ("torch index_copy_", reference.store_kv)):
             ms = do_bench(lambda fn=fn: fn(*args))
             bw = gbps(moved, ms)
-            out(f"  store {tokens:6d} tokens {name:18s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  "
-                f"{100 * bw / bw_star:5.1f}% of BW*")
+            out(
+                f"  store {tokens:6d} tokens {name:18s} {ms * 1e3:8.1f} us  {bw:7.0f} GB/s  "
+                f"{100 * bw / bw_star:5.1f}% of BW*"
+            )
 
 
 def host_copies(out: Report) -> None:
@@ -267,8 +288,10 @@ def playground(out: Report) -> None:
         ms = sorted(1e3 * snap.report.step_time_s for snap in lab.snapshots[1:])
         label = lab.engine.backend.label
         runs[backend] = {r.request_id: r.output_token_ids for r in lab.view.requests}
-        out(f"  {label:28s} {len(ms):4d} steps  median {statistics.median(ms):7.2f} ms  "
-            f"p95 {ms[min(len(ms) - 1, int(0.95 * len(ms)))]:7.2f} ms  max {ms[-1]:7.2f} ms")
+        out(
+            f"  {label:28s} {len(ms):4d} steps  median {statistics.median(ms):7.2f} ms  "
+            f"p95 {ms[min(len(ms) - 1, int(0.95 * len(ms)))]:7.2f} ms  max {ms[-1]:7.2f} ms"
+        )
     out(f"  tokens identical to torch: {runs['auto'] == runs['torch']}")
 
 
@@ -276,10 +299,12 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("bench/gpu_check.py needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False).\n"
-              "Run it on a CUDA machine. Without one, check the kernels through Triton's interpreter with\n"
-              "`python -m pytest tests/test_kernels_*.py` and `python bench/bench_kernels.py --quick`.",
-              file=sys.stderr)
+        print(
+            "bench/gpu_check.py needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False).\n"
+            "Run it on a CUDA machine. Without one, check the kernels through Triton's interpreter with\n"
+            "`python -m pytest tests/test_kernels_*.py` and `python bench/bench_kernels.py --quick`.",
+            file=sys.stderr,
+        )
         return 2
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("TRITON_INTERPRET is set: unset it so the kernels compile for the GPU.", file=sys.stderr)
@@ -293,8 +318,10 @@ def main() -> int:
     today = datetime.date.today().isoformat()
     out = Report()
     out(f"pykv GPU check, {today}, {gpu} (measured on this GPU)")
-    out(f"torch {torch.__version__} (CUDA {torch.version.cuda}), triton {triton.__version__}, "
-        f"python {platform.python_version()}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
+    out(
+        f"torch {torch.__version__} (CUDA {torch.version.cuda}), triton {triton.__version__}, "
+        f"python {platform.python_version()}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs"
+    )
     out.section("kernel tests (compiled on CUDA)", run_tests)
     bw = {}
     out.section("BW*: copy bandwidth reference", lambda o: bw.setdefault("v", copy_bandwidth(o)))

@@ -38,8 +38,9 @@ def steps(out, device: str = "cuda", max_steps: int = STEPS) -> None:
     from pykv.border.workload import make_workload
     from pykv.lab.workload_runner import WorkloadRunner
 
-    config = EngineConfig(device=device, dtype="bfloat16" if device.startswith("cuda") else "float32",
-                          num_gpu_blocks=32)
+    config = EngineConfig(
+        device=device, dtype="bfloat16" if device.startswith("cuda") else "float32", num_gpu_blocks=32
+    )
     name, est = _estimate(device, config.dtype)
     if est is None:
         out(f"{name}: not in the cost model's catalogue; no prediction (add it to pykv/gpu_model/gpus.py)")
@@ -51,20 +52,28 @@ def steps(out, device: str = "cuda", max_steps: int = STEPS) -> None:
             break
         report = runner.step()
         rows.append((report, est.step_ms(report, config.block_size)))
-    out(f"storm on the shipped model, {len(rows)} steps on {name} ({config.dtype}); predicted: modelled "
-        f"{est.label}. Times in ms.")
+    out(
+        f"storm on the shipped model, {len(rows)} steps on {name} ({config.dtype}); predicted: modelled "
+        f"{est.label}. Times in ms."
+    )
     out(f"  {'step':>5} {'tokens':>7} {'measured step':>14} {'measured fwd':>13} {'predicted':>10}")
     for report, predicted in rows[:: max(1, len(rows) // 12)]:
-        out(f"  {report.step:>5} {report.num_batched_tokens:>7} {report.step_time_s * 1e3:>14.3f} "
-            f"{report.forward_time_s * 1e3:>13.3f} {predicted:>10.3f}")
-    for kind, keep in (("decode-only", lambda r: all(not c.is_prefill for c in r.chunks)),
-                       ("with prefill", lambda r: any(c.is_prefill for c in r.chunks))):
+        out(
+            f"  {report.step:>5} {report.num_batched_tokens:>7} {report.step_time_s * 1e3:>14.3f} "
+            f"{report.forward_time_s * 1e3:>13.3f} {predicted:>10.3f}"
+        )
+    for kind, keep in (
+        ("decode-only", lambda r: all(not c.is_prefill for c in r.chunks)),
+        ("with prefill", lambda r: any(c.is_prefill for c in r.chunks)),
+    ):
         picked = [(r, p) for r, p in rows if r.chunks and keep(r)]
         if picked:
             measured = statistics.median(r.step_time_s * 1e3 for r, _ in picked)
             predicted = statistics.median(p for _, p in picked)
-            out(f"  median of {len(picked)} {kind} steps: measured {measured:.3f} ms, predicted {predicted:.3f} ms "
-                f"(measured / predicted {measured / predicted:.2f})")
+            out(
+                f"  median of {len(picked)} {kind} steps: measured {measured:.3f} ms, predicted {predicted:.3f} ms "
+                f"(measured / predicted {measured / predicted:.2f})"
+            )
 
 
 def copies(out, device: str = "cuda") -> None:
@@ -87,5 +96,7 @@ def copies(out, device: str = "cuda") -> None:
             torch.cuda.synchronize()
             measured = COPY_BYTES * 5 / (time.perf_counter() - t0) / 1e9
             modelled = COPY_BYTES / (est.copy_ms(COPY_BYTES, direction, pinned) * 1e-3) / 1e9
-            out(f"  {'pinned  ' if pinned else 'pageable'} {direction}: measured {measured:6.1f} GB/s, modelled "
-                f"{modelled:6.1f} GB/s ({est.link.name}, {est.gpu.name})")
+            out(
+                f"  {'pinned  ' if pinned else 'pageable'} {direction}: measured {measured:6.1f} GB/s, modelled "
+                f"{modelled:6.1f} GB/s ({est.link.name}, {est.gpu.name})"
+            )

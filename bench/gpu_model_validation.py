@@ -34,8 +34,15 @@ def table(markdown: bool) -> list[str]:
     for p in POINTS:
         pred, err = predict(p), error(p)
         tag = "input" if p.input else ("held out" if not p.fitted and p.source == "nim" else "")
-        cells = [p.source, f"{p.gpu} + {p.model} ({p.dtype}{f', TP{p.tp}' if p.tp > 1 else ''})", p.note,
-                 f"{p.published:g} {p.unit}", f"{pred:.3g} {p.unit}", f"{err * 100:+.0f}%", tag]
+        cells = [
+            p.source,
+            f"{p.gpu} + {p.model} ({p.dtype}{f', TP{p.tp}' if p.tp > 1 else ''})",
+            p.note,
+            f"{p.published:g} {p.unit}",
+            f"{pred:.3g} {p.unit}",
+            f"{err * 100:+.0f}%",
+            tag,
+        ]
         rows.append(cells)
     if markdown:
         out = ["| source | target | what | published | modelled | error | |", "|---|---|---|---:|---:|---:|---|"]
@@ -49,12 +56,16 @@ def summary() -> list[str]:
         errs = [abs(error(p)) for p in points]
         worst = max(points, key=lambda p: abs(math.log(predict(p) / p.published)))
         factor = max(predict(worst) / worst.published, worst.published / predict(worst))
-        return (f"{len(errs)} points: median |error| {statistics.median(errs) * 100:.1f}%, worst "
-                f"{max(errs) * 100:.1f}% ({factor:.2f}x: {worst.source} {worst.gpu} {worst.model} {worst.note})")
+        return (
+            f"{len(errs)} points: median |error| {statistics.median(errs) * 100:.1f}%, worst "
+            f"{max(errs) * 100:.1f}% ({factor:.2f}x: {worst.source} {worst.gpu} {worst.model} {worst.note})"
+        )
 
-    return [f"all          {stats(POINTS)}",
-            f"predictions  {stats([p for p in POINTS if not p.input])}  (link inputs left out)",
-            f"held out     {stats([p for p in POINTS if p.source == 'nim'])}  (not used in the fit)"]
+    return [
+        f"all          {stats(POINTS)}",
+        f"predictions  {stats([p for p in POINTS if not p.input])}  (link inputs left out)",
+        f"held out     {stats([p for p in POINTS if p.source == 'nim'])}  (not used in the fit)",
+    ]
 
 
 def figure_19a() -> list[str]:
@@ -62,28 +73,36 @@ def figure_19a() -> list[str]:
     size, recompute stays flat, and recompute costs at most ~20% of swap at block size 1."""
     est = estimate("A100-40GB-SXM", "opt-13b", "fp16")
     recompute = est.prefill_ms(256)
-    lines = [f"Fig. 19(a), modelled: OPT-13B, 256 tokens = {256 * est.kv_bytes_per_token / 1e6:.1f} MB of KV, "
-             f"A100-40GB, recompute {recompute:.1f} ms at every block size"]
+    lines = [
+        f"Fig. 19(a), modelled: OPT-13B, 256 tokens = {256 * est.kv_bytes_per_token / 1e6:.1f} MB of KV, "
+        f"A100-40GB, recompute {recompute:.1f} ms at every block size"
+    ]
     swaps = {}
     for bs in BLOCK_SIZES:
         blocks = 256 // bs
         swaps[bs] = sum(est.kv_copy_ms(256, d, blocks, per_block=True) for d in ("d2h", "h2d"))
-        lines.append(f"  block size {bs:>3}: swap out + in {swaps[bs]:7.1f} ms ({blocks * est.shape.layers * 2:,} "
-                     f"copies each way)   recompute / swap {recompute / swaps[bs]:.2f}")
+        lines.append(
+            f"  block size {bs:>3}: swap out + in {swaps[bs]:7.1f} ms ({blocks * est.shape.layers * 2:,} "
+            f"copies each way)   recompute / swap {recompute / swaps[bs]:.2f}"
+        )
     cheaper = [bs for bs in BLOCK_SIZES if swaps[bs] < recompute]
     checks = [
         ("swap falls as the block size grows", all(swaps[a] > swaps[b] for a, b in zip(BLOCK_SIZES, BLOCK_SIZES[1:]))),
         ("recompute <= 20% of swap at block size 1 (as issue 18 reads the figure)", recompute <= 0.2 * swaps[1]),
         ("recompute within the paper's 20-40 ms band x 1.6", 20 / 1.6 <= recompute <= 40 * 1.6),
-        (f"swap cheaper than recompute from block size {cheaper[0] if cheaper else '-'} (paper: at large blocks)",
-         bool(cheaper) and cheaper[-1] == BLOCK_SIZES[-1]),
+        (
+            f"swap cheaper than recompute from block size {cheaper[0] if cheaper else '-'} (paper: at large blocks)",
+            bool(cheaper) and cheaper[-1] == BLOCK_SIZES[-1],
+        ),
     ]
     tflop = 2 * est.shape.layer_params * 256 / 1e12
     floor = tflop / est.gpu.tflops["16bit"] * 1e3
     lines += [f"  {'PASS' if ok else 'FAIL'}  {what}" for what, ok in checks]
-    lines.append(f"  (a 256-token OPT-13B prefill is {tflop:.2f} TFLOP of weight GEMMs: {floor:.1f} ms at 100% of the "
-                 f"A100's peak; 20% of 135 ms = 27 ms would need {floor / 27 * 100:.0f}% of peak, so the model, at "
-                 "~50%, cannot reach it)")
+    lines.append(
+        f"  (a 256-token OPT-13B prefill is {tflop:.2f} TFLOP of weight GEMMs: {floor:.1f} ms at 100% of the "
+        f"A100's peak; 20% of 135 ms = 27 ms would need {floor / 27 * 100:.0f}% of peak, so the model, at "
+        "~50%, cannot reach it)"
+    )
     return lines
 
 

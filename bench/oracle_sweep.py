@@ -48,14 +48,18 @@ def main() -> int:
             case = cases.random_case(profile, seed)
             batch.append(dataclasses.replace(case, normalise=norm) if norm else case)
     results = harness.run_both(batch)
-    lines = [f"oracle sweep {datetime.date.today()}: {args.seeds} seeds from {args.first_seed}, normalise="
-             f"{args.normalise or 'none'}; pykv vs vLLM 0.6.3.post1 / 0.10.2 / 0.33.0 schedulers (CPU)"]
+    lines = [
+        f"oracle sweep {datetime.date.today()}: {args.seeds} seeds from {args.first_seed}, normalise="
+        f"{args.normalise or 'none'}; pykv vs vLLM 0.6.3.post1 / 0.10.2 / 0.33.0 schedulers (CPU)"
+    ]
     for profile in args.profiles:
         mine = [r for r in results.values() if r.case.startswith(profile + "/")]
         diverged = [r for r in mine if not r.matched]
         kinds = collections.Counter(r.first.kind for r in diverged)
-        lines.append(f"{profile} (vLLM {harness.RELEASE_OF[profile]}): {len(mine) - len(diverged)} matched, "
-                     f"{len(diverged)} diverged" + (f" (first divergence by kind: {dict(kinds)})" if kinds else ""))
+        lines.append(
+            f"{profile} (vLLM {harness.RELEASE_OF[profile]}): {len(mine) - len(diverged)} matched, "
+            f"{len(diverged)} diverged" + (f" (first divergence by kind: {dict(kinds)})" if kinds else "")
+        )
         for r in diverged:
             lines.append(f"  {r.summary()[:400]}")
     lines.append(f"({time.perf_counter() - t0:.0f} s)")

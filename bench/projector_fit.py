@@ -42,11 +42,13 @@ def main() -> None:
             context.close()
         browser.close()
     bad = misfits(found)
-    report = [f"# python bench/projector_fit.py --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson
-                                                                          else ""),
-              f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut and no text "
-              f"hidden in a scrolling box "
-              f"({time.monotonic() - started:.0f} s)", *bad]
+    report = [
+        f"# python bench/projector_fit.py --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson else ""),
+        f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut and no text "
+        f"hidden in a scrolling box "
+        f"({time.monotonic() - started:.0f} s)",
+        *bad,
+    ]
     print("\n".join(report))
     if args.save:
         out = ROOT / "bench" / "results" / f"{time.strftime('%Y-%m-%d')}-cpu-projector-fit.txt"

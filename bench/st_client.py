@@ -26,7 +26,7 @@ import re
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 from urllib.parse import parse_qs
 
 from st_follow import COMPONENT, FollowPoll
@@ -48,15 +48,16 @@ class Run:
     run_id: str
     fragment_ids: list[str]
     t_start: float  # its new_session arrived
-    t_end: Optional[float] = None  # its script_finished arrived
+    t_end: float | None = None  # its script_finished arrived
     status: str = ""  # ForwardMsg.ScriptFinishedStatus name
 
 
 class StClient:
     """One Streamlit session over a websocket (see the module docstring)."""
 
-    def __init__(self, base_url: str, name: str = "client", timeout_s: float = 120.0,
-                 heartbeat_s: Optional[float] = None) -> None:
+    def __init__(
+        self, base_url: str, name: str = "client", timeout_s: float = 120.0, heartbeat_s: float | None = None
+    ) -> None:
         self.base_url, self.name, self.timeout_s, self.heartbeat_s = base_url.rstrip("/"), name, timeout_s, heartbeat_s
         self.page = Page()
         self.query_string = ""  # the address bar's query (without "?"): what we asked for, then what the app wrote
@@ -65,7 +66,7 @@ class StClient:
         self.pages: dict[str, str] = {}  # url_pathname -> page_script_hash (from new_session / navigation)
         self.session_id = ""
         self.runs: dict[str, Run] = {}
-        self.current_run: Optional[Run] = None
+        self.current_run: Run | None = None
         self.errors: list[str] = []  # protocol-level problems (closed socket, compile error, page not found...)
         self.msg_counts: Counter[str] = Counter()  # ForwardMsg type -> count
         self.msg_bytes: Counter[str] = Counter()
@@ -80,7 +81,8 @@ class StClient:
         self._tasks: list[asyncio.Task] = []
         self._timers = FragmentTimers(lambda fid: self.rerun(fragment_id=fid, is_auto_rerun=True, wait=False), name)
         self.follow = FollowPoll(  # a class page's long poll
-            self.base_url, lambda fid, trigger: self.rerun(fragment_id=fid, states=[trigger], wait=False), name)
+            self.base_url, lambda fid, trigger: self.rerun(fragment_id=fid, states=[trigger], wait=False), name
+        )
         self._changed = asyncio.Event()
         self.closed = False
 
@@ -88,8 +90,15 @@ class StClient:
 
     async def connect(self) -> None:
         ws_url = "ws" + self.base_url[4:] + "/_stcore/stream"
-        self._ws = await connect(ws_url, subprotocols=[Subprotocol("streamlit")], origin=Origin(self.base_url),
-                                 max_size=None, open_timeout=self.timeout_s, ping_interval=20, ping_timeout=60)
+        self._ws = await connect(
+            ws_url,
+            subprotocols=[Subprotocol("streamlit")],
+            origin=Origin(self.base_url),
+            max_size=None,
+            open_timeout=self.timeout_s,
+            ping_interval=20,
+            ping_timeout=60,
+        )
         self._tasks.append(asyncio.create_task(self._receive(), name=f"{self.name}-recv"))
         if self.heartbeat_s:
             self._tasks.append(asyncio.create_task(self._heartbeats(), name=f"{self.name}-heartbeat"))
@@ -116,7 +125,7 @@ class StClient:
 
     # ---- what a user does ------------------------------------------------------------------
 
-    async def open(self, query_string: str = "", page_name: str = "", timeout_s: Optional[float] = None) -> Run:
+    async def open(self, query_string: str = "", page_name: str = "", timeout_s: float | None = None) -> Run:
         """Connect (if needed) and load ``page_name`` with ``query_string``. The page name is the URL path
         ("lessons"); the default page of an st.navigation app is "" (the browser shows it at "/")."""
         if self._ws is None:
@@ -124,12 +133,13 @@ class StClient:
         self.query_string, self.page_name, self.page_script_hash = query_string.lstrip("?"), page_name, ""
         return await self.rerun(timeout_s=timeout_s)
 
-    async def click(self, key: str, timeout_s: Optional[float] = None) -> Run:
+    async def click(self, key: str, timeout_s: float | None = None) -> Run:
         """Press the button with user key ``key`` and wait for the run it starts to finish."""
         node = self.page.widget(key)
         if node is None or node.kind not in ("button", "download_button"):
-            raise LookupError(f"{self.name}: no button with key {key!r} on the page "
-                              f"(buttons: {sorted(self.page.widgets())})")
+            raise LookupError(
+                f"{self.name}: no button with key {key!r} on the page (buttons: {sorted(self.page.widgets())})"
+            )
         if node.disabled:
             raise ValueError(f"{self.name}: button {key!r} is disabled")
         return await self.rerun(fragment_id=node.fragment_id, triggers=[node.widget_id], timeout_s=timeout_s)
@@ -142,20 +152,33 @@ class StClient:
             raise LookupError(f"{self.name}: no widget with key {key!r} on the page")
         self.values[node.widget_id] = WidgetState(id=node.widget_id, **value)
 
-    async def set_query(self, query_string: str, timeout_s: Optional[float] = None) -> Run:
+    async def set_query(self, query_string: str, timeout_s: float | None = None) -> Run:
         """A rerun of the same page with a new query string (what a link or a navigation does)."""
         return await self.rerun(query_string=query_string.lstrip("?"), timeout_s=timeout_s)
 
-    async def goto(self, page_name: str, query_string: str = "", timeout_s: Optional[float] = None) -> Run:
+    async def goto(self, page_name: str, query_string: str = "", timeout_s: float | None = None) -> Run:
         """Another page of the app (by url path: "lessons", "" for the default page, ...)."""
         page_hash = self.pages.get(page_name, "")
-        return await self.rerun(query_string=query_string.lstrip("?"), page_script_hash=page_hash,
-                                page_name="" if page_hash else page_name, timeout_s=timeout_s)
+        return await self.rerun(
+            query_string=query_string.lstrip("?"),
+            page_script_hash=page_hash,
+            page_name="" if page_hash else page_name,
+            timeout_s=timeout_s,
+        )
 
-    async def rerun(self, *, fragment_id: str = "", triggers: tuple[str, ...] | list[str] = (),
-                    states: tuple[WidgetState, ...] | list[WidgetState] = (),
-                    query_string: Optional[str] = None, page_script_hash: Optional[str] = None, page_name: str = "",
-                    is_auto_rerun: bool = False, wait: bool = True, timeout_s: Optional[float] = None) -> Optional[Run]:
+    async def rerun(
+        self,
+        *,
+        fragment_id: str = "",
+        triggers: tuple[str, ...] | list[str] = (),
+        states: tuple[WidgetState, ...] | list[WidgetState] = (),
+        query_string: str | None = None,
+        page_script_hash: str | None = None,
+        page_name: str = "",
+        is_auto_rerun: bool = False,
+        wait: bool = True,
+        timeout_s: float | None = None,
+    ) -> Run | None:
         """Send a rerun_script as the browser does; with ``wait``, return once a run started by it finished."""
         if query_string is not None:
             self.query_string = query_string
@@ -172,26 +195,33 @@ class StClient:
         state.widget_states.widgets.extend(states)
         state.cached_message_hashes.extend(self._cache.entries)
         url = f"{self.base_url}/{name}?{self.query_string}"
-        state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US", url=url,
-                                                is_embedded=False, color_scheme="light"))
+        state.context_info.CopyFrom(
+            ContextInfo(
+                timezone="UTC", timezone_offset=0, locale="en-US", url=url, is_embedded=False, color_scheme="light"
+            )
+        )
         t_sent = time.monotonic()
         self.sent["auto_rerun" if is_auto_rerun else "rerun"] += 1
         await self._send(msg)
         if not wait:
             return None
 
-        def finished() -> Optional[Run]:
+        def finished() -> Run | None:
             for run in self.runs.values():
-                if run.t_end is not None and run.t_start >= t_sent and run.status != "FINISHED_EARLY_FOR_RERUN" \
-                        and (not run.fragment_ids or not fragment_id or fragment_id in run.fragment_ids):
+                if (
+                    run.t_end is not None
+                    and run.t_start >= t_sent
+                    and run.status != "FINISHED_EARLY_FOR_RERUN"
+                    and (not run.fragment_ids or not fragment_id or fragment_id in run.fragment_ids)
+                ):
                     return run
             return None
+
         return await self.wait_for(finished, timeout_s, f"the run after a rerun sent at {t_sent:.3f}")
 
     # ---- waiting ---------------------------------------------------------------------------
 
-    async def wait_for(self, predicate: Callable[[], object], timeout_s: Optional[float] = None,
-                       what: str = "") -> object:
+    async def wait_for(self, predicate: Callable[[], object], timeout_s: float | None = None, what: str = "") -> object:
         """Wait until ``predicate()`` is truthy (checked after every message); return its value."""
         deadline = time.monotonic() + (timeout_s if timeout_s is not None else self.timeout_s)
         while True:
@@ -210,8 +240,9 @@ class StClient:
             except asyncio.TimeoutError:
                 pass
 
-    async def wait_text(self, pattern: str | re.Pattern, since: Optional[float] = None,
-                        timeout_s: Optional[float] = None) -> Node:
+    async def wait_text(
+        self, pattern: str | re.Pattern, since: float | None = None, timeout_s: float | None = None
+    ) -> Node:
         """The first element whose text matches ``pattern`` and that arrived at or after ``since`` (any
         time if None); its ``.t`` is when its message arrived."""
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
@@ -277,10 +308,14 @@ class StClient:
     def _delta(self, delta, metadata, t: float, nbytes: int, via_ref: bool = False) -> None:
         run_id = self.current_run.run_id if self.current_run else ""
         self.page.apply(delta, tuple(metadata.delta_path), run_id, t, nbytes, via_ref)
-        if delta.WhichOneof("type") == "new_element" and delta.new_element.WhichOneof("type") == "bidi_component" \
-                and delta.new_element.bidi_component.component_name == COMPONENT:
-            self.follow.mounted(delta.new_element.bidi_component.id, delta.new_element.bidi_component.json,
-                                delta.fragment_id)
+        if (
+            delta.WhichOneof("type") == "new_element"
+            and delta.new_element.WhichOneof("type") == "bidi_component"
+            and delta.new_element.bidi_component.component_name == COMPONENT
+        ):
+            self.follow.mounted(
+                delta.new_element.bidi_component.id, delta.new_element.bidi_component.json, delta.fragment_id
+            )
 
     def _new_session(self, msg: ForwardMsg, t: float) -> None:
         ns = msg.new_session

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Awaitable, Callable, Optional
+from typing import Awaitable, Callable
 from urllib.parse import quote, urlsplit
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -21,7 +21,7 @@ COMPONENT = "pykv_class_follow"
 TRIGGER_PREFIX = "$$STREAMLIT_INTERNAL_KEY_"  # + the element's id + "__events": the trigger widget it reports to
 
 
-async def http_get(base_url: str, path: str, timeout_s: float) -> tuple[int, Optional[dict]]:
+async def http_get(base_url: str, path: str, timeout_s: float) -> tuple[int, dict | None]:
     """A GET of ``path`` on ``base_url`` (HTTP/1.1, one connection each): its status and JSON body."""
     where = urlsplit(base_url)
     reader, writer = await asyncio.open_connection(where.hostname, where.port)
@@ -41,15 +41,17 @@ class FollowPoll:
 
     def __init__(self, base_url: str, rerun: Callable[[str, WidgetState], Awaitable[object]], name: str = "") -> None:
         self._base_url, self._rerun, self._name = base_url, rerun, name
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
         self.polls = 0  # requests sent
         self.fired = 0  # reruns it caused
 
     def mounted(self, element_id: str, data_json: str, fragment_id: str) -> None:
         self.stop()
         data = json.loads(data_json)
-        trigger = WidgetState(id=f"{TRIGGER_PREFIX}{element_id}__events",
-                              json_trigger_value=json.dumps([{"event": "moved", "value": data["run"]}]))
+        trigger = WidgetState(
+            id=f"{TRIGGER_PREFIX}{element_id}__events",
+            json_trigger_value=json.dumps([{"event": "moved", "value": data["run"]}]),
+        )
         path = f"{data['path']}?ticket={quote(data['ticket'])}"
         self._task = asyncio.create_task(self._loop(path, fragment_id, trigger), name=f"{self._name}-follow")
 

@@ -25,12 +25,29 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Iterator
 
 TEXT_FIELDS = ("body", "label", "message", "code_text", "title")  # the readable text of any element type
-WIDGET_TYPES = {"button", "download_button", "checkbox", "toggle", "slider", "selectbox", "radio", "multiselect",
-                "number_input", "text_input", "text_area", "button_group", "date_input", "time_input",
-                "color_picker", "plotly_chart", "dataframe", "pagination"}
+WIDGET_TYPES = {
+    "button",
+    "download_button",
+    "checkbox",
+    "toggle",
+    "slider",
+    "selectbox",
+    "radio",
+    "multiselect",
+    "number_input",
+    "text_input",
+    "text_area",
+    "button_group",
+    "date_input",
+    "time_input",
+    "color_picker",
+    "plotly_chart",
+    "dataframe",
+    "pagination",
+}
 
 
 @dataclass
@@ -70,8 +87,9 @@ class Page:
 
     # ---- applying messages -----------------------------------------------------------------
 
-    def apply(self, delta, path: tuple[int, ...], run_id: str, t: float, nbytes: int,
-              via_ref: bool = False) -> Optional[Node]:
+    def apply(
+        self, delta, path: tuple[int, ...], run_id: str, t: float, nbytes: int, via_ref: bool = False
+    ) -> Node | None:
         """Apply one Delta at ``path`` (its ForwardMsg's metadata.delta_path), written by the current run
         ``run_id`` (the frontend's rule: the run of the latest new_session). A ref_hash's delta comes from
         the message cache."""
@@ -110,8 +128,9 @@ class Page:
     def clear_stale(self, run_id: str, fragment_ids: list[str]) -> None:
         """After a successful run: drop the nodes that run should have written and did not."""
         frags = set(fragment_ids)
-        stale = [p for p, node in self.nodes.items() if node.run_id != run_id
-                 and (not frags or node.fragment_id in frags)]
+        stale = [
+            p for p, node in self.nodes.items() if node.run_id != run_id and (not frags or node.fragment_id in frags)
+        ]
         for p in sorted(stale, key=len):
             if p in self.nodes:
                 if self.nodes[p].kind == "block":
@@ -129,7 +148,7 @@ class Page:
     def texts(self) -> list[str]:
         return [node.text for node in self if node.text]
 
-    def find(self, pattern: str | re.Pattern, since: Optional[float] = None) -> Optional[Node]:
+    def find(self, pattern: str | re.Pattern, since: float | None = None) -> Node | None:
         """The first node (in page order) whose text matches, written at or after ``since`` if given."""
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
         for node in self:
@@ -141,7 +160,7 @@ class Page:
         """The error alerts and exception elements on the page written at or after ``since``."""
         return [node for node in self if node.t >= since and (node.kind == "exception" or node.alert_format == "ERROR")]
 
-    def widget(self, key: str) -> Optional[Node]:
+    def widget(self, key: str) -> Node | None:
         """The widget whose user key is ``key`` (its id ends with ``-key``), or None."""
         for node in self.nodes.values():
             if node.widget_id and node.user_key == key:

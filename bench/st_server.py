@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 from testkit.streamlit_server import free_port, stop, streamlit_command, wait_healthy  # noqa: E402
@@ -63,7 +63,7 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(root: Path = ROOT, model: Optional[str] = None, extra: tuple[str, ...] = ()) -> Iterator[Server]:
+def serve(root: Path = ROOT, model: str | None = None, extra: tuple[str, ...] = ()) -> Iterator[Server]:
     """Start the app in ``root`` on a free loopback port, wait for its health check, stop it at the end."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYKV_MODEL"} | {"PYTHONPATH": str(root)}
@@ -71,8 +71,9 @@ def serve(root: Path = ROOT, model: Optional[str] = None, extra: tuple[str, ...]
         env["PYKV_MODEL"] = model
     log = Path(tempfile.mkstemp(prefix="st_server_", suffix=".log")[1])
     with open(log, "wb") as err:
-        proc = subprocess.Popen(streamlit_command(port, root, *extra), cwd=root, env=env, stdout=subprocess.DEVNULL,
-                                stderr=err)
+        proc = subprocess.Popen(
+            streamlit_command(port, root, *extra), cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
     server = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
         try:
@@ -89,6 +90,7 @@ class Sampler:
 
     def __init__(self, server: Server, every_s: float = 1.0) -> None:
         import threading
+
         self.server, self.every_s, self.samples = server, every_s, []  # (t, cpu_s, rss_mb)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -112,8 +114,9 @@ def tree_label(root: Path) -> str:
     git = ["git", "-C", str(root)]
     if (root / ".git").exists():
         rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--", "app.py", "pykv", "lessons"],
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "app.py", "pykv", "lessons"], capture_output=True, text=True
+        ).stdout.strip()
         return f"{root} at {rev}" + (" + uncommitted edits" if dirty else "")
     stamp = root / ".archived_from"  # written by hand: git archive <rev> | tar -x; echo <rev> > .archived_from
     return f"{root} (git archive of {stamp.read_text().strip()})" if stamp.exists() else str(root)
@@ -123,7 +126,9 @@ def append_result(path: Path, root: Path, out: str, note: str = "") -> None:
     """Append ``out`` to a results file under the command line that made it, the date and the served tree."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
-        f.write(f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
-                f"{tree_label(root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server and "
-                f"clients{note}\n")
+        f.write(
+            f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
+            f"{tree_label(root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server and "
+            f"clients{note}\n"
+        )
         f.write(out + "\n\n")

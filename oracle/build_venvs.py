@@ -37,31 +37,114 @@ MARKER = ".pykv-oracle-ok"
 # time). The version specifiers come from the wheel's own Requires-Dist where it has one; EXTRA_PINS caps what a
 # release predates (a newer major version that its code cannot import).
 DEPS = {
-    "0.33.0": ["packaging", "pydantic", "regex", "numpy", "cbor2", "psutil", "pyzmq", "urllib3", "transformers",
-               "aiohttp", "requests", "openai-harmony", "openai", "pillow", "pybase64", "cachetools", "msgspec",
-               "cloudpickle", "uvloop", "py-cpuinfo", "prometheus-client", "xgrammar", "fastapi",
-               "partial-json-parser", "llguidance", "einops"],
-    "0.10.2": ["packaging", "pydantic", "regex", "numpy", "cbor2", "psutil", "pyzmq", "transformers", "aiohttp",
-               "requests", "openai", "pillow", "pybase64", "cachetools", "msgspec", "cloudpickle", "py-cpuinfo",
-               "prometheus-client", "fastapi", "partial-json-parser", "einops", "blake3", "gguf", "tqdm",
-               "pyyaml", "sentencepiece", "setuptools", "setproctitle", "openai-harmony", "diskcache",
-               "compressed-tensors"],
-    "0.6.3.post1": ["packaging", "pydantic", "numpy", "psutil", "pyzmq", "transformers", "aiohttp", "requests",
-                    "openai", "pillow", "msgspec", "cloudpickle", "py-cpuinfo", "prometheus-client", "fastapi",
-                    "partial-json-parser", "einops", "gguf", "tqdm", "pyyaml", "sentencepiece", "setuptools",
-                    "compressed-tensors", "mistral-common"],
+    "0.33.0": [
+        "packaging",
+        "pydantic",
+        "regex",
+        "numpy",
+        "cbor2",
+        "psutil",
+        "pyzmq",
+        "urllib3",
+        "transformers",
+        "aiohttp",
+        "requests",
+        "openai-harmony",
+        "openai",
+        "pillow",
+        "pybase64",
+        "cachetools",
+        "msgspec",
+        "cloudpickle",
+        "uvloop",
+        "py-cpuinfo",
+        "prometheus-client",
+        "xgrammar",
+        "fastapi",
+        "partial-json-parser",
+        "llguidance",
+        "einops",
+    ],
+    "0.10.2": [
+        "packaging",
+        "pydantic",
+        "regex",
+        "numpy",
+        "cbor2",
+        "psutil",
+        "pyzmq",
+        "transformers",
+        "aiohttp",
+        "requests",
+        "openai",
+        "pillow",
+        "pybase64",
+        "cachetools",
+        "msgspec",
+        "cloudpickle",
+        "py-cpuinfo",
+        "prometheus-client",
+        "fastapi",
+        "partial-json-parser",
+        "einops",
+        "blake3",
+        "gguf",
+        "tqdm",
+        "pyyaml",
+        "sentencepiece",
+        "setuptools",
+        "setproctitle",
+        "openai-harmony",
+        "diskcache",
+        "compressed-tensors",
+    ],
+    "0.6.3.post1": [
+        "packaging",
+        "pydantic",
+        "numpy",
+        "psutil",
+        "pyzmq",
+        "transformers",
+        "aiohttp",
+        "requests",
+        "openai",
+        "pillow",
+        "msgspec",
+        "cloudpickle",
+        "py-cpuinfo",
+        "prometheus-client",
+        "fastapi",
+        "partial-json-parser",
+        "einops",
+        "gguf",
+        "tqdm",
+        "pyyaml",
+        "sentencepiece",
+        "setuptools",
+        "compressed-tensors",
+        "mistral-common",
+    ],
 }
 EXTRA_PINS = {"0.6.3.post1": {"transformers": "<4.47", "numpy": "<2"}, "0.10.2": {"transformers": "<4.57"}}
 # An import name -> its distribution, for the discovery loop (a module the lists above missed).
-DIST_OF = {"yaml": "pyyaml", "google": "protobuf", "PIL": "pillow", "zmq": "pyzmq", "cpuinfo": "py-cpuinfo",
-           "openai_harmony": "openai-harmony", "partial_json_parser": "partial-json-parser",
-           "prometheus_client": "prometheus-client", "sentencepiece": "sentencepiece", "cv2": "opencv-python-headless"}
-SCHEDULER_MODULES = {"0.6.3.post1": ["vllm.config", "vllm.core.scheduler", "vllm.sequence"],
-                     # ModelConfig inspects the architecture by importing its model module (in a subprocess)
-                     "0.10.2": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs",
-                                "vllm.model_executor.models.llama"],
-                     "0.33.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs",
-                                "vllm.model_executor.models.llama"]}
+DIST_OF = {
+    "yaml": "pyyaml",
+    "google": "protobuf",
+    "PIL": "pillow",
+    "zmq": "pyzmq",
+    "cpuinfo": "py-cpuinfo",
+    "openai_harmony": "openai-harmony",
+    "partial_json_parser": "partial-json-parser",
+    "prometheus_client": "prometheus-client",
+    "sentencepiece": "sentencepiece",
+    "cv2": "opencv-python-headless",
+}
+SCHEDULER_MODULES = {
+    "0.6.3.post1": ["vllm.config", "vllm.core.scheduler", "vllm.sequence"],
+    # ModelConfig inspects the architecture by importing its model module (in a subprocess)
+    "0.10.2": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs", "vllm.model_executor.models.llama"],
+    "0.33.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs", "vllm.model_executor.models.llama"],
+}
 
 
 def default_cache() -> Path:
@@ -111,8 +194,10 @@ def build_torch(cache: Path) -> Path:
 
 def _requirement_specs(python: Path) -> dict[str, str]:
     """vllm's Requires-Dist (no extras) as name -> specifier, read in the venv."""
-    code = ("import importlib.metadata as m, json; print(json.dumps([r for r in m.requires('vllm') or [] "
-            "if 'extra ==' not in r]))")
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps([r for r in m.requires('vllm') or [] "
+        "if 'extra ==' not in r]))"
+    )
     out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout
     import json
 
@@ -127,8 +212,9 @@ def _requirement_specs(python: Path) -> dict[str, str]:
 
 def _missing_module(python: Path, modules: list[str]) -> str | None:
     code = "import " + ", ".join(modules)
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                          env=os.environ | {"VLLM_LOGGING_LEVEL": "ERROR"})
+    proc = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, env=os.environ | {"VLLM_LOGGING_LEVEL": "ERROR"}
+    )
     if proc.returncode == 0:
         return None
     found = re.findall(r"No module named '([^'.]+)", proc.stderr)

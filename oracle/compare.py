@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
 
 from oracle.trace import StepTrace, Trace, load_traces
 
 NORMALISATIONS = {
     "batch_as_set": "compare each step's scheduled chunks as a set: vLLM 0.6.3.post1 orders the batch prefills "
-                    "first (vllm/core/scheduler.py _schedule_chunked_prefill, scheduled_seq_groups), pykv in the "
-                    "order it scheduled them",
+    "first (vllm/core/scheduler.py _schedule_chunked_prefill, scheduled_seq_groups), pykv in the "
+    "order it scheduled them",
 }
 KINDS = ("batch", "preemptions", "swaps", "queues", "free_blocks", "finished", "length")
 
@@ -33,7 +32,7 @@ class Divergence:
     step: int  # 1-based step of the first difference
     ours: object
     theirs: object
-    before: Optional[tuple[Optional[StepTrace], Optional[StepTrace]]] = None  # the step before, on each side
+    before: tuple[StepTrace | None, StepTrace | None] | None = None  # the step before, on each side
 
     def line(self) -> str:
         return f"{self.kind} at step {self.step}: pykv {self.ours!r} vs vllm {self.theirs!r}"
@@ -51,15 +50,17 @@ class Comparison:
         return not self.divergences
 
     @property
-    def first(self) -> Optional[Divergence]:
+    def first(self) -> Divergence | None:
         order = {k: i for i, k in enumerate(KINDS)}
         return min(self.divergences.values(), key=lambda d: (d.step, order[d.kind]), default=None)
 
     def summary(self) -> str:
         o, t = self.ours.counters, self.theirs.counters
-        head = (f"{self.case}: {'matched' if self.matched else 'DIVERGED'} ({len(self.ours.steps)} vs "
-                f"{len(self.theirs.steps)} steps, {o.get('preemptions', 0)} vs {t.get('preemptions', 0)} "
-                f"preemptions)")
+        head = (
+            f"{self.case}: {'matched' if self.matched else 'DIVERGED'} ({len(self.ours.steps)} vs "
+            f"{len(self.theirs.steps)} steps, {o.get('preemptions', 0)} vs {t.get('preemptions', 0)} "
+            f"preemptions)"
+        )
         return head if self.matched else f"{head}; first: {self.first.line()}"
 
     def report(self) -> str:
@@ -80,11 +81,13 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _brief(step: Optional[StepTrace]) -> str:
+def _brief(step: StepTrace | None) -> str:
     if step is None:
         return "(none)"
-    return (f"#{step.step} batch={step.scheduled} preempted={step.preempted} waiting={step.waiting} "
-            f"running={step.running} swapped={step.swapped} free={step.free_blocks} finished={step.finished}")
+    return (
+        f"#{step.step} batch={step.scheduled} preempted={step.preempted} waiting={step.waiting} "
+        f"running={step.running} swapped={step.swapped} free={step.free_blocks} finished={step.finished}"
+    )
 
 
 def _views(step: StepTrace, normalise: set[str]) -> dict[str, object]:
@@ -117,8 +120,11 @@ def compare(ours: Trace, theirs: Trace, normalise: tuple[str, ...] | list[str] =
     if len(ours.steps) != len(theirs.steps) or bool(ours.error) != bool(theirs.error):
         n = min(len(ours.steps), len(theirs.steps))
         result.divergences["length"] = Divergence(
-            "length", n + 1, f"{len(ours.steps)} steps{' ' + ours.error if ours.error else ''}",
-            f"{len(theirs.steps)} steps{' ' + theirs.error.splitlines()[0] if theirs.error else ''}")
+            "length",
+            n + 1,
+            f"{len(ours.steps)} steps{' ' + ours.error if ours.error else ''}",
+            f"{len(theirs.steps)} steps{' ' + theirs.error.splitlines()[0] if theirs.error else ''}",
+        )
     return result
 
 

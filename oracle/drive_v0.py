@@ -48,11 +48,20 @@ def build_scheduler(case: Case) -> Scheduler:
     if c.watermark is not None and c.watermark != 0.01:
         raise NotImplementedError("vLLM 0.6.3.post1 has no watermark knob (the block manager's 0.01 is fixed)")
     scheduler_config = SchedulerConfig(
-        max_num_batched_tokens=c.max_num_batched_tokens, max_num_seqs=c.max_num_seqs, max_model_len=c.max_model_len,
-        enable_chunked_prefill=c.enable_chunked_prefill, preemption_mode=MODES[c.preemption_mode],
-        policy="priority" if c.priority_scheduling else "fcfs")
-    cache_config = CacheConfig(block_size=c.block_size, gpu_memory_utilization=1.0, swap_space=0, cache_dtype="auto",
-                               enable_prefix_caching=c.enable_prefix_caching)
+        max_num_batched_tokens=c.max_num_batched_tokens,
+        max_num_seqs=c.max_num_seqs,
+        max_model_len=c.max_model_len,
+        enable_chunked_prefill=c.enable_chunked_prefill,
+        preemption_mode=MODES[c.preemption_mode],
+        policy="priority" if c.priority_scheduling else "fcfs",
+    )
+    cache_config = CacheConfig(
+        block_size=c.block_size,
+        gpu_memory_utilization=1.0,
+        swap_space=0,
+        cache_dtype="auto",
+        enable_prefix_caching=c.enable_prefix_caching,
+    )
     cache_config.num_gpu_blocks = c.num_gpu_blocks
     cache_config.num_cpu_blocks = c.num_cpu_blocks
     return Scheduler(scheduler_config, cache_config, None)
@@ -99,13 +108,14 @@ def run_case(case: Case) -> Trace:
         while pending and pending[0].arrival_step <= steps_done:
             r = pending.pop(0)
             arrival += 1
-            seq = Sequence(next(counter), token_inputs(list(r.prompt_token_ids)), case.config.block_size,
-                           EOS_TOKEN_ID)
+            seq = Sequence(next(counter), token_inputs(list(r.prompt_token_ids)), case.config.block_size, EOS_TOKEN_ID)
             names[seq.seq_id] = r.request_id
-            params = SamplingParams(n=r.n, max_tokens=r.max_tokens, ignore_eos=True,
-                                    temperature=0.0 if r.n == 1 else 1.0)
-            group = SequenceGroup(r.request_id, [seq], arrival_time=float(arrival), sampling_params=params,
-                                  priority=r.priority)
+            params = SamplingParams(
+                n=r.n, max_tokens=r.max_tokens, ignore_eos=True, temperature=0.0 if r.n == 1 else 1.0
+            )
+            group = SequenceGroup(
+                r.request_id, [seq], arrival_time=float(arrival), sampling_params=params, priority=r.priority
+            )
             groups[r.request_id] = (group, r)
             sched.add_seq_group(group)
         events["preempted"], events["swapped_in"] = [], []
@@ -118,8 +128,9 @@ def run_case(case: Case) -> Trace:
             g = ssg.seq_group
             prefill = g.is_prefill()
             for seq in sorted(g.get_seqs(status=SequenceStatus.RUNNING), key=lambda s: s.seq_id):
-                scheduled.append([names[seq.seq_id], seq.data.get_num_computed_tokens(),
-                                  ssg.token_chunk_size if prefill else 1])
+                scheduled.append(
+                    [names[seq.seq_id], seq.data.get_num_computed_tokens(), ssg.token_chunk_size if prefill else 1]
+                )
         for ssg in outs.scheduled_seq_groups:
             g = ssg.seq_group
             g.update_num_computed_tokens(ssg.token_chunk_size)
@@ -152,20 +163,38 @@ def run_case(case: Case) -> Trace:
         sched.free_finished_seq_groups()
 
         def queue(q, status=None) -> list[str]:
-            return [n for g in q for n in (seq_names(g, status) if status else
-                                           [names[s.seq_id] for s in sorted(g.get_seqs(), key=lambda s: s.seq_id)
-                                            if not s.is_finished()])]
+            return [
+                n
+                for g in q
+                for n in (
+                    seq_names(g, status)
+                    if status
+                    else [names[s.seq_id] for s in sorted(g.get_seqs(), key=lambda s: s.seq_id) if not s.is_finished()]
+                )
+            ]
 
-        trace.steps.append(StepTrace(
-            step=steps_done, scheduled=scheduled, preempted=list(events["preempted"]),
-            swapped_in=list(events["swapped_in"]), waiting=queue(sched.waiting),
-            running=queue(sched.running, SequenceStatus.RUNNING), swapped=queue(sched.swapped, SequenceStatus.SWAPPED),
-            free_blocks=sched.block_manager.get_num_free_gpu_blocks(), finished=finished))
+        trace.steps.append(
+            StepTrace(
+                step=steps_done,
+                scheduled=scheduled,
+                preempted=list(events["preempted"]),
+                swapped_in=list(events["swapped_in"]),
+                waiting=queue(sched.waiting),
+                running=queue(sched.running, SequenceStatus.RUNNING),
+                swapped=queue(sched.swapped, SequenceStatus.SWAPPED),
+                free_blocks=sched.block_manager.get_num_free_gpu_blocks(),
+                finished=finished,
+            )
+        )
     modes = [p[1] for s in trace.steps for p in s.preempted]
     trace.num_preemptions = len(modes)
-    trace.counters = {"steps": len(trace.steps), "preemptions": len(modes), "recompute": modes.count("recompute"),
-                      "swap": modes.count("swap"), "scheduled_tokens": sum(c[2] for s in trace.steps
-                                                                           for c in s.scheduled)}
+    trace.counters = {
+        "steps": len(trace.steps),
+        "preemptions": len(modes),
+        "recompute": modes.count("recompute"),
+        "swap": modes.count("swap"),
+        "scheduled_tokens": sum(c[2] for s in trace.steps for c in s.scheduled),
+    }
     return trace
 
 

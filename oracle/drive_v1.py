@@ -62,33 +62,51 @@ def _accepts(func, name: str) -> bool:
 
 def build_scheduler(case: Case, model_dir: str) -> Scheduler:
     c = case.config
-    sched_kwargs = dict(max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
-                        max_model_len=c.max_model_len, enable_chunked_prefill=c.enable_chunked_prefill,
-                        policy="priority" if c.priority_scheduling else "fcfs")
+    sched_kwargs = dict(
+        max_num_seqs=c.max_num_seqs,
+        max_num_batched_tokens=c.max_num_batched_tokens,
+        max_model_len=c.max_model_len,
+        enable_chunked_prefill=c.enable_chunked_prefill,
+        policy="priority" if c.priority_scheduling else "fcfs",
+    )
     if c.watermark is not None:
         sched_kwargs["watermark"] = c.watermark
     if _accepts(SchedulerConfig, "is_encoder_decoder"):
         sched_kwargs["is_encoder_decoder"] = False
     scheduler_config = SchedulerConfig(**sched_kwargs)
-    model_kwargs = dict(model=model_dir, skip_tokenizer_init=True, max_model_len=c.max_model_len, dtype="float16",
-                        seed=0)
+    model_kwargs = dict(
+        model=model_dir, skip_tokenizer_init=True, max_model_len=c.max_model_len, dtype="float16", seed=0
+    )
     if _accepts(ModelConfig, "use_async_output_proc"):  # 0.10.2
         model_kwargs["use_async_output_proc"] = False
     model_config = ModelConfig(**model_kwargs)
-    cache_config = CacheConfig(block_size=c.block_size, gpu_memory_utilization=0.9, cache_dtype="auto",
-                               enable_prefix_caching=c.enable_prefix_caching,
-                               **({"swap_space": 0} if _accepts(CacheConfig, "swap_space") else {}))
-    vllm_config = VllmConfig(scheduler_config=scheduler_config, model_config=model_config, cache_config=cache_config,
-                             device_config=DeviceConfig(device="cuda"))
+    cache_config = CacheConfig(
+        block_size=c.block_size,
+        gpu_memory_utilization=0.9,
+        cache_dtype="auto",
+        enable_prefix_caching=c.enable_prefix_caching,
+        **({"swap_space": 0} if _accepts(CacheConfig, "swap_space") else {}),
+    )
+    vllm_config = VllmConfig(
+        scheduler_config=scheduler_config,
+        model_config=model_config,
+        cache_config=cache_config,
+        device_config=DeviceConfig(device="cuda"),
+    )
     spec_kwargs = dict(block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32)
     if "use_mla" in getattr(FullAttentionSpec, "__dataclass_fields__", {}):  # 0.10.2
         spec_kwargs["use_mla"] = False
     spec = FullAttentionSpec(**spec_kwargs)
-    kv_cache_config = KVCacheConfig(num_blocks=c.num_gpu_blocks, kv_cache_tensors=[],
-                                    kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)])
+    kv_cache_config = KVCacheConfig(
+        num_blocks=c.num_gpu_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)]
+    )
     cache_config.num_gpu_blocks = c.num_gpu_blocks
-    kwargs = dict(vllm_config=vllm_config, kv_cache_config=kv_cache_config, log_stats=True,
-                  structured_output_manager=StructuredOutputManager(vllm_config))
+    kwargs = dict(
+        vllm_config=vllm_config,
+        kv_cache_config=kv_cache_config,
+        log_stats=True,
+        structured_output_manager=StructuredOutputManager(vllm_config),
+    )
     if _accepts(Scheduler.__init__, "block_size"):  # 0.33
         kwargs["block_size"] = c.block_size
     return Scheduler(**kwargs)
@@ -100,9 +118,15 @@ def make_request(r, block_size: int, arrival: float) -> Request:
         init_none_hash(HASH_FN)
         _HASH_READY = True
     params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=True, temperature=0.0)
-    kwargs = dict(request_id=r.request_id, prompt_token_ids=list(r.prompt_token_ids), sampling_params=params,
-                  pooling_params=None, arrival_time=arrival, priority=r.priority,
-                  block_hasher=get_request_block_hasher(block_size, HASH_FN))
+    kwargs = dict(
+        request_id=r.request_id,
+        prompt_token_ids=list(r.prompt_token_ids),
+        sampling_params=params,
+        pooling_params=None,
+        arrival_time=arrival,
+        priority=r.priority,
+        block_hasher=get_request_block_hasher(block_size, HASH_FN),
+    )
     if _accepts(Request.__init__, "eos_token_id"):
         kwargs["eos_token_id"] = EOS_TOKEN_ID
     if _accepts(Request.__init__, "mm_features"):
@@ -113,8 +137,12 @@ def make_request(r, block_size: int, arrival: float) -> Request:
 def _runner_output(req_ids: list[str], sampled: list[list[int]]) -> ModelRunnerOutput:
     kwargs = dict(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)}, sampled_token_ids=sampled)
     fields = getattr(ModelRunnerOutput, "__dataclass_fields__", {})
-    for name, value in (("logprobs", None), ("prompt_logprobs_dict", {}), ("pooler_output", []),
-                        ("spec_token_ids", None)):
+    for name, value in (
+        ("logprobs", None),
+        ("prompt_logprobs_dict", {}),
+        ("pooler_output", []),
+        ("spec_token_ids", None),
+    ):
         if name in fields and fields[name].default is fields[name].default_factory is None:
             kwargs[name] = value
         elif name in fields and name not in kwargs:
@@ -170,19 +198,35 @@ def run_case(case: Case, model_dir: str) -> Trace:
         preempted = [[rid, "recompute"] for rid in freed_in_schedule]
         finished = []
         results = sched.update_from_output(out, _runner_output(req_ids, sampled))
-        for eco in (results.values() if isinstance(results, dict) else [results]):
+        for eco in results.values() if isinstance(results, dict) else [results]:
             for o in eco.outputs:
                 if o.finish_reason is not None:
                     finished.append(o.request_id)
-        waiting = [r.request_id for r in getattr(sched, "kv_holding_waiting", [])] + \
-            [r.request_id for r in sched.waiting]
-        trace.steps.append(StepTrace(step=steps_done, scheduled=scheduled, preempted=preempted, swapped_in=[],
-                                     waiting=waiting, running=[r.request_id for r in sched.running], swapped=[],
-                                     free_blocks=pool.get_num_free_blocks(), finished=finished))
+        waiting = [r.request_id for r in getattr(sched, "kv_holding_waiting", [])] + [
+            r.request_id for r in sched.waiting
+        ]
+        trace.steps.append(
+            StepTrace(
+                step=steps_done,
+                scheduled=scheduled,
+                preempted=preempted,
+                swapped_in=[],
+                waiting=waiting,
+                running=[r.request_id for r in sched.running],
+                swapped=[],
+                free_blocks=pool.get_num_free_blocks(),
+                finished=finished,
+            )
+        )
     modes = [p for s in trace.steps for p in s.preempted]
     trace.num_preemptions = len(modes)
-    trace.counters = {"steps": len(trace.steps), "preemptions": len(modes), "recompute": len(modes), "swap": 0,
-                      "scheduled_tokens": sum(c[2] for s in trace.steps for c in s.scheduled)}
+    trace.counters = {
+        "steps": len(trace.steps),
+        "preemptions": len(modes),
+        "recompute": len(modes),
+        "swap": 0,
+        "scheduled_tokens": sum(c[2] for s in trace.steps for c in s.scheduled),
+    }
     return trace
 
 

@@ -38,11 +38,18 @@ def run_vllm(cases: list[Case], timeout: float = 600) -> dict[str, Trace]:
         batch = [c for c in cases if c.config.profile == profile]
         src, dst = work / f"cases-{profile}.json", work / f"traces-{profile}.json"
         dump_list(batch, src)
-        cmd = [str(build_venvs.venv_python(RELEASE_OF[profile])), str(HERE / DRIVER_OF[profile]), str(src), str(dst),
-               "--model-dir", pykv_side.model_folder()]
+        cmd = [
+            str(build_venvs.venv_python(RELEASE_OF[profile])),
+            str(HERE / DRIVER_OF[profile]),
+            str(src),
+            str(dst),
+            "--model-dir",
+            pykv_side.model_folder(),
+        ]
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        procs.append((profile, dst, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                                     text=True)))
+        procs.append(
+            (profile, dst, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True))
+        )
     traces = {}
     for profile, dst, proc in procs:
         out, _ = proc.communicate(timeout=timeout)

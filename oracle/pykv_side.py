@@ -7,7 +7,6 @@ public names and reads the engine's queues and pool through ``engine.scheduler``
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from oracle.trace import Case, StepTrace, Trace
 
@@ -41,12 +40,19 @@ def engine_config(case: Case):
     from pykv import EngineConfig
 
     c = case.config
-    values = dict(vllm_profile=c.profile, block_size=c.block_size, num_gpu_blocks=c.num_gpu_blocks,
-                  max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
-                  max_model_len=c.max_model_len, enable_chunked_prefill=c.enable_chunked_prefill,
-                  enable_prefix_caching=c.enable_prefix_caching, preemption_mode=c.preemption_mode,
-                  preemption_victim="priority" if c.priority_scheduling else "last",
-                  attention_backend="torch")
+    values = dict(
+        vllm_profile=c.profile,
+        block_size=c.block_size,
+        num_gpu_blocks=c.num_gpu_blocks,
+        max_num_seqs=c.max_num_seqs,
+        max_num_batched_tokens=c.max_num_batched_tokens,
+        max_model_len=c.max_model_len,
+        enable_chunked_prefill=c.enable_chunked_prefill,
+        enable_prefix_caching=c.enable_prefix_caching,
+        preemption_mode=c.preemption_mode,
+        preemption_victim="priority" if c.priority_scheduling else "last",
+        attention_backend="torch",
+    )
     if c.profile == "v0.6":
         values["num_cpu_blocks"] = c.num_cpu_blocks
     if c.watermark is not None:
@@ -86,8 +92,9 @@ class _StandInRunner:
             if chunk.start + chunk.num_new_tokens == request.num_tokens:
                 sampled[chunk.request_id] = stand_in_token(request.all_token_ids)
                 if request.pending_forks:
-                    forks[chunk.request_id] = [stand_in_token(request.all_token_ids, k)
-                                               for k in range(1, request.pending_forks + 1)]
+                    forks[chunk.request_id] = [
+                        stand_in_token(request.all_token_ids, k) for k in range(1, request.pending_forks + 1)
+                    ]
         return self._result(sampled, 0.0, forks)
 
 
@@ -106,7 +113,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
     v0 = case.config.profile == "v0.6"
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
     sched, kv = engine.scheduler, engine.kv
-    error: Optional[str] = None
+    error: str | None = None
     while pending or engine.has_unfinished_requests():
         if engine.step_count >= case.max_steps:
             error = f"stopped at max_steps={case.max_steps}"
@@ -116,20 +123,29 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
             params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=True, n=r.n, temperature=0.0)
             engine.add_request(list(r.prompt_token_ids), params, r.request_id, priority=r.priority)
         report = engine.step()
-        trace.steps.append(StepTrace(
-            step=report.step,
-            scheduled=[_scheduled(c, v0) for c in report.chunks],
-            preempted=[[p.request_id, p.mode] for p in report.preempted],
-            swapped_in=[p.request_id for p in report.swapped_in],
-            waiting=[r.request_id for r in sched.waiting], running=[r.request_id for r in sched.running],
-            swapped=[r.request_id for r in sched.swapped], free_blocks=kv.pool.num_free_blocks(),
-            finished=[o.request_id for o in report.finished]))
+        trace.steps.append(
+            StepTrace(
+                step=report.step,
+                scheduled=[_scheduled(c, v0) for c in report.chunks],
+                preempted=[[p.request_id, p.mode] for p in report.preempted],
+                swapped_in=[p.request_id for p in report.swapped_in],
+                waiting=[r.request_id for r in sched.waiting],
+                running=[r.request_id for r in sched.running],
+                swapped=[r.request_id for r in sched.swapped],
+                free_blocks=kv.pool.num_free_blocks(),
+                finished=[o.request_id for o in report.finished],
+            )
+        )
     trace.error = error
     trace.num_preemptions = sched.num_preemptions
     modes = [p[1] for s in trace.steps for p in s.preempted]
-    trace.counters = {"steps": len(trace.steps), "preemptions": len(modes),
-                      "recompute": modes.count("recompute"), "swap": modes.count("swap"),
-                      "scheduled_tokens": sum(c[2] for s in trace.steps for c in s.scheduled)}
+    trace.counters = {
+        "steps": len(trace.steps),
+        "preemptions": len(modes),
+        "recompute": modes.count("recompute"),
+        "swap": modes.count("swap"),
+        "scheduled_tokens": sum(c[2] for s in trace.steps for c in s.scheduled),
+    }
     requests = []
     for r in case.requests:
         seqs = [r.request_id] + [f"{r.request_id}#{k}" for k in range(1, r.n)]

@@ -68,8 +68,7 @@ def run_pykv(script: dict) -> list:
         kind = op[0]
         if kind == "store":
             copies = tier.store(op[1], [(i, h, 0) for i, h in op[2]])
-            results.append(None if copies is None else
-                           sorted(tier.pool.blocks[cpu].block_hash for _, cpu in copies))  # type: ignore[type-var]
+            results.append(None if copies is None else sorted(tier.pool.blocks[cpu].block_hash for _, cpu in copies))  # type: ignore[type-var]
         elif kind == "load":
             tier.load(op[1], op[2][0][0], [h for _, h in op[2]])
             results.append(None)
@@ -88,17 +87,23 @@ def run_vllm(scripts: list[dict], timeout: float = 600) -> list[list]:
     src, dst = work / "scripts.json", work / "results.json"
     src.write_text(json.dumps(scripts))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    proc = subprocess.run([str(build_venvs.venv_python(RELEASE)), str(HERE / "drive_tier.py"), str(src), str(dst)],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    proc = subprocess.run(
+        [str(build_venvs.venv_python(RELEASE)), str(HERE / "drive_tier.py"), str(src), str(dst)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
     if proc.returncode != 0 or not dst.exists():
-        raise RuntimeError(f"the {RELEASE} tier driver failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}"
-                           f"{proc.stderr[-4000:]}")
+        raise RuntimeError(
+            f"the {RELEASE} tier driver failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+        )
     return json.loads(dst.read_text())
 
 
 def first_divergence(script: dict, ours: list, theirs: list) -> str | None:
     for k, (op, a, b) in enumerate(zip(script["ops"], ours, theirs)):
         if a != b:
-            before = script["ops"][max(0, k - 3):k]
+            before = script["ops"][max(0, k - 3) : k]
             return f"op {k} {op}: pykv {a}, vLLM {b} (after {before})"
     return None

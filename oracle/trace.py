@@ -12,7 +12,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 FORMAT_VERSION = 1
 
@@ -27,13 +27,13 @@ class CaseConfig:
     num_cpu_blocks: int = 0  # V0's swap pool (v0.6 only)
     max_num_seqs: int = 8
     max_num_batched_tokens: int = 256
-    max_model_len: Optional[int] = None  # None: pykv fits it (the model's, cut to the pool); the case then records it
+    max_model_len: int | None = None  # None: pykv fits it (the model's, cut to the pool); the case then records it
     enable_chunked_prefill: bool = True
     enable_prefix_caching: bool = False
     preemption_mode: str = "recompute"  # v0.6: recompute | swap (V0 "auto" is not a vLLM flag value)
-    watermark: Optional[float] = None  # None: the release's default (v0.6: 0.01; v0.33: 0.0; v0.10 has none)
+    watermark: float | None = None  # None: the release's default (v0.6: 0.01; v0.33: 0.0; v0.10 has none)
     priority_scheduling: bool = False  # vLLM's --scheduling-policy priority (pykv: preemption_victim="priority")
-    num_offload_blocks: Optional[int] = None  # v0.33's CPU offloading tier, in blocks
+    num_offload_blocks: int | None = None  # v0.33's CPU offloading tier, in blocks
 
 
 @dataclass
@@ -64,9 +64,14 @@ class Case:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "Case":
-        return cls(name=raw["name"], config=CaseConfig(**raw["config"]),
-                   requests=[CaseRequest(**r) for r in raw["requests"]], max_steps=raw.get("max_steps", 2000),
-                   normalise=list(raw.get("normalise", [])), note=raw.get("note", ""))
+        return cls(
+            name=raw["name"],
+            config=CaseConfig(**raw["config"]),
+            requests=[CaseRequest(**r) for r in raw["requests"]],
+            max_steps=raw.get("max_steps", 2000),
+            normalise=list(raw.get("normalise", [])),
+            note=raw.get("note", ""),
+        )
 
 
 @dataclass
@@ -94,16 +99,21 @@ class Trace:
     steps: list[StepTrace] = field(default_factory=list)
     num_preemptions: int = 0
     counters: dict[str, int] = field(default_factory=dict)
-    error: Optional[str] = None  # set when the side stopped early (an exception, or max_steps)
+    error: str | None = None  # set when the side stopped early (an exception, or max_steps)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "Trace":
-        return cls(side=raw["side"], case=raw["case"], steps=[StepTrace(**s) for s in raw["steps"]],
-                   num_preemptions=raw.get("num_preemptions", 0), counters=dict(raw.get("counters", {})),
-                   error=raw.get("error"))
+        return cls(
+            side=raw["side"],
+            case=raw["case"],
+            steps=[StepTrace(**s) for s in raw["steps"]],
+            num_preemptions=raw.get("num_preemptions", 0),
+            counters=dict(raw.get("counters", {})),
+            error=raw.get("error"),
+        )
 
 
 def dump(obj: Any, path: str | Path) -> None:

@@ -15,7 +15,6 @@ Torch only: importing this never imports triton.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -68,8 +67,9 @@ class BatchedPlan:
         return self.items[program * self.block_b : (program + 1) * self.block_b]
 
 
-def work_items(seqs: list[int], query_start_loc: list[int], seq_lens: list[int], num_kv_heads: int,
-               block_q: int) -> tuple[WorkItem, ...]:
+def work_items(
+    seqs: list[int], query_start_loc: list[int], seq_lens: list[int], num_kv_heads: int, block_q: int
+) -> tuple[WorkItem, ...]:
     """One item per (request in ``seqs``, query tile of ``block_q`` tokens, KV head), in that order."""
     items = []
     for s in seqs:
@@ -81,8 +81,14 @@ def work_items(seqs: list[int], query_start_loc: list[int], seq_lens: list[int],
     return tuple(items)
 
 
-def plan_launch(items: tuple[WorkItem, ...], group: int, head_dim: int, block_q: int,
-                block_n: Optional[int] = None, block_b: Optional[int] = None) -> BatchedPlan:
+def plan_launch(
+    items: tuple[WorkItem, ...],
+    group: int,
+    head_dim: int,
+    block_q: int,
+    block_n: int | None = None,
+    block_b: int | None = None,
+) -> BatchedPlan:
     """Widest tiles first: the whole longest context in one key tile (up to MAX_BLOCK_N), then as many
     items per program as keep a program's widest tile under MAX_TILE_ELEMENTS."""
     # No floor of 16 rows (a GPU's tl.dot would want one): the interpreter's tl.dot is a numpy matmul, where
@@ -103,7 +109,8 @@ def row_tables(plan: BatchedPlan, query: torch.Tensor, out: torch.Tensor, table_
     math: a padding item with no visible key would turn its softmax into NaN)."""
     n, padded, rows = len(plan.items), plan.grid[0] * plan.block_b, plan.block_q * plan.group
     seq, head, row, length, pos = torch.tensor(
-        [(i.seq, i.kv_head, i.row, i.length, i.pos) for i in plan.items], dtype=torch.int64).T  # (n,) each
+        [(i.seq, i.kv_head, i.row, i.length, i.pos) for i in plan.items], dtype=torch.int64
+    ).T  # (n,) each
     r = torch.arange(rows)
     tok, qh = r // plan.group, r % plan.group  # row -> token inside the item, query head inside the group
     live = tok[None, :] < length[:, None]  # (n, rows)
@@ -122,12 +129,26 @@ def row_tables(plan: BatchedPlan, query: torch.Tensor, out: torch.Tensor, table_
     def item_column(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:  # (padded,), the last item repeated
         return torch.cat([values, values[-1:].expand(padded - n)]).to(dtype)
 
-    return (item_column(seq * table_stride, torch.int64), item_column(head * head_stride, torch.int64),
-            item_column(kv_end, torch.int32), q_off, o_off, row_pos)
+    return (
+        item_column(seq * table_stride, torch.int64),
+        item_column(head * head_stride, torch.int64),
+        item_column(kv_end, torch.int32),
+        q_off,
+        o_off,
+        row_pos,
+    )
 
 
-def plan_attention(query, k_cache, block_tables, seq_lens, query_start_loc, block_q: Optional[int] = None,
-                   block_n: Optional[int] = None, block_b: Optional[int] = None) -> list[BatchedPlan]:
+def plan_attention(
+    query,
+    k_cache,
+    block_tables,
+    seq_lens,
+    query_start_loc,
+    block_q: int | None = None,
+    block_n: int | None = None,
+    block_b: int | None = None,
+) -> list[BatchedPlan]:
     """The CPU launch configuration: one launch for the one-token rows (decodes), one for short chunks and one
     for long ones (prefills), each with as few programs as the tile budget allows. ``block_q`` forces one
     tile height for every request."""
@@ -158,14 +179,34 @@ def launch_record_of(plan: BatchedPlan, trace: torch.Tensor, block_size: int) ->
     for p in range(plan.grid[0]):
         items = []
         for i, it in enumerate(plan.program_items(p), start=p * plan.block_b):
-            items.append(launch_record.WorkItem(
-                seq=it.seq, kv_head=it.kv_head, split=None, query_rows=(it.row, it.row + it.length),
-                query_positions=(it.pos, it.kv_end), key_start=0, key_stop=it.kv_end, causal_from=it.pos,
-                tiles=launch_record.tiles_of(0, it.kv_end, plan.block_n),
-                blocks=launch_record.runs(trace[i, : it.kv_end].tolist()),
-            ))
+            items.append(
+                launch_record.WorkItem(
+                    seq=it.seq,
+                    kv_head=it.kv_head,
+                    split=None,
+                    query_rows=(it.row, it.row + it.length),
+                    query_positions=(it.pos, it.kv_end),
+                    key_start=0,
+                    key_stop=it.kv_end,
+                    causal_from=it.pos,
+                    tiles=launch_record.tiles_of(0, it.kv_end, plan.block_n),
+                    blocks=launch_record.runs(trace[i, : it.kv_end].tolist()),
+                )
+            )
         programs.append(launch_record.ProgramRecord((p, 0, 0), tuple(items)))
-    params = (("BLOCK_B", plan.block_b), ("BLOCK_Q", plan.block_q), ("BLOCK_M", plan.block_m),
-              ("BLOCK_N", plan.block_n), ("GROUP", plan.group))
-    return launch_record.LaunchRecord("paged_batched_kernel", "decode" if plan.block_q == 1 else "prefill",
-                                      launch_record.grid3(plan.grid), block_size, params, tuple(programs), True)
+    params = (
+        ("BLOCK_B", plan.block_b),
+        ("BLOCK_Q", plan.block_q),
+        ("BLOCK_M", plan.block_m),
+        ("BLOCK_N", plan.block_n),
+        ("GROUP", plan.group),
+    )
+    return launch_record.LaunchRecord(
+        "paged_batched_kernel",
+        "decode" if plan.block_q == 1 else "prefill",
+        launch_record.grid3(plan.grid),
+        block_size,
+        params,
+        tuple(programs),
+        True,
+    )

@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass
-from typing import Iterator, Literal, Optional
+from typing import Iterator, Literal
 
 Phase = Literal["store", "prefill", "decode", "reduce"]
 
-_launches: contextvars.ContextVar[Optional[list["LaunchRecord"]]] = contextvars.ContextVar("launches", default=None)
+_launches: contextvars.ContextVar[list["LaunchRecord"] | None] = contextvars.ContextVar("launches", default=None)
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ class TileSpan:
 class WorkItem:
     """What one program owned of one request: its query rows, one KV head, the keys it walked."""
 
-    seq: Optional[int]  # the request's row in the step's block tables (batch order); None: several (the store)
-    kv_head: Optional[int]  # None: every KV head (the store's CPU configuration)
-    split: Optional[int]  # the split-K index (decode on a GPU); None without split-K
+    seq: int | None  # the request's row in the step's block tables (batch order); None: several (the store)
+    kv_head: int | None  # None: every KV head (the store's CPU configuration)
+    split: int | None  # the split-K index (decode on a GPU); None without split-K
     query_rows: tuple[int, int]  # [start, stop) rows of the step's flat token batch
     query_positions: tuple[int, int]  # [first, last + 1) positions of those tokens
     key_start: int  # first key position walked (a split's start; 0 otherwise)

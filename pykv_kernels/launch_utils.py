@@ -30,7 +30,8 @@ def use_interpreter_without_cuda() -> None:
         raise RuntimeError(
             "triton was imported before Triton's interpreter could be switched on (torch._dynamo, which "
             "transformers and torch.compile import, imports it); start the process with TRITON_INTERPRET=1 to run "
-            "the kernels on this CPU")
+            "the kernels on this CPU"
+        )
     os.environ["TRITON_INTERPRET"] = "1"
 
 

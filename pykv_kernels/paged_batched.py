@@ -40,7 +40,6 @@ Run ``python -m pykv_kernels.paged_batched`` for the check and benchmark.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -56,17 +55,23 @@ from pykv_kernels.triton_utils import MAX_COMBINE, SUM_COMBINE, tl, triton
 def paged_batched_kernel(
     out_ptr,  # (num_tokens + 1, num_heads, head_dim): the last row takes the padding rows' writes
     query_ptr,  # (num_tokens, num_heads, head_dim)
-    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    k_cache_ptr,
+    v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
     block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int64 (the launcher widens an int32 table)
-    item_table_ptr, item_head_ptr,  # (padded_items,) int64: offset of the item's table row, of its KV head
+    item_table_ptr,
+    item_head_ptr,  # (padded_items,) int64: offset of the item's table row, of its KV head
     item_kv_end_ptr,  # (padded_items,) int32: visible keys
-    row_q_ptr, row_o_ptr,  # (padded_items, BLOCK_M) int64: offset of each row's query / output vector
+    row_q_ptr,
+    row_o_ptr,  # (padded_items, BLOCK_M) int64: offset of each row's query / output vector
     row_pos_ptr,  # (padded_items, BLOCK_M) int32: position of each row's token (it sees keys 0 .. pos)
     trace_ptr,  # (padded_items, trace_width) int32: block of each key column read (TRACE only)
     qk_scale,  # softmax scale * log2(e)
     trace_width,
-    stride_qd, stride_od,
-    stride_cb, stride_co, stride_cd,
+    stride_qd,
+    stride_od,
+    stride_cb,
+    stride_co,
+    stride_cd,
     stride_btb,
     HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
@@ -128,8 +133,7 @@ def paged_batched_kernel(
         for start in range(0, tl.reduce(kv_end, 0, MAX_COMBINE), BLOCK_N):  # up to this program's last visible key
             offs_n = start + tl.arange(0, BLOCK_N).to(tl.int64)
             mask_n = offs_n[None, :] < kv_end[:, None]
-            block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n,
-                            other=0)
+            block = tl.load(table_rows[:, None] + (offs_n // BLOCK_SIZE)[None, :] * stride_btb, mask=mask_n, other=0)
             if TRACE:
                 tl.store(trace_ptr + item[:, None] * trace_width + offs_n[None, :], block, mask=mask_n)
             slots = block * stride_cb + ((offs_n % BLOCK_SIZE) * stride_co)[None, :] + head_off[:, None]
@@ -171,12 +175,35 @@ def run_plan(plan: BatchedPlan, out, query, k_cache, v_cache, block_tables, scal
     trace_arg = trace if trace is not None else kv_end
     head_dim = k_cache.shape[3]
     paged_batched_kernel[plan.grid](
-        out, query, k_cache, v_cache, tables, table_off, head_off, kv_end, q_off, o_off, pos, trace_arg,
-        scale * math.log2(math.e), trace_arg.shape[-1],
-        query.stride(2), out.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(3), tables.stride(1),
-        HEAD_DIM=head_dim, BLOCK_SIZE=k_cache.shape[1], BLOCK_B=plan.block_b, BLOCK_M=plan.block_m,
-        BLOCK_N=plan.block_n, BLOCK_D=max(16, next_pow2(head_dim)), ONE_TILE=plan.block_n >= plan.kv_len_max,
-        CAUSAL=plan.block_q > 1, TRACE=trace is not None,
+        out,
+        query,
+        k_cache,
+        v_cache,
+        tables,
+        table_off,
+        head_off,
+        kv_end,
+        q_off,
+        o_off,
+        pos,
+        trace_arg,
+        scale * math.log2(math.e),
+        trace_arg.shape[-1],
+        query.stride(2),
+        out.stride(2),
+        k_cache.stride(0),
+        k_cache.stride(1),
+        k_cache.stride(3),
+        tables.stride(1),
+        HEAD_DIM=head_dim,
+        BLOCK_SIZE=k_cache.shape[1],
+        BLOCK_B=plan.block_b,
+        BLOCK_M=plan.block_m,
+        BLOCK_N=plan.block_n,
+        BLOCK_D=max(16, next_pow2(head_dim)),
+        ONE_TILE=plan.block_n >= plan.kv_len_max,
+        CAUSAL=plan.block_q > 1,
+        TRACE=trace is not None,
     )
     if trace is not None:
         launch_record.add(launch_record_of(plan, trace.cpu(), k_cache.shape[1]))
@@ -191,9 +218,9 @@ def batched_attention(
     query_start_loc: torch.Tensor,  # (num_seqs + 1,) offsets of each request's chunk in `query`
     scale: float,
     *,
-    block_q: Optional[int] = None,
-    block_n: Optional[int] = None,
-    block_b: Optional[int] = None,
+    block_q: int | None = None,
+    block_n: int | None = None,
+    block_b: int | None = None,
 ) -> torch.Tensor:
     """Prefill and decode alike (a decode is a one-token chunk); same contract as the references.
     ``block_q`` / ``block_n`` / ``block_b`` force the tile sizes (tests); by default ``plan_attention`` picks."""
@@ -216,9 +243,13 @@ if __name__ == "__main__":
         args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
         kv_bytes = 2 * sum(seq_lens) * 2 * 32 * c.k_cache.element_size()
         return KernelCase(
-            "paged_batched", f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size 16",
-            lambda: batched_attention(*args), lambda: reference.paged_prefill_attention(*args),
-            tol=t.pick(2e-2, 1e-5), work=kv_bytes / 1e9, unit="GB/s of K/V read",
+            "paged_batched",
+            f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size 16",
+            lambda: batched_attention(*args),
+            lambda: reference.paged_prefill_attention(*args),
+            tol=t.pick(2e-2, 1e-5),
+            work=kv_bytes / 1e9,
+            unit="GB/s of K/V read",
             checks={f"block_q={q}": lambda q=q: batched_attention(*args, block_q=q) for q in (1, 4, 64)},
         )
 

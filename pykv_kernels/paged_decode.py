@@ -52,16 +52,25 @@ def paged_decode_kernel(
     part_out_ptr,  # (num_seqs, num_heads, NUM_SPLITS, head_dim) fp32 contiguous: per-split results
     part_lse_ptr,  # (num_seqs, num_heads, NUM_SPLITS) fp32 contiguous: per-split log2-sum-exp2
     query_ptr,  # (num_seqs, num_heads, head_dim)
-    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    k_cache_ptr,
+    v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
     block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int
     seq_lens_ptr,  # (num_seqs,) int
     qk_scale,  # softmax scale * log2(e): scores live in the exp2 domain
     tokens_per_split,  # a multiple of BLOCK_N
     num_heads,
-    stride_qs, stride_qh, stride_qd,
-    stride_os, stride_oh, stride_od,
-    stride_cb, stride_co, stride_ch, stride_cd,
-    stride_bts, stride_btb,
+    stride_qs,
+    stride_qh,
+    stride_qd,
+    stride_os,
+    stride_oh,
+    stride_od,
+    stride_cb,
+    stride_co,
+    stride_ch,
+    stride_cd,
+    stride_bts,
+    stride_btb,
     GROUP: tl.constexpr,  # query heads per KV head
     HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
@@ -85,7 +94,8 @@ def paged_decode_kernel(
     heads = (kv_head * GROUP + offs_g).to(tl.int64)
     q = tl.load(
         query_ptr + seq * stride_qs + heads[:, None] * stride_qh + offs_d[None, :] * stride_qd,
-        mask=mask_g[:, None] & mask_d[None, :], other=0.0,
+        mask=mask_g[:, None] & mask_d[None, :],
+        other=0.0,
     )
     q = dot_operand(q, NATIVE_DOT)  # (BLOCK_G, BLOCK_D)
 
@@ -133,7 +143,9 @@ def paged_decode_reduce_kernel(
     part_out_ptr,  # (num_seqs, num_heads, NUM_SPLITS, head_dim) fp32 contiguous
     part_lse_ptr,  # (num_seqs, num_heads, NUM_SPLITS) fp32 contiguous
     num_heads,
-    stride_os, stride_oh, stride_od,
+    stride_os,
+    stride_oh,
+    stride_od,
     HEAD_DIM: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
     BLOCK_S: tl.constexpr,  # NUM_SPLITS padded to a power of two
@@ -186,8 +198,17 @@ def paged_decode_attention(
 
 
 def launch_decode(
-    query, k_cache, v_cache, block_tables, seq_lens, scale, *,
-    num_splits: int | None = None, block_n: int | None = None, num_warps: int = 4, num_stages: int = 2,
+    query,
+    k_cache,
+    v_cache,
+    block_tables,
+    seq_lens,
+    scale,
+    *,
+    num_splits: int | None = None,
+    block_n: int | None = None,
+    num_warps: int = 4,
+    num_stages: int = 2,
 ) -> torch.Tensor:
     """``paged_decode_attention`` with its tuning knobs exposed (tests and benchmarks set them).
 
@@ -215,21 +236,55 @@ def launch_decode(
         part_out = torch.empty(num_seqs, num_heads, num_splits, head_dim, dtype=torch.float32, device=query.device)
         part_lse = torch.empty(num_seqs, num_heads, num_splits, dtype=torch.float32, device=query.device)
     paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](
-        out, part_out, part_lse, query, k_cache, v_cache, block_tables, seq_lens,
-        scale * math.log2(math.e), tokens_per_split, num_heads,
-        *query.stride(), *out.stride(), *k_cache.stride(), *block_tables.stride(),
-        GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_G=max(16, next_pow2(group)),
-        BLOCK_N=block_n, BLOCK_D=block_d, NUM_SPLITS=num_splits, NATIVE_DOT=native_dot(query, k_cache),
-        num_warps=num_warps, num_stages=num_stages,
+        out,
+        part_out,
+        part_lse,
+        query,
+        k_cache,
+        v_cache,
+        block_tables,
+        seq_lens,
+        scale * math.log2(math.e),
+        tokens_per_split,
+        num_heads,
+        *query.stride(),
+        *out.stride(),
+        *k_cache.stride(),
+        *block_tables.stride(),
+        GROUP=group,
+        HEAD_DIM=head_dim,
+        BLOCK_SIZE=block_size,
+        BLOCK_G=max(16, next_pow2(group)),
+        BLOCK_N=block_n,
+        BLOCK_D=block_d,
+        NUM_SPLITS=num_splits,
+        NATIVE_DOT=native_dot(query, k_cache),
+        num_warps=num_warps,
+        num_stages=num_stages,
     )
     if num_splits > 1:
         paged_decode_reduce_kernel[(num_seqs, num_heads)](
-            out, part_out, part_lse, num_heads, *out.stride(),
-            HEAD_DIM=head_dim, NUM_SPLITS=num_splits, BLOCK_S=next_pow2(num_splits), BLOCK_D=block_d,
+            out,
+            part_out,
+            part_lse,
+            num_heads,
+            *out.stride(),
+            HEAD_DIM=head_dim,
+            NUM_SPLITS=num_splits,
+            BLOCK_S=next_pow2(num_splits),
+            BLOCK_D=block_d,
         )
     if launch_record.recording():
-        _record(block_tables.tolist(), seq_lens.tolist(), block_size, num_kv_heads, num_heads, num_splits,
-                tokens_per_split, block_n)
+        _record(
+            block_tables.tolist(),
+            seq_lens.tolist(),
+            block_size,
+            num_kv_heads,
+            num_heads,
+            num_splits,
+            tokens_per_split,
+            block_n,
+        )
     return out
 
 
@@ -241,20 +296,55 @@ def _record(tables, lens, block_size, num_kv_heads, num_heads, num_splits, token
         for h in range(num_kv_heads):
             for k in range(num_splits):
                 lo, hi = k * tokens_per_split, min(n, (k + 1) * tokens_per_split)
-                items = () if lo >= hi else (R.WorkItem(
-                    s, h, k if num_splits > 1 else None, (s, s + 1), (n - 1, n), lo, hi, n - 1,
-                    R.tiles_of(lo, hi, block_n), R.table_walk(tables[s], lo, hi, block_size)),)
+                items = (
+                    ()
+                    if lo >= hi
+                    else (
+                        R.WorkItem(
+                            s,
+                            h,
+                            k if num_splits > 1 else None,
+                            (s, s + 1),
+                            (n - 1, n),
+                            lo,
+                            hi,
+                            n - 1,
+                            R.tiles_of(lo, hi, block_n),
+                            R.table_walk(tables[s], lo, hi, block_size),
+                        ),
+                    )
+                )
                 programs.append(R.ProgramRecord((s, h, k), items))
     grid = (len(lens), num_kv_heads, num_splits)
-    R.add(R.LaunchRecord("paged_decode_kernel", "decode", grid, block_size,
-                         (("BLOCK_N", block_n), ("NUM_SPLITS", num_splits)), tuple(programs), False))
+    R.add(
+        R.LaunchRecord(
+            "paged_decode_kernel",
+            "decode",
+            grid,
+            block_size,
+            (("BLOCK_N", block_n), ("NUM_SPLITS", num_splits)),
+            tuple(programs),
+            False,
+        )
+    )
     if num_splits > 1:
         group = num_heads // num_kv_heads
-        reduce = tuple(R.ProgramRecord((s, h, 0), (R.WorkItem(s, h // group, None, (s, s + 1), (n - 1, n), 0, 0, 0,
-                                                              (), ()),)) for s, n in enumerate(lens)
-                       for h in range(num_heads))
-        R.add(R.LaunchRecord("paged_decode_reduce_kernel", "reduce", (len(lens), num_heads, 1), block_size,
-                             (("NUM_SPLITS", num_splits),), reduce, False))
+        reduce = tuple(
+            R.ProgramRecord((s, h, 0), (R.WorkItem(s, h // group, None, (s, s + 1), (n - 1, n), 0, 0, 0, (), ()),))
+            for s, n in enumerate(lens)
+            for h in range(num_heads)
+        )
+        R.add(
+            R.LaunchRecord(
+                "paged_decode_reduce_kernel",
+                "reduce",
+                (len(lens), num_heads, 1),
+                block_size,
+                (("NUM_SPLITS", num_splits),),
+                reduce,
+                False,
+            )
+        )
 
 
 if __name__ == "__main__":
@@ -263,16 +353,22 @@ if __name__ == "__main__":
     from pykv_kernels.testing import make_paged_case
 
     def decode_case(t: Target) -> KernelCase:
-        shape = t.pick(dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096),
-                       dict(num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=32, block_size=5, max_len=40))
+        shape = t.pick(
+            dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096),
+            dict(num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=32, block_size=5, max_len=40),
+        )
         c = make_paged_case(**shape, dtype=t.dtype, device=t.device, decode=True, seed=0)
         args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
         kv_bytes = 2 * c.seq_lens.sum().item() * shape["num_kv_heads"] * shape["head_dim"] * c.k_cache.element_size()
         shapes = f"{shape['num_seqs']} requests of up to {shape['max_len']} tokens, block_size {shape['block_size']}"
         return KernelCase(
-            "paged_decode", shapes,
-            lambda: paged_decode_attention(*args), lambda: reference.paged_decode_attention(*args),
-            tol=t.pick(2e-2, 1e-5), work=kv_bytes / 1e9, unit="GB/s of K/V read",
+            "paged_decode",
+            shapes,
+            lambda: paged_decode_attention(*args),
+            lambda: reference.paged_decode_attention(*args),
+            tol=t.pick(2e-2, 1e-5),
+            work=kv_bytes / 1e9,
+            unit="GB/s of K/V read",
             checks={f"num_splits={n}": lambda n=n: launch_decode(*args, num_splits=n) for n in (1, 3)},
         )
 

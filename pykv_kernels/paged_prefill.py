@@ -47,10 +47,28 @@ from pykv_kernels.triton_utils import dot_operand, interpreted, native_dot, tl, 
 
 @triton.jit
 def _attend_kv_tile(
-    acc, m_i, l_i, q, q_pos, start, kv_end,
-    table_row, k_cache_ptr, v_cache_ptr, head_off, offs_d, mask_d, qk_scale,
-    stride_cb, stride_co, stride_cd, stride_btb,
-    BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, NATIVE_DOT: tl.constexpr,
+    acc,
+    m_i,
+    l_i,
+    q,
+    q_pos,
+    start,
+    kv_end,
+    table_row,
+    k_cache_ptr,
+    v_cache_ptr,
+    head_off,
+    offs_d,
+    mask_d,
+    qk_scale,
+    stride_cb,
+    stride_co,
+    stride_cd,
+    stride_btb,
+    BLOCK_SIZE: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    NATIVE_DOT: tl.constexpr,
 ):
     """Fold the K/V tokens start .. start+BLOCK_N-1 into the online-softmax state of the rows."""
     offs_n = start + tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions
@@ -76,16 +94,25 @@ def _attend_kv_tile(
 def paged_prefill_kernel(
     out_ptr,  # (num_tokens, num_heads, head_dim)
     query_ptr,  # (num_tokens, num_heads, head_dim)
-    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    k_cache_ptr,
+    v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
     block_tables_ptr,  # (num_seqs, max_blocks_per_seq) int
     seq_lens_ptr,  # (num_seqs,) int
     query_start_loc_ptr,  # (num_seqs + 1,) int
     qk_scale,  # softmax scale * log2(e)
     num_seqs,
-    stride_qt, stride_qh, stride_qd,
-    stride_ot, stride_oh, stride_od,
-    stride_cb, stride_co, stride_ch, stride_cd,
-    stride_bts, stride_btb,
+    stride_qt,
+    stride_qh,
+    stride_qd,
+    stride_ot,
+    stride_oh,
+    stride_od,
+    stride_cb,
+    stride_co,
+    stride_ch,
+    stride_cd,
+    stride_bts,
+    stride_btb,
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
@@ -126,7 +153,8 @@ def paged_prefill_kernel(
     rows_t = (q_start + tok).to(tl.int64)
     q = tl.load(
         query_ptr + rows_t[:, None] * stride_qt + heads[:, None] * stride_qh + offs_d[None, :] * stride_qd,
-        mask=mask_m[:, None] & mask_d[None, :], other=0.0,
+        mask=mask_m[:, None] & mask_d[None, :],
+        other=0.0,
     )
     q = dot_operand(q, NATIVE_DOT)
 
@@ -140,13 +168,53 @@ def paged_prefill_kernel(
     kv_end = ctx_len + tl.minimum((q_block + 1) * BLOCK_Q, q_len)  # one past the tile's last position
     for start in range(0, full_end, BLOCK_N):
         acc, m_i, l_i = _attend_kv_tile(
-            acc, m_i, l_i, q, q_pos, start, kv_end, table_row, k_cache_ptr, v_cache_ptr, head_off, offs_d, mask_d,
-            qk_scale, stride_cb, stride_co, stride_cd, stride_btb, BLOCK_SIZE, BLOCK_N, False, NATIVE_DOT,
+            acc,
+            m_i,
+            l_i,
+            q,
+            q_pos,
+            start,
+            kv_end,
+            table_row,
+            k_cache_ptr,
+            v_cache_ptr,
+            head_off,
+            offs_d,
+            mask_d,
+            qk_scale,
+            stride_cb,
+            stride_co,
+            stride_cd,
+            stride_btb,
+            BLOCK_SIZE,
+            BLOCK_N,
+            False,
+            NATIVE_DOT,
         )
     for start in range(full_end, kv_end, BLOCK_N):
         acc, m_i, l_i = _attend_kv_tile(
-            acc, m_i, l_i, q, q_pos, start, kv_end, table_row, k_cache_ptr, v_cache_ptr, head_off, offs_d, mask_d,
-            qk_scale, stride_cb, stride_co, stride_cd, stride_btb, BLOCK_SIZE, BLOCK_N, True, NATIVE_DOT,
+            acc,
+            m_i,
+            l_i,
+            q,
+            q_pos,
+            start,
+            kv_end,
+            table_row,
+            k_cache_ptr,
+            v_cache_ptr,
+            head_off,
+            offs_d,
+            mask_d,
+            qk_scale,
+            stride_cb,
+            stride_co,
+            stride_cd,
+            stride_btb,
+            BLOCK_SIZE,
+            BLOCK_N,
+            True,
+            NATIVE_DOT,
         )
 
     result = acc / l_i[:, None]
@@ -173,8 +241,18 @@ def paged_prefill_attention(
 
 
 def launch_prefill(
-    query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale, *,
-    block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None, num_stages: int = 2,
+    query,
+    k_cache,
+    v_cache,
+    block_tables,
+    seq_lens,
+    query_start_loc,
+    scale,
+    *,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int = 2,
 ) -> torch.Tensor:
     """``paged_prefill_attention`` with its tuning knobs exposed (tests and benchmarks set them)."""
     num_seqs, group = check_attention_inputs(query, k_cache, v_cache, block_tables, seq_lens)
@@ -193,16 +271,41 @@ def launch_prefill(
     block_q = block_m // group
     grid = (num_tokens // block_q + num_seqs, num_kv_heads)
     paged_prefill_kernel[grid](
-        out, query, k_cache, v_cache, block_tables, seq_lens, query_start_loc,
-        scale * math.log2(math.e), num_seqs,
-        *query.stride(), *out.stride(), *k_cache.stride(), *block_tables.stride(),
-        GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_Q=block_q, BLOCK_M=block_m,
-        BLOCK_N=block_n, BLOCK_D=max(16, next_pow2(head_dim)), NATIVE_DOT=native_dot(query, k_cache),
-        num_warps=num_warps or (8 if block_m >= 128 else 4), num_stages=num_stages,
+        out,
+        query,
+        k_cache,
+        v_cache,
+        block_tables,
+        seq_lens,
+        query_start_loc,
+        scale * math.log2(math.e),
+        num_seqs,
+        *query.stride(),
+        *out.stride(),
+        *k_cache.stride(),
+        *block_tables.stride(),
+        GROUP=group,
+        HEAD_DIM=head_dim,
+        BLOCK_SIZE=block_size,
+        BLOCK_Q=block_q,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_D=max(16, next_pow2(head_dim)),
+        NATIVE_DOT=native_dot(query, k_cache),
+        num_warps=num_warps or (8 if block_m >= 128 else 4),
+        num_stages=num_stages,
     )
     if launch_record.recording():
-        _record(grid, block_tables.tolist(), seq_lens.tolist(), query_start_loc.tolist(), block_size, block_q, block_n,
-                block_m)
+        _record(
+            grid,
+            block_tables.tolist(),
+            seq_lens.tolist(),
+            query_start_loc.tolist(),
+            block_size,
+            block_q,
+            block_n,
+            block_m,
+        )
     return out
 
 
@@ -219,13 +322,33 @@ def _record(grid, tables, lens, starts, block_size, block_q, block_n, block_m) -
         if q_block * block_q < q_len:
             ctx = lens[s] - q_len
             t0, t1 = q_block * block_q, min((q_block + 1) * block_q, q_len)
-            items = [R.WorkItem(s, h, None, (starts[s] + t0, starts[s] + t1), (ctx + t0, ctx + t1), 0, ctx + t1,
-                                ctx + t0, R.tiles_of(0, ctx + t1, block_n), R.table_walk(tables[s], 0, ctx + t1,
-                                                                                          block_size))
-                     for h in range(grid[1])]
-        programs.extend(R.ProgramRecord((tile, h, 0), tuple(items[h:h + 1])) for h in range(grid[1]))
-    R.add(R.LaunchRecord("paged_prefill_kernel", "prefill", R.grid3(grid), block_size,
-                         (("BLOCK_Q", block_q), ("BLOCK_M", block_m), ("BLOCK_N", block_n)), tuple(programs), False))
+            items = [
+                R.WorkItem(
+                    s,
+                    h,
+                    None,
+                    (starts[s] + t0, starts[s] + t1),
+                    (ctx + t0, ctx + t1),
+                    0,
+                    ctx + t1,
+                    ctx + t0,
+                    R.tiles_of(0, ctx + t1, block_n),
+                    R.table_walk(tables[s], 0, ctx + t1, block_size),
+                )
+                for h in range(grid[1])
+            ]
+        programs.extend(R.ProgramRecord((tile, h, 0), tuple(items[h : h + 1])) for h in range(grid[1]))
+    R.add(
+        R.LaunchRecord(
+            "paged_prefill_kernel",
+            "prefill",
+            R.grid3(grid),
+            block_size,
+            (("BLOCK_Q", block_q), ("BLOCK_M", block_m), ("BLOCK_N", block_n)),
+            tuple(programs),
+            False,
+        )
+    )
 
 
 if __name__ == "__main__":
@@ -236,14 +359,26 @@ if __name__ == "__main__":
     def prefill_case(t: Target) -> KernelCase:
         heads, kv_heads, head_dim, block_size = t.pick((32, 8, 128, 16), (4, 2, 32, 5))
         seq_lens, query_lens = t.pick(([4096], [4096]), ([1, 23, 40], [1, 23, 17]))
-        c = make_paged_case(heads, kv_heads, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens,
-                            dtype=t.dtype, device=t.device)
+        c = make_paged_case(
+            heads,
+            kv_heads,
+            head_dim,
+            block_size,
+            seq_lens=seq_lens,
+            query_lens=query_lens,
+            dtype=t.dtype,
+            device=t.device,
+        )
         args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
         causal_flops = sum(4 * q * (n - q / 2) * heads * head_dim for q, n in zip(query_lens, seq_lens))
         return KernelCase(
-            "paged_prefill", f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size {block_size}",
-            lambda: paged_prefill_attention(*args), lambda: reference.paged_prefill_attention(*args),
-            tol=t.pick(2e-2, 1e-5), work=causal_flops / 1e12, unit="TFLOP/s",
+            "paged_prefill",
+            f"chunks of {query_lens} tokens ending contexts of {seq_lens}, block_size {block_size}",
+            lambda: paged_prefill_attention(*args),
+            lambda: reference.paged_prefill_attention(*args),
+            tol=t.pick(2e-2, 1e-5),
+            work=causal_flops / 1e12,
+            unit="TFLOP/s",
         )
 
     run_main(prefill_case)

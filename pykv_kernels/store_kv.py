@@ -37,13 +37,22 @@ from pykv_kernels.triton_utils import interpreted, tl, triton
 
 @triton.jit
 def store_kv_kernel(
-    key_ptr, value_ptr,  # (num_tokens, num_kv_heads, head_dim)
-    k_cache_ptr, v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
+    key_ptr,
+    value_ptr,  # (num_tokens, num_kv_heads, head_dim)
+    k_cache_ptr,
+    v_cache_ptr,  # (num_blocks, block_size, num_kv_heads, head_dim)
     slot_mapping_ptr,  # (num_tokens,) int64
     num_tokens,
-    stride_kt, stride_kh, stride_kd,  # key
-    stride_vt, stride_vh, stride_vd,  # value
-    stride_cb, stride_co, stride_ch, stride_cd,  # k_cache and v_cache (asserted equal by the launcher)
+    stride_kt,
+    stride_kh,
+    stride_kd,  # key
+    stride_vt,
+    stride_vh,
+    stride_vd,  # value
+    stride_cb,
+    stride_co,
+    stride_ch,
+    stride_cd,  # k_cache and v_cache (asserted equal by the launcher)
     HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,  # tokens per cache block (any positive integer)
     BLOCK_T: tl.constexpr,  # tokens per program
@@ -69,11 +78,15 @@ def store_kv_kernel(
 
 @triton.jit
 def store_rows_kernel(
-    key_ptr, value_ptr,  # (num_tokens, row): a token's K (V) for every KV head, back to back
-    k_cache_ptr, v_cache_ptr,  # (num_blocks * block_size, row): one row per slot
+    key_ptr,
+    value_ptr,  # (num_tokens, row): a token's K (V) for every KV head, back to back
+    k_cache_ptr,
+    v_cache_ptr,  # (num_blocks * block_size, row): one row per slot
     slot_mapping_ptr,  # (num_tokens,) int
     num_tokens,
-    stride_kt, stride_vt, stride_cs,  # token stride of key, of value; slot stride of the caches
+    stride_kt,
+    stride_vt,
+    stride_cs,  # token stride of key, of value; slot stride of the caches
     ROW: tl.constexpr,  # num_kv_heads * head_dim
     BLOCK_T: tl.constexpr,  # tokens per program
     BLOCK_R: tl.constexpr,  # ROW padded to a power of two
@@ -120,18 +133,40 @@ def store_kv(
         if _slot_rows(key, value, k_cache):
             grid = (triton.cdiv(num_tokens, block_t), 1)
             row = num_kv_heads * head_dim
-            store_rows_kernel[grid](key, value, k_cache, v_cache, slot_mapping, num_tokens, key.stride(0),
-                                    value.stride(0), k_cache.stride(1), ROW=row, BLOCK_T=block_t,
-                                    BLOCK_R=next_pow2(row))
+            store_rows_kernel[grid](
+                key,
+                value,
+                k_cache,
+                v_cache,
+                slot_mapping,
+                num_tokens,
+                key.stride(0),
+                value.stride(0),
+                k_cache.stride(1),
+                ROW=row,
+                BLOCK_T=block_t,
+                BLOCK_R=next_pow2(row),
+            )
             if launch_record.recording():
-                launch_record.add(_record(grid, block_t, block_size, slot_mapping, heads_merged=True,
-                                          kernel="store_rows_kernel"))
+                launch_record.add(
+                    _record(grid, block_t, block_size, slot_mapping, heads_merged=True, kernel="store_rows_kernel")
+                )
             return
     grid = (triton.cdiv(num_tokens, block_t), num_kv_heads)
     store_kv_kernel[grid](
-        key, value, k_cache, v_cache, slot_mapping, num_tokens,
-        *key.stride(), *value.stride(), *k_cache.stride(),
-        HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_T=block_t, BLOCK_D=next_pow2(head_dim),
+        key,
+        value,
+        k_cache,
+        v_cache,
+        slot_mapping,
+        num_tokens,
+        *key.stride(),
+        *value.stride(),
+        *k_cache.stride(),
+        HEAD_DIM=head_dim,
+        BLOCK_SIZE=block_size,
+        BLOCK_T=block_t,
+        BLOCK_D=next_pow2(head_dim),
     )
     if launch_record.recording():
         launch_record.add(_record(grid, block_t, block_size, slot_mapping, heads_merged=False))
@@ -144,8 +179,9 @@ def _slot_rows(key, value, k_cache) -> bool:
     return flat and k_cache.stride(0) == block_size * k_cache.stride(1)
 
 
-def _record(grid, block_t: int, block_size: int, slot_mapping: torch.Tensor, heads_merged: bool,
-            kernel: str = "store_kv_kernel"):
+def _record(
+    grid, block_t: int, block_size: int, slot_mapping: torch.Tensor, heads_merged: bool, kernel: str = "store_kv_kernel"
+):
     """Each program's tokens and the blocks it wrote (from the slot mapping it was given)."""
     slots = slot_mapping.tolist()
     programs = []
@@ -153,11 +189,13 @@ def _record(grid, block_t: int, block_size: int, slot_mapping: torch.Tensor, hea
         lo, hi = t * block_t, min(len(slots), (t + 1) * block_t)
         blocks = launch_record.runs([s // block_size for s in slots[lo:hi]])
         for h in range(grid[1]):
-            item = launch_record.WorkItem(None, None if heads_merged else h, None, (lo, hi), (lo, hi), 0, 0, 0, (),
-                                          blocks)
+            item = launch_record.WorkItem(
+                None, None if heads_merged else h, None, (lo, hi), (lo, hi), 0, 0, 0, (), blocks
+            )
             programs.append(launch_record.ProgramRecord((t, h, 0), (item,)))
-    return launch_record.LaunchRecord(kernel, "store", launch_record.grid3(grid), block_size,
-                                      (("BLOCK_T", block_t),), tuple(programs), False)
+    return launch_record.LaunchRecord(
+        kernel, "store", launch_record.grid3(grid), block_size, (("BLOCK_T", block_t),), tuple(programs), False
+    )
 
 
 if __name__ == "__main__":
@@ -170,14 +208,22 @@ if __name__ == "__main__":
         key = torch.randn(num_tokens, kv_heads, head_dim, dtype=t.dtype, device=t.device)
         value = torch.randn_like(key)
         slots = torch.randperm(num_blocks * block_size, device=t.device)[:num_tokens]
-        caches = torch.full((2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=t.dtype,
-                            device=t.device)  # (implementation, K/V, ...): untouched slots stay NaN
+        caches = torch.full(
+            (2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=t.dtype, device=t.device
+        )  # (implementation, K/V, ...): untouched slots stay NaN
 
         def into(store, cache):  # run one implementation into its own K/V cache pair; compare the caches
             return lambda: (store(key, value, cache[0], cache[1], slots), cache)[1]
 
         moved = 2 * 2 * key.numel() * key.element_size()  # read K and V, write K and V
-        return KernelCase("store_kv", f"{num_tokens} tokens, block_size {block_size}", into(store_kv, caches[0]),
-                          into(reference.store_kv, caches[1]), tol=0.0, work=moved / 1e9, unit="GB/s")
+        return KernelCase(
+            "store_kv",
+            f"{num_tokens} tokens, block_size {block_size}",
+            into(store_kv, caches[0]),
+            into(reference.store_kv, caches[1]),
+            tol=0.0,
+            work=moved / 1e9,
+            unit="GB/s",
+        )
 
     run_main(store_case)

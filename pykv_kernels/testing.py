@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 
@@ -34,8 +34,8 @@ def make_paged_case(
     head_dim: int,
     block_size: int,
     *,
-    seq_lens: Optional[Sequence[int]] = None,
-    query_lens: Optional[Sequence[int]] = None,
+    seq_lens: Sequence[int] | None = None,
+    query_lens: Sequence[int] | None = None,
     num_seqs: int = 1,
     max_len: int = 32,
     decode: bool = False,

@@ -76,8 +76,13 @@ def _plan(chunks, block_tables, block_size, dtype, device) -> list[tuple]:
             row, pos, count = row + take, pos + take, count - take
     for tiles, picked in singles.items():
         rows, seqs, positions = (torch.tensor(x, device=device) for x in zip(*picked))
-        jobs.append((rows, _slots(block_tables[seqs], positions, tiles * KEY_TILE, block_size),
-                     _mask(positions, tiles * KEY_TILE, dtype)))
+        jobs.append(
+            (
+                rows,
+                _slots(block_tables[seqs], positions, tiles * KEY_TILE, block_size),
+                _mask(positions, tiles * KEY_TILE, dtype),
+            )
+        )
     return jobs
 
 
@@ -123,8 +128,12 @@ def paged_decode_attention(
     """Same contract as ``reference.paged_decode_attention``."""
     out = torch.empty_like(query)
     if query.shape[0]:
-        jobs = _planned(lambda: [(s, s, n - 1, 1) for s, n in enumerate(seq_lens.tolist())],
-                        (block_tables, seq_lens), k_cache.shape[1], k_cache.dtype)
+        jobs = _planned(
+            lambda: [(s, s, n - 1, 1) for s, n in enumerate(seq_lens.tolist())],
+            (block_tables, seq_lens),
+            k_cache.shape[1],
+            k_cache.dtype,
+        )
         _attend(out, query, jobs, k_cache, v_cache, scale)
     return out
 

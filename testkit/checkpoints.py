@@ -20,8 +20,10 @@ def save_tokenizer(folder: Path, vocab_size: int = 320) -> None:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator(CORPUS, trainer=trainer)
     tok.save(str(folder / "tokenizer.json"))
@@ -38,8 +40,16 @@ def make_checkpoint(folder: Path, model_type: str = "llama", seed: int = 0, **ov
     folder.mkdir(parents=True, exist_ok=True)
     save_tokenizer(folder)
     kwargs = dict(
-        vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, initializer_range=0.2, eos_token_id=0, bos_token_id=0,
+        vocab_size=320,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.2,
+        eos_token_id=0,
+        bos_token_id=0,
     )
     kwargs.update(overrides)
     torch.manual_seed(seed)

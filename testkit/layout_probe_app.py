@@ -35,8 +35,10 @@ def _caption(figure) -> str:
 def _chart_box(dg: DeltaGenerator, figure_or_data, *_args, **_kwargs):
     """An element exactly as tall as the chart would be (plotly's element is its figure's height), its text clipped
     inside so it cannot change the height."""
-    return dg.html(f'<div data-probe="chart" style="height:{_height(figure_or_data)}px;overflow:hidden">'
-                   f'{html.escape(_caption(figure_or_data))}</div>')
+    return dg.html(
+        f'<div data-probe="chart" style="height:{_height(figure_or_data)}px;overflow:hidden">'
+        f"{html.escape(_caption(figure_or_data))}</div>"
+    )
 
 
 if __name__ != "__main__":  # imported by the server, as app.py is: the ASGI app with the app's own routes

@@ -157,10 +157,14 @@ def walk_class_lesson(browser, url: str, lesson, sizes=SIZES) -> list[tuple[str,
 
 
 def misfits(found: list[tuple[str, dict]]) -> list[str]:
-    return [f"{where}: scrolls {m['overflow']} px" + (f", cut labels {m['cut']}" if m["cut"] else "")
-            + (f", text hidden in {m['hidden']}" if m["hidden"] else "")
-            + (f", label words broken {m['broken']}" if m["broken"] else "")
-            for where, m in found if m["overflow"] or m["cut"] or m["hidden"] or m["broken"]]
+    return [
+        f"{where}: scrolls {m['overflow']} px"
+        + (f", cut labels {m['cut']}" if m["cut"] else "")
+        + (f", text hidden in {m['hidden']}" if m["hidden"] else "")
+        + (f", label words broken {m['broken']}" if m["broken"] else "")
+        for where, m in found
+        if m["overflow"] or m["cut"] or m["hidden"] or m["broken"]
+    ]
 
 
 PARTS = 3  # tests/e2e/test_projector_fit_1.py .. _3.py
@@ -170,7 +174,7 @@ def course_part(part: int) -> list:
     """The lessons one of the PARTS fit files walks: every PARTS-th lesson of the course, from ``part`` (1-based)."""
     from pykv.lessons.loader import read_course
 
-    return read_course()[0][part - 1::PARTS]
+    return read_course()[0][part - 1 :: PARTS]
 
 
 def check_lesson_fits(page, url: str, lesson) -> None:

@@ -14,7 +14,7 @@ def section(pack, sid: str):
 
 def section_html(html: str, sid: str) -> str:
     start = html.index(f'<section id="{sid}">')
-    return html[start:html.index("</section>", start)]
+    return html[start : html.index("</section>", start)]
 
 
 def visible_text(fragment: str) -> str:
@@ -29,8 +29,12 @@ def priced_pool_sweep(loaded, model_path):
     from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
     from pykv.ui.views.sweep_modelled import with_modelled
 
-    spec = SweepSpec(workload_args={"n": 4, "max_tokens": 16}, values=(24, 60), modes=("recompute", "swap"),
-                     base=EngineConfig(model=str(model_path), block_size=4))
+    spec = SweepSpec(
+        workload_args={"n": 4, "max_tokens": 16},
+        values=(24, 60),
+        modes=("recompute", "swap"),
+        base=EngineConfig(model=str(model_path), block_size=4),
+    )
     rows, costs = [], []
     for row, c in iter_runs(spec, loaded):
         rows.append(row)

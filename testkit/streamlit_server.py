@@ -15,8 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the checkout
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-quic",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
 ]
 
 LAYOUT_PROBE = "testkit/layout_probe_app.py"  # app.py with its charts as empty boxes: what the fit walks measure
@@ -30,15 +36,27 @@ def free_port() -> int:
 
 def streamlit_command(port: int, root: Path = ROOT, *extra: str, script: str = "app.py") -> list[str]:
     """`streamlit run app.py` (or another ``script`` of the checkout ``root``), headless on loopback ``port``."""
-    return [sys.executable, "-m", "streamlit", "run", str(root / script), "--server.headless=true",
-            f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-            "--server.fileWatcherType=none", "--logger.level=error", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(root / script),
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+        "--logger.level=error",
+        *extra,
+    ]
 
 
 def start_streamlit(model_path: str | Path, port: int, script: str = "app.py") -> subprocess.Popen:
     env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(streamlit_command(port, script=script), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        streamlit_command(port, script=script), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 UNPACKED = Path("/tmp/vllm_src")
 
 
-def vllm_source(release: str) -> Optional[Path]:
+def vllm_source(release: str) -> Path | None:
     """The folder that holds ``vllm/`` of ``release`` (e.g. "0.33.0"), or None where neither copy is here."""
     unpacked = UNPACKED / release
     if (unpacked / "vllm").is_dir():
@@ -32,8 +31,10 @@ def require_vllm_source(release: str) -> Path:
 
     found = vllm_source(release)
     if found is None:
-        message = (f"vLLM {release}'s source is neither unpacked in {UNPACKED / release} nor in the oracle's venv "
-                   "(python oracle/build_venvs.py)")
+        message = (
+            f"vLLM {release}'s source is neither unpacked in {UNPACKED / release} nor in the oracle's venv "
+            "(python oracle/build_venvs.py)"
+        )
         if os.environ.get("PYKV_ORACLE_REQUIRED") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -40,8 +40,12 @@ theme.SpecFigure = ParityCheckedSpecFigure  # every figure a test draws is serve
 _EXAMPLES = os.environ.get("PYKV_HYPOTHESIS_EXAMPLES", "200").strip()
 if not _EXAMPLES.isdigit() or not 1 <= int(_EXAMPLES) <= 1_000_000:
     raise pytest.UsageError(f"PYKV_HYPOTHESIS_EXAMPLES must be a whole number from 1 to 1000000, got {_EXAMPLES!r}")
-settings.register_profile("pykv", max_examples=int(_EXAMPLES), deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "pykv",
+    max_examples=int(_EXAMPLES),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 settings.load_profile("pykv")
 
 

@@ -35,7 +35,7 @@ def step_checked(engine: LLMEngine):
     # swap victims join the back of swapped (V0: a group's sequences in group order, as its one SequenceGroup entry).
     if cfg.preemption_victim != "priority":
         assert [r.request_id for r in sched.waiting][: len(recomputed)] == recomputed[::-1]
-    assert sorted(r.request_id for r in list(sched.swapped)[len(sched.swapped) - len(swapped):]) == sorted(swapped)
+    assert sorted(r.request_id for r in list(sched.swapped)[len(sched.swapped) - len(swapped) :]) == sorted(swapped)
     for event in report.preempted:
         if event.mode == "abort":
             assert engine.outputs[event.request_id].finish_reason == "abort"
@@ -53,8 +53,11 @@ def step_checked(engine: LLMEngine):
             # a swap bills what it copied: all its blocks, less those a sibling sequence's copy already moved
             assert event.num_bytes % engine.bytes_per_block == 0
             alone = request.parent_id is None and request.sampling_params.n == 1
-            assert (event.num_bytes == event.num_blocks * engine.bytes_per_block if alone
-                    else event.num_bytes <= event.num_blocks * engine.bytes_per_block)
+            assert (
+                event.num_bytes == event.num_blocks * engine.bytes_per_block
+                if alone
+                else event.num_bytes <= event.num_blocks * engine.bytes_per_block
+            )
             # every computed block; a victim caught mid-(re-)prefill also takes its reserved blocks (V0)
             reserved = cdiv(max(event.num_tokens, request.num_tokens), cfg.block_size)
             assert cdiv(event.num_tokens, cfg.block_size) <= event.num_blocks <= reserved
@@ -81,15 +84,18 @@ def step_checked(engine: LLMEngine):
                 first, end = chunk.num_cached_tokens // cfg.block_size, chunk.start // cfg.block_size
                 for i in range(max(first, request.num_prompt_tokens // cfg.block_size), end):
                     tier_block = engine.kv.cpu_pool.lookup(engine.kv.block_hashes(request)[i])
-                    assert tier_block is None or \
-                        engine.kv.cpu_pool.blocks[tier_block].computed_by != chunk.request_id, \
-                        f"{chunk.request_id} loaded its own output block {i} from the tier"
+                    assert (
+                        tier_block is None or engine.kv.cpu_pool.blocks[tier_block].computed_by != chunk.request_id
+                    ), f"{chunk.request_id} loaded its own output block {i} from the tier"
             if not cfg.enable_prefix_caching:
                 assert chunk.num_cached_tokens == 0
             # ... and without chunked prefill it re-prefills every token it has, in one go.
             end = chunk.start + chunk.num_new_tokens
-            assert (end == waiting_tokens[chunk.request_id] if not cfg.enable_chunked_prefill
-                    else end <= waiting_tokens[chunk.request_id])
+            assert (
+                end == waiting_tokens[chunk.request_id]
+                if not cfg.enable_chunked_prefill
+                else end <= waiting_tokens[chunk.request_id]
+            )
     return report
 
 

@@ -9,15 +9,30 @@ from pathlib import Path
 # measures are recalled by the page and browser tests that replay the same lessons after it. The rest keep their
 # collection order. A file missing from the list only runs later: the order is for speed, never for correctness.
 FIRST_FILES = (
-    "test_course_replay.py", "test_preemption_property.py",
+    "test_course_replay.py",
+    "test_preemption_property.py",
     # Then a browser file and a headless one in turn: a browser walk waits on its page about half the time, so the
     # other worker, pulling the next file, gets CPU-bound work to fill those waits.
-    "e2e/test_playground_fit_browser.py", "test_sweep.py", "e2e/test_projector_fit_2.py", "test_app_lessons.py",
-    "e2e/test_projector_fit_1.py", "test_exercises.py", "e2e/test_projector_fit_3.py", "test_oracle.py",
-    "e2e/test_class_browser.py", "test_profiles.py", "e2e/test_playground_browser.py",
-    "test_triton_interpreter_switch.py", "e2e/test_lesson_browser.py", "test_review_pack.py",
-    "e2e/test_class_projector_fit.py", "test_offload_tier.py", "e2e/test_projector_browser.py",
-    "e2e/test_exercise_link_browser.py", "e2e/test_review_pack_browser.py", "e2e/test_layout_probe.py",
+    "e2e/test_playground_fit_browser.py",
+    "test_sweep.py",
+    "e2e/test_projector_fit_2.py",
+    "test_app_lessons.py",
+    "e2e/test_projector_fit_1.py",
+    "test_exercises.py",
+    "e2e/test_projector_fit_3.py",
+    "test_oracle.py",
+    "e2e/test_class_browser.py",
+    "test_profiles.py",
+    "e2e/test_playground_browser.py",
+    "test_triton_interpreter_switch.py",
+    "e2e/test_lesson_browser.py",
+    "test_review_pack.py",
+    "e2e/test_class_projector_fit.py",
+    "test_offload_tier.py",
+    "e2e/test_projector_browser.py",
+    "e2e/test_exercise_link_browser.py",
+    "e2e/test_review_pack_browser.py",
+    "e2e/test_layout_probe.py",
 )
 
 

@@ -150,6 +150,7 @@ def test_about_page(random_llama_path, monkeypatch):
 
     def about_page():
         from pykv.ui.pages import about
+
         about.render()
 
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())
@@ -180,6 +181,7 @@ def test_about_shows_the_model_card_without_front_matter(random_llama_path, tmp_
 
     def about_page():
         from pykv.ui.pages import about
+
         about.render()
 
     at = ok(AppTest.from_function(about_page, default_timeout=30).run())

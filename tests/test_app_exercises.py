@@ -1,4 +1,4 @@
-""""Your turn" in the app (streamlit.testing.v1.AppTest, the shipped model): the lesson player's box and link,
+""" "Your turn" in the app (streamlit.testing.v1.AppTest, the shipped model): the lesson player's box and link,
 the Playground's panel (task, hint ladder, Check my answer) on a preset and on a lesson's own workload, and a
 bad ``exercise=`` value."""
 
@@ -75,9 +75,15 @@ def test_a_lesson_workload_exercise_runs_the_lessons_own_requests_and_its_soluti
     assert [s.value for s in ok(app).success][-1].startswith("Solved")
 
 
-@pytest.mark.parametrize("ref, words", [("nope", "not an exercise reference"), ("no-such-lesson.1", "No lesson"),
-                                        ("kv-cache-and-blocks.99", "there is no step 99"),
-                                        ("kv-cache-and-blocks.1", "has no exercise")])
+@pytest.mark.parametrize(
+    "ref, words",
+    [
+        ("nope", "not an exercise reference"),
+        ("no-such-lesson.1", "No lesson"),
+        ("kv-cache-and-blocks.99", "there is no step 99"),
+        ("kv-cache-and-blocks.1", "has no exercise"),
+    ],
+)
 def test_a_bad_exercise_value_is_a_warning_and_the_playground_still_runs(app, ref, words):
     app.query_params["exercise"] = ref
     ok(app.run())

@@ -54,8 +54,11 @@ def unlabelled_modelled_text(at: AppTest, at_least: int, tabs_prefix: str | None
             figure = json.loads(chart.proto.spec)
             title = figure.get("layout", {}).get("title", {})
             shown = [trace.get("name", "") for trace in figure.get("data", [])]
-            found += [t for t in shown + [title.get("text", ""), title.get("subtitle", {}).get("text", "")]
-                      if GPU_NAME.search(t)]
+            found += [
+                t
+                for t in shown + [title.get("text", ""), title.get("subtitle", {}).get("text", "")]
+                if GPU_NAME.search(t)
+            ]
         named += found if k == 0 else [t for t in found if t not in named]  # what another tab adds
     assert len(named) >= at_least, named
     return [t for t in named if "modelled" not in t.lower()]
@@ -95,8 +98,10 @@ def test_the_pool_is_sized_in_gib_of_the_target_models_kv(app):
     assert app.session_state["lab"].config.num_gpu_blocks == 128  # 0.25 GiB / 2 MiB per 16-token Llama-3.1-8B block
     app.number_input(key="target_pool_gib").set_value(8.0)
     app.button(key=POOL).click().run()
-    assert any("8 GiB is 4096 blocks of Llama-3.1-8B KV; the app takes at most 512" in e.value.replace("\\", "")
-               for e in ok(app).error)
+    assert any(
+        "8 GiB is 4096 blocks of Llama-3.1-8B KV; the app takes at most 512" in e.value.replace("\\", "")
+        for e in ok(app).error
+    )
     app.number_input(key="target_pool_gib").set_value(0.0001)
     app.button(key=POOL).click().run()
     assert any("less than one block of Llama-3.1-8B KV" in e.value.replace("\\", "") for e in ok(app).error)
@@ -164,8 +169,11 @@ def test_a_preemption_bill_of_0_says_why_where_it_is_shown(app):
     ok(app.run())
     bill = next(m for m in app.metric if m.label.startswith("Preemption bill (modelled"))
     assert "open" in bill.value and "billed when they happen" in bill.help
-    costs = next(df.value for df in open_tab(app, "Preemption costs").dataframe
-                 if "why the bill is 0 or small" in df.value.columns)
+    costs = next(
+        df.value
+        for df in open_tab(app, "Preemption costs").dataframe
+        if "why the bill is 0 or small" in df.value.columns
+    )
     column = next(c for c in costs.columns if c.startswith("bill ms (modelled"))
     zero = costs[costs[column].astype(float) < 0.01]
     assert len(zero) and (zero["why the bill is 0 or small"] != "").all()

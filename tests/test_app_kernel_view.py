@@ -64,8 +64,10 @@ def test_kernel_view_prefill_and_decode_programs_read_their_block_tables(app):
     rid = box.value.split("req ")[1].split(" ")[0]
     assert blocks_caption(app) == table[rid][: len(blocks_caption(app))] and blocks_caption(app)
     assert app.get("plotly_chart")
-    assert any(c.value.startswith("The first layer's launches") and "the other layers launched the same kernels"
-               in c.value for c in app.caption)
+    assert any(
+        c.value.startswith("The first layer's launches") and "the other layers launched the same kernels" in c.value
+        for c in app.caption
+    )
 
     step_until(app, "decode")
     lab = app.session_state["lab"]
@@ -115,5 +117,8 @@ def test_on_auto_the_panel_says_the_other_layers_ran_torch(app, monkeypatch):
     ok(app.run())
     step_until(app, "prefill")
     assert app.session_state["lab"].engine.backend.later_layers is not None
-    assert any(c.value.startswith("The first layer's launches") and "the other layers ran torch (paged SDPA) "
-               "attention" in c.value for c in app.caption)
+    assert any(
+        c.value.startswith("The first layer's launches")
+        and "the other layers ran torch (paged SDPA) attention" in c.value
+        for c in app.caption
+    )

@@ -134,7 +134,8 @@ def test_next_prev_dots_and_restart_and_back_restores_the_exact_state(app, cours
     app.button(key="lesson_dot_3").click().run()
     assert shown(ok(app))[0] == 3
     assert app.button(key="lesson_prev").disabled is False and app.button(key="lesson_next").disabled is (
-        len(lesson.steps) == 3)
+        len(lesson.steps) == 3
+    )
     app.button(key="lesson_restart_button").click().run()
     assert shown(ok(app))[0] == 1 and len(player(app, lesson.id).states) == 1
     assert app.button(key="lesson_prev").disabled
@@ -169,8 +170,9 @@ def test_projector_deep_link_folds_the_checks(app, course):
 
 
 def test_the_projector_ends_a_lesson_with_its_takeaway_beside_the_pool_and_the_exercise_as_one_line(app, course):
-    lesson = next(lesson for lesson in course if lesson.takeaway and lesson.steps[-1].exercise
-                  and not lesson.steps[-1].predict)
+    lesson = next(
+        lesson for lesson in course if lesson.takeaway and lesson.steps[-1].exercise and not lesson.steps[-1].predict
+    )
     n = len(lesson.steps)
     open_link(app, lesson.id, n, presenter=True)
     takeaway = [s.value for s in app.success if "Takeaway" in s.value]
@@ -185,9 +187,14 @@ def test_the_projector_ends_a_lesson_with_its_takeaway_beside_the_pool_and_the_e
     assert any(b.label == "Open in the Playground" for b in app.get("link_button"))
 
 
-@pytest.mark.parametrize("step, shows, message", [
-    ("x", 1, "not a step number"), ("0", 1, "does not exist"), ("99", None, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "step, shows, message",
+    [
+        ("x", 1, "not a step number"),
+        ("0", 1, "does not exist"),
+        ("99", None, "does not exist"),
+    ],
+)
 def test_a_bad_step_in_the_link_warns_and_shows_a_real_step(app, course, step, shows, message):
     lesson = course[0]
     open_link(app, lesson.id, step)
@@ -215,8 +222,9 @@ def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, 
     good = SMALL_LESSON.format(id="good", title="Good lesson", actions="- step: 1")
     bad = SMALL_LESSON.format(id="bad", title="Bad lesson", actions="- step: 1")
     bad = bad.replace("seed: 0", "seed: 0\ncolour: red")  # not a front matter field
-    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-good.md", good),
-                                                                  ("02-bad.md", bad)))
+    monkeypatch.setattr(
+        course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-good.md", good), ("02-bad.md", bad))
+    )
     ok(app.run())
     assert len(app.error) == 1 and "02-bad.md" in app.error[0].value and "colour" in app.error[0].value
     assert app.button(key="open_good")
@@ -241,8 +249,10 @@ def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, tm
 def test_tokenize_draws_a_token_diff_and_side_runs_a_table(app, tmp_path, monkeypatch):
     from pykv.ui.session import course_files
 
-    actions = ('- tokenize: {name: pair, a: "def add(x, y):", b: "def add(x, z):"}\n'
-               "- run: {name: small, config: {num_gpu_blocks: 8}}")
+    actions = (
+        '- tokenize: {name: pair, a: "def add(x, y):", b: "def add(x, z):"}\n'
+        "- run: {name: small, config: {num_gpu_blocks: 8}}"
+    )
     text = SMALL_LESSON.format(id="tok", title="Tokens", actions=actions).replace("  at_least: 1", "  at_least: 0")
     monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-tok.md", text)))
     open_link(app, "tok", 1)
@@ -281,8 +291,12 @@ def test_every_lesson_plays_to_its_end_through_the_page_with_every_check_passing
 
 
 def test_the_projector_draws_each_chart_for_720p_and_larger_for_1080p(app, course):
-    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
-                     if any(isinstance(a, RunAction) for a in step.actions) and not step.predict)
+    lesson, k = next(
+        (lesson, i + 1)
+        for lesson in course
+        for i, step in enumerate(lesson.steps)
+        if any(isinstance(a, RunAction) for a in step.actions) and not step.predict
+    )
     open_link(app, lesson.id, k, presenter=True)
     heights: dict[str, list[int]] = {}
     for chart in ok(app).get("plotly_chart"):
@@ -294,8 +308,12 @@ def test_the_projector_draws_each_chart_for_720p_and_larger_for_1080p(app, cours
 
 
 def test_a_step_that_names_a_detail_tab_opens_on_it_and_draws_only_it(app, course):
-    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
-                     if step.focus == "costs" and not step.predict)  # a question hides the step's views
+    lesson, k = next(
+        (lesson, i + 1)
+        for lesson in course
+        for i, step in enumerate(lesson.steps)
+        if step.focus == "costs" and not step.predict
+    )  # a question hides the step's views
     open_link(app, lesson.id, k)
     assert details_key(app, "lesson_") == "lesson_details_costs"
     assert app.session_state["lesson_details_costs"] == "Preemption costs"
@@ -306,9 +324,16 @@ def test_a_step_that_names_a_detail_tab_opens_on_it_and_draws_only_it(app, cours
 
 
 def test_the_projector_draws_a_token_diff_for_720p_and_larger_for_1080p(app, course):
-    lesson, k = next((lesson, i + 1) for lesson in course for i, step in enumerate(lesson.steps)
-                     if any(isinstance(a, Tokenize) for a in step.actions) and not step.predict)
+    lesson, k = next(
+        (lesson, i + 1)
+        for lesson in course
+        for i, step in enumerate(lesson.steps)
+        if any(isinstance(a, Tokenize) for a in step.actions) and not step.predict
+    )
     open_link(app, lesson.id, k, presenter=True)
-    heights = [json.loads(chart.proto.spec)["layout"]["height"] for chart in ok(app).get("plotly_chart")
-               if json.loads(chart.proto.spec)["layout"]["title"]["text"].startswith("Token diff")]
+    heights = [
+        json.loads(chart.proto.spec)["layout"]["height"]
+        for chart in ok(app).get("plotly_chart")
+        if json.loads(chart.proto.spec)["layout"]["title"]["text"].startswith("Token diff")
+    ]
     assert len(heights) == 2 and heights[1] == round(heights[0] * PROJECTOR_SCALE), heights

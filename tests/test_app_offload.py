@@ -20,8 +20,9 @@ def app(random_llama_path, monkeypatch) -> AppTest:
 
 
 def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):
-    for name, value in dict(vllm_profile="v0.33", num_gpu_blocks="12", num_offload_blocks="32",
-                            preemption_victim="lcf").items():
+    for name, value in dict(
+        vllm_profile="v0.33", num_gpu_blocks="12", num_offload_blocks="32", preemption_victim="lcf"
+    ).items():
         app.query_params[name] = value
     ok(app.run())
     lab = app.session_state["lab"]
@@ -42,11 +43,13 @@ def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):
     assert shown_step(app) > 1 and not app.error
     # vLLM 0.33 stores prompt blocks only: every tier block is a full prompt block of the request that stored it.
     engine = lab.engine
-    prompts = {rid: o.prompt_token_ids for rid, o in engine.outputs.items()} | \
-        {rid: r.prompt_token_ids for rid, r in engine.scheduler.requests.items()}
+    prompts = {rid: o.prompt_token_ids for rid, o in engine.outputs.items()} | {
+        rid: r.prompt_token_ids for rid, r in engine.scheduler.requests.items()
+    }
     stored = [b for b in engine.kv.cpu_pool.blocks if b.block_hash is not None]
-    assert stored and all(b.block_hash in prompt_block_hashes(prompts[b.computed_by], engine.config.block_size)
-                          for b in stored)
+    assert stored and all(
+        b.block_hash in prompt_block_hashes(prompts[b.computed_by], engine.config.block_size) for b in stored
+    )
     tier_chart = next(c for c in app.get("plotly_chart") if "CPU tier" in c.proto.spec)
     assert "eviction order: 0 (0 = evicted next: the oldest request's tail)" in tier_chart.proto.spec
 
@@ -54,12 +57,13 @@ def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):
 def prompt_block_hashes(prompt: list[int], block_size: int) -> list[int]:
     hashes: list[int] = []
     for i in range(len(prompt) // block_size):
-        hashes.append(hash_block_tokens(hashes[-1] if hashes else None, prompt[i * block_size:(i + 1) * block_size]))
+        hashes.append(hash_block_tokens(hashes[-1] if hashes else None, prompt[i * block_size : (i + 1) * block_size]))
     return hashes
 
 
-@pytest.mark.parametrize("name, value", [("preemption_victim", "oldest"), ("num_offload_blocks", "0"),
-                                         ("num_offload_blocks", "x")])
+@pytest.mark.parametrize(
+    "name, value", [("preemption_victim", "oldest"), ("num_offload_blocks", "0"), ("num_offload_blocks", "x")]
+)
 def test_bad_policy_or_tier_values_in_the_url_warn_and_keep_the_default(app, name, value):
     app.query_params["vllm_profile"] = "v0.33"
     app.query_params[name] = value
@@ -95,8 +99,12 @@ def test_at_the_first_swap_out_only_the_cpu_blocks_that_changed_are_outlined(app
 
     from pykv.review_pack.run import changed_blocks
 
-    for key, value in {"vllm_profile": "v0.6", "preemption_mode": "swap", "num_cpu_blocks": "64",
-                       "num_gpu_blocks": "24"}.items():
+    for key, value in {
+        "vllm_profile": "v0.6",
+        "preemption_mode": "swap",
+        "num_cpu_blocks": "64",
+        "num_gpu_blocks": "24",
+    }.items():
         app.query_params[key] = value
     ok(app.run())
     app.button(key="next_preemption").click().run()
@@ -105,15 +113,19 @@ def test_at_the_first_swap_out_only_the_cpu_blocks_that_changed_are_outlined(app
     used = {b.block_id for b in snap.blocks if b.pool == "cpu" and b.state != "free"}
     assert used and snap.report.preempted and snap.report.preempted[0].mode == "swap"
     cpu_grid = json.loads(next(c for c in app.get("plotly_chart") if "CPU" in c.proto.spec).proto.spec)
-    outlined = [t for t in cpu_grid["data"] if t.get("name") == "changed this step" or
-                (t.get("marker", {}).get("line", {}).get("width", 0) > 1)]
+    outlined = [
+        t
+        for t in cpu_grid["data"]
+        if t.get("name") == "changed this step" or (t.get("marker", {}).get("line", {}).get("width", 0) > 1)
+    ]
     changed = {bid for pool, bid in changed_blocks(lab.previous, snap) if pool == "cpu"}
     assert changed == used  # the swapped-out request's blocks, and no free one
     assert len(changed) < 64 and all(len(t.get("x", [])) <= len(used) for t in outlined)
 
 
-@pytest.mark.parametrize("profile, victim, warned", [("v0.10", "lcf", True), ("v0.10", "last", False),
-                                                     ("v0.33", "lcf", False)])
+@pytest.mark.parametrize(
+    "profile, victim, warned", [("v0.10", "lcf", True), ("v0.10", "last", False), ("v0.33", "lcf", False)]
+)
 def test_the_sidebar_warns_where_a_victim_policy_can_change_tokens(app, profile, victim, warned):
     app.query_params["vllm_profile"], app.query_params["preemption_victim"] = profile, victim
     ok(app.run())

@@ -105,8 +105,15 @@ def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatc
     at.button(key="step").click().run()
     at.button(key="step").click().run()
     assert pack_buttons(ok(at)) == LABELS  # still open: the pack is taken afresh at each step
-    z = check_pack(deferred, "playground", "pykv_review_step2", '<section id="timeline">', "?preset=storm&amp;step=2",
-                   '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")  # the session's target
+    z = check_pack(
+        deferred,
+        "playground",
+        "pykv_review_step2",
+        '<section id="timeline">',
+        "?preset=storm&amp;step=2",
+        '<section id="modelled">',
+        "Modelled on H100-SXM + Llama-3.1-8B",
+    )  # the session's target
     assert "snapshot_step_2.json" in z.namelist()
 
 
@@ -127,9 +134,18 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
     assert pack_buttons(opened_pack(ok(at), "sweep")) == LABELS
-    z = check_pack(deferred, "sweep", "pykv_review_sweep_num_gpu_blocks", '<section id="charts">',
-                   '<section id="runs">', "4 of 4", "--preemption-mode swap", "--swap-space 0.00",
-                   '<section id="modelled">', "Modelled on H100-SXM + Llama-3.1-8B")
+    z = check_pack(
+        deferred,
+        "sweep",
+        "pykv_review_sweep_num_gpu_blocks",
+        '<section id="charts">',
+        '<section id="runs">',
+        "4 of 4",
+        "--preemption-mode swap",
+        "--swap-space 0.00",
+        '<section id="modelled">',
+        "Modelled on H100-SXM + Llama-3.1-8B",
+    )
     assert {"sweep_runs.csv", "sweep_preemptions.csv"} <= set(z.namelist())
     # every chart the page draws is in the pack, in the page's order (issue 28 #14: the pack had 2 of the 5)
     page = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
@@ -148,8 +164,16 @@ def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypa
     at.query_params["lesson"] = "pack"
     at.query_params["step"] = "2"
     assert pack_buttons(opened_pack(ok(at.run()), "lesson")) == LABELS
-    check_pack(deferred, "lesson", "pykv_review_pack", '<section id="step-1">', '<section id="step-2">', "✓ pass",
-               "<strong>engine</strong>", "lessons?lesson=pack&amp;step=2")
+    check_pack(
+        deferred,
+        "lesson",
+        "pykv_review_pack",
+        '<section id="step-1">',
+        '<section id="step-2">',
+        "✓ pass",
+        "<strong>engine</strong>",
+        "lessons?lesson=pack&amp;step=2",
+    )
 
 
 def _sweep_page():

@@ -55,8 +55,9 @@ def test_a_small_sweep_draws_its_charts_and_offers_the_csv(page):
     assert MEASURED_AND_MODELLED <= charts(page) and page.session_state["sweep_run"] is run
 
 
-@pytest.mark.parametrize("values, words", [("16-64", "start:stop:step"), ("64:16:8", "gives no values"),
-                                           ("1:500:1", "at most 60")])
+@pytest.mark.parametrize(
+    "values, words", [("16-64", "start:stop:step"), ("64:16:8", "gives no values"), ("1:500:1", "at most 60")]
+)
 def test_bad_values_are_a_message_not_a_traceback(page, values, words):
     submit(page, values)
     assert any(words in e.value for e in page.error) and "sweep_run" not in page.session_state

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from app_helpers import ok
@@ -40,14 +39,18 @@ def timeline(at: AppTest):
     return next(c for c in at.get("plotly_chart") if c.key == "timeline")
 
 
-def click(at: AppTest, step: Optional[int], chart_id: Optional[str] = None, curve: int = 0) -> AppTest:
+def click(at: AppTest, step: int | None, chart_id: str | None = None, curve: int = 0) -> AppTest:
     """Rerun as after a click on the point of trace ``curve`` at ``step`` (``step=None``: an empty
     selection) on the chart ``chart_id`` (default: the timeline drawn by the last run)."""
     chart_id = chart_id or timeline(at).proto.id
-    points = [] if step is None else [{"curve_number": curve, "point_number": step, "point_index": step, "x": step,
-                                       "y": 1.0}]
-    selection = {"selection": {"points": points, "point_indices": [p["point_index"] for p in points],
-                               "box": [], "lasso": []}}
+    points = (
+        []
+        if step is None
+        else [{"curve_number": curve, "point_number": step, "point_index": step, "x": step, "y": 1.0}]
+    )
+    selection = {
+        "selection": {"points": points, "point_indices": [p["point_index"] for p in points], "box": [], "lasso": []}
+    }
     states = at._tree.get_widget_states()
     states.widgets.append(WidgetState(id=chart_id, string_value=json.dumps(selection)))
     return ok(at._run(states))

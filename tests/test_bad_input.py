@@ -29,8 +29,11 @@ def test_bad_config_values_name_the_field(field, value, words):
 
 @pytest.mark.parametrize(
     "kwargs, words",
-    [({"max_tokens": 0}, "max_tokens must be an integer >= 1"), ({"temperature": -0.5}, "temperature must be >= 0"),
-     ({"top_p": 0.0}, "top_p")],
+    [
+        ({"max_tokens": 0}, "max_tokens must be an integer >= 1"),
+        ({"temperature": -0.5}, "temperature must be >= 0"),
+        ({"top_p": 0.0}, "top_p"),
+    ],
 )
 def test_bad_sampling_params(kwargs, words):
     with pytest.raises(ValueError, match=words):

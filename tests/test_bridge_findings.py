@@ -32,16 +32,19 @@ def test_v1_fix_has_no_swap_space_and_0_33_names_kv_offloading():
     assert "--kv-offloading-size" in storm.fix
     assert "--kv-offloading-backend native" in storm.fix  # 0.11.1 to 0.12: the size alone enables nothing
     from pykv.bridge.fixes import step_text
+
     today = step_text("swap", guess_release({"v1_stats_engine"}, "0.33.0", "v1"))
     assert "--kv-offloading-size" in today and "--kv-offloading-backend" not in today  # native is the default
     old = guess_release({"v1_stats_engine", "prefix_bracketed"}, "0.8.5", None)
     from pykv.bridge.fixes import step_text
+
     assert "no CPU KV tier" in step_text("swap", old)
 
 
 def test_max_model_len_from_error_and_from_concurrency_below_one():
     assert findings("v0_0_4_3_max_seq_len_error.log")["max_model_len_exceeds_kv"].evidence == [
-        "line 2: max_model_len 32768 > KV capacity 21024 tokens"]
+        "line 2: max_model_len 32768 > KV capacity 21024 tokens"
+    ]
     assert "0.46x" in findings("v1_0_33_0_format.log")["max_model_len_exceeds_kv"].evidence[0]
 
 
@@ -51,23 +54,35 @@ def test_kv_not_the_bottleneck_when_waiting_with_kv_far_from_full():
 
 
 def test_prefix_hits_inflated_before_0_11_1_only():
-    stats = ("INFO 05-01 09:00:{s:02d} [loggers.py:111] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg "
-             "generation throughput: {g:.1f} tokens/s, Running: 50 reqs, Waiting: 9 reqs, GPU KV cache usage: 99.0%, "
-             "Prefix cache hit rate: 60.0%\n")
+    stats = (
+        "INFO 05-01 09:00:{s:02d} [loggers.py:111] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg "
+        "generation throughput: {g:.1f} tokens/s, Running: 50 reqs, Waiting: 9 reqs, GPU KV cache usage: 99.0%, "
+        "Prefix cache hit rate: 60.0%\n"
+    )
     log = "".join(stats.format(s=i * 10, g=900.0 - i * 100) for i in range(4))
-    metrics = "".join(f"vllm:num_preemptions_total{{engine=\"0\"}} {n} {t}\n" for n, t in ((0, 1000), (30, 11000)))
-    old = diagnose(["INFO 05-01 08:59:00 [core.py:58] Initializing a V1 LLM engine (v0.10.2) with config: x\n" + log,
-                    metrics])
+    metrics = "".join(f'vllm:num_preemptions_total{{engine="0"}} {n} {t}\n' for n, t in ((0, 1000), (30, 11000)))
+    old = diagnose(
+        ["INFO 05-01 08:59:00 [core.py:58] Initializing a V1 LLM engine (v0.10.2) with config: x\n" + log, metrics]
+    )
     assert "prefix_hit_inflated_by_recompute" in {f.id for f in old.findings}
-    new = diagnose(["INFO 05-01 08:59:00 [core.py:58] Initializing a V1 LLM engine (v0.11.1) with config: x\n" + log,
-                    metrics])
+    new = diagnose(
+        ["INFO 05-01 08:59:00 [core.py:58] Initializing a V1 LLM engine (v0.11.1) with config: x\n" + log, metrics]
+    )
     assert "prefix_hit_inflated_by_recompute" not in {f.id for f in new.findings}
 
 
 def test_json_contract_keys():
     result = diagnose(FIXTURES / "v0_6_3_post1_custom_format_swap.log").to_json_dict()
-    assert set(result) == {"release", "engine", "startup", "samples", "preemptions_at_least", "findings",
-                           "lines_read", "lines_skipped"}
+    assert set(result) == {
+        "release",
+        "engine",
+        "startup",
+        "samples",
+        "preemptions_at_least",
+        "findings",
+        "lines_read",
+        "lines_skipped",
+    }
     assert set(result["findings"][0]) == {"id", "title", "confidence", "evidence", "fix"}
     assert result["findings"][0]["evidence"][0].startswith("confidence ")
 

@@ -11,9 +11,11 @@ from pykv.bridge.log_parser import parse_log
 from pykv.bridge.metrics_parser import MAX_SERIES_PER_METRIC, parse_metrics
 from pykv.bridge.traces import read_trace
 
-STATS = ("INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "
-         "tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 50.0%, CPU KV cache "
-         "usage: 0.0%.\n")
+STATS = (
+    "INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "
+    "tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 50.0%, CPU KV cache "
+    "usage: 0.0%.\n"
+)
 
 
 def test_binary_file_is_one_line(tmp_path):

@@ -14,18 +14,21 @@ def run(name):
     return diagnose(FIXTURES / name).to_json_dict()
 
 
-@pytest.mark.parametrize("name, release, engine", [
-    ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.4.2", "v0"),
-    ("v0_4_3_preemption_storm.log", "V0, 0.4.3-0.6.3.post1", "v0"),
-    ("v0_5_5_prefix_hit.log", "V0, 0.5.5-0.6.3.post1", "v0"),
-    ("v0_6_3_post1_custom_format_swap.log", "V0, 0.6.3-0.6.3.post1", "v0"),
-    ("v1_0_7_3_startup.log", "0.7.3 (printed by the server)", "v1"),
-    ("v1_0_8_5_messy.log", "V1, 0.8.3-0.33.0", "v1"),
-    ("v1_0_10_2_apiserver_tags.log", "0.10.2 (printed by the server)", "v1"),
-    ("v1_0_11_2_preemptions.log", "0.11.2 (printed by the server)", "v1"),
-    ("v1_0_30_0_tp2.log", "V1, 0.30.0-0.33.0", "v1"),
-    ("v1_0_33_0_format.log", "0.33.0 (printed by the server)", "v1"),
-])
+@pytest.mark.parametrize(
+    "name, release, engine",
+    [
+        ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.4.2", "v0"),
+        ("v0_4_3_preemption_storm.log", "V0, 0.4.3-0.6.3.post1", "v0"),
+        ("v0_5_5_prefix_hit.log", "V0, 0.5.5-0.6.3.post1", "v0"),
+        ("v0_6_3_post1_custom_format_swap.log", "V0, 0.6.3-0.6.3.post1", "v0"),
+        ("v1_0_7_3_startup.log", "0.7.3 (printed by the server)", "v1"),
+        ("v1_0_8_5_messy.log", "V1, 0.8.3-0.33.0", "v1"),
+        ("v1_0_10_2_apiserver_tags.log", "0.10.2 (printed by the server)", "v1"),
+        ("v1_0_11_2_preemptions.log", "0.11.2 (printed by the server)", "v1"),
+        ("v1_0_30_0_tp2.log", "V1, 0.30.0-0.33.0", "v1"),
+        ("v1_0_33_0_format.log", "0.33.0 (printed by the server)", "v1"),
+    ],
+)
 def test_release_and_engine_recognised(name, release, engine):
     result = run(name)
     assert (result["release"], result["engine"]) == (release, engine)
@@ -34,9 +37,18 @@ def test_release_and_engine_recognised(name, release, engine):
 
 def test_v0_stats_fields_are_fractions_and_pending_is_waiting():
     sample = run("v0_2_7_llm_engine.log")["samples"][1]
-    assert sample == {"time": "01-05 10:00:25", "running": 40, "waiting": 12, "swapped": 0, "gpu_kv_usage": 0.992,
-                      "cpu_kv_usage": 0.0, "prompt_tps": 10.0, "gen_tps": 320.0, "prefix_hit_rate": None,
-                      "preemptions": None}
+    assert sample == {
+        "time": "01-05 10:00:25",
+        "running": 40,
+        "waiting": 12,
+        "swapped": 0,
+        "gpu_kv_usage": 0.992,
+        "cpu_kv_usage": 0.0,
+        "prompt_tps": 10.0,
+        "gen_tps": 320.0,
+        "prefix_hit_rate": None,
+        "preemptions": None,
+    }
 
 
 def test_v0_preemption_count_is_read_from_the_cumulative_counter_not_the_lines():
@@ -55,8 +67,16 @@ def test_custom_logging_format_and_docker_timestamps():
     result = run("v0_6_3_post1_custom_format_swap.log")
     assert [s["cpu_kv_usage"] for s in result["samples"]] == [0.97, 0.975, 0.98, 0.985]
     assert result["samples"][0]["time"] == "2024-12-20 15:18:10"
-    assert result["startup"] == [{"num_gpu_blocks": 1000, "num_cpu_blocks": 256, "block_size": 16,
-                                  "kv_cache_tokens": 16000, "max_concurrency": 3.91, "max_model_len": 4096}]
+    assert result["startup"] == [
+        {
+            "num_gpu_blocks": 1000,
+            "num_cpu_blocks": 256,
+            "block_size": 16,
+            "kv_cache_tokens": 16000,
+            "max_concurrency": 3.91,
+            "max_model_len": 4096,
+        }
+    ]
 
 
 def test_tqdm_glued_records_wraps_uvicorn_and_unknown_lines():
@@ -91,6 +111,7 @@ def test_033_line_without_prefix_hit_rate():
 
 def test_gzip_log_is_read(tmp_path):
     import gzip
+
     path = tmp_path / "server.log.gz"
     path.write_bytes(gzip.compress((FIXTURES / "v0_4_3_preemption_storm.log").read_bytes()))
     assert diagnose(path).preemptions_at_least == 151

@@ -74,16 +74,21 @@ def test_a_body_without_vllm_samples_is_one_sentence(body):
 
 
 def test_v0_names_and_histogram_for_rethrash():
-    v0 = ("vllm:num_requests_swapped{model_name=\"m\"} 2.0\nvllm:cpu_cache_usage_perc{model_name=\"m\"} 0.99\n"
-          "vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.99\nvllm:num_requests_running{model_name=\"m\"} 9.0\n")
+    v0 = (
+        'vllm:num_requests_swapped{model_name="m"} 2.0\nvllm:cpu_cache_usage_perc{model_name="m"} 0.99\n'
+        'vllm:gpu_cache_usage_perc{model_name="m"} 0.99\nvllm:num_requests_running{model_name="m"} 9.0\n'
+    )
     result = diagnose(v0).to_json_dict()
     assert result["engine"] == "v0" and result["samples"][0]["swapped"] == 2
-    hist = "".join(f'vllm:request_num_preemptions_bucket{{engine="0",le="{le}"}} {n}\n'
-                   for le, n in (("0.0", 5), ("1.0", 8), ("2.0", 11), ("+Inf", 12)))
+    hist = "".join(
+        f'vllm:request_num_preemptions_bucket{{engine="0",le="{le}"}} {n}\n'
+        for le, n in (("0.0", 5), ("1.0", 8), ("2.0", 11), ("+Inf", 12))
+    )
     body = scrape(1000, running=1, kv=0.99) + hist + scrape(2000, running=1, kv=0.99, preempt=9) + hist
     diagnosis = diagnose(body)
     assert diagnosis.release.text == "V1, 0.30.0-0.33.0"
     assert diagnosis.release.at_least("0.33.0") is None
     ids = {f.id: f for f in diagnosis.findings}
-    assert "chunked_prefill_rethrash" in ids and "4 finished request(s)" in " ".join(ids["chunked_prefill_rethrash"]
-                                                                                       .evidence)
+    assert "chunked_prefill_rethrash" in ids and "4 finished request(s)" in " ".join(
+        ids["chunked_prefill_rethrash"].evidence
+    )

@@ -11,8 +11,12 @@ import pytest
 from pykv.bridge import fetch_range
 from pykv.bridge.prometheus_range import SERIES, parse_duration
 
-SERIES_VALUES = {"vllm:num_requests_running": ["4", "5"], "vllm:kv_cache_usage_perc": ["0.96", "0.99"],
-                 "vllm:num_preemptions_total": ["10", "40"], "vllm:generation_tokens_total": ["1000", "4000"]}
+SERIES_VALUES = {
+    "vllm:num_requests_running": ["4", "5"],
+    "vllm:kv_cache_usage_perc": ["0.96", "0.99"],
+    "vllm:num_preemptions_total": ["10", "40"],
+    "vllm:generation_tokens_total": ["1000", "4000"],
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -27,8 +31,11 @@ class _Handler(BaseHTTPRequestHandler):
         series = "vllm:" + match.group(1).replace("\\", "")
         values = SERIES_VALUES.get(series)
         stored = series.replace("vllm:", "vllm_") if "running" in series or "preemptions" in series else series
-        result = [] if values is None else [{"metric": {"__name__": stored, "engine": "0"},
-                                             "values": [[1000.0, values[0]], [1015.0, values[1]]]}]
+        result = (
+            []
+            if values is None
+            else [{"metric": {"__name__": stored, "engine": "0"}, "values": [[1000.0, values[0]], [1015.0, values[1]]]}]
+        )
         body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -21,8 +21,10 @@ from pykv.bridge.prometheus_range import series_query
 from testkit.streamlit_server import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-pytestmark = pytest.mark.skipif(not Path(PROMETHEUS).exists() and not os.environ.get("PYKV_REQUIRE_PROMETHEUS"),
-                                reason="no prometheus binary (apt-get install prometheus; CI installs it)")
+pytestmark = pytest.mark.skipif(
+    not Path(PROMETHEUS).exists() and not os.environ.get("PYKV_REQUIRE_PROMETHEUS"),
+    reason="no prometheus binary (apt-get install prometheus; CI installs it)",
+)
 
 
 def _get(url: str) -> str:
@@ -47,22 +49,50 @@ def test_a_real_prometheus_scrapes_a_lab_run_and_diagnose_reads_it_back(tmp_path
     lab_port, prom_port = free_port(), free_port()
     (tmp_path / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n"
-        f"scrape_configs:\n  - job_name: pykv\n    static_configs:\n      - targets: ['127.0.0.1:{lab_port}']\n")
-    prom = subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    run = subprocess.Popen([sys.executable, "-m", "pykv", "run", "--workload", "storm", "--num-gpu-blocks", "12",
-                            "--num-requests", "6", "--max-tokens", "24",
-                            "--serve-metrics", str(lab_port), "--linger", "30"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        f"scrape_configs:\n  - job_name: pykv\n    static_configs:\n      - targets: ['127.0.0.1:{lab_port}']\n"
+    )
+    prom = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pykv",
+            "run",
+            "--workload",
+            "storm",
+            "--num-gpu-blocks",
+            "12",
+            "--num-requests",
+            "6",
+            "--max-tokens",
+            "24",
+            "--serve-metrics",
+            str(lab_port),
+            "--linger",
+            "30",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     prom_url = f"http://127.0.0.1:{prom_port}"
     try:
         _wait(lambda: _get(f"{prom_url}/-/ready"), 60, "Prometheus to be ready")
         assert run.stdout is not None
         run.stdout.readline()  # the summary's first line: the run has finished; /metrics stays up (--linger)
         final = _get(f"http://127.0.0.1:{lab_port}/metrics")
-        exported = next(float(line.split()[-1]) for line in final.splitlines()
-                        if line.startswith("vllm:num_preemptions_total"))
+        exported = next(
+            float(line.split()[-1]) for line in final.splitlines() if line.startswith("vllm:num_preemptions_total")
+        )
         assert exported > 0  # storm at 24 blocks preempts
 
         def scraped_final():

@@ -73,9 +73,29 @@ def test_a_typed_code_forgives_case_blanks_and_dashes(raw):
     assert Classes.normalize_code(raw) == "K7QM2X"
 
 
-@pytest.mark.parametrize("raw", ["", "K7QM2", "K7QM2XX", "K0QM2X", "K7QM1X", "K7QMIX", "K7QM_X", "K7QM\t2X",
-                                 "K7QM2X\x00", "ＫＸＱＭ２Ｘ", "K7QM2É", "ß7QM2X", "K" * 10_000,
-                                 "-" * 10_000 + "K7QM2X", None, 123456, b"K7QM2X", ["K7QM2X"]])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "K7QM2",
+        "K7QM2XX",
+        "K0QM2X",
+        "K7QM1X",
+        "K7QMIX",
+        "K7QM_X",
+        "K7QM\t2X",
+        "K7QM2X\x00",
+        "ＫＸＱＭ２Ｘ",
+        "K7QM2É",
+        "ß7QM2X",
+        "K" * 10_000,
+        "-" * 10_000 + "K7QM2X",
+        None,
+        123456,
+        b"K7QM2X",
+        ["K7QM2X"],
+    ],
+)
 def test_anything_else_is_not_a_code(raw):
     with pytest.raises(ClassError) as e:
         Classes.normalize_code(raw)
@@ -98,15 +118,28 @@ def test_normalizing_a_huge_input_does_no_work_proportional_to_it():
 
 def test_the_limits_the_ui_states():
     assert (CODE_ALPHABET, CODE_LENGTH, CLASS_IDLE_S, PRESENCE_S, MAX_CLASSES) == (
-        "ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 6, 3 * 3600, 15, 50)
+        "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
+        6,
+        3 * 3600,
+        15,
+        50,
+    )
     assert limits.MAX_STEP == MAX_LESSON_STEPS
 
 
 # ---- start, get, drive ----------------------------------------------------------------------------------
 def test_start_gives_a_fresh_code_and_a_secret_only_its_hash_is_stored(classes, clock):
     state, secret = classes.start("recompute-is-a-rollback")
-    assert state == ClassState(code=state.code, lesson_id="recompute-is-a-rollback", step=1, revealed=False,
-                               version=1, created_at=clock.t, updated_at=clock.t, step_at=clock.t)
+    assert state == ClassState(
+        code=state.code,
+        lesson_id="recompute-is-a-rollback",
+        step=1,
+        revealed=False,
+        version=1,
+        created_at=clock.t,
+        updated_at=clock.t,
+        step_at=clock.t,
+    )
     assert len(state.code) == CODE_LENGTH and set(state.code) <= set(CODE_ALPHABET)
     assert len(secret) >= 20
     record = classes.store.get_class(state.code)
@@ -116,9 +149,21 @@ def test_start_gives_a_fresh_code_and_a_secret_only_its_hash_is_stored(classes, 
     assert other.code != state.code and other_secret != secret and other.step == 3
 
 
-@pytest.mark.parametrize("bad", [dict(lesson_id=""), dict(lesson_id="x" * 101), dict(lesson_id="../etc/passwd"),
-                                 dict(lesson_id=None), dict(step=0), dict(step=-1), dict(step=True), dict(step="2"),
-                                 dict(step=1.0), dict(step=MAX_LESSON_STEPS + 1)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(lesson_id=""),
+        dict(lesson_id="x" * 101),
+        dict(lesson_id="../etc/passwd"),
+        dict(lesson_id=None),
+        dict(step=0),
+        dict(step=-1),
+        dict(step=True),
+        dict(step="2"),
+        dict(step=1.0),
+        dict(step=MAX_LESSON_STEPS + 1),
+    ],
+)
 def test_start_refuses_bad_lessons_and_steps(classes, bad):
     with pytest.raises(ClassError):
         classes.start(**{"lesson_id": "l", **bad})
@@ -149,8 +194,9 @@ def test_changing_step_or_lesson_closes_the_reveal_unless_told(classes):
     assert classes.drive(state.code, secret, step=3).version == s.version  # same step: no change
 
 
-@pytest.mark.parametrize("bad", [dict(step=0), dict(step=-3), dict(step=None, lesson_id="a b"), dict(revealed=1),
-                                 dict(step=10**30)])
+@pytest.mark.parametrize(
+    "bad", [dict(step=0), dict(step=-3), dict(step=None, lesson_id="a b"), dict(revealed=1), dict(step=10**30)]
+)
 def test_drive_refuses_bad_values(classes, bad):
     state, secret = classes.start("l")
     with pytest.raises(ClassError):
@@ -178,15 +224,21 @@ def test_a_forged_secret_is_not_the_instructor(classes):
 def test_unknown_ended_and_expired_classes_are_not_found(classes, clock):
     with pytest.raises(ClassNotFound) as e:
         classes.get("k7qm-2x")
-    assert str(e.value) == ("No class K7QM2X is running (it may have ended or expired). "
-                            "Ask your instructor for the code.")
+    assert str(e.value) == (
+        "No class K7QM2X is running (it may have ended or expired). Ask your instructor for the code."
+    )
     assert classes.version("K7QM2X") is None
     state, secret = classes.start("l")
     classes.end(state.code, secret)
-    for call in (lambda: classes.get(state.code), lambda: classes.drive(state.code, secret, step=2),
-                 lambda: classes.end(state.code, secret), lambda: classes.presence(state.code),
-                 lambda: classes.seen(state.code, "a", "following"), lambda: classes.tally(state.code, 1),
-                 lambda: classes.answer(state.code, "a", 1, "A", CHOICES)):
+    for call in (
+        lambda: classes.get(state.code),
+        lambda: classes.drive(state.code, secret, step=2),
+        lambda: classes.end(state.code, secret),
+        lambda: classes.presence(state.code),
+        lambda: classes.seen(state.code, "a", "following"),
+        lambda: classes.tally(state.code, 1),
+        lambda: classes.answer(state.code, "a", 1, "A", CHOICES),
+    ):
         with pytest.raises(ClassNotFound):
             call()
     assert classes.version(state.code) is None and not classes.is_instructor(state.code, secret)
@@ -260,10 +312,21 @@ def test_a_new_lesson_starts_without_the_old_lessons_answers(classes):
     assert classes.tally(state.code, 2) == {} and classes.answer_of(state.code, "a", 2) is None
 
 
-@pytest.mark.parametrize("learner, choice, choices", [
-    ("", "A", CHOICES), ("x" * 65, "A", CHOICES), ("a b", "A", CHOICES), (None, "A", CHOICES),
-    ("a", None, CHOICES), ("a", "A", "ABC"), ("a", "A", []), ("a", "A", ["A"] * 27), ("a", "A", ["A", 3]),
-    ("a", "A" * 300, ["A" * 300])])
+@pytest.mark.parametrize(
+    "learner, choice, choices",
+    [
+        ("", "A", CHOICES),
+        ("x" * 65, "A", CHOICES),
+        ("a b", "A", CHOICES),
+        (None, "A", CHOICES),
+        ("a", None, CHOICES),
+        ("a", "A", "ABC"),
+        ("a", "A", []),
+        ("a", "A", ["A"] * 27),
+        ("a", "A", ["A", 3]),
+        ("a", "A" * 300, ["A" * 300]),
+    ],
+)
 def test_answers_refuse_bad_ids_and_questions(classes, learner, choice, choices):
     state, _ = classes.start("l")
     with pytest.raises(ClassError):
@@ -357,6 +420,7 @@ def test_concurrent_tabs_answer_and_drive_without_losing_writes(classes):
     assert sum(classes.tally(state.code, 1).values()) == 60 and classes.presence(state.code).connected == 60
 
     versions: list[int] = []
+
     def instructor(step: int) -> None:
         versions.append(classes.drive(state.code, secret, step=step).version)
 

@@ -65,6 +65,7 @@ def test_an_ended_class_still_says_so(setup):
 
 def test_the_memory_of_heartbeats_is_bounded(setup, monkeypatch):
     from pykv.classroom import classes as classes_module
+
     monkeypatch.setattr(classes_module, "_MAX_KNOWN", 10)
     classes, store, clock = setup
     code = classes.start("l")[0].code

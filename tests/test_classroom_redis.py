@@ -60,8 +60,10 @@ def test_a_change_on_one_replica_reaches_the_other_by_pub_sub_within_a_second(re
     assert wait_for(lambda: b.version(state.code) == 2) < 1.0
     assert b.store.feed.cached(state.code).version == 2  # re-read by the feed on the notice
     a.drive(state.code, secret, revealed=True)
-    assert wait_for(lambda: b.store.feed.cached(state.code) is not None
-                    and b.store.feed.cached(state.code).version == 3) < 1.0
+    assert (
+        wait_for(lambda: b.store.feed.cached(state.code) is not None and b.store.feed.cached(state.code).version == 3)
+        < 1.0
+    )
     a.end(state.code, secret)
     assert wait_for(lambda: b.version(state.code) is None) < 1.0
 
@@ -93,8 +95,10 @@ def test_the_subscriber_reconnects_after_its_connection_is_killed(replicas, raw)
     wait_for(lambda: b.store.feed.live and b.store.feed.epoch > epoch, timeout_s=5.0)
     assert b.version(state.code) == 2  # held again after the resubscription's cleared cache
     a.drive(state.code, secret, step=3)
-    assert wait_for(lambda: b.store.feed.cached(state.code) is not None
-                    and b.store.feed.cached(state.code).version == 3) < 1.0
+    assert (
+        wait_for(lambda: b.store.feed.cached(state.code) is not None and b.store.feed.cached(state.code).version == 3)
+        < 1.0
+    )
 
 
 def test_close_stops_the_subscriber(redis_url, raw):
@@ -112,8 +116,12 @@ def test_an_unreachable_redis_is_a_class_error_that_names_it_without_its_passwor
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
     store = make_store(f"redis://:hunter2@127.0.0.1:{port}/0")
     classes = Classes(store)
-    for call in (lambda: classes.start("l"), lambda: classes.get("K7QM2X"), lambda: classes.version("K7QM2X"),
-                 lambda: classes.seen("K7QM2X", "a", "following")):
+    for call in (
+        lambda: classes.start("l"),
+        lambda: classes.get("K7QM2X"),
+        lambda: classes.version("K7QM2X"),
+        lambda: classes.seen("K7QM2X", "a", "following"),
+    ):
         with pytest.raises(ClassError) as e:
             call()
         message = str(e.value)

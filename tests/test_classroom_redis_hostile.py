@@ -37,10 +37,21 @@ def test_notices_for_classes_this_replica_does_not_hold_are_ignored(replicas, ra
     assert not any(b.store.feed.holds(f"Z{i:05d}") for i in range(200))
 
 
-@pytest.mark.parametrize("field, value", [
-    ("step", "abc"), ("step", "0"), ("version", "x"), ("version", "-3"), ("revealed", "maybe"),
-    ("updated_at", "nan?"), ("lesson_id", "../../etc"), ("secret_hash", "zz"), ("step", None), ("version", None),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("step", "abc"),
+        ("step", "0"),
+        ("version", "x"),
+        ("version", "-3"),
+        ("revealed", "maybe"),
+        ("updated_at", "nan?"),
+        ("lesson_id", "../../etc"),
+        ("secret_hash", "zz"),
+        ("step", None),
+        ("version", None),
+    ],
+)
 def test_a_corrupt_field_ends_the_class_with_a_warning_not_an_exception(replicas, raw, field, value, caplog):
     a, b = replicas
     state, _ = a.start("l")

@@ -26,8 +26,20 @@ def test_every_cli_knob_is_a_flag_of_every_command(command):
 
 def test_cli_flags_carry_the_table_types_choices_and_defaults():
     parser = build_parser()
-    args = parser.parse_args(["run", "--vllm-profile", "v0.6", "--preemption-mode", "swap", "--num-cpu-blocks", "0",
-                              "--watermark", "0.2", "--no-enable-chunked-prefill"])
+    args = parser.parse_args(
+        [
+            "run",
+            "--vllm-profile",
+            "v0.6",
+            "--preemption-mode",
+            "swap",
+            "--num-cpu-blocks",
+            "0",
+            "--watermark",
+            "0.2",
+            "--no-enable-chunked-prefill",
+        ]
+    )
     assert (args.vllm_profile, args.preemption_mode, args.num_cpu_blocks, args.watermark) == ("v0.6", "swap", 0, 0.2)
     assert args.enable_chunked_prefill is False and args.log_stats_interval == 10  # `run` prints stats lines
     assert parser.parse_args(["generate", "x"]).log_stats_interval is None  # headless: none
@@ -59,19 +71,22 @@ def test_num_cpu_blocks_zero_means_a_pool_with_no_room_everywhere():
         EngineConfig(**v0)  # None: sized from swap_space, which is 0
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"num_gpu_blocks": 0}, "num_gpu_blocks", "positive integer"),
-    ({"block_size": True}, "block_size", "must be an integer"),
-    ({"max_model_len": 1.5}, "max_model_len", "must be an integer or None"),
-    ({"num_cpu_blocks": "3"}, "num_cpu_blocks", "must be an integer or None"),
-    ({"swap_space": float("nan")}, "swap_space", "finite"),
-    ({"watermark": 1.0}, "watermark", "out of range"),
-    ({"vllm_profile": "v1"}, "vllm_profile", "must be one of"),
-    ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark", "not a knob of vllm_profile='v0.10'"),
-    ({"preemption_mode": "pause"}, "preemption_mode", "must be one of"),
-    ({"blocks": 3}, "blocks", "not an EngineConfig field"),
-    ({"device": "tpu"}, "device", "'cpu' or 'cuda'"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"num_gpu_blocks": 0}, "num_gpu_blocks", "positive integer"),
+        ({"block_size": True}, "block_size", "must be an integer"),
+        ({"max_model_len": 1.5}, "max_model_len", "must be an integer or None"),
+        ({"num_cpu_blocks": "3"}, "num_cpu_blocks", "must be an integer or None"),
+        ({"swap_space": float("nan")}, "swap_space", "finite"),
+        ({"watermark": 1.0}, "watermark", "out of range"),
+        ({"vllm_profile": "v1"}, "vllm_profile", "must be one of"),
+        ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark", "not a knob of vllm_profile='v0.10'"),
+        ({"preemption_mode": "pause"}, "preemption_mode", "must be one of"),
+        ({"blocks": 3}, "blocks", "not an EngineConfig field"),
+        ({"device": "tpu"}, "device", "'cpu' or 'cuda'"),
+    ],
+)
 def test_config_errors_are_one_line_and_name_the_field(changes, field, words):
     with pytest.raises(ConfigError, match=words) as e:
         EngineConfig(**changes)

@@ -12,8 +12,16 @@ from pykv.review_pack.page import plotly_js
 
 EXAMPLES = Path(__file__).parent.parent / "pykv" / "bridge" / "examples"
 STORM = str(EXAMPLES / "v1-0.33-preemption-storm.log")
-CONTRACT = {"release", "engine", "startup", "samples", "preemptions_at_least", "findings", "lines_read",
-            "lines_skipped"}
+CONTRACT = {
+    "release",
+    "engine",
+    "startup",
+    "samples",
+    "preemptions_at_least",
+    "findings",
+    "lines_read",
+    "lines_skipped",
+}
 
 
 def test_json_follows_the_contract(capsys):

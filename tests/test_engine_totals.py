@@ -59,13 +59,16 @@ def test_preemption_records_are_frozen_views_that_later_steps_replace(make_engin
 
 def test_run_totals_are_one_dataclass_whose_fields_are_the_sweeps_columns(make_engine):
     engine = make_engine()
-    run = run_to_completion(engine.config.replace(num_gpu_blocks=10, block_size=16), make_workload(
-        "storm", n=3, max_tokens=8), engine.loaded)
+    run = run_to_completion(
+        engine.config.replace(num_gpu_blocks=10, block_size=16),
+        make_workload("storm", n=3, max_tokens=8),
+        engine.loaded,
+    )
     totals = run.totals()
     assert isinstance(totals, RunTotals) and totals.preemptions == len(run.engine.preemptions())
     assert list(totals.as_row()) == list(RUN_TOTALS_COLUMNS)
     start = RUN_COLUMNS.index(RUN_TOTALS_COLUMNS[0])
-    assert RUN_COLUMNS[start:start + len(RUN_TOTALS_COLUMNS)] == list(RUN_TOTALS_COLUMNS)
+    assert RUN_COLUMNS[start : start + len(RUN_TOTALS_COLUMNS)] == list(RUN_TOTALS_COLUMNS)
     assert totals.recompute_tax == (run.engine.totals().recompute_tax or 0.0)
 
 

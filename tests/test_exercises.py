@@ -1,4 +1,4 @@
-""""Your turn" exercises: every exercise of the course is solvable in the Playground with the shipped model.
+""" "Your turn" exercises: every exercise of the course is solvable in the Playground with the shipped model.
 
 For each exercise the test builds the Lab a learner has after opening a link in the Playground (the
 URL parsed by the Playground's own ``config_from_query``, the workload it would build): at the start
@@ -113,25 +113,28 @@ def test_a_good_block_loads_with_its_links_parsed():
     assert exercise.solved[0].why == "a runs"
 
 
-@pytest.mark.parametrize("change, words", [
-    (("solution: preset=lesson&num_gpu_blocks=8", ""), ["exercise.solution", "missing"]),
-    (("task: Find it.", "task: Find it.\ncolour: red"), ["exercise.colour", "unknown field", "task, link, solved"]),
-    (("step=2", "step=2&foo=1"), ["exercise.link", "'foo' is not a Playground link parameter", "num_gpu_blocks"]),
-    (("step=2", "step=2&device=cuda"), ["exercise.link", "'device' is decided by the app"]),
-    (("link: preset=lesson", "link: preset=nope"), ["exercise.link", "preset='nope' is no workload", "storm"]),
-    (("num_gpu_blocks=16", "num_gpu_blocks=9999"), ["exercise.link", "above the Playground's limit of 512"]),
-    (("num_gpu_blocks=16", "num_gpu_blocks=lots"), ["exercise.link", "must be a whole number"]),
-    (("num_gpu_blocks=16", "num_gpu_blocks=16&num_gpu_blocks=8"), ["exercise.link", "given twice"]),
-    (("num_gpu_blocks=16", "num_cpu_blocks=16"), ["exercise.link", "would refuse these settings", "v0.6"]),
-    (("step=2", "step=two"), ["exercise.link", "step='two' is not a step number"]),
-    (("link: preset=lesson&num_gpu_blocks=16&step=2", "link: just words"), ["exercise.link", "is not a query"]),
-    (("link: preset=lesson&num_gpu_blocks=16&step=2", "link: num_gpu_blocks=16"), ["names no workload"]),
-    (("solution: preset=lesson", "solution: preset=storm"), ["exercise.solution", "keeps its workload"]),
-    (("request.a.status", "request.zz.status"), ["exercise.solved[0].that", "'zz'"]),
-    (("request.a.status", "run.x.steps"), ["exercise.solved[0].that", "run"]),
-    (("equals: running", "bigger: running"), ["exercise.solved[0]", "unknown operator"]),
-    (('hints: ["one", "two"]', "hints: one"), ["exercise.hints", "YAML list"]),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (("solution: preset=lesson&num_gpu_blocks=8", ""), ["exercise.solution", "missing"]),
+        (("task: Find it.", "task: Find it.\ncolour: red"), ["exercise.colour", "unknown field", "task, link, solved"]),
+        (("step=2", "step=2&foo=1"), ["exercise.link", "'foo' is not a Playground link parameter", "num_gpu_blocks"]),
+        (("step=2", "step=2&device=cuda"), ["exercise.link", "'device' is decided by the app"]),
+        (("link: preset=lesson", "link: preset=nope"), ["exercise.link", "preset='nope' is no workload", "storm"]),
+        (("num_gpu_blocks=16", "num_gpu_blocks=9999"), ["exercise.link", "above the Playground's limit of 512"]),
+        (("num_gpu_blocks=16", "num_gpu_blocks=lots"), ["exercise.link", "must be a whole number"]),
+        (("num_gpu_blocks=16", "num_gpu_blocks=16&num_gpu_blocks=8"), ["exercise.link", "given twice"]),
+        (("num_gpu_blocks=16", "num_cpu_blocks=16"), ["exercise.link", "would refuse these settings", "v0.6"]),
+        (("step=2", "step=two"), ["exercise.link", "step='two' is not a step number"]),
+        (("link: preset=lesson&num_gpu_blocks=16&step=2", "link: just words"), ["exercise.link", "is not a query"]),
+        (("link: preset=lesson&num_gpu_blocks=16&step=2", "link: num_gpu_blocks=16"), ["names no workload"]),
+        (("solution: preset=lesson", "solution: preset=storm"), ["exercise.solution", "keeps its workload"]),
+        (("request.a.status", "request.zz.status"), ["exercise.solved[0].that", "'zz'"]),
+        (("request.a.status", "run.x.steps"), ["exercise.solved[0].that", "run"]),
+        (("equals: running", "bigger: running"), ["exercise.solved[0]", "unknown operator"]),
+        (('hints: ["one", "two"]', "hints: one"), ["exercise.hints", "YAML list"]),
+    ],
+)
 def test_a_bad_block_names_the_field_and_says_what_is_wrong(change, words):
     old, new = change
     assert old in GOOD

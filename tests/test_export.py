@@ -24,15 +24,19 @@ from pykv.viz.captions import config_summary, state_caption, sweep_caption, swee
 from pykv.viz.theme import LIGHT, figure, template
 
 TITLE = "Export check · bars and cells"
-CAPTION = ("pykv engine state after step 3 (preset storm) on cpu · model tiny · vLLM 0.6 rules (v0.6) · 32 blocks × 16 "
-           "tokens · max_num_seqs 8 · budget 256 tokens/step · preemption swap (16 CPU blocks)")
+CAPTION = (
+    "pykv engine state after step 3 (preset storm) on cpu · model tiny · vLLM 0.6 rules (v0.6) · 32 blocks × 16 "
+    "tokens · max_num_seqs 8 · budget 256 tokens/step · preemption swap (16 CPU blocks)"
+)
 LINK = "?preset=storm&step=3&num_gpu_blocks=32&vllm_profile=v0.6"
 WIDTH = 640
 
 
 def make_figure(dark: bool = False) -> go.Figure:
-    data = [dict(type="bar", x=["a", "b", "c"], y=[3, 1, 2], name="bars"),
-            dict(type="heatmap", z=[[0, 1], [1, 0]], x0=2.5, y0=0, showscale=False, name="cells")]
+    data = [
+        dict(type="bar", x=["a", "b", "c"], y=[3, 1, 2], name="bars"),
+        dict(type="heatmap", z=[[0, 1], [1, 0]], x0=2.5, y0=0, showscale=False, name="cells"),
+    ]
     return figure(TITLE, 300, dark, data, subtitle="its own subtitle", margin=dict(l=40, r=8, t=60, b=30))
 
 
@@ -58,6 +62,7 @@ def svg_text(svg: bytes) -> str:
 
 # ---- the exported figure (no browser) ------------------------------------------------------------------
 
+
 def test_the_export_is_a_light_captioned_copy_and_the_figure_is_untouched():
     dark = make_figure(dark=True)
     before = json.loads(dark.to_json())
@@ -72,13 +77,20 @@ def test_the_export_is_a_light_captioned_copy_and_the_figure_is_untouched():
 
 def crowded_figure() -> go.Figure:
     """A figure laid out for the app's wide column: a long title and subtitle, a legend of long names beside it."""
-    data = [dict(type="scatter", x=[1, 2], y=[1, 2], name="recompute, modelled H100-SXM + Llama-3.1-8B"),
-            dict(type="scatter", x=[1, 2], y=[2, 1], name="swap, modelled PCIe Gen5"),
-            dict(type="scatter", x=[1, 2], y=[1, 1], name="swap, measured")]
-    return figure("Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled.",
-                  400, False, data, margin=dict(l=72, r=8, t=96, b=52),
-                  subtitle="Filled points: measured on cpu.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
-                                      "markers: the same swaps' bytes and copies modelled across PCIe, not measured.")
+    data = [
+        dict(type="scatter", x=[1, 2], y=[1, 2], name="recompute, modelled H100-SXM + Llama-3.1-8B"),
+        dict(type="scatter", x=[1, 2], y=[2, 1], name="swap, modelled PCIe Gen5"),
+        dict(type="scatter", x=[1, 2], y=[1, 1], name="swap, measured"),
+    ]
+    return figure(
+        "Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled.",
+        400,
+        False,
+        data,
+        margin=dict(l=72, r=8, t=96, b=52),
+        subtitle="Filled points: measured on cpu.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
+        "markers: the same swaps' bytes and copies modelled across PCIe, not measured.",
+    )
 
 
 def test_a_figure_is_fitted_to_a_narrow_width_and_left_alone_where_it_fits():
@@ -109,18 +121,21 @@ def test_an_export_is_fitted_to_its_width_and_a_long_link_breaks_only_between_pa
 
 
 def test_svg_ids_are_renumbered_in_order_with_their_references():
-    svg = (b'<svg><defs id="defs-ab12cd"><clipPath id="clipab12cdxy"/><clipPath id="clipab12cdx"/></defs>'
-           b'<g clip-path="url(#clipab12cdxy)" style="fill: url(&quot;#clipab12cdx&quot;)"><use href="#defs-ab12cd"/>'
-           b'</g><text>#clipab12cdxyz is not a reference</text></svg>')
+    svg = (
+        b'<svg><defs id="defs-ab12cd"><clipPath id="clipab12cdxy"/><clipPath id="clipab12cdx"/></defs>'
+        b'<g clip-path="url(#clipab12cdxy)" style="fill: url(&quot;#clipab12cdx&quot;)"><use href="#defs-ab12cd"/>'
+        b"</g><text>#clipab12cdxyz is not a reference</text></svg>"
+    )
     out = export.normalise_svg(svg).decode()
     assert re.findall(r'id="([^"]+)"', out) == ["pykv0", "pykv1", "pykv2"]
-    assert 'url(#pykv1)' in out and 'url(&quot;#pykv2&quot;)' in out and 'href="#pykv0"' in out
+    assert "url(#pykv1)" in out and "url(&quot;#pykv2&quot;)" in out and 'href="#pykv0"' in out
     assert "#clipab12cdxyz" in out and "ab12cd" not in out.replace("#clipab12cdxyz", "")
 
 
 def test_png_text_and_time_chunks_are_dropped():
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 0, 0, 0, 0))
     rest = chunk(b"IDAT", zlib.compress(b"\x00\x00\x00")) + chunk(b"IEND", b"")
     meta = chunk(b"tIME", b"\x07\xea\x01\x01\x00\x00\x00") + chunk(b"tEXt", b"a\x00b")
@@ -139,6 +154,7 @@ def test_html_needs_no_network_and_is_deterministic(fig):
 
 
 # ---- real renders ----------------------------------------------------------------------------------------
+
 
 def test_svg_is_xml_with_the_title_caption_and_link(svgs):
     text = svg_text(svgs[0])
@@ -162,6 +178,7 @@ def test_png_has_the_size_asked_for_at_each_scale(pngs, fig):
 
 
 # ---- failures: one line, never a hang, HTML unaffected ---------------------------------------------------
+
 
 def test_a_missing_browser_is_one_line_and_html_still_works(fig, monkeypatch):
     monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
@@ -208,27 +225,54 @@ def test_kaleido_missing_is_one_line(fig, monkeypatch):
 
 # ---- captions ---------------------------------------------------------------------------------------------
 
+
 def test_captions_name_the_config_device_and_what_is_measured():
-    config = EngineConfig(vllm_profile="v0.6", num_gpu_blocks=32, preemption_mode="swap", num_cpu_blocks=16,
-                          enable_prefix_caching=True)
+    config = EngineConfig(
+        vllm_profile="v0.6", num_gpu_blocks=32, preemption_mode="swap", num_cpu_blocks=16, enable_prefix_caching=True
+    )
     summary = config_summary(config)
-    for part in ("vLLM 0.6", "v0.6", "32 blocks × 16 tokens", "max_num_seqs 8", "budget 256 tokens/step",
-                 "preemption swap (16 CPU blocks)", "prefix caching"):
+    for part in (
+        "vLLM 0.6",
+        "v0.6",
+        "32 blocks × 16 tokens",
+        "max_num_seqs 8",
+        "budget 256 tokens/step",
+        "preemption swap (16 CPU blocks)",
+        "prefix caching",
+    ):
         assert part in summary
     assert state_caption(config, "cuda:0", preset="storm", step=7, manual_requests=1).startswith(
-        "pykv engine state after step 7 (preset storm + 1 request(s) added by hand) on cuda:0")
-    caption = sweep_caption(config, "cpu", workload="storm", workload_args={"n": 4}, axis="num_gpu_blocks",
-                            values=(24, 60), modes=("recompute", "swap"), runs=3, total=4)
+        "pykv engine state after step 7 (preset storm + 1 request(s) added by hand) on cuda:0"
+    )
+    caption = sweep_caption(
+        config,
+        "cpu",
+        workload="storm",
+        workload_args={"n": 4},
+        axis="num_gpu_blocks",
+        values=(24, 60),
+        modes=("recompute", "swap"),
+        runs=3,
+        total=4,
+    )
     assert "stopped: 3 of 4 runs" in caption and "measured on cpu" in caption and "modelled" in caption
 
 
-@pytest.mark.parametrize("axis, values, modes", [("num_gpu_blocks", (24, 60), ("recompute", "swap")),
-                                                 ("block_size", (4, 8), ("recompute", "swap per-block"))])
+@pytest.mark.parametrize(
+    "axis, values, modes",
+    [("num_gpu_blocks", (24, 60), ("recompute", "swap")), ("block_size", (4, 8), ("recompute", "swap per-block"))],
+)
 def test_the_sweep_command_reruns_the_same_sweep(axis, values, modes):
-    base = EngineConfig(model="/some path/ckpt", block_size=4 if axis != "block_size" else 16, max_num_seqs=16,
-                        num_gpu_blocks=48 if axis != "num_gpu_blocks" else 64, enable_chunked_prefill=False)
-    command = sweep_command(base, workload="storm", workload_args={"n": 4, "max_tokens": 16}, axis=axis,
-                            values=values, modes=modes, seed=3)
+    base = EngineConfig(
+        model="/some path/ckpt",
+        block_size=4 if axis != "block_size" else 16,
+        max_num_seqs=16,
+        num_gpu_blocks=48 if axis != "num_gpu_blocks" else 64,
+        enable_chunked_prefill=False,
+    )
+    command = sweep_command(
+        base, workload="storm", workload_args={"n": 4, "max_tokens": 16}, axis=axis, values=values, modes=modes, seed=3
+    )
     assert command.startswith("python -m pykv sweep ")
     args = build_parser().parse_args(shlex.split(command)[3:])  # past "python -m pykv"
     assert config_from_args(args) == base.replace(seed=3)

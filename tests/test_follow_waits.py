@@ -118,8 +118,15 @@ def test_a_full_class_keeps_its_pages_waiting_and_a_failing_store_moves_them():
 
 def test_tickets_and_held_polls_are_bounded():
     clock = [0.0]
-    waits = FollowWaits(Versions(K7QM2X=1), timeout_s=0.2, every_s=0.02, max_tickets=3, max_waiters=2,
-                        ticket_ttl_s=60.0, monotonic=lambda: clock[0])
+    waits = FollowWaits(
+        Versions(K7QM2X=1),
+        timeout_s=0.2,
+        every_s=0.02,
+        max_tickets=3,
+        max_waiters=2,
+        ticket_ttl_s=60.0,
+        monotonic=lambda: clock[0],
+    )
     first = waits.issue("K7QM2X", 1, "a", "following")
     for learner in "bcdef":
         clock[0] += 1.0
@@ -140,13 +147,16 @@ def test_tickets_and_held_polls_are_bounded():
     assert run(scenario()) == (Answer.BUSY, [Answer.SAME, Answer.SAME])
 
 
-@pytest.mark.parametrize("query, status", [
-    (b"ticket=x", 404),
-    (b"ticket=" + b"x" * 5000, 400),
-    (b"ticket=", 400),
-    (b"version=none", 400),
-    (b"", 400),
-])
+@pytest.mark.parametrize(
+    "query, status",
+    [
+        (b"ticket=x", 404),
+        (b"ticket=" + b"x" * 5000, 400),
+        (b"ticket=", 400),
+        (b"version=none", 400),
+        (b"", 400),
+    ],
+)
 def test_the_route_answers_hostile_queries_in_one_line(query, status):
     answered, body = get_route(query)
     assert answered == status
@@ -166,8 +176,10 @@ def test_a_moved_class_answers_its_pages_in_waves_as_they_come_back():
         await asyncio.sleep(0.3)
         first = [poll for poll in polls if poll.done()]
         assert len(first) == 10, "one wave, then it waits for those pages to come back"
-        back = [asyncio.create_task(waits.wait(waits.issue("K7QM2X", 2, f"learner-{polls.index(poll)}",
-                                                           "following"))) for poll in first[:5]]
+        back = [
+            asyncio.create_task(waits.wait(waits.issue("K7QM2X", 2, f"learner-{polls.index(poll)}", "following")))
+            for poll in first[:5]
+        ]
         await asyncio.sleep(0.3)
         assert sum(poll.done() for poll in polls) == 20, "half of the first wave back: the second wave"
         rest = await asyncio.gather(*polls)  # the third after wave_gap_s even if nobody comes back

@@ -17,17 +17,39 @@ from pykv.gpu_model.gpus import detect_gpu
 from pykv.gpu_model.models import find_model
 from pykv.gpu_model.pool import blocks_for_gib, gib_for_blocks
 
-IDEAL = dataclasses.replace(CALIBRATION, gemm_efficiency_16bit=1.0, gemm_half_tokens=0.0, attention_efficiency=1.0,
-                            memory_efficiency=1.0, step_overhead_us=0.0, layer_overhead_us=0.0)
-ONE_LAYER = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
-             "num_hidden_layers": 1, "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+IDEAL = dataclasses.replace(
+    CALIBRATION,
+    gemm_efficiency_16bit=1.0,
+    gemm_half_tokens=0.0,
+    attention_efficiency=1.0,
+    memory_efficiency=1.0,
+    step_overhead_us=0.0,
+    layer_overhead_us=0.0,
+)
+ONE_LAYER = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 1,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+}
 
 
-@pytest.mark.parametrize("name, billions, kv_bytes", [
-    ("llama-3.1-8b", 8.03, 131072), ("llama-2-7b", 6.74, 524288), ("qwen2.5-7b", 7.62, 57344),
-    ("qwen2.5-0.5b", 0.494, 12288), ("llama-2-13b", 13.0, 819200), ("llama-3.1-70b", 70.6, 327680),
-    ("opt-13b", 12.84, 819200),
-])
+@pytest.mark.parametrize(
+    "name, billions, kv_bytes",
+    [
+        ("llama-3.1-8b", 8.03, 131072),
+        ("llama-2-7b", 6.74, 524288),
+        ("qwen2.5-7b", 7.62, 57344),
+        ("qwen2.5-0.5b", 0.494, 12288),
+        ("llama-2-13b", 13.0, 819200),
+        ("llama-3.1-70b", 70.6, 327680),
+        ("opt-13b", 12.84, 819200),
+    ],
+)
 def test_parameters_and_kv_bytes_come_from_the_shipped_config(name, billions, kv_bytes):
     shape = find_model(name)
     assert shape.total_params / 1e9 == pytest.approx(billions, rel=0.003)  # the model cards' published sizes
@@ -100,18 +122,27 @@ def test_copy_times_by_hand():
 
 
 def _report(chunks, preempted=(), swapped_in=()) -> StepReport:
-    return StepReport(step=1, scheduled=[c.request_id for c in chunks], chunks=list(chunks),
-                      preempted=list(preempted), swapped_in=list(swapped_in), finished=[],
-                      num_batched_tokens=sum(c.num_new_tokens for c in chunks), forward_time_s=0.01,
-                      step_time_s=0.02, device="cpu")
+    return StepReport(
+        step=1,
+        scheduled=[c.request_id for c in chunks],
+        chunks=list(chunks),
+        preempted=list(preempted),
+        swapped_in=list(swapped_in),
+        finished=[],
+        num_batched_tokens=sum(c.num_new_tokens for c in chunks),
+        forward_time_s=0.01,
+        step_time_s=0.02,
+        device="cpu",
+    )
 
 
 def test_a_real_step_report_is_priced_with_its_chunks_and_copies():
     est = estimate("H100-SXM", "llama-3.1-8b")
     decodes = [ScheduledChunk(str(i), 100, 1, False) for i in range(4)]
     assert est.step_ms(_report(decodes)) == pytest.approx(est.decode_step_ms(4, 100))
-    swap = PreemptionView(step=1, request_id="9", mode="swap", num_blocks=4, num_tokens=60, num_bytes=0, device="cpu",
-                          swap_copies=1)
+    swap = PreemptionView(
+        step=1, request_id="9", mode="swap", num_blocks=4, num_tokens=60, num_bytes=0, device="cpu", swap_copies=1
+    )
     with_swap = est.step_ms(_report(decodes, preempted=[swap]), block_size=16)
     assert with_swap - est.decode_step_ms(4, 100) == pytest.approx(est.kv_copy_ms(64, "d2h"))  # whole blocks
     cost = est.step_cost(_report(decodes + [ScheduledChunk("p", 0, 512, True)]))
@@ -127,8 +158,9 @@ def test_modelled_figures_are_deterministic_and_machine_independent():
     layers, c = est.shape.layers, CALIBRATION
     compute, memory = est.linear_terms_ms(2048, 1)
     attention = sum(max(est.attention_terms_ms(Chunk(0, 2048))) for _ in range(1))
-    assert est.prefill_ms(2048) == pytest.approx(max(compute, memory) + attention + layers * c.layer_overhead_us / 1e3
-                                                 + c.step_overhead_us / 1e3)
+    assert est.prefill_ms(2048) == pytest.approx(
+        max(compute, memory) + attention + layers * c.layer_overhead_us / 1e3 + c.step_overhead_us / 1e3
+    )
     assert 20 < est.prefill_ms(2048) < 80 and 5 < est.decode_step_ms(1, 128) < 15
 
 
@@ -136,8 +168,11 @@ def test_the_pool_in_gib_of_the_target():
     est = estimate("H100-SXM", "llama-3.1-8b")  # 128 KiB per token: 2 MiB per 16-token block
     assert blocks_for_gib(est, 1, 16) == 512 and blocks_for_gib(est, 8, 16) == 4096
     assert gib_for_blocks(est, 512, 16) == 1.0
-    with pytest.raises(ValueError, match="less than one block of Llama-3.1-8B KV on H100-SXM at block size 16 "
-                                         r"\(2 MiB\); give at least"):
+    with pytest.raises(
+        ValueError,
+        match="less than one block of Llama-3.1-8B KV on H100-SXM at block size 16 "
+        r"\(2 MiB\); give at least",
+    ):
         blocks_for_gib(est, 0.001, 16)
     with pytest.raises(ValueError, match="positive number of GiB"):
         blocks_for_gib(est, -1, 16)
@@ -165,11 +200,19 @@ def test_bad_input_is_one_clear_message():
     assert set(GPUS) >= {"A100-80GB-SXM", "H100-SXM", "H200", "L4", "RTX-4090"}
 
 
-@pytest.mark.parametrize("device, name", [("NVIDIA H100 80GB HBM3", "H100-SXM"),
-                                          ("NVIDIA A100-SXM4-80GB", "A100-80GB-SXM"),
-                                          ("NVIDIA A100-SXM4-40GB", "A100-40GB-SXM"), ("NVIDIA L4", "L4"),
-                                          ("NVIDIA L40S", "L40S"), ("NVIDIA GeForce RTX 4090", "RTX-4090"),
-                                          ("NVIDIA H200", "H200"), ("Tesla T4", None)])
+@pytest.mark.parametrize(
+    "device, name",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB-SXM"),
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB-SXM"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA L40S", "L40S"),
+        ("NVIDIA GeForce RTX 4090", "RTX-4090"),
+        ("NVIDIA H200", "H200"),
+        ("Tesla T4", None),
+    ],
+)
 def test_a_cuda_device_name_finds_its_catalogue_entry(device, name):
     found = detect_gpu(device)
     assert (found.name if found else None) == name

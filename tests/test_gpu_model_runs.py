@@ -22,22 +22,40 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def report(step: int, chunks, preempted=(), swapped_in=()) -> StepReport:
-    return StepReport(step=step, scheduled=[c.request_id for c in chunks], chunks=list(chunks),
-                      preempted=list(preempted), swapped_in=list(swapped_in), finished=[],
-                      num_batched_tokens=sum(c.num_new_tokens for c in chunks), forward_time_s=0.01, step_time_s=0.01,
-                      device="cpu")
+    return StepReport(
+        step=step,
+        scheduled=[c.request_id for c in chunks],
+        chunks=list(chunks),
+        preempted=list(preempted),
+        swapped_in=list(swapped_in),
+        finished=[],
+        num_batched_tokens=sum(c.num_new_tokens for c in chunks),
+        forward_time_s=0.01,
+        step_time_s=0.01,
+        device="cpu",
+    )
 
 
 def preempt(step: int, rid: str, mode: str, tokens: int, blocks: int) -> PreemptionView:
-    return PreemptionView(step=step, request_id=rid, mode=mode, num_blocks=blocks, num_tokens=tokens, num_bytes=0,
-                          device="cpu", swap_copies=1 if mode == "swap" else None)
+    return PreemptionView(
+        step=step,
+        request_id=rid,
+        mode=mode,
+        num_blocks=blocks,
+        num_tokens=tokens,
+        num_bytes=0,
+        device="cpu",
+        swap_copies=1 if mode == "swap" else None,
+    )
 
 
 def test_a_recompute_bill_is_its_share_of_the_steps_and_the_others_wait_for_it():
     est = estimate()
     # step 1: c (416 tokens) preempted; step 2: b decodes beside c's re-prefill of 417 tokens (lesson 9)
-    reports = [report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 416, 26)]),
-               report(2, [ScheduledChunk("b", 31, 1, False), ScheduledChunk("c", 0, 417, True)])]
+    reports = [
+        report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 416, 26)]),
+        report(2, [ScheduledChunk("b", 31, 1, False), ScheduledChunk("c", 0, 417, True)]),
+    ]
     (bill,) = bills(est, reports, 16)
     full = est.forward_cost([Chunk(31, 1), Chunk(0, 417)]).total
     without = est.forward_cost([Chunk(31, 1), Chunk(416, 1)]).total
@@ -49,15 +67,19 @@ def test_a_recompute_bill_is_its_share_of_the_steps_and_the_others_wait_for_it()
 
 def test_a_chunked_re_prefill_and_a_swap_are_billed_over_every_step_that_paid():
     est = estimate("A100-80GB-SXM", "llama-2-7b", "fp16")
-    chunked = [report(1, [], [preempt(1, "v", "recompute", 300, 19)]),
-               report(2, [ScheduledChunk(r, 50, 1, False) for r in "xyz"] + [ScheduledChunk("v", 0, 200, True)]),
-               report(3, [ScheduledChunk(r, 51, 1, False) for r in "xy"] + [ScheduledChunk("v", 200, 101, True)])]
+    chunked = [
+        report(1, [], [preempt(1, "v", "recompute", 300, 19)]),
+        report(2, [ScheduledChunk(r, 50, 1, False) for r in "xyz"] + [ScheduledChunk("v", 0, 200, True)]),
+        report(3, [ScheduledChunk(r, 51, 1, False) for r in "xy"] + [ScheduledChunk("v", 200, 101, True)]),
+    ]
     (bill,) = bills(est, chunked, 16)
     assert bill.steps == [2, 3] and bill.complete and bill.others == ["x", "y", "z"]
     assert bill.delay_to_others_ms == pytest.approx(3 * bill.step_ms[0] + 2 * bill.step_ms[1])
-    swapped = [report(1, [ScheduledChunk("x", 9, 1, False)], [preempt(1, "v", "swap", 60, 4)]),
-               report(2, [ScheduledChunk("x", 10, 1, False)]),
-               report(3, [ScheduledChunk("x", 11, 1, False)], swapped_in=[preempt(1, "v", "swap", 60, 4)])]
+    swapped = [
+        report(1, [ScheduledChunk("x", 9, 1, False)], [preempt(1, "v", "swap", 60, 4)]),
+        report(2, [ScheduledChunk("x", 10, 1, False)]),
+        report(3, [ScheduledChunk("x", 11, 1, False)], swapped_in=[preempt(1, "v", "swap", 60, 4)]),
+    ]
     (swap,) = bills(est, swapped, 16)
     out, back = est.kv_copy_ms(64, "d2h"), est.kv_copy_ms(64, "h2d")  # four 16-token blocks each way
     assert swap.modelled_ms == pytest.approx(out + back) and swap.steps == [1, 3] and swap.complete
@@ -92,11 +114,16 @@ def test_the_crossover_on_a_target():
     assert all(p >= b for p, b in zip(curves.swap_per_block_ms, curves.swap_batched_ms))
 
 
-@pytest.mark.parametrize("path, words", [
-    ("modelled.preemptions.0.delay_to_others_ms", None), ("modelled.clock_ms", None),
-    ("modelled.preemptions.0.colour", "field 'colour' is unknown"), ("modelled", "incomplete"),
-    ("modelled.speed", "modelled field 'speed' is unknown"),
-])
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("modelled.preemptions.0.delay_to_others_ms", None),
+        ("modelled.clock_ms", None),
+        ("modelled.preemptions.0.colour", "field 'colour' is unknown"),
+        ("modelled", "incomplete"),
+        ("modelled.speed", "modelled field 'speed' is unknown"),
+    ],
+)
 def test_lesson_paths_to_modelled_figures_are_checked_when_the_lesson_loads(path, words):
     if words is None:
         check_path(path, Known())
@@ -147,10 +174,22 @@ def test_a_bill_of_0_or_near_0_says_why():
     est = estimate()
     pending = bills(est, [report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 112, 7)])], 16)
     assert pending[0].modelled_ms == 0 and "pending" in pending[0].note
-    again = bills(est, [report(1, [], [preempt(1, "c", "recompute", 112, 7)]),
-                        report(2, [ScheduledChunk("c", 0, 50, True)]),
-                        report(3, [], [preempt(3, "c", "recompute", 50, 4)])], 16)
+    again = bills(
+        est,
+        [
+            report(1, [], [preempt(1, "c", "recompute", 112, 7)]),
+            report(2, [ScheduledChunk("c", 0, 50, True)]),
+            report(3, [], [preempt(3, "c", "recompute", 50, 4)]),
+        ],
+        16,
+    )
     assert again[0].superseded and "preempted again" in again[0].note
-    paid = bills(est, [report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 416, 26)]),
-                       report(2, [ScheduledChunk("b", 31, 1, False), ScheduledChunk("c", 0, 417, True)])], 16)
+    paid = bills(
+        est,
+        [
+            report(1, [ScheduledChunk("b", 30, 1, False)], [preempt(1, "c", "recompute", 416, 26)]),
+            report(2, [ScheduledChunk("b", 31, 1, False), ScheduledChunk("c", 0, 417, True)]),
+        ],
+        16,
+    )
     assert paid[0].note is None  # an ordinary bill says nothing extra

@@ -25,7 +25,7 @@ def hf_greedy(path, prompts_ids, max_new_tokens):
     outs = []
     for ids in prompts_ids:
         gen = model.generate(torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False)
-        outs.append(gen[0, len(ids):].tolist())
+        outs.append(gen[0, len(ids) :].tolist())
     return outs
 
 

@@ -53,8 +53,12 @@ CATALOGUE = [
     ("3 num_gpu_blocks 1e8", config(num_gpu_blocks=10**8), "out of range", "num_gpu_blocks"),
     ("3 swap_space 1e6", config(swap_space=10**6), "out of range", "swap_space"),
     ("3 num_cpu_blocks 1e9", config(num_cpu_blocks=10**9), "out of range", "num_cpu_blocks"),
-    ("3 swap_space 64 GiB over the budget", engine_with(vllm_profile="v0.6", swap_space=64.0),
-     "set swap_space to at most", "swap_space"),
+    (
+        "3 swap_space 64 GiB over the budget",
+        engine_with(vllm_profile="v0.6", swap_space=64.0),
+        "set swap_space to at most",
+        "swap_space",
+    ),
     # 4: type slips
     ("4 device None", config(device=None), "device must be text", "device"),
     ("4 model None", config(model=None), "model must be text", "model"),
@@ -67,8 +71,12 @@ CATALOGUE = [
     ("5 seed 2**70", config(seed=2**70), "out of range", "seed"),
     # 6: non-integers and NaN in integer and float knobs
     ("6 max_model_len 1.5", config(max_model_len=1.5), "max_model_len must be an integer", "max_model_len"),
-    ("6 livelock guard nan", config(max_preemptions_without_progress=NAN), "must be an integer",
-     "max_preemptions_without_progress"),
+    (
+        "6 livelock guard nan",
+        config(max_preemptions_without_progress=NAN),
+        "must be an integer",
+        "max_preemptions_without_progress",
+    ),
     ("6 pcie_bandwidth_gbps nan", config(pcie_bandwidth_gbps=NAN), "finite", "pcie_bandwidth_gbps"),
     # 7: token ids that used to be converted with int()
     ("7 float ids", add([1.5, 2.7]), "item 0 is 1.5 (float)", None),
@@ -161,8 +169,9 @@ def test_pool_budget_gives_the_largest_allowed_before_allocating(make_engine, mo
     with pytest.raises(ConfigError, match="use at most 10 blocks") as e:
         LLMEngine(engine.config.replace(vllm_profile="v0.6", num_cpu_blocks=11), loaded=engine.loaded)
     assert e.value.field == "num_cpu_blocks"
-    assert LLMEngine(engine.config.replace(vllm_profile="v0.6", num_gpu_blocks=10, num_cpu_blocks=10),
-                     loaded=engine.loaded)
+    assert LLMEngine(
+        engine.config.replace(vllm_profile="v0.6", num_gpu_blocks=10, num_cpu_blocks=10), loaded=engine.loaded
+    )
     monkeypatch.setenv(MAX_KV_BYTES_ENV, "lots")
     with pytest.raises(ConfigError, match="whole number of bytes"):
         LLMEngine(engine.config, loaded=engine.loaded)
@@ -185,8 +194,10 @@ def test_automatic_request_ids_skip_taken_ones(make_engine):
 def test_sampled_requests_still_run_and_seeds_at_the_edge_work(make_engine):
     """Row 1's other half: temperature sampling is fine across its range, and the largest seeds reach torch."""
     engine = make_engine(seed=2**63 - 1)
-    outs = engine.generate(["a", "b", "c"], [SamplingParams(max_tokens=3, temperature=t, seed=s)
-                                             for t, s in ((0.01, None), (100, 2**63 - 1), (1, 0))])
+    outs = engine.generate(
+        ["a", "b", "c"],
+        [SamplingParams(max_tokens=3, temperature=t, seed=s) for t, s in ((0.01, None), (100, 2**63 - 1), (1, 0))],
+    )
     assert all(len(o.output_token_ids) == 3 for o in outs)
 
 

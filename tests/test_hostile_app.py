@@ -19,8 +19,13 @@ from pykv.ui.session import budgets, course_files, seats, state
 
 APP = str(Path(__file__).parent.parent / "app.py")
 HUGE = "9" * 5000
-LINKS = ["[session expired — log in](http://evil)", "![x](http://evil/t.png)",
-         "`x`\n\n[log in](http://evil)", "<img src=http://evil/t.png>", "www.evil.example/login"]
+LINKS = [
+    "[session expired — log in](http://evil)",
+    "![x](http://evil/t.png)",
+    "`x`\n\n[log in](http://evil)",
+    "<img src=http://evil/t.png>",
+    "www.evil.example/login",
+]
 LESSON = """---
 id: small
 title: Small lesson
@@ -107,6 +112,7 @@ def rendered_markup(text: str) -> list[str]:
 
 # ---- rows 22 and 23: the step in a link ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("step", ["²", "١٢", HUGE, "-3", "1e3"])
 def test_a_bad_playground_step_warns_and_opens_at_step_zero(app, step):
     opened(app, step=step)
@@ -124,11 +130,19 @@ def test_a_bad_lesson_step_warns_and_opens_at_step_one(lessons_app, step):
 
 # ---- rows 24 and 26: values beyond the sidebar's limits -------------------------------------------------
 
-@pytest.mark.parametrize("name, value", [
-    ("num_cpu_blocks", "30000"), ("max_num_seqs", "300"), ("max_num_batched_tokens", "10000"),
-    ("num_gpu_blocks", "30000"), ("num_gpu_blocks", "100000000"), ("num_gpu_blocks", "1" + "0" * 40),
-    ("block_size", "100000"),
-])
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("num_cpu_blocks", "30000"),
+        ("max_num_seqs", "300"),
+        ("max_num_batched_tokens", "10000"),
+        ("num_gpu_blocks", "30000"),
+        ("num_gpu_blocks", "100000000"),
+        ("num_gpu_blocks", "1" + "0" * 40),
+        ("block_size", "100000"),
+    ],
+)
 def test_url_values_beyond_the_sidebar_fall_back_before_anything_is_allocated(app, name, value):
     opened(app, **{name: value})
     lab = app.session_state["lab"]
@@ -146,6 +160,7 @@ def test_several_bad_values_are_each_reported_and_good_ones_kept(app):
 
 # ---- row 25: a device this server lacks -----------------------------------------------------------------
 
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a host without CUDA")
 @pytest.mark.parametrize("device", ["cuda", "cuda:7", "tpu"])
 def test_a_missing_device_warns_and_uses_the_default(app, device):
@@ -155,6 +170,7 @@ def test_a_missing_device_warns_and_uses_the_default(app, device):
 
 
 # ---- row 27: a slow replay has a budget and says so -----------------------------------------------------
+
 
 def test_a_deep_link_replay_stops_at_its_budget_and_says_so(app, monkeypatch):
     monkeypatch.setattr(state, "DEEP_LINK_BUDGET_S", 0.0)
@@ -184,6 +200,7 @@ def test_replay_and_runs_stop_when_the_session_is_gone(random_llama, random_llam
 
 # ---- row 28: a combination the engine refuses -----------------------------------------------------------
 
+
 def test_chunked_prefill_off_with_a_tiny_budget_is_the_engines_message(app):
     opened(app, enable_chunked_prefill="false", max_num_batched_tokens="8")
     assert shown_step(app) == 0 and not app.error and no_model_hint(app)
@@ -193,10 +210,14 @@ def test_chunked_prefill_off_with_a_tiny_budget_is_the_engines_message(app):
 
 # ---- row 30: runs that stop at their budget say so ------------------------------------------------------
 
-@pytest.mark.parametrize("button, budget, what", [
-    ("run_end", "RUN_TO_END_BUDGET_S", "Run to end"),
-    ("next_preemption", "NEXT_PREEMPTION_BUDGET_S", "Next preemption"),
-])
+
+@pytest.mark.parametrize(
+    "button, budget, what",
+    [
+        ("run_end", "RUN_TO_END_BUDGET_S", "Run to end"),
+        ("next_preemption", "NEXT_PREEMPTION_BUDGET_S", "Next preemption"),
+    ],
+)
 def test_a_run_stopped_by_its_budget_says_so(app, monkeypatch, button, budget, what):
     monkeypatch.setattr(budgets, budget, 0.0)
     opened(app)
@@ -215,6 +236,7 @@ def test_a_session_past_its_compute_allowance_is_told_so(app, monkeypatch):
 
 # ---- session memory: the app-wide engine cap ------------------------------------------------------------
 
+
 def test_a_new_session_beyond_the_app_wide_cap_gets_a_clear_message(app, monkeypatch):
     monkeypatch.setattr(seats, "MAX_ENGINE_SESSIONS", 0)
     opened(app)
@@ -226,8 +248,10 @@ def test_the_seat_reserves_pools_and_history_before_allocation(random_llama, ran
     from pykv.lab.lab import memory_estimate
 
     small = memory_estimate(EngineConfig(model=str(random_llama_path)), random_llama)
-    big = memory_estimate(EngineConfig(model=str(random_llama_path), num_gpu_blocks=512, num_cpu_blocks=4096,
-                                       vllm_profile="v0.6"), random_llama)
+    big = memory_estimate(
+        EngineConfig(model=str(random_llama_path), num_gpu_blocks=512, num_cpu_blocks=4096, vllm_profile="v0.6"),
+        random_llama,
+    )
     assert 0 < small < big
     registry = seats.Seats()
     seat = registry.claim(None, small)
@@ -237,6 +261,7 @@ def test_the_seat_reserves_pools_and_history_before_allocation(random_llama, ran
 
 
 # ---- Markdown injection -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("link", LINKS)
 def test_link_values_are_never_rendered_as_markdown_in_the_playground(app, link):
@@ -269,6 +294,7 @@ def test_plain_escapes_every_markdown_construct():
 
 # ---- issue 29 #3: one link must not take the engine budget --------------------------------------------------
 
+
 def test_one_session_is_held_to_a_small_share_of_the_budget():
     # the issue's link: ?vllm_profile=v0.6&preemption_mode=swap&block_size=256&num_gpu_blocks=512&num_cpu_blocks=4096
     wanted = 2_432 * 2**20
@@ -288,7 +314,8 @@ def test_the_app_budget_is_sized_from_the_machine():
 
 def test_the_2_3_gb_link_opens_with_a_message_and_allocates_nothing_big(app):
     held_before = seats.seats().in_use()[1]  # the seats are the process's: earlier tests' sessions may hold some
-    opened(app, vllm_profile="v0.6", preemption_mode="swap", block_size="256", num_gpu_blocks="512",
-           num_cpu_blocks="4096")
+    opened(
+        app, vllm_profile="v0.6", preemption_mode="swap", block_size="256", num_gpu_blocks="512", num_cpu_blocks="4096"
+    )
     assert any("one session may hold at most" in m for m in messages(app)), messages(app)
     assert seats.seats().in_use()[1] - held_before <= seats.SESSION_ENGINE_BYTES

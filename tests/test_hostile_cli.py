@@ -180,23 +180,55 @@ def test_ctrl_c_is_one_line(monkeypatch, random_llama_path, capsys):
 
 
 def test_a_prompt_past_max_model_len_is_one_line(random_llama_path, capsys):
-    code, lines, _ = run_cli(capsys, ["generate", "def fib(n): return n" * 20, "--max-model-len", "8",
-                                      "--model", str(random_llama_path)])
+    code, lines, _ = run_cli(
+        capsys, ["generate", "def fib(n): return n" * 20, "--max-model-len", "8", "--model", str(random_llama_path)]
+    )
     errors = [line for line in lines if line.startswith("error: ")]
     assert code == 2 and len(errors) == 1, lines
 
 
 def test_an_unfinished_run_exits_1(random_llama_path, capsys):
-    code, lines, _ = run_cli(capsys, ["run", "--workload", "storm", "--num-requests", "2", "--max-tokens", "8",
-                                      "--max-steps", "1", "--model", str(random_llama_path)])
+    code, lines, _ = run_cli(
+        capsys,
+        [
+            "run",
+            "--workload",
+            "storm",
+            "--num-requests",
+            "2",
+            "--max-tokens",
+            "8",
+            "--max-steps",
+            "1",
+            "--model",
+            str(random_llama_path),
+        ],
+    )
     assert code == 1 and [line for line in lines if line.startswith("error: ")] == [
-        "error: stopped after --max-steps 1 with requests unfinished"]
+        "error: stopped after --max-steps 1 with requests unfinished"
+    ]
 
 
 def test_a_good_run_still_exports_its_workload(random_llama_path, tmp_path, capsys):
     out = tmp_path / "w.json"
-    assert main(["run", "--workload", "burst", "--num-requests", "1", "--max-tokens", "2",
-                 "--export-workload", str(out), "--model", str(random_llama_path)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--workload",
+                "burst",
+                "--num-requests",
+                "1",
+                "--max-tokens",
+                "2",
+                "--export-workload",
+                str(out),
+                "--model",
+                str(random_llama_path),
+            ]
+        )
+        == 0
+    )
     assert Workload.load(out).name == "burst"
 
 
@@ -221,15 +253,18 @@ def test_workload_error_messages_are_short():
     assert len(str(err.value)) <= 300 and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"n": 100_000_000}, "n=100000000 is out of range"),  # row 18's preset call
-    ({"n": 0}, "n=0 is out of range"),
-    ({"max_tokens": 10**9}, "max_tokens"),
-    ({"n": True}, "whole number"),
-    ({"n": 2.0}, "whole number"),
-    ({"seed": -1}, "seed"),
-    ({"colour": 1}, "takes the arguments"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"n": 100_000_000}, "n=100000000 is out of range"),  # row 18's preset call
+        ({"n": 0}, "n=0 is out of range"),
+        ({"max_tokens": 10**9}, "max_tokens"),
+        ({"n": True}, "whole number"),
+        ({"n": 2.0}, "whole number"),
+        ({"seed": -1}, "seed"),
+        ({"colour": 1}, "takes the arguments"),
+    ],
+)
 def test_preset_arguments_are_bounded_before_anything_is_built(kwargs, words):
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=words):
@@ -248,15 +283,18 @@ def test_an_unknown_preset_does_not_offer_a_file():
     assert "JSON" not in str(err.value)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("1:100000000:1", "100,000,000 values"),  # row 15
-    ("10000000000", "up to"),  # row 15
-    ("", "No values given"),  # row 16
-    ("   ", "No values given"),
-    ("1:10000000000000000000000:1", "Cannot read"),
-    ("16:64:0", "step must be"),
-    ("1,2," + "3" * 5000, "characters"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("1:100000000:1", "100,000,000 values"),  # row 15
+        ("10000000000", "up to"),  # row 15
+        ("", "No values given"),  # row 16
+        ("   ", "No values given"),
+        ("1:10000000000000000000000:1", "Cannot read"),
+        ("16:64:0", "step must be"),
+        ("1,2," + "3" * 5000, "characters"),
+    ],
+)
 def test_parse_values_counts_before_listing(text, words):
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=words):

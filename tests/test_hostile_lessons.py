@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable
 
 import pytest
 
@@ -28,10 +28,18 @@ from pykv.lessons.step_blocks import Check
 REQUESTS = '  requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}\n'
 
 
-def front(extra: str = "", *, lesson_id: str = "hostile", config: str = "  num_gpu_blocks: 12\n  block_size: 4\n",
-          workload: str = REQUESTS, seed: str = "0") -> str:
-    return (f"id: {lesson_id}\ntitle: Hostile\nsummary: A lesson someone sent.\nseed: {seed}\nconfig:\n{config}"
-            f"workload:\n{workload}{extra}")
+def front(
+    extra: str = "",
+    *,
+    lesson_id: str = "hostile",
+    config: str = "  num_gpu_blocks: 12\n  block_size: 4\n",
+    workload: str = REQUESTS,
+    seed: str = "0",
+) -> str:
+    return (
+        f"id: {lesson_id}\ntitle: Hostile\nsummary: A lesson someone sent.\nseed: {seed}\nconfig:\n{config}"
+        f"workload:\n{workload}{extra}"
+    )
 
 
 def step(actions: str = "- step: 1\n", expect: str = "", narration: str = "Narration.", title: str = "The step") -> str:
@@ -47,143 +55,330 @@ S = "steps[0] (The step)"
 BOMB = "".join(f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(9))
 BOMB = "a: &a [" + ", ".join(['"lol"'] * 9) + "]\n" + BOMB  # 9**10 "lol"s from 10 lines
 EXPECT_A = "- that: request.a.status\n  equals: "
-Content = Union[str, bytes, Callable[[], Union[str, bytes]]]
+Content = str | bytes | Callable[[], str | bytes]
 
 # (id, file content, the field named ("" = the file as a whole), words in the problem)
 CASES: list[tuple[str, Content, str, str]] = [
     # ---- the rows ----
-    ("row17-yaml-nested-50000-deep-front-matter",
-     lambda: lesson(front(extra="notes: " + "[" * 50_000 + "]" * 50_000 + "\n")), "front matter",
-     f"nested more than {MAX_YAML_DEPTH} levels deep"),
-    ("row17-yaml-nested-50000-deep-in-expect",
-     lambda: lesson(body=step(expect=EXPECT_A + "[" * 50_000 + "]" * 50_000 + "\n")), S + ".expect",
-     "nested more than"),
-    ("row17-block-yaml-nested-deep",
-     lambda: lesson(body=step(expect=EXPECT_A + "\n" + "".join("  " * i + "- \n" for i in range(1, 400)))),
-     S + ".expect", "nested more than"),
-    ("row18-preset-n-huge", lesson(front(workload="  preset: burst\n  args: {n: 100000000}\n")), "workload.args.n",
-     f"use 1 to {MAX_REQUESTS}"),
-    ("row18-preset-max-tokens-huge", lesson(front(workload="  preset: storm\n  args: {max_tokens: 100000000}\n")),
-     "workload.args.max_tokens", "out of a lesson's range"),
-    ("row18-preset-every-huge", lesson(front(workload="  preset: spread\n  args: {every: 1000000000}\n")),
-     "workload.args.every", "out of a lesson's range"),
-    ("row19-config-num-gpu-blocks-huge", lesson(front(config="  num_gpu_blocks: 100000000\n")),
-     "config.num_gpu_blocks", "above the app's limit of 512"),
-    ("row19-configure-num-cpu-blocks-huge", lesson(body=step("- configure: {num_cpu_blocks: 1000000000}\n")),
-     S + ".actions[0].configure.num_cpu_blocks", "above the app's limit"),
-    ("row19-run-config-max-num-seqs-huge", lesson(body=step("- run: {name: r, config: {max_num_seqs: 100000}}\n")),
-     S + ".actions[0].run.config.max_num_seqs", "above the app's limit"),
-    ("row19-config-swap-space-huge", lesson(front(config="  swap_space: 1000.0\n")), "config.swap_space",
-     "above the app's limit"),
-    ("row19-config-float-for-blocks", lesson(front(config="  num_gpu_blocks: 1.0e+12\n")), "config.num_gpu_blocks",
-     "above the app's limit"),
-    ("row20-alias-bomb-in-front-matter", lesson(front(extra="bomb:\n" + "".join("  " + line + "\n" for line in
-                                                                                BOMB.splitlines()))),
-     "front matter", "anchors and aliases"),
-    ("row20-alias-bomb-in-expect-operand",
-     lambda: lesson(body=step(expect=EXPECT_A + "{" + ", ".join(BOMB.splitlines()) + "}\n")), S + ".expect",
-     "anchors and aliases"),
-    ("row20-a-single-alias", lesson(front(config="  num_gpu_blocks: &n 12\n  max_num_seqs: *n\n")), "front matter",
-     "anchors and aliases"),
-    ("row21-2.5-MB-250000-actions",
-     lambda: lesson(body=step("- step: 1\n" * 250_000)), "", f"at most {MAX_FILE_BYTES // 1024} KB"),
-    ("row21-25000-actions-in-one-step-under-the-size-cap",
-     lambda: lesson(body=step("- step: 1\n" * 25_000)), S + ".actions", "too many YAML values"),
-    ("row21-51-actions-in-one-step", lesson(body=step("- step: 1\n" * (MAX_ACTIONS_PER_STEP + 1))), S + ".actions",
-     f"at most {MAX_ACTIONS_PER_STEP}"),
-    ("row21-51-checks-in-one-step", lesson(body=step(expect=(EXPECT_A + "running\n") * 51)), S + ".expect",
-     "at most 50"),
-    ("row21-101-steps", lesson(body="".join(step(title=f"Step {i}") for i in range(MAX_LESSON_STEPS + 1))),
-     f"steps[{MAX_LESSON_STEPS}]", f"more than {MAX_LESSON_STEPS} steps"),
-    ("row21-yaml-values-over-the-lesson-budget",
-     lambda: lesson(body="".join(step(expect=EXPECT_A + "[" + "1, " * 790 + "1]\n", title=f"S{i}")
-                                 for i in range(10))), "steps[6] (S6).expect", "too many YAML values"),
+    (
+        "row17-yaml-nested-50000-deep-front-matter",
+        lambda: lesson(front(extra="notes: " + "[" * 50_000 + "]" * 50_000 + "\n")),
+        "front matter",
+        f"nested more than {MAX_YAML_DEPTH} levels deep",
+    ),
+    (
+        "row17-yaml-nested-50000-deep-in-expect",
+        lambda: lesson(body=step(expect=EXPECT_A + "[" * 50_000 + "]" * 50_000 + "\n")),
+        S + ".expect",
+        "nested more than",
+    ),
+    (
+        "row17-block-yaml-nested-deep",
+        lambda: lesson(body=step(expect=EXPECT_A + "\n" + "".join("  " * i + "- \n" for i in range(1, 400)))),
+        S + ".expect",
+        "nested more than",
+    ),
+    (
+        "row18-preset-n-huge",
+        lesson(front(workload="  preset: burst\n  args: {n: 100000000}\n")),
+        "workload.args.n",
+        f"use 1 to {MAX_REQUESTS}",
+    ),
+    (
+        "row18-preset-max-tokens-huge",
+        lesson(front(workload="  preset: storm\n  args: {max_tokens: 100000000}\n")),
+        "workload.args.max_tokens",
+        "out of a lesson's range",
+    ),
+    (
+        "row18-preset-every-huge",
+        lesson(front(workload="  preset: spread\n  args: {every: 1000000000}\n")),
+        "workload.args.every",
+        "out of a lesson's range",
+    ),
+    (
+        "row19-config-num-gpu-blocks-huge",
+        lesson(front(config="  num_gpu_blocks: 100000000\n")),
+        "config.num_gpu_blocks",
+        "above the app's limit of 512",
+    ),
+    (
+        "row19-configure-num-cpu-blocks-huge",
+        lesson(body=step("- configure: {num_cpu_blocks: 1000000000}\n")),
+        S + ".actions[0].configure.num_cpu_blocks",
+        "above the app's limit",
+    ),
+    (
+        "row19-run-config-max-num-seqs-huge",
+        lesson(body=step("- run: {name: r, config: {max_num_seqs: 100000}}\n")),
+        S + ".actions[0].run.config.max_num_seqs",
+        "above the app's limit",
+    ),
+    (
+        "row19-config-swap-space-huge",
+        lesson(front(config="  swap_space: 1000.0\n")),
+        "config.swap_space",
+        "above the app's limit",
+    ),
+    (
+        "row19-config-float-for-blocks",
+        lesson(front(config="  num_gpu_blocks: 1.0e+12\n")),
+        "config.num_gpu_blocks",
+        "above the app's limit",
+    ),
+    (
+        "row20-alias-bomb-in-front-matter",
+        lesson(front(extra="bomb:\n" + "".join("  " + line + "\n" for line in BOMB.splitlines()))),
+        "front matter",
+        "anchors and aliases",
+    ),
+    (
+        "row20-alias-bomb-in-expect-operand",
+        lambda: lesson(body=step(expect=EXPECT_A + "{" + ", ".join(BOMB.splitlines()) + "}\n")),
+        S + ".expect",
+        "anchors and aliases",
+    ),
+    (
+        "row20-a-single-alias",
+        lesson(front(config="  num_gpu_blocks: &n 12\n  max_num_seqs: *n\n")),
+        "front matter",
+        "anchors and aliases",
+    ),
+    (
+        "row21-2.5-MB-250000-actions",
+        lambda: lesson(body=step("- step: 1\n" * 250_000)),
+        "",
+        f"at most {MAX_FILE_BYTES // 1024} KB",
+    ),
+    (
+        "row21-25000-actions-in-one-step-under-the-size-cap",
+        lambda: lesson(body=step("- step: 1\n" * 25_000)),
+        S + ".actions",
+        "too many YAML values",
+    ),
+    (
+        "row21-51-actions-in-one-step",
+        lesson(body=step("- step: 1\n" * (MAX_ACTIONS_PER_STEP + 1))),
+        S + ".actions",
+        f"at most {MAX_ACTIONS_PER_STEP}",
+    ),
+    (
+        "row21-51-checks-in-one-step",
+        lesson(body=step(expect=(EXPECT_A + "running\n") * 51)),
+        S + ".expect",
+        "at most 50",
+    ),
+    (
+        "row21-101-steps",
+        lesson(body="".join(step(title=f"Step {i}") for i in range(MAX_LESSON_STEPS + 1))),
+        f"steps[{MAX_LESSON_STEPS}]",
+        f"more than {MAX_LESSON_STEPS} steps",
+    ),
+    (
+        "row21-yaml-values-over-the-lesson-budget",
+        lambda: lesson(
+            body="".join(step(expect=EXPECT_A + "[" + "1, " * 790 + "1]\n", title=f"S{i}") for i in range(10))
+        ),
+        "steps[6] (S6).expect",
+        "too many YAML values",
+    ),
     # ---- more hostile or careless files ----
     ("not-utf-8", lesson(front(extra="# caf\xe9\n")).encode("latin-1"), "", "not UTF-8"),
     ("binary-file", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64, "", "not UTF-8"),
     ("nul-bytes-in-text", lesson(body=step(narration="a\x00b")), "", "NUL"),
     ("empty-file", "", "front matter", "must start with a '---' line"),
-    ("huge-single-line-narration", lambda: lesson(body=step(narration="x" * 200_000)), S + ".narration",
-     "at most 20000"),
+    (
+        "huge-single-line-narration",
+        lambda: lesson(body=step(narration="x" * 200_000)),
+        S + ".narration",
+        "at most 20000",
+    ),
     ("step-title-1-MB", lambda: lesson(body=step(title="T" * 1_000_000)), "", "a lesson file has at most"),
-    ("step-title-100-KB", lambda: lesson(body=step(title="T" * 100_000)), "steps[0] (TTTT",
-     f"at most {MAX_TITLE_CHARS}"),
-    ("lesson-title-long", lesson(front().replace("title: Hostile", "title: " + "t" * 5000)), "title",
-     "at most 200 characters"),
-    ("check-operand-100k-element-list", lambda: lesson(body=step(expect=EXPECT_A + "[" + "0," * 100_000 + "0]\n")),
-     S + ".expect", "too many YAML values"),
-    ("yaml-value-over-20000-chars", lambda: lesson(body=step(expect=EXPECT_A + "x" * 21_000 + "\n")),
-     S + ".expect", "characters; at most 20000"),
-    ("hex-int-with-8000-digits", lambda: lesson(front(config="  max_model_len: 0x" + "F" * 8000 + "\n")),
-     "config.max_model_len", "far too large"),
+    (
+        "step-title-100-KB",
+        lambda: lesson(body=step(title="T" * 100_000)),
+        "steps[0] (TTTT",
+        f"at most {MAX_TITLE_CHARS}",
+    ),
+    (
+        "lesson-title-long",
+        lesson(front().replace("title: Hostile", "title: " + "t" * 5000)),
+        "title",
+        "at most 200 characters",
+    ),
+    (
+        "check-operand-100k-element-list",
+        lambda: lesson(body=step(expect=EXPECT_A + "[" + "0," * 100_000 + "0]\n")),
+        S + ".expect",
+        "too many YAML values",
+    ),
+    (
+        "yaml-value-over-20000-chars",
+        lambda: lesson(body=step(expect=EXPECT_A + "x" * 21_000 + "\n")),
+        S + ".expect",
+        "characters; at most 20000",
+    ),
+    (
+        "hex-int-with-8000-digits",
+        lambda: lesson(front(config="  max_model_len: 0x" + "F" * 8000 + "\n")),
+        "config.max_model_len",
+        "far too large",
+    ),
     ("int-with-5000-digits", lambda: lesson(front(seed="9" * 5000)), "front matter", "not valid YAML"),
-    ("tabs-in-front-matter", lesson(front().replace("  num_gpu_blocks", "\tnum_gpu_blocks")), "front matter",
-     "not valid YAML"),
+    (
+        "tabs-in-front-matter",
+        lesson(front().replace("  num_gpu_blocks", "\tnum_gpu_blocks")),
+        "front matter",
+        "not valid YAML",
+    ),
     ("key-written-twice-in-front-matter", lesson(front(extra="title: Again\n")), "front matter", "written twice"),
     ("unhashable-key", lesson(front(extra="{[1, 2]: x}: 3\n")), "front matter", "a key must be text or a number"),
-    ("request-id-used-twice", lesson(front(workload=REQUESTS + '    - {request_id: a, prompt: "x", max_tokens: 2}\n')),
-     "workload.requests[1].request_id", "used twice"),
-    ("run-action-with-huge-workload",
-     lesson(body=step("- run: {name: r, workload: {preset: storm, args: {n: 100000000, max_tokens: 4}}}\n")),
-     S + ".actions[0].run.workload.args.n", "out of a lesson's range"),
-    ("too-many-side-runs", lesson(body=step("".join(f"- run: {{name: r{i}}}\n" for i in range(MAX_SIDE_RUNS + 1)))),
-     S + f".actions[{MAX_SIDE_RUNS}].run", f"at most {MAX_SIDE_RUNS} run actions"),
-    ("too-many-explicit-requests",
-     lesson(front(workload="  requests:\n" + "".join(f"    - {{request_id: r{i}, prompt: x, max_tokens: 2}}\n"
-                                                     for i in range(MAX_REQUESTS + 1)))),
-     "workload.requests", f"at most {MAX_REQUESTS}"),
-    ("too-many-requests-with-add-request",
-     lesson(body="".join(step("".join(f"- add_request: {{request_id: r{j}{i}, prompt: x, max_tokens: 2}}\n"
-                                      for i in range(MAX_REQUESTS // 2)), title=f"S{j}") for j in range(2))),
-     f"steps[1] (S1).actions[{MAX_REQUESTS // 2 - 1}].add_request", f"at most {MAX_REQUESTS} requests"),
-    ("explicit-request-max-tokens-huge", lesson(front(workload=REQUESTS.replace("max_tokens: 8", "max_tokens: 60000"))),
-     "workload.requests[0].max_tokens", "above a lesson's limit"),
-    ("explicit-request-arrival-far-away",
-     lesson(front(workload=REQUESTS.replace("max_tokens: 8", "max_tokens: 8, arrival_step: 90000"))),
-     "workload.requests[0].arrival_step", "above a lesson's limit"),
-    ("add-request-max-tokens-huge",
-     lesson(body=step("- add_request: {request_id: z, prompt: x, max_tokens: 1000000000000}\n")),
-     S + ".actions[0].add_request.max_tokens", "less than or equal to 1024"),
-    ("add-request-prompt-long",
-     lambda: lesson(body=step("- add_request: {request_id: z, prompt: " + "x" * 17_000 + ", max_tokens: 2}\n")),
-     S + ".actions[0].add_request.prompt", "at most 16384 characters"),
-    ("tokenize-text-long", lambda: lesson(body=step("- tokenize: {name: t, a: " + "y" * 17_000 + ", b: z}\n")),
-     S + ".actions[0].tokenize.a", "at most 16384 characters"),
-    ("preset-n-is-text", lesson(front(workload="  preset: burst\n  args: {n: many}\n")), "workload.args.n",
-     "must be a whole number"),
-    ("preset-n-is-true", lesson(front(workload="  preset: burst\n  args: {n: true}\n")), "workload.args.n",
-     "must be a whole number"),
+    (
+        "request-id-used-twice",
+        lesson(front(workload=REQUESTS + '    - {request_id: a, prompt: "x", max_tokens: 2}\n')),
+        "workload.requests[1].request_id",
+        "used twice",
+    ),
+    (
+        "run-action-with-huge-workload",
+        lesson(body=step("- run: {name: r, workload: {preset: storm, args: {n: 100000000, max_tokens: 4}}}\n")),
+        S + ".actions[0].run.workload.args.n",
+        "out of a lesson's range",
+    ),
+    (
+        "too-many-side-runs",
+        lesson(body=step("".join(f"- run: {{name: r{i}}}\n" for i in range(MAX_SIDE_RUNS + 1)))),
+        S + f".actions[{MAX_SIDE_RUNS}].run",
+        f"at most {MAX_SIDE_RUNS} run actions",
+    ),
+    (
+        "too-many-explicit-requests",
+        lesson(
+            front(
+                workload="  requests:\n"
+                + "".join(f"    - {{request_id: r{i}, prompt: x, max_tokens: 2}}\n" for i in range(MAX_REQUESTS + 1))
+            )
+        ),
+        "workload.requests",
+        f"at most {MAX_REQUESTS}",
+    ),
+    (
+        "too-many-requests-with-add-request",
+        lesson(
+            body="".join(
+                step(
+                    "".join(
+                        f"- add_request: {{request_id: r{j}{i}, prompt: x, max_tokens: 2}}\n"
+                        for i in range(MAX_REQUESTS // 2)
+                    ),
+                    title=f"S{j}",
+                )
+                for j in range(2)
+            )
+        ),
+        f"steps[1] (S1).actions[{MAX_REQUESTS // 2 - 1}].add_request",
+        f"at most {MAX_REQUESTS} requests",
+    ),
+    (
+        "explicit-request-max-tokens-huge",
+        lesson(front(workload=REQUESTS.replace("max_tokens: 8", "max_tokens: 60000"))),
+        "workload.requests[0].max_tokens",
+        "above a lesson's limit",
+    ),
+    (
+        "explicit-request-arrival-far-away",
+        lesson(front(workload=REQUESTS.replace("max_tokens: 8", "max_tokens: 8, arrival_step: 90000"))),
+        "workload.requests[0].arrival_step",
+        "above a lesson's limit",
+    ),
+    (
+        "add-request-max-tokens-huge",
+        lesson(body=step("- add_request: {request_id: z, prompt: x, max_tokens: 1000000000000}\n")),
+        S + ".actions[0].add_request.max_tokens",
+        "less than or equal to 1024",
+    ),
+    (
+        "add-request-prompt-long",
+        lambda: lesson(body=step("- add_request: {request_id: z, prompt: " + "x" * 17_000 + ", max_tokens: 2}\n")),
+        S + ".actions[0].add_request.prompt",
+        "at most 16384 characters",
+    ),
+    (
+        "tokenize-text-long",
+        lambda: lesson(body=step("- tokenize: {name: t, a: " + "y" * 17_000 + ", b: z}\n")),
+        S + ".actions[0].tokenize.a",
+        "at most 16384 characters",
+    ),
+    (
+        "preset-n-is-text",
+        lesson(front(workload="  preset: burst\n  args: {n: many}\n")),
+        "workload.args.n",
+        "must be a whole number",
+    ),
+    (
+        "preset-n-is-true",
+        lesson(front(workload="  preset: burst\n  args: {n: true}\n")),
+        "workload.args.n",
+        "must be a whole number",
+    ),
     ("negative-seed", lesson(front(seed="-1")), "seed", "greater than or equal to 0"),
     ("seed-2-to-the-70", lesson(front(seed=str(2**70))), "seed", "less than or equal to 4294967295"),
     ("seed-is-a-bool", lesson(front(seed="true")), "seed", "valid integer"),
-    ("at-least-nan", lesson(body=step(expect="- that: request.a.num_output_tokens\n  at_least: .nan\n")),
-     S + ".expect[0].at_least", "finite number"),
-    ("times-infinite",
-     lesson(body=step(expect="- that: request.a.num_output_tokens\n"
-                             "  at_least: {value_of: engine.step, times: .inf}\n")),
-     S + ".expect[0].at_least.times", "finite number"),
-    ("that-path-long", lambda: lesson(body=step(expect="- that: request.a." + "x" * 5000 + "\n  equals: 1\n")),
-     S + ".expect[0].that", "at most 200 characters"),
-    ("unknown-config-key-1000-chars", lambda: lesson(front(config="  " + "k" * 1000 + ": 1\n")), "config.kkkk",
-     "unknown EngineConfig field"),
-    ("unknown-action-key-1000-chars", lambda: lesson(body=step("- " + "q" * 1000 + ": 1\n")), S + ".actions[0].qqq",
-     "unknown action"),
-    ("why-is-a-huge-list", lambda: lesson(body=step(expect=EXPECT_A + "running\n  why: [" + "1, " * 500 + "1]\n")),
-     S + ".expect[0].why", "must be text"),
-    ("template-path-with-5000-segments",
-     lambda: lesson(body=step(narration="{{ request.a.block_table" + ".0" * 5000 + " }}")), S + ".narration",
-     "at most 200"),
+    (
+        "at-least-nan",
+        lesson(body=step(expect="- that: request.a.num_output_tokens\n  at_least: .nan\n")),
+        S + ".expect[0].at_least",
+        "finite number",
+    ),
+    (
+        "times-infinite",
+        lesson(
+            body=step(expect="- that: request.a.num_output_tokens\n  at_least: {value_of: engine.step, times: .inf}\n")
+        ),
+        S + ".expect[0].at_least.times",
+        "finite number",
+    ),
+    (
+        "that-path-long",
+        lambda: lesson(body=step(expect="- that: request.a." + "x" * 5000 + "\n  equals: 1\n")),
+        S + ".expect[0].that",
+        "at most 200 characters",
+    ),
+    (
+        "unknown-config-key-1000-chars",
+        lambda: lesson(front(config="  " + "k" * 1000 + ": 1\n")),
+        "config.kkkk",
+        "unknown EngineConfig field",
+    ),
+    (
+        "unknown-action-key-1000-chars",
+        lambda: lesson(body=step("- " + "q" * 1000 + ": 1\n")),
+        S + ".actions[0].qqq",
+        "unknown action",
+    ),
+    (
+        "why-is-a-huge-list",
+        lambda: lesson(body=step(expect=EXPECT_A + "running\n  why: [" + "1, " * 500 + "1]\n")),
+        S + ".expect[0].why",
+        "must be text",
+    ),
+    (
+        "template-path-with-5000-segments",
+        lambda: lesson(body=step(narration="{{ request.a.block_table" + ".0" * 5000 + " }}")),
+        S + ".narration",
+        "at most 200",
+    ),
     ("front-matter-is-a-list", "---\n- a\n- b\n---\n\n" + step(), "front matter", "must be a YAML mapping"),
     ("key-8000-chars", lambda: lesson(front(config="  " + "k" * 8000 + ": 1\n")), "front matter", "not valid YAML"),
     ("front-matter-never-closes", lambda: "---\n" + front() + "x: y\n" * 20_000, "front matter", "no closing '---'"),
 ]
 
 
-def _content(content: Content) -> Union[str, bytes]:
+def _content(content: Content) -> str | bytes:
     return content() if callable(content) else content
 
 
-def _write(path: Path, content: Union[str, bytes]) -> Path:
+def _write(path: Path, content: str | bytes) -> Path:
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
@@ -236,8 +431,11 @@ def test_a_hostile_lesson_is_one_short_lesson_error_within_a_second(tmp_path, co
 def test_read_course_reports_anything_a_loader_raises_as_a_lesson_error(tmp_path):
     for name in ("01-a.md", "02-b.md", "03-c.md", "04-d.md"):
         _write(tmp_path / name, lesson(front(lesson_id=name[3])))
-    failures = {"02-b.md": RecursionError("maximum recursion depth exceeded"), "03-c.md": MemoryError(),
-                "04-d.md": KeyError("x" * 100_000)}
+    failures = {
+        "02-b.md": RecursionError("maximum recursion depth exceeded"),
+        "03-c.md": MemoryError(),
+        "04-d.md": KeyError("x" * 100_000),
+    }
 
     def load(path: Path):
         if path.name in failures:
@@ -310,12 +508,16 @@ def test_parse_lesson_bounds_text_given_directly():
     _assert_short_one_line(info.value, "given.md")
 
 
-@pytest.mark.parametrize("body", [
-    "".join(step(narration="{{" * 9999, title=f"S{i}") for i in range(12)),  # was 40 s: a quadratic template regex
-    "".join(step(narration="{{ " + "a" * 19_000, title=f"S{i}") for i in range(12)),
-    "".join(step(narration="{{ engine.step }}" * 1100, title=f"S{i}") for i in range(12)),
-    "".join(step(narration="```\n" * 2000 + "text", title=f"S{i}") for i in range(12)),
-], ids=["open-braces", "an-open-template", "many-templates", "many-fences"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "".join(step(narration="{{" * 9999, title=f"S{i}") for i in range(12)),  # was 40 s: a quadratic template regex
+        "".join(step(narration="{{ " + "a" * 19_000, title=f"S{i}") for i in range(12)),
+        "".join(step(narration="{{ engine.step }}" * 1100, title=f"S{i}") for i in range(12)),
+        "".join(step(narration="```\n" * 2000 + "text", title=f"S{i}") for i in range(12)),
+    ],
+    ids=["open-braces", "an-open-template", "many-templates", "many-fences"],
+)
 def test_odd_but_valid_narration_loads_within_a_second(tmp_path, body):
     path = _write(tmp_path / "01-odd.md", lesson(body=body))
     start = time.perf_counter()
@@ -323,13 +525,16 @@ def test_odd_but_valid_narration_loads_within_a_second(tmp_path, body):
     assert time.perf_counter() - start < 1.0
 
 
-@pytest.mark.parametrize("narration", [
-    "See ![the grid](https://tracker.example/pixel.png).",
-    "See ![x](//tracker.example/p.png)",
-    "![x][pic]\n\n[pic]: https://tracker.example/p.png",
-    '<img src="https://tracker.example/p.png">',
-    "![x](data:image/png;base64,AAAA)",
-])
+@pytest.mark.parametrize(
+    "narration",
+    [
+        "See ![the grid](https://tracker.example/pixel.png).",
+        "See ![x](//tracker.example/p.png)",
+        "![x][pic]\n\n[pic]: https://tracker.example/p.png",
+        '<img src="https://tracker.example/p.png">',
+        "![x](data:image/png;base64,AAAA)",
+    ],
+)
 def test_a_remote_image_in_a_lesson_is_refused_at_load(tmp_path, narration):
     path = _write(tmp_path / "02-remote.md", lesson(body=step(narration=narration)))
     with pytest.raises(LessonError) as info:

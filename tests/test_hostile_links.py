@@ -12,8 +12,14 @@ from test_hostile_app import app, lessons_app, messages, opened  # noqa: F401  (
 from pykv.border.config import knobs
 from pykv.ui import safe_text
 
-PAYLOADS = ["[Session expired - log in again](https://pwned.example/login)", ":material/warning:",
-            "see https://pwned.example/x now", "www.pwned.example/login", "mail a@pwned.example", ":red[alarm]"]
+PAYLOADS = [
+    "[Session expired - log in again](https://pwned.example/login)",
+    ":material/warning:",
+    "see https://pwned.example/x now",
+    "www.pwned.example/login",
+    "mail a@pwned.example",
+    ":red[alarm]",
+]
 PLAYGROUND_PARAMS = sorted({k.name for k in knobs("url")} | {"preset", "step", "device", "exercise"})
 
 

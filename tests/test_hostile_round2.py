@@ -29,18 +29,39 @@ def test_a_trailing_backslash_is_linear_too():
 
 
 def test_sweep_says_when_offload_runs_on_another_release(random_llama_path, capsys):
-    assert main(["sweep", "--modes", "recompute+offload", "--vllm-profile", "v0.6", "--pool-sizes", "64",
-                 "--num-requests", "1", "--max-tokens", "2", "--model", str(random_llama_path)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--modes",
+                "recompute+offload",
+                "--vllm-profile",
+                "v0.6",
+                "--pool-sizes",
+                "64",
+                "--num-requests",
+                "1",
+                "--max-tokens",
+                "2",
+                "--model",
+                str(random_llama_path),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "recompute+offload runs on v0.33" in err and "not v0.6" in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "--num-requests", "abc"],
-    ["run", "--vllm-profile", "v9"],
-    ["sweep", "--bogus"],
-    [],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--num-requests", "abc"],
+        ["run", "--vllm-profile", "v9"],
+        ["sweep", "--bogus"],
+        [],
+    ],
+)
 def test_argparse_errors_are_one_line(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
@@ -66,8 +87,22 @@ def test_max_model_len_above_the_models_limit_is_capped_with_a_note():
 
 def test_a_review_pack_too_big_for_memory_is_refused_up_front(tmp_path, capsys):
     t0 = time.perf_counter()
-    assert main(["report", "--num-requests", "10000", "--max-tokens", "64", "--max-steps", "3000",
-                 "--out", str(tmp_path / "p.html")]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "--num-requests",
+                "10000",
+                "--max-tokens",
+                "64",
+                "--max-steps",
+                "3000",
+                "--out",
+                str(tmp_path / "p.html"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "1,000,000" in err and "--max-steps" in err and err.count("\n") == 1
     assert time.perf_counter() - t0 < 5 and not (tmp_path / "p.html").exists()

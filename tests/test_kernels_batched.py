@@ -56,8 +56,16 @@ CASES = [
 
 @pytest.mark.parametrize("group, head_dim, block_size, dtype", CASES)
 def test_decode_matches_reference(group, head_dim, block_size, dtype):
-    c = make_paged_case(2 * group, 2, head_dim, block_size, seq_lens=lengths(block_size, group), decode=True,
-                        dtype=dtype, seed=block_size)
+    c = make_paged_case(
+        2 * group,
+        2,
+        head_dim,
+        block_size,
+        seq_lens=lengths(block_size, group),
+        decode=True,
+        dtype=dtype,
+        seed=block_size,
+    )
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.scale)
     check(paged_decode_attention(*args), reference.paged_decode_attention(*args))
 
@@ -68,8 +76,9 @@ def test_prefill_with_decodes_matches_reference(group, head_dim, block_size, dty
     seq_lens = lengths(block_size, group + 1)
     rng = random.Random(block_size)
     query_lens = [1 if i % 2 else rng.randint(1, n) for i, n in enumerate(seq_lens)]
-    c = make_paged_case(2 * group, 2, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens, dtype=dtype,
-                        seed=group)
+    c = make_paged_case(
+        2 * group, 2, head_dim, block_size, seq_lens=seq_lens, query_lens=query_lens, dtype=dtype, seed=group
+    )
     args = (c.query, c.k_cache, c.v_cache, c.block_tables, c.seq_lens, c.query_start_loc, c.scale)
     check(paged_prefill_attention(*args), reference.paged_prefill_attention(*args))
 

@@ -63,9 +63,15 @@ CASES = [
 def test_decode_matches_reference(group, head_dim, block_size, dtype, num_splits):
     num_kv_heads = 2
     case = make_paged_case(
-        group * num_kv_heads, num_kv_heads, head_dim, block_size,
-        seq_lens=context_lengths(block_size, seed=group * head_dim + block_size), decode=True, dtype=dtype,
-        seed=block_size, device=DEVICE,
+        group * num_kv_heads,
+        num_kv_heads,
+        head_dim,
+        block_size,
+        seq_lens=context_lengths(block_size, seed=group * head_dim + block_size),
+        decode=True,
+        dtype=dtype,
+        seed=block_size,
+        device=DEVICE,
     )
     args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.scale)
     check(launch_decode(*args, num_splits=num_splits), reference.paged_decode_attention(*args))

@@ -33,8 +33,19 @@ def test_gpu_check_sections_dry_run_on_cpu(monkeypatch):
     import triton.testing
 
     gc = load_gpu_check()
-    tiny = dict(DEVICE="cpu", HEADS=4, KV_HEADS=2, HEAD_DIM=32, BLOCK=4, DECODE_BATCH=2, DECODE_CONTEXT=20,
-                LONG_CONTEXT=40, PREFILL_TOKENS=24, STORE_TOKENS=(5,), COPY_BYTES=1 << 16)
+    tiny = dict(
+        DEVICE="cpu",
+        HEADS=4,
+        KV_HEADS=2,
+        HEAD_DIM=32,
+        BLOCK=4,
+        DECODE_BATCH=2,
+        DECODE_CONTEXT=20,
+        LONG_CONTEXT=40,
+        PREFILL_TOKENS=24,
+        STORE_TOKENS=(5,),
+        COPY_BYTES=1 << 16,
+    )
     for name, value in tiny.items():
         monkeypatch.setattr(gc, name, value)
     monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), 1.0)[1])  # run once, pretend 1 ms

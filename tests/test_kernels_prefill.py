@@ -63,10 +63,18 @@ CASES = [  # (group size, head_dim, block_size, dtype)
 def test_prefill_matches_reference(group, head_dim, block_size, dtype):
     num_kv_heads = 2
     seq_lens, query_lens = batch(block_size, seed=group + head_dim + block_size)
-    case = make_paged_case(group * num_kv_heads, num_kv_heads, head_dim, block_size, seq_lens=seq_lens,
-                           query_lens=query_lens, dtype=dtype, seed=block_size, device=DEVICE)
-    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc,
-            case.scale)
+    case = make_paged_case(
+        group * num_kv_heads,
+        num_kv_heads,
+        head_dim,
+        block_size,
+        seq_lens=seq_lens,
+        query_lens=query_lens,
+        dtype=dtype,
+        seed=block_size,
+        device=DEVICE,
+    )
+    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc, case.scale)
     check(paged_prefill_attention(*args), reference.paged_prefill_attention(*args))
 
 
@@ -75,8 +83,7 @@ def test_prefill_other_tile_shapes(block_m, block_n):
     """Tile shapes change where the unmasked/causal loops split and how requests map to programs."""
     seq_lens, query_lens = [45, 7, 33, 2], [30, 7, 1, 2]
     case = make_paged_case(8, 2, 32, 6, seq_lens=seq_lens, query_lens=query_lens, seed=11, device=DEVICE)
-    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc,
-            case.scale)
+    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc, case.scale)
     check(launch_prefill(*args, block_m=block_m, block_n=block_n), reference.paged_prefill_attention(*args))
 
 
@@ -85,6 +92,13 @@ def test_prefill_strided_query_and_int64_metadata():
     wide = torch.randn(case.query.shape[0], 8, 32, device=DEVICE)
     query = wide[:, 4:]  # a non-contiguous view, like a slice of a fused QKV projection
     query.copy_(case.query)
-    args = (query, case.k_cache, case.v_cache, case.block_tables.long(), case.seq_lens.long(),
-            case.query_start_loc.long(), case.scale)
+    args = (
+        query,
+        case.k_cache,
+        case.v_cache,
+        case.block_tables.long(),
+        case.seq_lens.long(),
+        case.query_start_loc.long(),
+        case.scale,
+    )
     check(paged_prefill_attention(*args), reference.paged_prefill_attention(*args))

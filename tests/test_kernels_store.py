@@ -37,8 +37,9 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 def test_store_matches_reference(num_tokens, block_size, head_dim, src_dtype, cache_dtype):
     num_blocks, kv_heads = -(-num_tokens // block_size) + 3, 2
     gen = torch.Generator().manual_seed(num_tokens)
-    pool = torch.full((2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=cache_dtype,
-                      device=DEVICE)
+    pool = torch.full(
+        (2, 2, num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=cache_dtype, device=DEVICE
+    )
     want = pool.clone()
     key = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(DEVICE, src_dtype)
     value = torch.randn(num_tokens, kv_heads, head_dim, generator=gen).to(DEVICE, src_dtype)

@@ -27,20 +27,28 @@ def test_every_package_of_pykv_is_in_a_layer():
     assert packages <= layered, f"packages in no layer of pyproject.toml's 'layers' contract: {packages - layered}"
 
 
-@pytest.mark.parametrize("module, bad_import, contract", [
-    ("pykv/border/preemption_choices.py", "from pykv.engine.llm_engine import LLMEngine", "pykv top to bottom"),
-    ("pykv/engine/kv/block_pool.py", "from pykv.engine.sched import scheduler", "inside the engine"),
-    ("pykv/ui/pages/playground.py", "from pykv.ui.pages import lessons", "pages never import pages"),
-    ("pykv/viz/blocks.py", "import streamlit", "pykv.viz draws data"),
-])
+@pytest.mark.parametrize(
+    "module, bad_import, contract",
+    [
+        ("pykv/border/preemption_choices.py", "from pykv.engine.llm_engine import LLMEngine", "pykv top to bottom"),
+        ("pykv/engine/kv/block_pool.py", "from pykv.engine.sched import scheduler", "inside the engine"),
+        ("pykv/ui/pages/playground.py", "from pykv.ui.pages import lessons", "pages never import pages"),
+        ("pykv/viz/blocks.py", "import streamlit", "pykv.viz draws data"),
+    ],
+)
 def test_an_upward_import_breaks_a_contract(tmp_path, module, bad_import, contract):
     for name in ("pykv", "pykv_kernels"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.safetensors"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with open(tmp_path / module, "a") as f:
         f.write(f"\n{bad_import}  # noqa\n")
-    run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     broken = [line for line in run.stdout.replace("\n-", " -").splitlines() if "BROKEN" in line]
     assert any(contract in line for line in run.stdout.split("BROKEN")[0:-1]), run.stdout

@@ -73,14 +73,20 @@ def test_the_example_lesson_loads_with_every_part():
     lesson = load_lesson(FIXTURE)
     assert (lesson.id, lesson.title, lesson.seed) == ("example-lesson", "An example lesson", 0)
     assert lesson.config == {"num_gpu_blocks": 12, "block_size": 4, "max_num_seqs": 4}
-    assert [s.title for s in lesson.steps] == ["Prefill writes every prompt token", "Run to the first preemption",
-                                               "Add a request, then run to the end"]
+    assert [s.title for s in lesson.steps] == [
+        "Prefill writes every prompt token",
+        "Run to the first preemption",
+        "Add a request, then run to the end",
+    ]
     first, second, third = lesson.steps
     assert first.actions == [StepAction(count=1)] and first.notes == "Ask the room how many blocks that is."
     assert "```python" in first.narration and "```actions" not in first.narration and "```expect" not in first.narration
-    assert first.expect[0] == Check(that="request.a.num_computed_tokens", op="equals",
-                                    operand=ValueOf(value_of="request.a.num_prompt_tokens"),
-                                    why="prefill computed K/V for every prompt token")
+    assert first.expect[0] == Check(
+        that="request.a.num_computed_tokens",
+        op="equals",
+        operand=ValueOf(value_of="request.a.num_prompt_tokens"),
+        why="prefill computed K/V for every prompt token",
+    )
     assert second.actions == [RunUntil(until="preemption")] and second.notes is None
     kinds = [type(a) for a in third.actions]
     assert kinds == [AddRequest, RunUntil, RunAction, Tokenize]
@@ -89,9 +95,12 @@ def test_the_example_lesson_loads_with_every_part():
 
 
 def test_minimal_lesson_and_preset_request_ids(tmp_path):
-    front = FRONT.replace("""  requests:
+    front = FRONT.replace(
+        """  requests:
     - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}
-""", "  preset: burst\n  args: {n: 3, max_tokens: 4}\n")
+""",
+        "  preset: burst\n  args: {n: 3, max_tokens: 4}\n",
+    )
     body = step_with(expect="- that: request.2.status\n  equals: running\n")
     lesson = load_lesson(write(tmp_path, front, body))
     assert [r.request_id for r in lesson.build_workload().requests] == ["0", "1", "2"]
@@ -108,14 +117,17 @@ def test_actions_of_every_kind_parse(tmp_path):
 - run: {name: r1, config: {num_gpu_blocks: 32}, workload: {preset: storm, args: {n: 2, max_tokens: 4}}}
 - tokenize: {name: t1, a: "abc", b: "abd"}
 """
-    expect = ("- that: run.r1.steps\n  at_least: 1\n- that: tokens.t1.a.length\n  greater_than: 0\n"
-              "- that: request.z.status\n  not_equals: waiting\n")
+    expect = (
+        "- that: run.r1.steps\n  at_least: 1\n- that: tokens.t1.a.length\n  greater_than: 0\n"
+        "- that: request.z.status\n  not_equals: waiting\n"
+    )
     step = load_lesson(write(tmp_path, body=step_with(actions, expect))).steps[0]
     assert step.actions[0] == StepAction(count=3)
     assert step.actions[2].until == Check(that="queue.waiting.length", op="equals", operand=0)
     assert step.actions[3] == AddRequest(request_id="z", prompt="x = 1", max_tokens=2, ignore_eos=True)
-    assert step.actions[4] == Configure(changes={"vllm_profile": "v0.6", "num_gpu_blocks": 8, "preemption_mode": "swap",
-                                                 "num_cpu_blocks": 8})
+    assert step.actions[4] == Configure(
+        changes={"vllm_profile": "v0.6", "num_gpu_blocks": 8, "preemption_mode": "swap", "num_cpu_blocks": 8}
+    )
     assert step.actions[0].describe() == "step 3" and step.actions[5].describe() == "side run r1 with num_gpu_blocks=32"
 
 
@@ -145,112 +157,258 @@ def test_reading_the_course_keeps_the_lessons_that_load(tmp_path):
 # ---- malformed files: each names the file and the field ------------------------------------------
 
 
-@pytest.mark.parametrize("front, body, field, words", [
-    # bad YAML
-    (FRONT + "title: [unclosed\n", BODY, "front matter", "not valid YAML"),
-    (FRONT, step_with("- step: [1\n"), S + ".actions", "not valid YAML"),
-    (FRONT, step_with(expect="- that: request.a.status\n  equals: a\n  equals: b\n"), S + ".expect",
-     "written twice"),
-    # unknown fields
-    (FRONT + "colour: blue\n", BODY, "colour", "unknown field; the front matter takes id, title, summary"),
-    (FRONT, step_with("- add_request: {request_id: z, prompt: x, max_tokens: 2, colour: red}\n"),
-     S + ".actions[0].add_request.colour", "unknown field"),
-    (FRONT.replace("seed: 0", "seed: 0\nconfig2: {}"), BODY, "config2", "unknown field"),
-    # impossible configs
-    (FRONT.replace("block_size: 4", "block_size: 0"), BODY, "config.block_size", "positive integer"),
-    (FRONT.replace("block_size: 4", "preemption_mode: pause"), BODY, "config.preemption_mode", "must be one of"),
-    (FRONT.replace("block_size: 4", "vllm_profile: \"v0.6\"\n  preemption_mode: swap"), BODY, "config.preemption_mode",
-     "needs a CPU swap pool"),
-    (FRONT.replace("block_size: 4", "preemption_mode: swap\n  num_cpu_blocks: 8"), BODY, "config.preemption_mode",
-     "does not exist in vllm_profile='v0.33'"),
-    (FRONT.replace("block_size: 4", "vllm_profile: \"v0.7\""), BODY, "config.vllm_profile", "must be one of"),
-    (FRONT.replace("block_size: 4", "blocks: 4"), BODY, "config.blocks", "unknown EngineConfig field"),
-    (FRONT.replace("block_size: 4", "model: gpt2"), BODY, "config.model", "comes from the app"),
-    (FRONT.replace("block_size: 4", "seed: 3"), BODY, "config.seed", "front matter"),
-    (FRONT.replace("block_size: 4", "enable_prefix_caching: maybe"), BODY, "config.enable_prefix_caching",
-     "must be true or false"),
-    (FRONT, step_with("- configure: {num_gpu_blocks: -1}\n"), S + ".actions[0].configure.num_gpu_blocks",
-     "positive integer"),
-    (FRONT, step_with("- run: {name: r, config: {vllm_profile: \"v0.6\", preemption_mode: swap}}\n"),
-     S + ".actions[0].run.config.preemption_mode", "swap pool"),
-    (FRONT, step_with("- configure: {preemption_mode: swap, num_cpu_blocks: 8}\n"),
-     S + ".actions[0].configure.preemption_mode", "it is in vllm_profile='v0.6'"),
-    # workloads
-    (FRONT.replace("requests:\n    - {request_id: a, prompt: \"def add(x, y):\", max_tokens: 8}", "preset: hurricane"),
-     BODY, "workload.preset", "unknown preset 'hurricane'"),
-    (FRONT.replace("requests:\n    - {request_id: a, prompt: \"def add(x, y):\", max_tokens: 8}",
-                   "preset: storm\n  args: {size: 3}"), BODY, "workload.args.size", "takes no argument 'size'"),
-    (FRONT.replace("requests:\n    - {request_id: a, prompt: \"def add(x, y):\", max_tokens: 8}",
-                   "preset: storm\n  args: {n: 0}"), BODY, "workload.args", "give no requests"),
-    (FRONT.replace("max_tokens: 8}", "max_tokens: 0}"), BODY, "workload.requests[0].max_tokens",
-     "greater than or equal"),
-    (FRONT + "    - {request_id: a, prompt: x, max_tokens: 2}\n", BODY, "workload.requests[1].request_id",
-     "used twice"),
-    (FRONT.replace("requests:", "preset: storm\n  requests:"), BODY, "workload", "exactly one of"),
-    # requests an expect (or another path) names but nothing defines
-    (FRONT, step_with(expect="- that: request.zz.status\n  equals: running\n"), S + ".expect[0].that",
-     "names request 'zz'"),
-    (FRONT, step_with(expect="- that: request.a.num_output_tokens\n"
-                             "  equals: {value_of: request.q.num_output_tokens}\n"),
-     S + ".expect[0].equals.value_of", "names request 'q'"),
-    (FRONT, step_with("- run_until: {that: block.zz.0.ref_cnt, equals: 2}\n"), S + ".actions[0].run_until.that",
-     "names request 'zz'"),
-    (FRONT, step_with(narration="Look: {{ request.zz.status }}"), S + ".narration", "names request 'zz'"),
-    (FRONT, step_with(expect="- that: request.z.status\n  equals: waiting\n") + "\n## Later\n\nAdd z.\n\n```actions\n"
-     "- add_request: {request_id: z, prompt: x, max_tokens: 2}\n```\n", S + ".expect[0].that",
-     "names request 'z'"),
-    (FRONT, step_with("- add_request: {request_id: a, prompt: x, max_tokens: 2}\n"),
-     S + ".actions[0].add_request.request_id", "already used"),
-    (FRONT.replace("requests:\n    - {request_id: a, prompt: \"def add(x, y):\", max_tokens: 8}",
-                   "preset: burst\n  args: {n: 2}"), step_with(expect="- that: request.2.status\n  equals: running\n"),
-     S + ".expect[0].that", "names request '2'"),
-    (FRONT, step_with(expect="- that: run.nope.steps\n  equals: 1\n"), S + ".expect[0].that",
-     "no earlier 'run' action"),
-    # structure
-    (FRONT, "Some text\n\n" + BODY, "body", "text before the first '## ' step"),
-    (FRONT, "# A title\n\n" + BODY, "body", "text before the first"),
-    (FRONT, BODY + "\n```actions\n- step: 2\n```\n", "steps[0] (First).actions", "a second ```actions block"),
-    (FRONT, BODY + "\n```notes\na\n```\n\n```notes\nb\n```\n", "steps[0] (First).notes", "at most one notes block"),
-    (FRONT, "## Empty\n\n```actions\n- step: 1\n```\n", "steps[0] (Empty).narration", "missing"),
-    (FRONT, "", "body", "no steps"),
-    (FRONT, "## S\n\nText.\n\n```actions\n- step: 1\n", "steps[0] (S).actions", "never closed"),
-    # actions, operators, paths, filters
-    (FRONT, step_with("- leap: 3\n"), S + ".actions[0].leap", "unknown action 'leap'"),
-    (FRONT, step_with("- {step: 1, run_until: end}\n"), S + ".actions[0]", "exactly one key"),
-    (FRONT, step_with("- step: many\n"), S + ".actions[0].step", "number of engine steps"),
-    (FRONT, step_with("- step: 0\n"), S + ".actions[0].step", "1 to 3000"),
-    (FRONT, step_with("- add_request: {request_id: a.b, prompt: x, max_tokens: 2}\n"),
-     S + ".actions[0].add_request.request_id", "'a.b' may hold only letters"),
-    (FRONT, step_with("- run_until: forever\n"), S + ".actions[0].run_until", "preemption, end or a check"),
-    (FRONT, step_with(expect="- that: request.a.status\n  equal: running\n"), S + ".expect[0].equal",
-     "unknown operator 'equal'"),
-    (FRONT, step_with(expect="- that: request.a.status\n  equals: running\n  contains: r\n"),
-     S + ".expect[0].that", "exactly one operator"),
-    (FRONT, step_with(expect="- that: request.a.num_output_tokens\n  at_least: many\n"),
-     S + ".expect[0].at_least", "compares numbers"),
-    (FRONT, step_with(expect="- that: request.a.status\n  equals: {value_of: request.a.status, twice: 2}\n"),
-     S + ".expect[0].equals.twice", "unknown field"),
-    (FRONT, step_with(expect="- that: reqest.a.status\n  equals: running\n"), S + ".expect[0].that",
-     "unknown root 'reqest'"),
-    (FRONT, step_with(expect="- that: request.a.colour\n  equals: red\n"), S + ".expect[0].that",
-     "request field 'colour' is unknown"),
-    (FRONT, step_with(expect="- that: preemptions.0.colour\n  equals: red\n"), S + ".expect[0].that",
-     "field 'colour' is unknown"),
-    (FRONT, step_with(expect="- that: last_step.preempted.0.mode.x\n  equals: red\n"), S + ".expect[0].that",
-     "is a single value"),
-    (FRONT, step_with(expect="- that: request.a.output_token_ids.first\n  equals: 1\n"), S + ".expect[0].that",
-     "index it with a number"),
-    (FRONT, step_with(expect="- that: metric.vllm:preemptions\n  equals: 1\n"), S + ".expect[0].that",
-     "metric 'vllm:preemptions' is unknown"),
-    (FRONT, step_with(expect="- that: pool.tpu.free\n  equals: 1\n"), S + ".expect[0].that",
-     "pool 'tpu' is unknown"),
-    (FRONT, step_with(expect="- equals: 1\n"), S + ".expect[0].that", "missing"),
-    (FRONT, step_with(narration="It took {{ last_step.step_time_s | seconds }}."), S + ".narration",
-     "unknown filter 'seconds'"),
-    # front matter shape
-    (FRONT.replace("id: small", "id: Small Lesson"), BODY, "id", "lowercase letters, digits and single dashes"),
-    (FRONT.replace("title: Small\n", ""), BODY, "title", "missing"),
-])
+@pytest.mark.parametrize(
+    "front, body, field, words",
+    [
+        # bad YAML
+        (FRONT + "title: [unclosed\n", BODY, "front matter", "not valid YAML"),
+        (FRONT, step_with("- step: [1\n"), S + ".actions", "not valid YAML"),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.status\n  equals: a\n  equals: b\n"),
+            S + ".expect",
+            "written twice",
+        ),
+        # unknown fields
+        (FRONT + "colour: blue\n", BODY, "colour", "unknown field; the front matter takes id, title, summary"),
+        (
+            FRONT,
+            step_with("- add_request: {request_id: z, prompt: x, max_tokens: 2, colour: red}\n"),
+            S + ".actions[0].add_request.colour",
+            "unknown field",
+        ),
+        (FRONT.replace("seed: 0", "seed: 0\nconfig2: {}"), BODY, "config2", "unknown field"),
+        # impossible configs
+        (FRONT.replace("block_size: 4", "block_size: 0"), BODY, "config.block_size", "positive integer"),
+        (FRONT.replace("block_size: 4", "preemption_mode: pause"), BODY, "config.preemption_mode", "must be one of"),
+        (
+            FRONT.replace("block_size: 4", 'vllm_profile: "v0.6"\n  preemption_mode: swap'),
+            BODY,
+            "config.preemption_mode",
+            "needs a CPU swap pool",
+        ),
+        (
+            FRONT.replace("block_size: 4", "preemption_mode: swap\n  num_cpu_blocks: 8"),
+            BODY,
+            "config.preemption_mode",
+            "does not exist in vllm_profile='v0.33'",
+        ),
+        (FRONT.replace("block_size: 4", 'vllm_profile: "v0.7"'), BODY, "config.vllm_profile", "must be one of"),
+        (FRONT.replace("block_size: 4", "blocks: 4"), BODY, "config.blocks", "unknown EngineConfig field"),
+        (FRONT.replace("block_size: 4", "model: gpt2"), BODY, "config.model", "comes from the app"),
+        (FRONT.replace("block_size: 4", "seed: 3"), BODY, "config.seed", "front matter"),
+        (
+            FRONT.replace("block_size: 4", "enable_prefix_caching: maybe"),
+            BODY,
+            "config.enable_prefix_caching",
+            "must be true or false",
+        ),
+        (
+            FRONT,
+            step_with("- configure: {num_gpu_blocks: -1}\n"),
+            S + ".actions[0].configure.num_gpu_blocks",
+            "positive integer",
+        ),
+        (
+            FRONT,
+            step_with('- run: {name: r, config: {vllm_profile: "v0.6", preemption_mode: swap}}\n'),
+            S + ".actions[0].run.config.preemption_mode",
+            "swap pool",
+        ),
+        (
+            FRONT,
+            step_with("- configure: {preemption_mode: swap, num_cpu_blocks: 8}\n"),
+            S + ".actions[0].configure.preemption_mode",
+            "it is in vllm_profile='v0.6'",
+        ),
+        # workloads
+        (
+            FRONT.replace(
+                'requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}', "preset: hurricane"
+            ),
+            BODY,
+            "workload.preset",
+            "unknown preset 'hurricane'",
+        ),
+        (
+            FRONT.replace(
+                'requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}',
+                "preset: storm\n  args: {size: 3}",
+            ),
+            BODY,
+            "workload.args.size",
+            "takes no argument 'size'",
+        ),
+        (
+            FRONT.replace(
+                'requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}',
+                "preset: storm\n  args: {n: 0}",
+            ),
+            BODY,
+            "workload.args",
+            "give no requests",
+        ),
+        (
+            FRONT.replace("max_tokens: 8}", "max_tokens: 0}"),
+            BODY,
+            "workload.requests[0].max_tokens",
+            "greater than or equal",
+        ),
+        (
+            FRONT + "    - {request_id: a, prompt: x, max_tokens: 2}\n",
+            BODY,
+            "workload.requests[1].request_id",
+            "used twice",
+        ),
+        (FRONT.replace("requests:", "preset: storm\n  requests:"), BODY, "workload", "exactly one of"),
+        # requests an expect (or another path) names but nothing defines
+        (
+            FRONT,
+            step_with(expect="- that: request.zz.status\n  equals: running\n"),
+            S + ".expect[0].that",
+            "names request 'zz'",
+        ),
+        (
+            FRONT,
+            step_with(
+                expect="- that: request.a.num_output_tokens\n  equals: {value_of: request.q.num_output_tokens}\n"
+            ),
+            S + ".expect[0].equals.value_of",
+            "names request 'q'",
+        ),
+        (
+            FRONT,
+            step_with("- run_until: {that: block.zz.0.ref_cnt, equals: 2}\n"),
+            S + ".actions[0].run_until.that",
+            "names request 'zz'",
+        ),
+        (FRONT, step_with(narration="Look: {{ request.zz.status }}"), S + ".narration", "names request 'zz'"),
+        (
+            FRONT,
+            step_with(expect="- that: request.z.status\n  equals: waiting\n") + "\n## Later\n\nAdd z.\n\n```actions\n"
+            "- add_request: {request_id: z, prompt: x, max_tokens: 2}\n```\n",
+            S + ".expect[0].that",
+            "names request 'z'",
+        ),
+        (
+            FRONT,
+            step_with("- add_request: {request_id: a, prompt: x, max_tokens: 2}\n"),
+            S + ".actions[0].add_request.request_id",
+            "already used",
+        ),
+        (
+            FRONT.replace(
+                'requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}',
+                "preset: burst\n  args: {n: 2}",
+            ),
+            step_with(expect="- that: request.2.status\n  equals: running\n"),
+            S + ".expect[0].that",
+            "names request '2'",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: run.nope.steps\n  equals: 1\n"),
+            S + ".expect[0].that",
+            "no earlier 'run' action",
+        ),
+        # structure
+        (FRONT, "Some text\n\n" + BODY, "body", "text before the first '## ' step"),
+        (FRONT, "# A title\n\n" + BODY, "body", "text before the first"),
+        (FRONT, BODY + "\n```actions\n- step: 2\n```\n", "steps[0] (First).actions", "a second ```actions block"),
+        (FRONT, BODY + "\n```notes\na\n```\n\n```notes\nb\n```\n", "steps[0] (First).notes", "at most one notes block"),
+        (FRONT, "## Empty\n\n```actions\n- step: 1\n```\n", "steps[0] (Empty).narration", "missing"),
+        (FRONT, "", "body", "no steps"),
+        (FRONT, "## S\n\nText.\n\n```actions\n- step: 1\n", "steps[0] (S).actions", "never closed"),
+        # actions, operators, paths, filters
+        (FRONT, step_with("- leap: 3\n"), S + ".actions[0].leap", "unknown action 'leap'"),
+        (FRONT, step_with("- {step: 1, run_until: end}\n"), S + ".actions[0]", "exactly one key"),
+        (FRONT, step_with("- step: many\n"), S + ".actions[0].step", "number of engine steps"),
+        (FRONT, step_with("- step: 0\n"), S + ".actions[0].step", "1 to 3000"),
+        (
+            FRONT,
+            step_with("- add_request: {request_id: a.b, prompt: x, max_tokens: 2}\n"),
+            S + ".actions[0].add_request.request_id",
+            "'a.b' may hold only letters",
+        ),
+        (FRONT, step_with("- run_until: forever\n"), S + ".actions[0].run_until", "preemption, end or a check"),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.status\n  equal: running\n"),
+            S + ".expect[0].equal",
+            "unknown operator 'equal'",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.status\n  equals: running\n  contains: r\n"),
+            S + ".expect[0].that",
+            "exactly one operator",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.num_output_tokens\n  at_least: many\n"),
+            S + ".expect[0].at_least",
+            "compares numbers",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.status\n  equals: {value_of: request.a.status, twice: 2}\n"),
+            S + ".expect[0].equals.twice",
+            "unknown field",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: reqest.a.status\n  equals: running\n"),
+            S + ".expect[0].that",
+            "unknown root 'reqest'",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.colour\n  equals: red\n"),
+            S + ".expect[0].that",
+            "request field 'colour' is unknown",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: preemptions.0.colour\n  equals: red\n"),
+            S + ".expect[0].that",
+            "field 'colour' is unknown",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: last_step.preempted.0.mode.x\n  equals: red\n"),
+            S + ".expect[0].that",
+            "is a single value",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: request.a.output_token_ids.first\n  equals: 1\n"),
+            S + ".expect[0].that",
+            "index it with a number",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: metric.vllm:preemptions\n  equals: 1\n"),
+            S + ".expect[0].that",
+            "metric 'vllm:preemptions' is unknown",
+        ),
+        (
+            FRONT,
+            step_with(expect="- that: pool.tpu.free\n  equals: 1\n"),
+            S + ".expect[0].that",
+            "pool 'tpu' is unknown",
+        ),
+        (FRONT, step_with(expect="- equals: 1\n"), S + ".expect[0].that", "missing"),
+        (
+            FRONT,
+            step_with(narration="It took {{ last_step.step_time_s | seconds }}."),
+            S + ".narration",
+            "unknown filter 'seconds'",
+        ),
+        # front matter shape
+        (FRONT.replace("id: small", "id: Small Lesson"), BODY, "id", "lowercase letters, digits and single dashes"),
+        (FRONT.replace("title: Small\n", ""), BODY, "title", "missing"),
+    ],
+)
 def test_a_malformed_lesson_names_the_file_and_the_field(tmp_path, front, body, field, words):
     message = error_for(tmp_path, front, body)
     assert f": {field}: " in message, message
@@ -290,9 +448,12 @@ def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch(
     import subprocess
     import sys
 
-    code = ("import sys; from pykv.lessons.loader import read_course; lessons, problems = read_course(); "
-            "print(len(lessons), len(problems), 'pykv.engine.llm_engine' in sys.modules, 'torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parent.parent)
+    code = (
+        "import sys; from pykv.lessons.loader import read_course; lessons, problems = read_course(); "
+        "print(len(lessons), len(problems), 'pykv.engine.llm_engine' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent
+    )
     course = len(list((Path(__file__).parent.parent / "lessons").glob("[0-9][0-9]-*.md")))
     assert out.stdout.split() == [str(course), "0", "False", "False"], out.stderr

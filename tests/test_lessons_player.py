@@ -53,8 +53,13 @@ def step(title: str, actions: str = "", expect: str = "", narration: str = "Narr
 
 def fingerprint(state):
     """What must be exactly the same on Back: the very snapshots, the cursor and the check outcomes."""
-    return (id(state.lab), state.lab.cursor, [id(s) for s in state.lab.snapshots], state.narration,
-            [(c.description, c.passed, c.actual) for c in state.checks])
+    return (
+        id(state.lab),
+        state.lab.cursor,
+        [id(s) for s in state.lab.snapshots],
+        state.narration,
+        [(c.description, c.passed, c.actual) for c in state.checks],
+    )
 
 
 # ---- the example lesson, end to end ---------------------------------------------------------------
@@ -104,11 +109,15 @@ def test_paths_read_every_root(tiny):
 def test_paths_that_are_not_there_raise_a_clear_path_error(tiny):
     scope = LessonPlayer(lesson_of(step("Start", narration="Nothing ran yet.")), tiny).state.scope
     assert resolve("request.a.status", scope) == NOT_ARRIVED  # the workload defines it; step 0 has not added it
-    for path, words in [("request.a.num_blocks", "has not arrived yet"),
-                        ("last_step.scheduled", "no engine step has run"),
-                        ("preemptions.0.mode", "has only 0 items"), ("metric.vllm:nope", "no metric"),
-                        ("run.r.steps", "nothing saved as run.r"), ("request.zz.status", "there is no request 'zz'"),
-                        ("queue.running.x", "index it with a number")]:
+    for path, words in [
+        ("request.a.num_blocks", "has not arrived yet"),
+        ("last_step.scheduled", "no engine step has run"),
+        ("preemptions.0.mode", "has only 0 items"),
+        ("metric.vllm:nope", "no metric"),
+        ("run.r.steps", "nothing saved as run.r"),
+        ("request.zz.status", "there is no request 'zz'"),
+        ("queue.running.x", "index it with a number"),
+    ]:
         with pytest.raises(PathError, match=words):
             resolve(path, scope)
 
@@ -116,17 +125,33 @@ def test_paths_that_are_not_there_raise_a_clear_path_error(tiny):
 # ---- operators, value_of / times, templates ------------------------------------------------------
 
 
-@pytest.mark.parametrize("op, actual, expected, passed", [
-    ("equals", 3, 3.0, True), ("equals", "0", 0, True), ("equals", ["0", "1"], [0, 1], True),
-    ("equals", "a", "b", False),
-    ("equals", 0.1 + 0.2, 0.3, True), ("not_equals", "running", "waiting", True), ("not_equals", 2, 2, False),
-    ("at_least", 2, 2, True), ("at_least", 1, 2, False), ("at_most", 2, 2, True), ("greater_than", 2, 2, False),
-    ("greater_than", 3, 2, True), ("less_than", 1, 2, True), ("contains", ["a", "b"], "b", True),
-    ("contains", ["0", "1"], 1, True), ("contains", "finished_length", "finished", True),
-    ("contains", {"k": 1}, "k", True),
-    ("not_contains", ["a"], "b", True), ("not_contains", ["a"], "a", False), ("is_none", None, True, True),
-    ("is_none", 0, True, False), ("is_none", 0, False, True),
-])
+@pytest.mark.parametrize(
+    "op, actual, expected, passed",
+    [
+        ("equals", 3, 3.0, True),
+        ("equals", "0", 0, True),
+        ("equals", ["0", "1"], [0, 1], True),
+        ("equals", "a", "b", False),
+        ("equals", 0.1 + 0.2, 0.3, True),
+        ("not_equals", "running", "waiting", True),
+        ("not_equals", 2, 2, False),
+        ("at_least", 2, 2, True),
+        ("at_least", 1, 2, False),
+        ("at_most", 2, 2, True),
+        ("greater_than", 2, 2, False),
+        ("greater_than", 3, 2, True),
+        ("less_than", 1, 2, True),
+        ("contains", ["a", "b"], "b", True),
+        ("contains", ["0", "1"], 1, True),
+        ("contains", "finished_length", "finished", True),
+        ("contains", {"k": 1}, "k", True),
+        ("not_contains", ["a"], "b", True),
+        ("not_contains", ["a"], "a", False),
+        ("is_none", None, True, True),
+        ("is_none", 0, True, False),
+        ("is_none", 0, False, True),
+    ],
+)
 def test_operators(op, actual, expected, passed):
     assert compare(op, actual, expected) == (passed, None)
 
@@ -139,10 +164,16 @@ def test_operators_that_cannot_compare_fail_and_say_why():
 
 def test_value_of_and_times(tiny):
     scope = LessonPlayer(lesson_of(step("Go", "- step: 3\n")), tiny).state.scope
-    half = Check(that="request.a.num_output_tokens", op="at_least",
-                 operand=ValueOf(value_of="request.a.num_output_tokens", times=0.5))
-    double = Check(that="request.a.num_output_tokens", op="at_least",
-                   operand=ValueOf(value_of="request.a.num_output_tokens", times=2))
+    half = Check(
+        that="request.a.num_output_tokens",
+        op="at_least",
+        operand=ValueOf(value_of="request.a.num_output_tokens", times=0.5),
+    )
+    double = Check(
+        that="request.a.num_output_tokens",
+        op="at_least",
+        operand=ValueOf(value_of="request.a.num_output_tokens", times=2),
+    )
     assert evaluate(half, scope).passed and evaluate(half, scope).expected == 1.5
     result = evaluate(double, scope)
     assert not result.passed and (result.actual, result.expected) == (3, 6) and result.error is None
@@ -155,9 +186,12 @@ def test_value_of_and_times(tiny):
 
 def test_templates_fill_values_with_filters_and_flag_what_is_missing(tiny):
     scope = LessonPlayer(lesson_of(step("Go", "- step: 1\n")), tiny).state.scope
-    text, errors = render("Step {{ engine.step }}, took {{ last_step.step_time_s | ms }}, queue {{queue.running}}, "
-                          "bytes {{ engine.config.block_size | bytes }}, done {{ engine.done }}.\n"
-                          "```\n{{ engine.step }}\n```\n{{ request.b.num_blocks }}", scope)
+    text, errors = render(
+        "Step {{ engine.step }}, took {{ last_step.step_time_s | ms }}, queue {{queue.running}}, "
+        "bytes {{ engine.config.block_size | bytes }}, done {{ engine.done }}.\n"
+        "```\n{{ engine.step }}\n```\n{{ request.b.num_blocks }}",
+        scope,
+    )
     line, code = text.split("\n")[0], text.split("\n")[2]
     assert line.startswith("Step 1, took ") and " ms, queue [a], bytes 4 B, done no." in line
     assert code == "{{ engine.step }}"
@@ -173,14 +207,27 @@ def test_templates_fill_values_with_filters_and_flag_what_is_missing(tiny):
 def test_actions_step_run_until_and_conditions(tiny):
     lesson = lesson_of(
         step("Two steps", "- step: 2\n", "- that: engine.step\n  equals: 2\n")
-        + step("Until b has 3 tokens", "- run_until: {that: request.b.num_output_tokens, at_least: 3}\n",
-               "- that: request.b.num_output_tokens\n  equals: 3\n")
-        + step("Already true: no step", "- run_until: {that: queue.running, contains: a}\n",
-               "- that: engine.step\n  equals: {value_of: engine.step}\n")
-        + step("To the preemption", "- run_until: preemption\n",
-               "- that: last_step.preempted.0.mode\n  equals: recompute\n- that: preemptions.length\n  equals: 1\n")
-        + step("To the end", "- run_until: end\n- step: 5\n",
-               "- that: engine.done\n  equals: true\n- that: request.a.status\n  equals: finished_length\n"))
+        + step(
+            "Until b has 3 tokens",
+            "- run_until: {that: request.b.num_output_tokens, at_least: 3}\n",
+            "- that: request.b.num_output_tokens\n  equals: 3\n",
+        )
+        + step(
+            "Already true: no step",
+            "- run_until: {that: queue.running, contains: a}\n",
+            "- that: engine.step\n  equals: {value_of: engine.step}\n",
+        )
+        + step(
+            "To the preemption",
+            "- run_until: preemption\n",
+            "- that: last_step.preempted.0.mode\n  equals: recompute\n- that: preemptions.length\n  equals: 1\n",
+        )
+        + step(
+            "To the end",
+            "- run_until: end\n- step: 5\n",
+            "- that: engine.done\n  equals: true\n- that: request.a.status\n  equals: finished_length\n",
+        )
+    )
     player = LessonPlayer(lesson, tiny)
     cursors = []
     while True:
@@ -193,12 +240,16 @@ def test_actions_step_run_until_and_conditions(tiny):
 
 
 def test_run_and_tokenize_save_their_results(tiny):
-    lesson = lesson_of(step("Runs", """\
+    lesson = lesson_of(
+        step(
+            "Runs",
+            """\
         - run: {name: base}
         - run: {name: swap, config: {vllm_profile: "v0.6", preemption_mode: swap, num_cpu_blocks: 16}}
         - run: {name: other, config: {num_gpu_blocks: 64}, workload: {preset: burst, args: {n: 2, max_tokens: 4}}}
         - tokenize: {name: t, a: "hello world", b: "hello world"}
-        """, """\
+        """,
+            """\
         - that: run.base.preemptions
           at_least: 1
         - that: run.swap.preemption_records.0.mode
@@ -209,7 +260,9 @@ def test_run_and_tokenize_save_their_results(tiny):
           equals: 2
         - that: tokens.t.first_difference
           is_none: true
-        """))
+        """,
+        )
+    )
     state = LessonPlayer(lesson, tiny).state
     assert state.passed, state.failed_checks
     base, swap = state.runs["base"], state.runs["swap"]
@@ -222,11 +275,17 @@ def test_run_and_tokenize_save_their_results(tiny):
 
 def test_a_failed_action_is_a_failed_check_and_the_player_goes_on(tiny):
     lesson = lesson_of(
-        step("No preemption in a big pool", "- configure: {num_gpu_blocks: 64}\n- run_until: preemption\n- step: 1\n",
-             "- that: engine.done\n  equals: true\n")
-        + step("Too long a prompt",
-               "- add_request: {request_id: long, prompt: '" + "x = 1\\n" * 2000 + "', max_tokens: 2}\n")
-        + step("Still usable", "- configure: {num_gpu_blocks: 12}\n- step: 1\n", "- that: engine.step\n  equals: 1\n"))
+        step(
+            "No preemption in a big pool",
+            "- configure: {num_gpu_blocks: 64}\n- run_until: preemption\n- step: 1\n",
+            "- that: engine.done\n  equals: true\n",
+        )
+        + step(
+            "Too long a prompt",
+            "- add_request: {request_id: long, prompt: '" + "x = 1\\n" * 2000 + "', max_tokens: 2}\n",
+        )
+        + step("Still usable", "- configure: {num_gpu_blocks: 12}\n- step: 1\n", "- that: engine.step\n  equals: 1\n")
+    )
     player = LessonPlayer(lesson, tiny)
     first = player.state
     assert not first.passed and len(first.errors) == 1
@@ -245,12 +304,19 @@ def test_a_failed_action_is_a_failed_check_and_the_player_goes_on(tiny):
 def test_back_restores_the_exact_state_after_add_request_and_configure(tiny):
     lesson = lesson_of(
         step("One", "- step: 3\n")
-        + step("Add", "- add_request: {request_id: c, prompt: 'import os', max_tokens: 3}\n- step: 2\n",
-               "- that: request.c.num_output_tokens\n  equals: 2\n")
+        + step(
+            "Add",
+            "- add_request: {request_id: c, prompt: 'import os', max_tokens: 3}\n- step: 2\n",
+            "- that: request.c.num_output_tokens\n  equals: 2\n",
+        )
         + step("Read only", "- tokenize: {name: t, a: x, b: y}\n")
-        + step("Configure", "- configure: {num_gpu_blocks: 32, block_size: 8}\n- step: 1\n",
-               "- that: request.c.status\n  equals: not_arrived\n- that: engine.config.block_size\n  equals: 8\n")
-        + step("More", "- step: 4\n", "- that: request.c.status\n  not_equals: not_arrived\n"))
+        + step(
+            "Configure",
+            "- configure: {num_gpu_blocks: 32, block_size: 8}\n- step: 1\n",
+            "- that: request.c.status\n  equals: not_arrived\n- that: engine.config.block_size\n  equals: 8\n",
+        )
+        + step("More", "- step: 4\n", "- that: request.c.status\n  not_equals: not_arrived\n")
+    )
     player = LessonPlayer(lesson, tiny)
     seen = []
     for _ in range(5):

@@ -91,15 +91,18 @@ def test_a_dotted_catalogue_name_is_one_segment_of_the_path():
     check_path("kv.llama-3.1-70b.at_utilization.95.headroom_bytes", Known())
 
 
-@pytest.mark.parametrize("path, words", [
-    ("kv.gpt-5.bytes_per_token", "model 'gpt-5' is unknown"),
-    ("kv.model", "incomplete"),
-    ("kv.model.at_utilization", "field 'at_utilization' is unknown"),
-    ("kv.llama-3.1-8b.pool_bytes", "field 'pool_bytes' is unknown"),
-    ("kv.llama-3.1-8b.at_utilization.90.blocks", "field 'blocks' is unknown"),
-    ("kv.llama-3.1-8b.at_utilization.85.tokens", "(percent) '85' is unknown; use one of 80, 90, 92, 95"),
-    ("pool.gpu.waste", "pool field 'waste' is unknown"),
-])
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("kv.gpt-5.bytes_per_token", "model 'gpt-5' is unknown"),
+        ("kv.model", "incomplete"),
+        ("kv.model.at_utilization", "field 'at_utilization' is unknown"),
+        ("kv.llama-3.1-8b.pool_bytes", "field 'pool_bytes' is unknown"),
+        ("kv.llama-3.1-8b.at_utilization.90.blocks", "field 'blocks' is unknown"),
+        ("kv.llama-3.1-8b.at_utilization.85.tokens", "(percent) '85' is unknown; use one of 80, 90, 92, 95"),
+        ("pool.gpu.waste", "pool field 'waste' is unknown"),
+    ],
+)
 def test_a_bad_sizing_path_is_caught_when_the_lesson_loads(path, words):
     text = FRONT + f"\n## S\n\nNarration.\n\n```expect\n- that: {path}\n  equals: 1\n```\n"
     with pytest.raises(LessonError) as e:

@@ -44,7 +44,8 @@ def test_lesson_on_interpreted_triton_passes_and_matches_torch(name, tiny, monke
     assert on_torch.state.lab.engine.backend.name == "torch"
     assert on_triton.state.lab.engine.backend.label == "triton (interpreted on CPU, first layer; torch on the others)"
     failed = [(s.index, c.description) for s in on_triton.states for c in s.failed_checks] + [
-        (s.index, e) for s in on_triton.states for e in s.errors]
+        (s.index, e) for s in on_triton.states for e in s.errors
+    ]
     assert not failed, failed
     assert tokens(on_triton) == tokens(on_torch) and any(any(t.values()) for t in tokens(on_torch))
     launched = [launches for s in on_triton.states for launches in s.lab.kernel_launches.values()]

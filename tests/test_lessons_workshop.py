@@ -48,8 +48,9 @@ def body(*markers: str, extra: str = "") -> str:
     """Four steps; ``markers[i]`` is appended to the heading of step i."""
     steps = []
     for i, marker in enumerate(markers or ("", "", "", "")):
-        steps.append(f"## Step {i + 1}{marker}\n\nNarration {i + 1}.\n\n```actions\n- step: 1\n```\n"
-                     + (extra if i == 1 else ""))
+        steps.append(
+            f"## Step {i + 1}{marker}\n\nNarration {i + 1}.\n\n```actions\n- step: 1\n```\n" + (extra if i == 1 else "")
+        )
     return "\n".join(steps)
 
 
@@ -67,65 +68,94 @@ def error(tmp_path: Path, front: str = FRONT, text: str = "") -> str:
 
 # ---- the format ---------------------------------------------------------------------------------
 
+
 def test_the_fields_and_markers_load(tmp_path):
     lesson = load_lesson(write(tmp_path, text=body("", " {optional}", "", " {optional}", extra=DIFFERS)))
     assert (lesson.objective, lesson.takeaway, lesson.minutes, lesson.core_minutes) == (
-        "Say what a block is.", "A block holds the K/V of a few tokens.", 6, 4)
+        "Say what a block is.",
+        "A block holds the K/V of a few tokens.",
+        6,
+        4,
+    )
     assert [s.title for s in lesson.steps] == ["Step 1", "Step 2", "Step 3", "Step 4"]  # the marker is not the title
     assert [s.optional for s in lesson.steps] == [False, True, False, True]
     differs = lesson.steps[1].differs
     assert (differs.claim, differs.vllm, differs.pykv, differs.versions) == (
-        "Fragmentation runs the pool out.", "Any free block will do.", "The same paging.", "0.6.3, 0.10.2, 0.33.0")
+        "Fragmentation runs the pool out.",
+        "Any free block will do.",
+        "The same paging.",
+        "0.6.3, 0.10.2, 0.33.0",
+    )
     assert "```differs" not in lesson.steps[1].narration and lesson.steps[0].differs is None
 
 
 def test_core_minutes_0_leaves_a_lesson_out_of_the_workshop_path(tmp_path):
-    lesson = load_lesson(write(tmp_path, FRONT.replace("core_minutes: 4", "core_minutes: 0"),
-                               body("", " {optional}", " {optional}", " {optional}")))
+    lesson = load_lesson(
+        write(
+            tmp_path,
+            FRONT.replace("core_minutes: 4", "core_minutes: 0"),
+            body("", " {optional}", " {optional}", " {optional}"),
+        )
+    )
     assert not on_workshop_path(lesson) and lesson_minutes(lesson, "core") == 0
     assert course_minutes([lesson], "core") == 0 and course_minutes([lesson], "full") == 6
     assert "full course only" in card_text(1, lesson, "core") and "full course only" not in card_text(1, lesson, "full")
 
 
 def test_every_field_is_optional_for_a_lesson_outside_the_course(tmp_path):
-    front = "\n".join(line for line in FRONT.splitlines() if not line.startswith(
-        ("objective", "takeaway", "minutes", "core_minutes"))) + "\n"
+    front = (
+        "\n".join(
+            line
+            for line in FRONT.splitlines()
+            if not line.startswith(("objective", "takeaway", "minutes", "core_minutes"))
+        )
+        + "\n"
+    )
     lesson = load_lesson(write(tmp_path, front, body()))
     assert (lesson.objective, lesson.takeaway, lesson.minutes, lesson.core_minutes) == (None, None, None, None)
     assert lesson_minutes(lesson, "core") is None and course_minutes([lesson], "full") == 0
 
 
-@pytest.mark.parametrize("front_change, text, words", [
-    (("core_minutes: 4", "core_minutes: 7"), "", ["core_minutes", "more than minutes"]),
-    (("core_minutes: 4\n", ""), "", ["core_minutes", "missing", "{optional}"]),
-    (("", ""), body(), ["core_minutes", "no step is marked {optional}"]),
-    (("minutes: 6\n", ""), "", ["core_minutes", "needs minutes"]),
-    (("minutes: 6", "minutes: 0"), "", ["minutes", "greater than or equal to 1"]),
-    (("minutes: 6", "minutes: 6.5"), "", ["minutes", "integer"]),
-    (("minutes: 6", "minutes: 999"), "", ["minutes", "less than or equal to 240"]),
-    (("objective: Say what a block is.", "objective: ''"), "", ["objective", "at least 1 character"]),
-    (("objective: Say what a block is.", 'objective: "One.\\nTwo."'), "", ["objective", "one line"]),
-    (("takeaway: A block holds the K/V of a few tokens.", "takeaway: [a, b]"), "", ["takeaway", "valid string"]),
-    (("", ""), body(" {optional}", "", "", ""), ["steps[0] (Step 1)", "first step cannot be {optional}"]),
-    (("core_minutes: 4", "core_minutes: 0"), "", ["core_minutes", "leaves the lesson out", '"Step 3" is core']),
-    (("", ""), body("", " {optinal}", "", ""),
-     ["steps[1] (Step 2)", "{optinal}", "the only step marker is {optional}"]),
-])
+@pytest.mark.parametrize(
+    "front_change, text, words",
+    [
+        (("core_minutes: 4", "core_minutes: 7"), "", ["core_minutes", "more than minutes"]),
+        (("core_minutes: 4\n", ""), "", ["core_minutes", "missing", "{optional}"]),
+        (("", ""), body(), ["core_minutes", "no step is marked {optional}"]),
+        (("minutes: 6\n", ""), "", ["core_minutes", "needs minutes"]),
+        (("minutes: 6", "minutes: 0"), "", ["minutes", "greater than or equal to 1"]),
+        (("minutes: 6", "minutes: 6.5"), "", ["minutes", "integer"]),
+        (("minutes: 6", "minutes: 999"), "", ["minutes", "less than or equal to 240"]),
+        (("objective: Say what a block is.", "objective: ''"), "", ["objective", "at least 1 character"]),
+        (("objective: Say what a block is.", 'objective: "One.\\nTwo."'), "", ["objective", "one line"]),
+        (("takeaway: A block holds the K/V of a few tokens.", "takeaway: [a, b]"), "", ["takeaway", "valid string"]),
+        (("", ""), body(" {optional}", "", "", ""), ["steps[0] (Step 1)", "first step cannot be {optional}"]),
+        (("core_minutes: 4", "core_minutes: 0"), "", ["core_minutes", "leaves the lesson out", '"Step 3" is core']),
+        (
+            ("", ""),
+            body("", " {optinal}", "", ""),
+            ["steps[1] (Step 2)", "{optinal}", "the only step marker is {optional}"],
+        ),
+    ],
+)
 def test_malformed_timing_and_markers_name_the_field(tmp_path, front_change, text, words):
     old, new = front_change
     message = error(tmp_path, FRONT.replace(old, new) if old else FRONT, text)
     assert all(w in message for w in words), message
 
 
-@pytest.mark.parametrize("block, words", [
-    ("```differs\nclaim: a\nvllm: b\n```\n", ["steps[1] (Step 2).differs.pykv", "missing"]),
-    ("```differs\nclaim: a\nvllm: b\npykv: c\nsource: d\n```\n", ["differs.source", "unknown field"]),
-    ("```differs\nclaim: 'n is {{ engine.step }}'\nvllm: b\npykv: c\n```\n", ["differs.claim", "template"]),
-    ("```differs\nclaim: \"one\\ntwo\"\nvllm: b\npykv: c\n```\n", ["differs.claim", "one line"]),
-    ("```differs\nclaim: " + "x" * 301 + "\nvllm: b\npykv: c\n```\n", ["differs.claim", "at most 300"]),
-    ("```differs\n- claim: a\n```\n", ["differs", "a differs block is a mapping"]),
-    (DIFFERS + DIFFERS, ["differs", "a second ```differs block"]),
-])
+@pytest.mark.parametrize(
+    "block, words",
+    [
+        ("```differs\nclaim: a\nvllm: b\n```\n", ["steps[1] (Step 2).differs.pykv", "missing"]),
+        ("```differs\nclaim: a\nvllm: b\npykv: c\nsource: d\n```\n", ["differs.source", "unknown field"]),
+        ("```differs\nclaim: 'n is {{ engine.step }}'\nvllm: b\npykv: c\n```\n", ["differs.claim", "template"]),
+        ('```differs\nclaim: "one\\ntwo"\nvllm: b\npykv: c\n```\n', ["differs.claim", "one line"]),
+        ("```differs\nclaim: " + "x" * 301 + "\nvllm: b\npykv: c\n```\n", ["differs.claim", "at most 300"]),
+        ("```differs\n- claim: a\n```\n", ["differs", "a differs block is a mapping"]),
+        (DIFFERS + DIFFERS, ["differs", "a second ```differs block"]),
+    ],
+)
 def test_a_malformed_differs_block_names_the_field(tmp_path, block, words):
     message = error(tmp_path, text=body("", " {optional}", "", " {optional}", extra=block))
     assert all(w in message for w in words), message
@@ -142,6 +172,7 @@ def test_the_callout_is_three_rows_with_the_releases_in_the_vllm_label(tmp_path)
 
 
 # ---- the path -----------------------------------------------------------------------------------
+
 
 def test_next_and_prev_skip_optional_steps_on_the_core_path_only(tmp_path):
     lesson = load_lesson(write(tmp_path, text=body("", " {optional}", "", " {optional}")))
@@ -162,6 +193,7 @@ def test_a_path_in_the_url_is_core_full_or_an_error():
 
 # ---- the course ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def course():
     return read_course()[0]  # the lessons that load (a lesson in the making is another test's failure)
@@ -171,7 +203,8 @@ def test_every_lesson_of_the_course_has_an_objective_a_takeaway_and_its_minutes(
     for lesson in course:
         assert lesson.objective and lesson.takeaway and lesson.minutes, (
             f"{lesson.path.name}: give it objective, takeaway and minutes (and core_minutes with {{optional}} steps): "
-            "lessons/README.md, 'Objectives, time and the workshop path'")
+            "lessons/README.md, 'Objectives, time and the workshop path'"
+        )
         core = lesson.core_minutes if lesson.core_minutes is not None else lesson.minutes
         assert 0 <= core <= lesson.minutes, lesson.id
         assert (core < lesson.minutes) == any(step.optional for step in lesson.steps), lesson.id
@@ -187,8 +220,11 @@ def test_the_course_gives_its_divergences_a_callout(course):
     callouts = {lesson.id: [step.title for step in lesson.steps if step.differs] for lesson in course}
     assert "The trigger: no block for the next token" in callouts["what-triggers-preemption"]
     assert "What vLLM actually does" in callouts["swap-versus-recompute"]
-    assert any("Fragment" in step.differs.claim or "fragment" in step.differs.claim
-               for step in by_id["kv-cache-and-blocks"].steps if step.differs)
+    assert any(
+        "Fragment" in step.differs.claim or "fragment" in step.differs.claim
+        for step in by_id["kv-cache-and-blocks"].steps
+        if step.differs
+    )
     chunked = [step.differs for step in by_id["chunked-prefill-is-no-checkpoint"].steps if step.differs]
     assert chunked and "lowers" in chunked[0].claim and "adds" in chunked[0].pykv
     assert sum(map(len, callouts.values())) >= 5

@@ -16,10 +16,12 @@ from testkit.vllm_source import require_vllm_source
 
 
 def snapshot(profile: str, **samples: float) -> Snapshot:
-    metrics = dict.fromkeys(exported_samples(PROFILES[profile]), 0.0) | {k.replace("__", ":"): v
-                                                                         for k, v in samples.items()}
-    return Snapshot(1, "cpu", 16, 8192, {"waiting": [], "running": [], "swapped": []}, [], [], [], metrics,
-                    vllm_profile=profile)
+    metrics = dict.fromkeys(exported_samples(PROFILES[profile]), 0.0) | {
+        k.replace("__", ":"): v for k, v in samples.items()
+    }
+    return Snapshot(
+        1, "cpu", 16, 8192, {"waiting": [], "running": [], "swapped": []}, [], [], [], metrics, vllm_profile=profile
+    )
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
@@ -67,8 +69,11 @@ def test_0_10_2_still_exports_v0s_deprecated_cache_names():
     show_hidden_metrics in 0.10 was never done there), set from the same stats as their V1 names; 0.33.0 dropped
     them; V0 has the gauge but counts no prefix queries."""
     samples = {name: set(exported_samples(p)) for name, p in PROFILES.items()}
-    deprecated = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total",
-                  "vllm:gpu_prefix_cache_hits_total"}
+    deprecated = {
+        "vllm:gpu_cache_usage_perc",
+        "vllm:gpu_prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_hits_total",
+    }
     assert deprecated <= samples["v0.10"] and not deprecated & samples["v0.33"]
     assert samples["v0.6"] & deprecated == {"vllm:gpu_cache_usage_perc"}
     assert names.DEPRECATED_TWIN[names.VLLM_PREFIX_QUERIES] is names.GPU_PREFIX_QUERIES
@@ -76,8 +81,9 @@ def test_0_10_2_still_exports_v0s_deprecated_cache_names():
     both = snapshot("v0.10")
     assert dataclasses.replace(both, vllm_profile="v9.9").kv_usage_metric() is names.KV_CACHE_USAGE
     loggers = (require_vllm_source("0.10.2") / "vllm/v1/metrics/loggers.py").read_text()
-    assert all(f'name="{m.name}"' in loggers for m in (names.GPU_CACHE_USAGE, names.GPU_PREFIX_QUERIES,
-                                                       names.GPU_PREFIX_HITS))
+    assert all(
+        f'name="{m.name}"' in loggers for m in (names.GPU_CACHE_USAGE, names.GPU_PREFIX_QUERIES, names.GPU_PREFIX_HITS)
+    )
     assert "gpu_prefix_cache" not in (require_vllm_source("0.33.0") / "vllm/v1/metrics/loggers.py").read_text()
 
 

@@ -58,18 +58,19 @@ def test_a_cpu_pool_is_only_talked_about_where_there_is_one(lesson, index):
     if not re.search(r"(?<!no )\bCPU (swap )?pool\b|(?<!no )\bCPU tier\b", step.narration):
         return
     config = dict(lesson.config)
-    for earlier in lesson.steps[:index + 1]:
+    for earlier in lesson.steps[: index + 1]:
         for action in earlier.actions:
             if isinstance(action, Configure):
                 config |= action.changes
-    assert any(config.get(knob) for knob in CPU_POOL_KNOBS) or config.get("preemption_mode") in ("swap", "auto"), \
+    assert any(config.get(knob) for knob in CPU_POOL_KNOBS) or config.get("preemption_mode") in ("swap", "auto"), (
         "the narration talks about a CPU pool the engine does not have at this step"
+    )
 
 
 @pytest.mark.parametrize("lesson, index", STEPS, ids=IDS)
 def test_every_request_named_exists_by_then(lesson, index):
     known = {r.request_id for r in lesson.build_workload().requests}
-    for earlier in lesson.steps[:index + 1]:
+    for earlier in lesson.steps[: index + 1]:
         known |= {a.request_id for a in earlier.actions if isinstance(a, AddRequest) and a.request_id}
     text = re.sub(r"\{\{.*?\}\}", "", lesson.steps[index].narration)
     named = set(re.findall(r"\b(?:request|req) \*\*([^*\s]+)\*\*", text))  # "request **b**"

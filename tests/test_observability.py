@@ -31,21 +31,33 @@ def drain(engine):
         step_checked(engine)
 
 
-EVERY_PROFILE = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_preemptions_total",
-                 "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "pykv:num_preemptions_total",
-                 "pykv:prefill_tokens_total", "pykv:recomputed_tokens_total", "pykv:swapped_out_bytes_total",
-                 "pykv:prefix_cache_hits_own_total", "pykv:request_preemptions_bucket")
+EVERY_PROFILE = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:num_preemptions_total",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+    "pykv:num_preemptions_total",
+    "pykv:prefill_tokens_total",
+    "pykv:recomputed_tokens_total",
+    "pykv:swapped_out_bytes_total",
+    "pykv:prefix_cache_hits_own_total",
+    "pykv:request_preemptions_bucket",
+)
 V0_ONLY = ("vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc", "vllm:gpu_prefix_cache_hit_rate")
 V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
 DEPRECATED_IN_0_10 = ("vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total")
 GPU_CACHE_USAGE = ("vllm:gpu_cache_usage_perc",)  # V0's name, and 0.10.2's deprecated one
 
 
-@pytest.mark.parametrize("profile, present, absent", [
-    ("v0.6", V0_ONLY + GPU_CACHE_USAGE, V1_ONLY + DEPRECATED_IN_0_10 + ("vllm:request_num_preemptions_bucket",)),
-    ("v0.10", V1_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10, V0_ONLY + ("vllm:request_num_preemptions_bucket",)),
-    ("v0.33", V1_ONLY + ("vllm:request_num_preemptions_bucket",), V0_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10),
-])
+@pytest.mark.parametrize(
+    "profile, present, absent",
+    [
+        ("v0.6", V0_ONLY + GPU_CACHE_USAGE, V1_ONLY + DEPRECATED_IN_0_10 + ("vllm:request_num_preemptions_bucket",)),
+        ("v0.10", V1_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10, V0_ONLY + ("vllm:request_num_preemptions_bucket",)),
+        ("v0.33", V1_ONLY + ("vllm:request_num_preemptions_bucket",), V0_ONLY + GPU_CACHE_USAGE + DEPRECATED_IN_0_10),
+    ],
+)
 def test_each_profile_exports_its_releases_metric_names(make_engine, profile, present, absent):
     """Names from vllm/engine/metrics.py Metrics.__init__ (0.6.3.post1) and vllm/v1/metrics/loggers.py
     PrometheusStatLogger.__init__ (0.10.2, 0.33.0). 0.10.2 still registers V0's vllm:gpu_cache_usage_perc and the
@@ -83,8 +95,9 @@ def test_v0_gauges_count_sequence_groups_v1_counts_requests(make_engine):
     own (v1/engine/parallel_sampling.py), so V1 counts each."""
     running = {}
     for profile in ("v0.6", "v0.33"):
-        engine = make_engine(block_size=4, num_gpu_blocks=32, max_num_seqs=4, vllm_profile=profile,
-                             log_stats_interval=1)
+        engine = make_engine(
+            block_size=4, num_gpu_blocks=32, max_num_seqs=4, vllm_profile=profile, log_stats_interval=1
+        )
         engine.add_request(list(range(11, 19)), SamplingParams(max_tokens=6, ignore_eos=True, n=3), request_id="a")
         engine.add_request(list(range(31, 35)), SamplingParams(max_tokens=6, ignore_eos=True), request_id="b")
         reports = [step_checked(engine) for _ in range(3)]
@@ -136,13 +149,22 @@ def test_v0_10_counts_every_lookup_failed_admissions_included(make_engine):
     assert m.value("vllm:prefix_cache_hits_total") >= m.value("pykv:prefix_cache_hits_own_total") > 0
 
 
-@pytest.mark.parametrize("profile, start, parts", [
-    ("v0.6", "Avg prompt throughput", ("Running: ", "Swapped: 0 reqs", "Pending: ", "GPU KV cache usage: ",
-                                       "CPU KV cache usage: 0.0%.")),
-    ("v0.10", "Engine 000: Avg prompt throughput", ("Running: ", "Waiting: ", "GPU KV cache usage: ",
-                                                    "Prefix cache hit rate: 0.0%")),
-    ("v0.33", "Engine 000: Avg prompt throughput", ("Running: ", "Waiting: ", "CPU KV cache usage: ")),
-])
+@pytest.mark.parametrize(
+    "profile, start, parts",
+    [
+        (
+            "v0.6",
+            "Avg prompt throughput",
+            ("Running: ", "Swapped: 0 reqs", "Pending: ", "GPU KV cache usage: ", "CPU KV cache usage: 0.0%."),
+        ),
+        (
+            "v0.10",
+            "Engine 000: Avg prompt throughput",
+            ("Running: ", "Waiting: ", "GPU KV cache usage: ", "Prefix cache hit rate: 0.0%"),
+        ),
+        ("v0.33", "Engine 000: Avg prompt throughput", ("Running: ", "Waiting: ", "CPU KV cache usage: ")),
+    ],
+)
 def test_stats_line_every_interval_in_the_releases_words(make_engine, caplog, profile, start, parts):
     """Formats of LoggingStatLogger.log: vllm/engine/metrics.py (0.6.3.post1), vllm/v1/metrics/loggers.py
     (0.10.2, 0.33.0; the latter names the KV cache's device: CPU here)."""
@@ -159,27 +181,43 @@ def test_stats_line_every_interval_in_the_releases_words(make_engine, caplog, pr
 def test_v033s_stats_line_adds_the_external_hit_rate_and_a_kv_transfer_line():
     """0.33.0 v1/metrics/loggers.py LoggingStatLogger.log: "External prefix cache hit rate" after the prefix hit rate
     once the connector looked something up, then KVConnectorLogging.log's "KV Transfer metrics: k=v, ..."."""
-    w = StatsWindow(running=1, waiting=0, swapped=0, gpu_usage=0.5, cpu_usage=0.0, prompt_tps=1.0,
-                    generation_tps=2.0, preemptions=0, prefix_hit_rate=0.25, device_name="GPU",
-                    external_hit_rate=0.5, transfers={"vllm:kv_offload_store_bytes": 4096,
-                                                      "vllm:kv_offload_store_time": 0.001})
+    w = StatsWindow(
+        running=1,
+        waiting=0,
+        swapped=0,
+        gpu_usage=0.5,
+        cpu_usage=0.0,
+        prompt_tps=1.0,
+        generation_tps=2.0,
+        preemptions=0,
+        prefix_hit_rate=0.25,
+        device_name="GPU",
+        external_hit_rate=0.5,
+        transfers={"vllm:kv_offload_store_bytes": 4096, "vllm:kv_offload_store_time": 0.001},
+    )
     line, transfer = stats_log_lines("v0.33", w)
-    assert line.endswith("GPU KV cache usage: 50.0%, Prefix cache hit rate: 25.0%, External prefix cache hit rate: "
-                         "50.0%")
+    assert line.endswith(
+        "GPU KV cache usage: 50.0%, Prefix cache hit rate: 25.0%, External prefix cache hit rate: 50.0%"
+    )
     assert transfer == "KV Transfer metrics: vllm:kv_offload_store_bytes=4096, vllm:kv_offload_store_time=0.001"
     plain = stats_log_lines("v0.33", dataclasses.replace(w, external_hit_rate=None, transfers={}))
     assert len(plain) == 1 and "External" not in plain[0]
 
 
 def test_the_tiers_copies_reach_the_stats_line(make_engine):
-    engine = make_engine(vllm_profile="v0.33", block_size=4, num_gpu_blocks=12, num_offload_blocks=32,
-                         max_num_batched_tokens=64, log_stats_interval=1)
+    engine = make_engine(
+        vllm_profile="v0.33",
+        block_size=4,
+        num_gpu_blocks=12,
+        num_offload_blocks=32,
+        max_num_batched_tokens=64,
+        log_stats_interval=1,
+    )
     engine.add_request(list(range(1, 11)), SamplingParams(max_tokens=4, ignore_eos=True), "a")  # 2 full blocks
     line, transfer = step_checked(engine).log_lines
     assert "External prefix cache hit rate: 0.0%" in line  # looked up, nothing held yet
     store = 2 * engine.bytes_per_block
-    assert transfer.startswith(f"KV Transfer metrics: vllm:kv_offload_store_bytes={store}, "
-                               "vllm:kv_offload_store_time=")
+    assert transfer.startswith(f"KV Transfer metrics: vllm:kv_offload_store_bytes={store}, vllm:kv_offload_store_time=")
     assert transfer.endswith(f"vllm:kv_offload_store_size_count=1, vllm:kv_offload_store_size_sum={store}")
     assert len(step_checked(engine).log_lines) == 1  # a decode that fills no block: nothing copied, no second line
     assert not any("External" in x for x in crowded_engine(make_engine, log_stats_interval=1).step().log_lines)
@@ -187,7 +225,7 @@ def test_the_tiers_copies_reach_the_stats_line(make_engine):
 
 @pytest.mark.parametrize("profile", ["v0.6", "v0.10", "v0.33"])
 def test_stats_line_prompt_tokens_as_each_release_counts_them(make_engine, monkeypatch, profile):
-    """"Avg prompt throughput" counts, in 0.6.3.post1, every prefill chunk (vllm/engine/llm_engine.py
+    """ "Avg prompt throughput" counts, in 0.6.3.post1, every prefill chunk (vllm/engine/llm_engine.py
     LLMEngine._get_stats: num_prompt_tokens_iter, the counter's figure); in 0.10.2, each request's prompt once, at its
     first token, cache hits included (vllm/v1/metrics/stats.py IterationStats.update_from_output: prompt_len, the
     counter's figure too); in 0.33.0, each request's prompt tokens computed at its first admission (less its
@@ -195,8 +233,14 @@ def test_stats_line_prompt_tokens_as_each_release_counts_them(make_engine, monke
     prompt_token_stats.computed, from the PrefillStats Scheduler.schedule sets while num_preemptions <= 0)."""
     import pykv.engine.observe.observer as observer
 
-    engine = make_engine(block_size=4, num_gpu_blocks=8 + PROFILES[profile].null_block, max_num_seqs=3,
-                         vllm_profile=profile, enable_prefix_caching=True, log_stats_interval=1)
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=8 + PROFILES[profile].null_block,
+        max_num_seqs=3,
+        vllm_profile=profile,
+        enable_prefix_caching=True,
+        log_stats_interval=1,
+    )
     counted = []
     real = observer.stats_log_lines
 
@@ -233,8 +277,14 @@ def test_timed_stats_line_follows_measured_engine_time(make_engine):
 
 
 def test_livelock_guard_ends_a_request_that_never_progresses(make_engine):
-    engine = make_engine(block_size=2, num_gpu_blocks=13, max_num_seqs=4, max_num_batched_tokens=4,
-                         max_preemptions_without_progress=1, vllm_profile="v0.10")
+    engine = make_engine(
+        block_size=2,
+        num_gpu_blocks=13,
+        max_num_seqs=4,
+        max_num_batched_tokens=4,
+        max_preemptions_without_progress=1,
+        vllm_profile="v0.10",
+    )
     for i in range(4):
         engine.add_request([5 + i] + list(range(30, 39)), LONG)
     drain(engine)
@@ -245,15 +295,30 @@ def test_livelock_guard_ends_a_request_that_never_progresses(make_engine):
 
 def test_same_config_and_workload_replay_the_same_steps(make_engine):
     def trace():
-        engine = make_engine(num_gpu_blocks=24, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=64,
-                             enable_prefix_caching=True)
+        engine = make_engine(
+            num_gpu_blocks=24,
+            vllm_profile="v0.6",
+            preemption_mode="swap",
+            num_cpu_blocks=64,
+            enable_prefix_caching=True,
+        )
         reports = WorkloadRunner(engine, make_workload("storm", seed=3, n=6, max_tokens=40)).run()
-        timeless = ("swap_out_s", "swap_in_s", "recompute_s", "modelled_pcie_out_s", "modelled_pcie_in_s",
-                    "swap_out_bandwidth", "swap_in_bandwidth")
+        timeless = (
+            "swap_out_s",
+            "swap_in_s",
+            "recompute_s",
+            "modelled_pcie_out_s",
+            "modelled_pcie_in_s",
+            "swap_out_bandwidth",
+            "swap_in_bandwidth",
+        )
         return [
-            (r.scheduled, r.chunks,
-             [{k: v for k, v in dataclasses.asdict(p).items() if k not in timeless} for p in r.preempted],
-             [o.output_token_ids for o in r.finished])
+            (
+                r.scheduled,
+                r.chunks,
+                [{k: v for k, v in dataclasses.asdict(p).items() if k not in timeless} for p in r.preempted],
+                [o.output_token_ids for o in r.finished],
+            )
             for r in reports
         ]
 
@@ -280,8 +345,9 @@ def test_snapshot_round_trips_through_json_and_diffs(make_engine):
 
 
 def test_snapshot_shows_a_swapped_request_in_the_cpu_pool(make_engine):
-    engine = crowded_engine(make_engine, num_gpu_blocks=7, vllm_profile="v0.6", preemption_mode="swap",
-                            num_cpu_blocks=8)
+    engine = crowded_engine(
+        make_engine, num_gpu_blocks=7, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=8
+    )
     for _ in range(50):
         step_checked(engine)
         if engine.scheduler.swapped:

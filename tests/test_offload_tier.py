@@ -94,8 +94,10 @@ def test_a_finished_requests_blocks_become_the_most_recent_head_last_after_the_n
     tier.check_invariants()
 
 
-@pytest.mark.skipif(not build_venvs.is_ready(tier_oracle.RELEASE) and os.environ.get("PYKV_ORACLE_REQUIRED") != "1",
-                    reason="the oracle's vLLM 0.33.0 venv is missing: run python oracle/build_venvs.py")
+@pytest.mark.skipif(
+    not build_venvs.is_ready(tier_oracle.RELEASE) and os.environ.get("PYKV_ORACLE_REQUIRED") != "1",
+    reason="the oracle's vLLM 0.33.0 venv is missing: run python oracle/build_venvs.py",
+)
 def test_the_tier_evicts_and_refuses_exactly_as_vllm_0_33s_cpu_offloading_manager():
     """Random scripts of stores, loads, finishes and steps through pykv's tier and vLLM 0.33.0's own manager (LRU):
     every store's outcome (what it stored, or that it was refused) and what the tier holds after each step agree."""
@@ -112,13 +114,15 @@ def test_the_tier_evicts_and_refuses_exactly_as_vllm_0_33s_cpu_offloading_manage
 def prompt_hashes(prompt: list[int], block_size: int = 4) -> list[int]:
     hashes: list[int] = []
     for i in range(len(prompt) // block_size):
-        hashes.append(hash_block_tokens(hashes[-1] if hashes else None, prompt[i * block_size:(i + 1) * block_size]))
+        hashes.append(hash_block_tokens(hashes[-1] if hashes else None, prompt[i * block_size : (i + 1) * block_size]))
     return hashes
 
 
 def offload_engine(make_engine, **overrides):
-    config = dict(vllm_profile="v0.33", block_size=4, num_gpu_blocks=12, num_offload_blocks=32,
-                  max_num_batched_tokens=64) | overrides
+    config = (
+        dict(vllm_profile="v0.33", block_size=4, num_gpu_blocks=12, num_offload_blocks=32, max_num_batched_tokens=64)
+        | overrides
+    )
     return make_engine(**config)
 
 
@@ -205,16 +209,18 @@ def test_a_recompute_victim_loads_its_prompt_blocks_back_and_recomputes_its_outp
     # 0.33 leaves re-admissions after preemption out of vllm:external_prefix_cache_*: only new requests count.
     assert m["vllm:external_prefix_cache_hits_total"] == 0
     assert m["vllm:external_prefix_cache_queries_total"] == 3 * 14
-    assert m["vllm:kv_offload_load_bytes_total"] == sum(c.num_loaded_tokens for c in loaded) // 4 * \
-        engine.bytes_per_block
+    assert (
+        m["vllm:kv_offload_load_bytes_total"] == sum(c.num_loaded_tokens for c in loaded) // 4 * engine.bytes_per_block
+    )
     # Tokens equal a run with an ample pool and no tier.
     ample = make_engine(vllm_profile="v0.33", block_size=4, num_gpu_blocks=64)
     for i in range(3):
         ample.add_request(list(range(1 + 7 * i, 15 + 7 * i)), SamplingParams(max_tokens=14, ignore_eos=True), f"r{i}")
     while ample.has_unfinished_requests():
         ample.step()
-    assert {k: o.output_token_ids for k, o in engine.outputs.items()} == \
-        {k: o.output_token_ids for k, o in ample.outputs.items()}
+    assert {k: o.output_token_ids for k, o in engine.outputs.items()} == {
+        k: o.output_token_ids for k, o in ample.outputs.items()
+    }
 
 
 def test_a_new_request_hits_blocks_the_device_cache_lost(make_engine):
@@ -256,14 +262,17 @@ def test_store_and_load_round_trips_are_bit_identical(make_engine):
     assert torch.equal(engine.cache.gpu_cache[:, :, loaded_into], before)  # load: bit-identical
 
 
-@pytest.mark.parametrize("overrides, field", [
-    (dict(kv_offloading_size=-1.0), "kv_offloading_size"),
-    (dict(kv_offloading_size=0.0), "kv_offloading_size"),
-    (dict(num_offload_blocks=0), "num_offload_blocks"),
-    (dict(num_offload_blocks=4, vllm_profile="v0.6"), "num_offload_blocks"),
-    (dict(kv_offloading_size=1.0, vllm_profile="v0.10"), "kv_offloading_size"),
-    (dict(kv_offloading_size=1.0, num_offload_blocks=4), "kv_offloading_size"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(kv_offloading_size=-1.0), "kv_offloading_size"),
+        (dict(kv_offloading_size=0.0), "kv_offloading_size"),
+        (dict(num_offload_blocks=0), "num_offload_blocks"),
+        (dict(num_offload_blocks=4, vllm_profile="v0.6"), "num_offload_blocks"),
+        (dict(kv_offloading_size=1.0, vllm_profile="v0.10"), "kv_offloading_size"),
+        (dict(kv_offloading_size=1.0, num_offload_blocks=4), "kv_offloading_size"),
+    ],
+)
 def test_bad_offloading_sizes_are_one_line_errors(overrides, field):
     with pytest.raises(ValueError) as e:
         EngineConfig(**overrides)

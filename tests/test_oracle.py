@@ -20,8 +20,7 @@ from oracle import harness
 from pykv.border.oracle_coverage import CASE_MEANING, ORACLE_RUNS
 
 # rule -> (reason: the vLLM rule pykv lacks, cited by release/file/function; the cases it breaks today)
-KNOWN_DIVERGENCES: dict[str, tuple[str, list[str]]] = {
-}
+KNOWN_DIVERGENCES: dict[str, tuple[str, list[str]]] = {}
 
 
 CASES = oracle_cases.all_cases()  # every case exact: V0's batch order is followed, so nothing is normalised

@@ -100,9 +100,15 @@ def test_v1_recomputes_every_sequence_on_its_own(make_engine):
     assert outs["g"] == outs["g#1"] == outs["g#2"]
 
 
-@pytest.mark.parametrize("n, message", [(0, "n \\(sequences per prompt\\) must be an integer"),
-                                        (1.5, "must be an integer"), ("2", "must be an integer"),
-                                        (True, "must be an integer")])
+@pytest.mark.parametrize(
+    "n, message",
+    [
+        (0, "n \\(sequences per prompt\\) must be an integer"),
+        (1.5, "must be an integer"),
+        ("2", "must be an integer"),
+        (True, "must be an integer"),
+    ],
+)
 def test_bad_n_is_a_one_line_error(n, message):
     with pytest.raises(ValueError, match=message) as e:
         SamplingParams(n=n)
@@ -123,7 +129,6 @@ def test_n_the_engine_can_never_run_is_refused_and_nothing_is_lost(make_engine):
     while engine.has_unfinished_requests():
         step_checked(engine)
     assert engine.outputs["kept"].output_token_ids
-
 
 
 def test_aborting_a_request_aborts_its_sequences(make_engine):
@@ -152,8 +157,9 @@ def test_forked_sequences_decoded_together_equal_the_solo_run(make_engine):
     (tests/test_torch_paged.py)."""
     prompt = [106, 49, 33, 8, 216, 36]
     solo = make_engine(num_gpu_blocks=64).generate([prompt], SamplingParams(max_tokens=5))[0].output_token_ids
-    engine = make_engine(vllm_profile="v0.10", block_size=1, num_gpu_blocks=22, max_num_seqs=2,
-                         max_num_batched_tokens=2)
+    engine = make_engine(
+        vllm_profile="v0.10", block_size=1, num_gpu_blocks=22, max_num_seqs=2, max_num_batched_tokens=2
+    )
     outs = engine.generate([[1], prompt], [SamplingParams(max_tokens=1), SamplingParams(max_tokens=5, n=2)])
     assert outs[1].sequences == [solo, solo]
 

@@ -61,11 +61,26 @@ request = st.tuples(
     offload_slack=st.sampled_from([None, None, 0.1, 0.5, 2.0]),  # v0.33's CPU offloading tier, share of the pool
 )
 def test_tokens_identical_under_preemption(
-    make_engine, vllm_profile, prefix, requests, block_size, pool_slack, enable_prefix_caching, enable_chunked_prefill,
-    budget, max_num_seqs, preemption_mode, cpu_slack, swap_fallback, swap_copy, preemption_victim, offload_slack,
+    make_engine,
+    vllm_profile,
+    prefix,
+    requests,
+    block_size,
+    pool_slack,
+    enable_prefix_caching,
+    enable_chunked_prefill,
+    budget,
+    max_num_seqs,
+    preemption_mode,
+    cpu_slack,
+    swap_fallback,
+    swap_copy,
+    preemption_victim,
+    offload_slack,
 ):
-    workload = [((prefix if shared else []) + own, max_tokens, arrival)
-                for own, max_tokens, arrival, shared, _, _ in requests]
+    workload = [
+        ((prefix if shared else []) + own, max_tokens, arrival) for own, max_tokens, arrival, shared, _, _ in requests
+    ]
     workload = [(p[:200], m, a) for p, m, a in workload]
     priorities = [priority for *_, priority, _ in requests]
     ns = [min(n, max_num_seqs) for *_, n in requests]
@@ -85,14 +100,32 @@ def test_tokens_identical_under_preemption(
         budget = max(budget, largest + 1)  # max_model_len (len + m) must fit one step (vLLM refuses to start)
     if enable_prefix_caching and enable_chunked_prefill and PROFILES[vllm_profile].is_v0:
         budget = math.ceil(budget / block_size) * block_size  # V0 needs whole blocks per chunk then
-    swap = {"preemption_mode": preemption_mode, "num_cpu_blocks": int(cpu_slack * num_blocks),
-            "swap_fallback": swap_fallback, "swap_copy": swap_copy} if PROFILES[vllm_profile].is_v0 else {}
-    offload = {} if offload_slack is None or not PROFILES[vllm_profile].has_kv_offloading else \
-        {"num_offload_blocks": max(1, round(offload_slack * num_blocks))}
+    swap = (
+        {
+            "preemption_mode": preemption_mode,
+            "num_cpu_blocks": int(cpu_slack * num_blocks),
+            "swap_fallback": swap_fallback,
+            "swap_copy": swap_copy,
+        }
+        if PROFILES[vllm_profile].is_v0
+        else {}
+    )
+    offload = (
+        {}
+        if offload_slack is None or not PROFILES[vllm_profile].has_kv_offloading
+        else {"num_offload_blocks": max(1, round(offload_slack * num_blocks))}
+    )
     engine = make_engine(
-        vllm_profile=vllm_profile, block_size=block_size, num_gpu_blocks=num_blocks, max_num_batched_tokens=budget,
-        max_num_seqs=max_num_seqs, enable_prefix_caching=enable_prefix_caching,
-        enable_chunked_prefill=enable_chunked_prefill, preemption_victim=preemption_victim, **swap, **offload,
+        vllm_profile=vllm_profile,
+        block_size=block_size,
+        num_gpu_blocks=num_blocks,
+        max_num_batched_tokens=budget,
+        max_num_seqs=max_num_seqs,
+        enable_prefix_caching=enable_prefix_caching,
+        enable_chunked_prefill=enable_chunked_prefill,
+        preemption_victim=preemption_victim,
+        **swap,
+        **offload,
     )
     ids = {}
     orphaned = set()  # 0.10.2: a victim scheduled earlier in the step resumes past tokens whose KV was never computed

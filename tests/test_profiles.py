@@ -29,9 +29,15 @@ def trace(engine, arrivals=None, max_steps=60):
         for rid, (prompt, max_tokens) in (arrivals or {}).get(step, {}).items():
             engine.add_request(prompt, params(max_tokens), request_id=rid)
         report = step_checked(engine)
-        steps.append(([(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
-                      [p.request_id for p in report.preempted], [r.request_id for r in engine.scheduler.waiting],
-                      report.log_lines, engine.kv.pool.num_free_blocks()))
+        steps.append(
+            (
+                [(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
+                [p.request_id for p in report.preempted],
+                [r.request_id for r in engine.scheduler.waiting],
+                report.log_lines,
+                engine.kv.pool.num_free_blocks(),
+            )
+        )
         if not engine.has_unfinished_requests():
             assert_drained(engine)
             return steps
@@ -59,10 +65,12 @@ def test_v0_without_chunking_a_step_is_all_prefill_or_all_decode(make_engine):
     assert steps[7][0] == [("c", 0, 9), ("d", 0, 4)]  # both re-prefilled together, prompt + output
     # The warning is written for the 1st, 51st, ... preemption only (Scheduler._preempt), with count + 1.
     warnings = [line for s in steps for line in s[3] if line.startswith("Sequence group")]
-    assert warnings == ["Sequence group d is preempted by PreemptionMode.RECOMPUTE mode because there is not "
-                        "enough KV cache space. This can affect the end-to-end performance. Increase "
-                        "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
-                        "total_num_cumulative_preemption=1"]
+    assert warnings == [
+        "Sequence group d is preempted by PreemptionMode.RECOMPUTE mode because there is not "
+        "enough KV cache space. This can affect the end-to-end performance. Increase "
+        "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
+        "total_num_cumulative_preemption=1"
+    ]
     m = engine.metrics
     assert m.value("vllm:num_preemptions_total") == 2
     # V0 counts every prefill chunk (vllm/engine/llm_engine.py LLMEngine._get_stats): 4+4+8+3, then 9+4 again.
@@ -93,8 +101,9 @@ def test_v1_admits_nobody_in_a_step_that_preempted(make_engine, profile):
 
 def long_prompt_behind_a_decode(make_engine, profile):
     """a decodes; b's 20-token prompt (5 of 6 usable blocks) arrives at step 2 with a budget of 8 tokens a step."""
-    engine = make_engine(block_size=4, num_gpu_blocks=usable(6, profile), max_num_seqs=4, max_num_batched_tokens=8,
-                         vllm_profile=profile)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=usable(6, profile), max_num_seqs=4, max_num_batched_tokens=8, vllm_profile=profile
+    )
     engine.add_request([11, 12, 13, 14], params(14), request_id="a")
     return engine, trace(engine, {2: {"b": (list(range(100, 120)), 2)}})
 
@@ -125,8 +134,14 @@ def low_priority_first(make_engine, profile, lo_prompt):
     """lo (priority 5) runs alone, then hi (0) and nxt (1) join it and fill the 3 usable blocks; at step 3 hi needs
     a second block. With a 2-token prompt lo's decode still fits, so the victim (lo, the worst priority) was
     scheduled earlier in the step; with a 3-token prompt lo needs the block first and preempts itself."""
-    engine = make_engine(block_size=4, num_gpu_blocks=usable(3, profile), max_num_seqs=4, max_num_batched_tokens=64,
-                         vllm_profile=profile, preemption_victim="priority")
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=usable(3, profile),
+        max_num_seqs=4,
+        max_num_batched_tokens=64,
+        vllm_profile=profile,
+        preemption_victim="priority",
+    )
     engine.add_request(list(range(11, 11 + lo_prompt)), params(6), request_id="lo", priority=5)
     steps = []
     while engine.has_unfinished_requests():
@@ -134,8 +149,13 @@ def low_priority_first(make_engine, profile, lo_prompt):
             engine.add_request([21, 22, 23, 24], params(4), request_id="hi", priority=0)
             engine.add_request([31, 32, 33], params(4), request_id="nxt", priority=1)
         report = step_checked(engine)
-        steps.append(([(c.request_id, c.start, c.num_new_tokens, c.orphaned) for c in report.chunks],
-                      [p.request_id for p in report.preempted], report.num_batched_tokens))
+        steps.append(
+            (
+                [(c.request_id, c.start, c.num_new_tokens, c.orphaned) for c in report.chunks],
+                [p.request_id for p in report.preempted],
+                report.num_batched_tokens,
+            )
+        )
     assert_drained(engine)
     return engine, steps
 
@@ -169,8 +189,9 @@ def test_v1_priority_self_preemption_ends_the_scan_in_0_10(make_engine):
 def test_v0_33_watermark_applies_to_admissions_while_something_runs(make_engine):
     """vllm/v1/core/kv_cache_manager.py allocate_slots (0.33.0): watermark blocks are kept free for WAITING or
     PREEMPTED requests, only when has_scheduled_reqs (something runs)."""
-    engine = make_engine(block_size=4, num_gpu_blocks=usable(6, "v0.33"), max_num_seqs=4, vllm_profile="v0.33",
-                         watermark=0.5)  # int(0.5 * 7) = 3: vLLM counts the null block in num_blocks
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=usable(6, "v0.33"), max_num_seqs=4, vllm_profile="v0.33", watermark=0.5
+    )  # int(0.5 * 7) = 3: vLLM counts the null block in num_blocks
     engine.add_request([11, 12, 13, 14, 15, 16, 17, 18, 19], params(8), request_id="a")  # 3 blocks
     engine.add_request([21, 22, 23, 24, 25], params(2), request_id="b")  # 2 blocks
     report = step_checked(engine)
@@ -191,8 +212,9 @@ def test_v0_watermark_holds_back_every_admission(make_engine):
     report = step_checked(engine)
     (ignored,) = report.finished
     assert (ignored.request_id, ignored.finish_reason) == ("big", "length")
-    assert ignored.message == ("Input prompt (21 tokens) + lookahead slots (0) is too long and exceeds the capacity "
-                               "of block_manager")
+    assert ignored.message == (
+        "Input prompt (21 tokens) + lookahead slots (0) is too long and exceeds the capacity of block_manager"
+    )
     assert engine.snapshot().request("big").status == "finished_ignored"
     assert report.scheduled == ["a"]
 
@@ -202,14 +224,21 @@ def test_without_chunking_max_model_len_cannot_exceed_the_budget(make_engine, pr
     """vllm/config.py SchedulerConfig._verify_args (0.6.3.post1), vllm/config/scheduler.py verify_max_model_len
     (0.33.0): without chunked prefill, max_num_batched_tokens < max_model_len is refused. pykv fits an unset
     max_model_len to the budget and says so."""
-    engine = make_engine(block_size=4, num_gpu_blocks=8, vllm_profile=profile, enable_chunked_prefill=False,
-                         max_num_batched_tokens=8)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=8, vllm_profile=profile, enable_chunked_prefill=False, max_num_batched_tokens=8
+    )
     assert engine.max_model_len == 8 and "fitted to max_num_batched_tokens (8)" in engine.startup_lines[-1]
     with pytest.raises(ValueError, match=r"The prompt has 10 tokens but max_model_len is 8"):
         engine.add_request(list(range(30, 40)), params(2))
     with pytest.raises(ValueError, match=r"max_num_batched_tokens \(8\) is smaller than max_model_len \(16\)"):
-        make_engine(block_size=4, num_gpu_blocks=8, vllm_profile=profile, enable_chunked_prefill=False,
-                    max_num_batched_tokens=8, max_model_len=16)
+        make_engine(
+            block_size=4,
+            num_gpu_blocks=8,
+            vllm_profile=profile,
+            enable_chunked_prefill=False,
+            max_num_batched_tokens=8,
+            max_model_len=16,
+        )
 
 
 def test_v1_never_ignores_a_request_stopped_by_max_model_len_instead(make_engine):
@@ -233,16 +262,23 @@ def test_v1_counts_a_preemption_when_the_request_next_produces_output(make_engin
     """vllm/v1/metrics/stats.py IterationStats.update_from_events: PREEMPTED events ride on the request's next
     EngineCoreOutput, so vllm:num_preemptions lags; the stats line of 0.33.0 prints `Preemptions: N` for the
     interval (vllm/v1/metrics/loggers.py LoggingStatLogger.log)."""
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=4, max_num_batched_tokens=8,
-                         vllm_profile="v0.33", log_stats_interval=1)
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=6,
+        max_num_seqs=4,
+        max_num_batched_tokens=8,
+        vllm_profile="v0.33",
+        log_stats_interval=1,
+    )
     engine.add_request([11, 12, 13, 14], params(14), request_id="a")
     counts, preempted_at, lines = [], None, []
     while engine.has_unfinished_requests():
         report = step_checked(engine)
         if report.step == 2:
             engine.add_request(list(range(100, 110)), params(4), request_id="b")
-        counts.append((engine.metrics.value("pykv:num_preemptions_total"),
-                       engine.metrics.value("vllm:num_preemptions_total")))
+        counts.append(
+            (engine.metrics.value("pykv:num_preemptions_total"), engine.metrics.value("vllm:num_preemptions_total"))
+        )
         lines += report.log_lines
         if report.preempted and preempted_at is None:
             preempted_at = report.step
@@ -262,13 +298,19 @@ def test_profiles_change_schedules_never_tokens(make_engine):
     assert all(o == first for o in outputs.values())
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"vllm_profile": "v0.7"}, "vllm_profile must be one of ('v0.6', 'v0.10', 'v0.33')"),
-    ({"vllm_profile": "v0.33", "preemption_mode": "auto"}, "vllm_profile='v0.6'"),
-    ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark is not a knob of vllm_profile='v0.10'"),
-    ({"vllm_profile": "v0.33", "swap_fallback": "abort"}, "use vllm_profile='v0.6'"),
-    ({"vllm_profile": "v0.6", "enable_prefix_caching": True, "max_num_batched_tokens": 10}, "multiple of block_size"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"vllm_profile": "v0.7"}, "vllm_profile must be one of ('v0.6', 'v0.10', 'v0.33')"),
+        ({"vllm_profile": "v0.33", "preemption_mode": "auto"}, "vllm_profile='v0.6'"),
+        ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark is not a knob of vllm_profile='v0.10'"),
+        ({"vllm_profile": "v0.33", "swap_fallback": "abort"}, "use vllm_profile='v0.6'"),
+        (
+            {"vllm_profile": "v0.6", "enable_prefix_caching": True, "max_num_batched_tokens": 10},
+            "multiple of block_size",
+        ),
+    ],
+)
 def test_a_knob_or_mode_a_profile_lacks_is_one_line_naming_the_profile(changes, message):
     from pykv import EngineConfig
 
@@ -295,8 +337,9 @@ PROFILE_CONFIGS = {  # every scheduling order pykv has, and swap
 }
 
 
-@pytest.mark.parametrize("preset, pool", [("burst", 24), ("shared_prefix", 24), ("long_context", 32), ("storm", 24),
-                                          ("spread", 24)])
+@pytest.mark.parametrize(
+    "preset, pool", [("burst", 24), ("shared_prefix", 24), ("long_context", 32), ("storm", 24), ("spread", 24)]
+)
 def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, random_llama_path, preset, pool):
     """Profiles change schedules, never greedy tokens: each preset, on a pool that preempts, under every order."""
     from pykv import EngineConfig
@@ -305,8 +348,13 @@ def test_every_preset_gives_the_same_tokens_under_every_profile(random_llama, ra
 
     tokens, preemptions = {}, {}
     for name, changes in PROFILE_CONFIGS.items():
-        config = EngineConfig(model=str(random_llama_path), num_gpu_blocks=pool, max_num_seqs=6,
-                              enable_prefix_caching=preset == "shared_prefix", **changes)
+        config = EngineConfig(
+            model=str(random_llama_path),
+            num_gpu_blocks=pool,
+            max_num_seqs=6,
+            enable_prefix_caching=preset == "shared_prefix",
+            **changes,
+        )
         run = run_to_completion(config, make_workload(preset, seed=1), random_llama)
         assert run.done, name
         tokens[name] = {o.request_id: o.output_token_ids for o in run.outputs}
@@ -321,8 +369,10 @@ def test_v033_models_the_synchronous_scheduler_and_says_so():
     Scheduler in every profile, and says so where v0.33 is described."""
     assert PROFILES["v0.33"].async_scheduling_default and not PROFILES["v0.10"].async_scheduling_default
     assert "synchronous scheduler" in PROFILES["v0.33"].summary
-    assert "async_scheduling: bool | None = None" in \
-        (require_vllm_source("0.33.0") / "vllm/config/scheduler.py").read_text()
+    assert (
+        "async_scheduling: bool | None = None"
+        in (require_vllm_source("0.33.0") / "vllm/config/scheduler.py").read_text()
+    )
     assert "async_scheduling: bool = False" in (require_vllm_source("0.10.2") / "vllm/config/scheduler.py").read_text()
 
 
@@ -332,8 +382,13 @@ def test_v010_starts_with_a_max_model_len_over_an_overridden_pool(make_engine):
     start; the request that outgrows the pool is preempted again and again (pykv's livelock guard ends it). V0 and
     0.33.0 check the override (worker/worker.py raise_if_cache_size_invalid; v1/core/kv_cache_planning.py
     get_kv_cache_configs), and refuse."""
-    engine = make_engine(block_size=4, num_gpu_blocks=usable(4, "v0.10"), max_model_len=64, vllm_profile="v0.10",
-                         max_num_batched_tokens=8)
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=usable(4, "v0.10"),
+        max_model_len=64,
+        vllm_profile="v0.10",
+        max_num_batched_tokens=8,
+    )
     assert engine.max_model_len == 64 and "vLLM 0.10.2 starts anyway" in engine.startup_lines[-1]
     rid = engine.add_request(list(range(1, 15)), params(8))
     for _ in range(400):

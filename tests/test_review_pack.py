@@ -45,8 +45,14 @@ SECTIONS = ["config", "workload", "timeline", "grids", "bill", "requests", "mode
 @pytest.fixture(scope="module")
 def record(random_llama, random_llama_path):
     """A v0.6 swap run of a small storm on the random checkpoint, to its end (about 50 steps), with preemptions."""
-    config = lab_config(model=str(random_llama_path), vllm_profile="v0.6", num_gpu_blocks=24, block_size=8,
-                        preemption_mode="swap", num_cpu_blocks=48)
+    config = lab_config(
+        model=str(random_llama_path),
+        vllm_profile="v0.6",
+        num_gpu_blocks=24,
+        block_size=8,
+        preemption_mode="swap",
+        num_cpu_blocks=48,
+    )
     lab = Lab(config, random_llama, workload=make_workload("storm", n=4, max_tokens=24))
     lab.goto(60)
     assert lab.view.preemptions, "the fixture must preempt"
@@ -77,8 +83,15 @@ class Tags(HTMLParser):
 def test_the_page_has_every_section_and_figure(html, pack):
     for sid in SECTIONS:
         assert f'<section id="{sid}">' in html and f'href="#{sid}"' in html
-    for words in ("vllm serve", "LLM(", "pykv only, no vLLM flag", "Preemption bill", "TPOT ms",
-                  "# TYPE vllm:num_preemptions_total counter", "[step 1"):
+    for words in (
+        "vllm serve",
+        "LLM(",
+        "pykv only, no vLLM flag",
+        "Preemption bill",
+        "TPOT ms",
+        "# TYPE vllm:num_preemptions_total counter",
+        "[step 1",
+    ):
         assert words in html, words
     figures = pack.figures()
     assert [f.name for f in figures][0] == "timeline" and any(f.name.startswith("grid-step-") for f in figures)
@@ -162,8 +175,16 @@ def test_the_zip_holds_the_page_every_figure_the_csvs_and_the_snapshot(pack, rec
     names = z.namelist()
     figures = [f"figures/{f.name}.{ext}" for f in pack.figures() for ext in ("svg", "png")]
     snapshot = next(n for n in names if n.startswith("snapshot_step_"))
-    files = ["README.txt", "review.html", "requests.csv", "preemptions.csv", "modelled_requests.csv",
-             "modelled_preemptions.csv", snapshot, "workload.json"]
+    files = [
+        "README.txt",
+        "review.html",
+        "requests.csv",
+        "preemptions.csv",
+        "modelled_requests.csv",
+        "modelled_preemptions.csv",
+        snapshot,
+        "workload.json",
+    ]
     assert names == files + figures
     assert Workload.from_json(z.read("workload.json").decode()) == record.workload  # runs again with --workload
     assert Snapshot.from_json(z.read(snapshot).decode()) == record.last
@@ -204,9 +225,15 @@ def test_the_run_pack_prices_the_run_on_its_target_and_says_it_is_modelled(pack,
     title = figures[0].figure.layout.title
     assert "modelled" in title.text and label in title.text and "Modelled, not measured" in title.subtitle.text
     text = visible_text(section_html(html, "modelled"))
-    for words in ("Modelled, not measured, on H100-SXM + Llama-3.1-8B", "Clock (modelled H100-SXM + Llama-3.1-8B)",
-                  "Preemption bill (modelled H100-SXM + Llama-3.1-8B)", "bill ms (modelled H100-SXM + Llama-3.1-8B)",
-                  "TTFT ms (modelled H100-SXM + Llama-3.1-8B)", "NVIDIA H100", "How the modelled figures are computed"):
+    for words in (
+        "Modelled, not measured, on H100-SXM + Llama-3.1-8B",
+        "Clock (modelled H100-SXM + Llama-3.1-8B)",
+        "Preemption bill (modelled H100-SXM + Llama-3.1-8B)",
+        "bill ms (modelled H100-SXM + Llama-3.1-8B)",
+        "TTFT ms (modelled H100-SXM + Llama-3.1-8B)",
+        "NVIDIA H100",
+        "How the modelled figures are computed",
+    ):
         assert words in text, words
     requests = visible_text(section_html(html, "requests"))
     assert "modelled" not in requests.replace("modelled PCIe", "")  # the measured tables stay measured
@@ -243,16 +270,32 @@ def test_lesson_narration_is_escaped_and_links_stay_text():
     out = markdown_html("A **bold** `<b>` move, *see* [docs](https://example.com)\n\n- one\n- two\n\n```\nx < 1\n```")
     assert "<strong>bold</strong>" in out and "<code>&lt;b&gt;</code>" in out and "<em>see</em>" in out
     assert "<ul><li>one</li><li>two</li></ul>" in out and "<pre>x &lt; 1</pre>" in out
-    assert "<a " not in out and 'href' not in out
+    assert "<a " not in out and "href" not in out
 
 
 # ---- the CLI -------------------------------------------------------------------------------------------
 
 
-def cli_args(model: Path, out: Path, *extra: str, workload: tuple[str, ...] = ("storm", "--num-requests", "3",
-                                                                             "--max-tokens", "8")) -> list[str]:
-    return ["report", "--model", str(model), "--workload", *workload, "--num-gpu-blocks", "24", "--block-size", "8",
-            "--out", str(out), *extra]
+def cli_args(
+    model: Path,
+    out: Path,
+    *extra: str,
+    workload: tuple[str, ...] = ("storm", "--num-requests", "3", "--max-tokens", "8"),
+) -> list[str]:
+    return [
+        "report",
+        "--model",
+        str(model),
+        "--workload",
+        *workload,
+        "--num-gpu-blocks",
+        "24",
+        "--block-size",
+        "8",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def one_error(capsys) -> str:
@@ -279,8 +322,7 @@ def test_cli_max_steps_writes_the_steps_run_and_says_the_run_was_cut(random_llam
     assert len(warnings) == 1 and "--max-steps 3" in warnings[0]
 
 
-def test_cli_zip_without_static_export_is_one_line_and_writes_nothing(random_llama_path, tmp_path, capsys,
-                                                                       monkeypatch):
+def test_cli_zip_without_static_export_is_one_line_and_writes_nothing(random_llama_path, tmp_path, capsys, monkeypatch):
     def unavailable(*args, **kwargs):
         raise ExportUnavailable("SVG/PNG export: the browser did not start")
 
@@ -294,6 +336,7 @@ def test_cli_zip_without_static_export_is_one_line_and_writes_nothing(random_lla
 
 def test_the_zip_without_static_export_still_builds_with_the_note(random_llama, random_llama_path, monkeypatch):
     """The app's button still offers the zip (page, CSVs, snapshot) and says in it why the images are missing."""
+
     def unavailable(*args, **kwargs):
         raise ExportUnavailable("SVG/PNG export: the browser did not start")
 
@@ -321,8 +364,11 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(random_llama_path, tmp_pat
     for workload, extra, words in cases:
         assert main(cli_args(random_llama_path, out, *extra, workload=workload)) == 2, extra
         assert words in one_error(capsys), extra
-    for bad_out, words in ((tmp_path / "missing" / "r.html", "does not exist"), (tmp_path, "is a folder"),
-                           (tmp_path / "r.txt", "name an .html file")):
+    for bad_out, words in (
+        (tmp_path / "missing" / "r.html", "does not exist"),
+        (tmp_path, "is a folder"),
+        (tmp_path / "r.txt", "name an .html file"),
+    ):
         assert main(cli_args(random_llama_path, bad_out)) == 2
         assert words in one_error(capsys)
     assert not list(out.parent.iterdir()) and not (tmp_path / "r.txt").exists()
@@ -352,8 +398,7 @@ def test_cli_failure_while_writing_leaves_no_file(random_llama_path, tmp_path, c
     assert not list(tmp_path.iterdir())  # the temporary file went too
 
 
-def test_cli_keeps_the_engines_log_lines_off_the_terminal_and_in_the_pack(random_llama_path, tmp_path,
-                                                                          caplog):
+def test_cli_keeps_the_engines_log_lines_off_the_terminal_and_in_the_pack(random_llama_path, tmp_path, caplog):
     out = tmp_path / "review.html"
     caplog.set_level(logging.INFO)
     assert main(cli_args(random_llama_path, out, "--log-stats-interval", "2")) == 0

@@ -26,14 +26,26 @@ NOT_IN_RELEASE = {p: {k.name for k in knobs() if k.vllm.missing_in(p)} for p in 
 PYKV_ONLY = {k.name for k in knobs() if k.vllm.pykv_only}
 
 
-@pytest.mark.parametrize("profile, has, lacks", [
-    ("v0.6", ["--swap-space", "--preemption-mode swap", "--device cuda", "--num-gpu-blocks-override 24"],
-     ["--watermark", "--no-enable-prefix-caching", "--device cpu", "async-scheduling"]),
-    ("v0.10", ["--num-gpu-blocks-override 24", "--no-enable-prefix-caching", "--enable-chunked-prefill"],
-     ["--swap-space", "--preemption-mode", "--watermark", "--device", "async-scheduling"]),
-    ("v0.33", ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8", "--no-async-scheduling"],
-     ["--swap-space", "--preemption-mode", "--device", "--kv-offloading"]),
-])
+@pytest.mark.parametrize(
+    "profile, has, lacks",
+    [
+        (
+            "v0.6",
+            ["--swap-space", "--preemption-mode swap", "--device cuda", "--num-gpu-blocks-override 24"],
+            ["--watermark", "--no-enable-prefix-caching", "--device cpu", "async-scheduling"],
+        ),
+        (
+            "v0.10",
+            ["--num-gpu-blocks-override 24", "--no-enable-prefix-caching", "--enable-chunked-prefill"],
+            ["--swap-space", "--preemption-mode", "--watermark", "--device", "async-scheduling"],
+        ),
+        (
+            "v0.33",
+            ["--num-gpu-blocks-override 24", "--watermark 0.05", "--max-num-seqs 8", "--no-async-scheduling"],
+            ["--swap-space", "--preemption-mode", "--device", "--kv-offloading"],
+        ),
+    ],
+)
 def test_the_vllm_command_follows_the_release(profile, has, lacks):
     extra = {"preemption_mode": "swap", "num_cpu_blocks": 64} if profile == "v0.6" else {}
     extra |= {"watermark": 0.05} if profile == "v0.33" else {}

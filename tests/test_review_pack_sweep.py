@@ -15,8 +15,13 @@ from pykv.review_pack.sweep import RUN_TABLE, formatted_table
 from pykv.viz import preemption_cost_figure
 from testkit.review_packs import SCIENTIFIC, assert_fits, priced_pool_sweep, section, section_html, visible_text
 
-PAGE_CHARTS = ["sweep-runs", "sweep-recompute-tax", "sweep-preemption-cost",  # the Sweep page's, in its order
-               "sweep-modelled-throughput", "sweep-modelled-crossover"]  # (a block_size sweep adds its cost per KiB)
+PAGE_CHARTS = [
+    "sweep-runs",
+    "sweep-recompute-tax",
+    "sweep-preemption-cost",  # the Sweep page's, in its order
+    "sweep-modelled-throughput",
+    "sweep-modelled-crossover",
+]  # (a block_size sweep adds its cost per KiB)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +47,7 @@ def test_the_sweep_pack_draws_every_chart_the_sweep_page_draws(sweep_review, pri
         assert "modelled" in f.figure.layout.title.text and label in f.figure.layout.title.text, f.name
     text = visible_text(section_html(html, "modelled"))
     assert f"Modelled, not measured, on {label}" in text and "run time (modelled)" in text and "NVIDIA H100" in text
-    cover = visible_text(html[:html.index('<section id="config">')])
+    cover = visible_text(html[: html.index('<section id="config">')])
     assert re.search(rf"modelled on\s+{re.escape(label)} \(modelled, not measured\)", cover)
 
 
@@ -60,10 +65,23 @@ def test_the_sweep_packs_tables_write_numbers_as_people_do(sweep_review):
 
 
 def test_a_runs_table_never_writes_scientific_notation():
-    runs = pd.DataFrame([{"mode": "swap", "vllm_profile": "v0.6", "value": 24, "preemptions": 1234,
-                          "recomputed_tokens": 0, "swapped_bytes": 7_929_856.0, "wall_s": 1.2e-5,
-                          "tokens_per_s": 123_456.7, "recompute_s": 1e-7, "swap_s": float("nan"),
-                          "modelled_pcie_gen5_s": 4.17e-4}])
+    runs = pd.DataFrame(
+        [
+            {
+                "mode": "swap",
+                "vllm_profile": "v0.6",
+                "value": 24,
+                "preemptions": 1234,
+                "recomputed_tokens": 0,
+                "swapped_bytes": 7_929_856.0,
+                "wall_s": 1.2e-5,
+                "tokens_per_s": 123_456.7,
+                "recompute_s": 1e-7,
+                "swap_s": float("nan"),
+                "modelled_pcie_gen5_s": 4.17e-4,
+            }
+        ]
+    )
     out = formatted_table(runs, RUN_TABLE, "runs")
     cells = re.findall(r"<td[^>]*>(.*?)</td>", out)
     assert cells == ["swap", "v0.6", "24", "1,234", "0", "7.6 MiB", "0.00 s", "123,456.7", "0.0 ms", "—", "0.417 ms"]

@@ -10,8 +10,9 @@ from pykv.engine.model.row_stable_linear import ROWS_PER_TILE, RowStableLinear, 
 
 
 @torch.inference_mode()  # as the engine runs it
-@pytest.mark.parametrize("in_features, out_features, bias", [(256, 704, False), (704, 256, False),
-                                                             (96, 40, True), (256, 4096, False)])
+@pytest.mark.parametrize(
+    "in_features, out_features, bias", [(256, 704, False), (704, 256, False), (96, 40, True), (256, 4096, False)]
+)
 def test_a_row_is_bitwise_the_same_in_any_batch(in_features, out_features, bias):
     torch.manual_seed(in_features)
     layer = RowStableLinear(in_features, out_features, bias=bias)
@@ -30,4 +31,3 @@ def test_it_computes_the_linear_map():
     x, w, b = torch.randn(13, 64), torch.randn(24, 64), torch.randn(24)
     torch.testing.assert_close(row_stable_linear(x, w, b), x @ w.T + b, atol=1e-5, rtol=1e-5)
     assert row_stable_linear(x[:0], w).shape == (0, 24)
-

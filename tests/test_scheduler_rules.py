@@ -108,7 +108,8 @@ def test_abort_frees_blocks_and_reports(make_engine):
 
 def test_generate_keeps_prompt_order_and_per_prompt_params(make_engine):
     engine = make_engine(block_size=4, num_gpu_blocks=64)
-    outs = engine.generate([[1, 2, 3], [4, 5]],
-                           [SamplingParams(max_tokens=3, ignore_eos=True), SamplingParams(max_tokens=1)])
+    outs = engine.generate(
+        [[1, 2, 3], [4, 5]], [SamplingParams(max_tokens=3, ignore_eos=True), SamplingParams(max_tokens=1)]
+    )
     assert [o.prompt_token_ids for o in outs] == [[1, 2, 3], [4, 5]]
     assert [len(o.output_token_ids) for o in outs] == [3, 1]

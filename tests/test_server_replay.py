@@ -41,8 +41,14 @@ def test_a_v0_log_replays_on_v06_with_its_swap_pool_in_proportion():
 
 
 def test_a_trace_gives_lengths_arrivals_and_shared_prefix_blocks():
-    trace = mooncake([(0, 3000, 1000, [1, 2, 3]), (0, 3000, 1000, [1, 2, 4]), (5000, 3000, 1000, [7, 8, 9]),
-                      (60000, 3000, 1000, [1, 2, 5])])
+    trace = mooncake(
+        [
+            (0, 3000, 1000, [1, 2, 3]),
+            (0, 3000, 1000, [1, 2, 4]),
+            (5000, 3000, 1000, [7, 8, 9]),
+            (60000, 3000, 1000, [1, 2, 5]),
+        ]
+    )
     log = (FIXTURES / "v1_0_33_0_format.log").read_bytes()  # 60,000 KV tokens, one running request
     d = diagnose([log, trace])
     plan = plan_replay(d, VOCAB)

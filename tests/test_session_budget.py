@@ -15,7 +15,7 @@ from pykv.ui.session import budgets
 def budget(monkeypatch):
     found = budgets.SessionBudget()
     monkeypatch.setattr(budgets, "session_budget", lambda: found)
-    monkeypatch.setattr(budgets, "session_gone", lambda: (lambda: False))
+    monkeypatch.setattr(budgets, "session_gone", lambda: lambda: False)
     return found
 
 
@@ -45,6 +45,7 @@ def test_the_engine_work_itself_is_charged(budget):
 def test_a_spent_allowance_stops_the_next_action_with_a_message(budget):
     budget.charge(budgets.SESSION_COMPUTE_S)
     ran = []
-    message = budgets.run_action(SimpleNamespace(stopped_early=None), "Run to end",
-                                 lambda time_budget_s, should_stop: ran.append(1), 60.0)
+    message = budgets.run_action(
+        SimpleNamespace(stopped_early=None), "Run to end", lambda time_budget_s, should_stop: ran.append(1), 60.0
+    )
     assert not ran and message.startswith("Run to end did not run") and "engine time" in message

@@ -15,9 +15,10 @@ from pykv.viz import block_grid_figure, block_tables_figure, queues_figure, them
 from pykv.viz.spec_figure import SpecFigure
 
 
-@pytest.mark.parametrize("overrides", [dict(num_gpu_blocks=24),
-                                       dict(num_gpu_blocks=24, vllm_profile="v0.6", preemption_mode="swap",
-                                            num_cpu_blocks=32)])
+@pytest.mark.parametrize(
+    "overrides",
+    [dict(num_gpu_blocks=24), dict(num_gpu_blocks=24, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=32)],
+)
 def test_the_served_json_is_plotlys_at_every_step(random_llama, random_llama_path, overrides):
     assert theme.SpecFigure is ParityCheckedSpecFigure
     lab = Lab(EngineConfig(model=str(random_llama_path), **overrides), random_llama, "storm")

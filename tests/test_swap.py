@@ -26,10 +26,23 @@ def run_until(engine, predicate, max_steps=200):
 
 @pytest.mark.parametrize("swap_copy", ["batched", "per_block"])
 def test_cache_engine_round_trip_is_bit_identical(swap_copy):
-    cfg = ModelConfig(64, 32, 64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8, rms_norm_eps=1e-6,
-                      rope_theta=1e4, max_position_embeddings=64, tie_word_embeddings=False, attention_bias=False)
-    cache = CacheEngine(cfg, num_gpu_blocks=6, num_cpu_blocks=4, block_size=4, dtype="float32", device="cpu",
-                        swap_copy=swap_copy)
+    cfg = ModelConfig(
+        64,
+        32,
+        64,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=8,
+        rms_norm_eps=1e-6,
+        rope_theta=1e4,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+        attention_bias=False,
+    )
+    cache = CacheEngine(
+        cfg, num_gpu_blocks=6, num_cpu_blocks=4, block_size=4, dtype="float32", device="cpu", swap_copy=swap_copy
+    )
     cache.gpu_cache.copy_(torch.randn_like(cache.gpu_cache))
     original = cache.gpu_cache.clone()
     out = cache.swap_out([(5, 0), (2, 3)])
@@ -42,8 +55,9 @@ def test_cache_engine_round_trip_is_bit_identical(swap_copy):
 
 
 def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
-                         preemption_mode="swap", num_cpu_blocks=8)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=8
+    )
     crowd(engine)
     while True:
         before = engine.cache.gpu_cache.clone()
@@ -77,8 +91,9 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
 
 
 def test_full_cpu_pool_falls_back_to_recompute_and_says_so(make_engine, caplog):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
-                         preemption_mode="swap", num_cpu_blocks=0)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=0
+    )
     crowd(engine)
     with caplog.at_level("WARNING", logger="pykv"):
         report = run_until(engine, lambda r: r.preempted)
@@ -90,9 +105,15 @@ def test_full_cpu_pool_falls_back_to_recompute_and_says_so(make_engine, caplog):
 
 
 def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
-                         preemption_mode="swap", num_cpu_blocks=1,
-                         swap_fallback="abort")
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=6,
+        max_num_seqs=3,
+        vllm_profile="v0.6",
+        preemption_mode="swap",
+        num_cpu_blocks=1,
+        swap_fallback="abort",
+    )
     crowd(engine)
     report = run_until(engine, lambda r: r.preempted)
     (event,) = report.preempted
@@ -110,8 +131,9 @@ def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_eng
 
 
 def test_auto_mode_recomputes_single_sequence_requests(make_engine):
-    engine = make_engine(block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6",
-                         preemption_mode="auto", num_cpu_blocks=16)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="auto", num_cpu_blocks=16
+    )
     crowd(engine)
     report = run_until(engine, lambda r: r.preempted)
     assert report.preempted[0].mode == "recompute" and report.preempted[0].fallback is None
@@ -119,8 +141,15 @@ def test_auto_mode_recomputes_single_sequence_requests(make_engine):
 
 def test_watermark_holds_back_swap_in_while_others_run(make_engine):
     # 10 blocks, watermark 50%: a swapped request returns only if 5 blocks stay free afterwards.
-    engine = make_engine(block_size=4, num_gpu_blocks=10, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="swap",
-                         num_cpu_blocks=16, watermark=0.5)
+    engine = make_engine(
+        block_size=4,
+        num_gpu_blocks=10,
+        max_num_seqs=3,
+        vllm_profile="v0.6",
+        preemption_mode="swap",
+        num_cpu_blocks=16,
+        watermark=0.5,
+    )
     crowd(engine, n=3, prompt_len=8)
     run_until(engine, lambda r: r.preempted)
     while engine.scheduler.swapped:
@@ -142,8 +171,11 @@ def test_swap_without_a_cpu_pool_is_a_clear_error(make_engine):
 
 def test_swap_under_a_v1_profile_names_the_profile_that_has_it(make_engine):
     for profile in ("v0.10", "v0.33"):
-        with pytest.raises(ValueError, match=r"preemption_mode='swap' does not exist in vllm_profile='%s'.*"
-                                             r"vllm_profile='v0.6'" % profile):
+        with pytest.raises(
+            ValueError,
+            match=r"preemption_mode='swap' does not exist in vllm_profile='%s'.*"
+            r"vllm_profile='v0.6'" % profile,
+        ):
             make_engine(vllm_profile=profile, preemption_mode="swap", num_cpu_blocks=8)
         with pytest.raises(ValueError, match=r"num_cpu_blocks is not a knob of vllm_profile='%s'" % profile):
             make_engine(vllm_profile=profile, num_cpu_blocks=8)
@@ -157,23 +189,33 @@ def test_swap_space_in_gib_sizes_the_cpu_pool(make_engine):
 def mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks=13):
     """oracle/cases.py's v0.6/swap_mid_prefill (exact against vLLM 0.6.3.post1): four decodes, and x swapped out at
     step 3 after the first 60 tokens of its prompt; d3 ends at step 5. Yields (engine, report) per step."""
-    engine = make_engine(block_size=16, num_gpu_blocks=num_gpu_blocks, max_num_batched_tokens=64, vllm_profile="v0.6",
-                         preemption_mode="swap", num_cpu_blocks=64)
+    engine = make_engine(
+        block_size=16,
+        num_gpu_blocks=num_gpu_blocks,
+        max_num_batched_tokens=64,
+        vllm_profile="v0.6",
+        preemption_mode="swap",
+        num_cpu_blocks=64,
+    )
     for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
         engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
     while engine.has_unfinished_requests():
         if engine.step_count == 1:
-            engine.add_request(list(range(100, 100 + prompt_len)), SamplingParams(max_tokens=8, ignore_eos=True),
-                               "x")
+            engine.add_request(list(range(100, 100 + prompt_len)), SamplingParams(max_tokens=8, ignore_eos=True), "x")
         yield engine, step_checked(engine)
     assert_drained(engine)
 
 
 def swapped_mid_prefill(make_engine, prompt_len, num_gpu_blocks=13):
     """Per step of ``mid_prefill_swap_run``: (chunks as (id, start, tokens), preempted ids, swapped-in ids)."""
-    return [([(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
-             [p.request_id for p in report.preempted], [p.request_id for p in report.swapped_in])
-            for _, report in mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks)]
+    return [
+        (
+            [(c.request_id, c.start, c.num_new_tokens) for c in report.chunks],
+            [p.request_id for p in report.preempted],
+            [p.request_id for p in report.swapped_in],
+        )
+        for _, report in mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks)
+    ]
 
 
 def test_v0_never_chunks_a_swap_in(make_engine):
@@ -199,6 +241,10 @@ def test_v0_swap_in_too_big_for_the_budget_is_chunked_once_nothing_else_runs(mak
 def test_a_chunked_swap_in_is_narrated_as_pykvs(make_engine):
     from pykv.viz.narration import narrate
 
-    said = [line for engine, report in mid_prefill_swap_run(make_engine, prompt_len=190, num_gpu_blocks=17)
-            for line in narrate(engine.snapshot(report)) if "never chunks a swap-in" in line]
+    said = [
+        line
+        for engine, report in mid_prefill_swap_run(make_engine, prompt_len=190, num_gpu_blocks=17)
+        for line in narrate(engine.snapshot(report))
+        if "never chunks a swap-in" in line
+    ]
     assert len(said) == 1 and said[0].startswith("req x came back with only part")

@@ -21,8 +21,13 @@ def base(random_llama_path):
 
 
 def small_spec(base, **changes):
-    args = dict(workload="storm", workload_args={"n": 5, "max_tokens": 24}, values=(30, 40, 60),
-                modes=("recompute", "swap", "swap per-block", "recompute+prefix"), base=base)
+    args = dict(
+        workload="storm",
+        workload_args={"n": 5, "max_tokens": 24},
+        values=(30, 40, 60),
+        modes=("recompute", "swap", "swap per-block", "recompute+prefix"),
+        base=base,
+    )
     return SweepSpec(**(args | changes))
 
 
@@ -61,8 +66,9 @@ def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llam
 
 
 def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random_llama):
-    spec = SweepSpec(axis="max_num_seqs", values=tuple(range(1, 9)),
-                     base=base.replace(block_size=16, num_gpu_blocks=40))
+    spec = SweepSpec(
+        axis="max_num_seqs", values=tuple(range(1, 9)), base=base.replace(block_size=16, num_gpu_blocks=40)
+    )
     shape = storm_shape(spec, random_llama)
     runs = run_sweep(spec, loaded=random_llama).runs
     for _, by_mode in runs.groupby("mode"):
@@ -83,8 +89,12 @@ def test_the_shipped_models_storm_band():
 
 
 def test_block_size_axis_keeps_pool_capacity(base, random_llama):
-    spec = small_spec(base.replace(num_gpu_blocks=16, block_size=8), axis="block_size", values=(2, 4, 8),
-                      modes=("swap", "swap per-block"))
+    spec = small_spec(
+        base.replace(num_gpu_blocks=16, block_size=8),
+        axis="block_size",
+        values=(2, 4, 8),
+        modes=("swap", "swap per-block"),
+    )
     runs = run_sweep(spec, loaded=random_llama).runs
     assert set(runs["num_gpu_blocks"] * runs["block_size"]) == {128}
     per_block = runs[runs["mode"] == "swap per-block"]
@@ -102,8 +112,12 @@ def test_runs_and_preemptions_round_trip_through_csv(base, random_llama):
 
 def test_cancel_stops_between_runs(base, random_llama):
     calls = []
-    result = run_sweep(small_spec(base), loaded=random_llama, on_progress=lambda i, n, row: calls.append(i),
-                       should_cancel=lambda: len(calls) >= 2)
+    result = run_sweep(
+        small_spec(base),
+        loaded=random_llama,
+        on_progress=lambda i, n, row: calls.append(i),
+        should_cancel=lambda: len(calls) >= 2,
+    )
     assert result.cancelled and len(result.runs) == 2
 
 
@@ -121,8 +135,28 @@ def test_bad_sweeps_are_messages(base):
 
 def test_cli_sweep_writes_csv(random_llama_path, tmp_path, capsys):
     out = tmp_path / "r.csv"
-    assert main(["sweep", "--model", str(random_llama_path), "--block-size", "4", "--pool-sizes", "30,60",
-                 "--modes", "recompute,swap", "--num-requests", "4", "--max-tokens", "16", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--model",
+                str(random_llama_path),
+                "--block-size",
+                "4",
+                "--pool-sizes",
+                "30,60",
+                "--modes",
+                "recompute,swap",
+                "--num-requests",
+                "4",
+                "--max-tokens",
+                "16",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "num_gpu_blocks" in text and "modelled" in text
     assert len(pd.read_csv(out)) == 4
@@ -131,8 +165,12 @@ def test_cli_sweep_writes_csv(random_llama_path, tmp_path, capsys):
 def test_offload_mode_and_victim_policies_sweep_the_recompute_tax(base, random_llama):
     spec = small_spec(base, values=(30,), modes=("recompute", "recompute+offload"), policies=("last", "lcf"))
     runs = run_sweep(spec, loaded=random_llama).runs.set_index("mode")
-    assert list(runs.index) == ["recompute · last", "recompute · lcf", "recompute+offload · last",
-                                "recompute+offload · lcf"]
+    assert list(runs.index) == [
+        "recompute · last",
+        "recompute · lcf",
+        "recompute+offload · last",
+        "recompute+offload · lcf",
+    ]
     assert (runs.loc["recompute+offload · last", ["vllm_profile", "preemption_victim"]] == ["v0.33", "last"]).all()
     assert runs.loc["recompute · last", "recompute_tax"] > 0 and runs.loc["recompute · last", "loaded_tokens"] == 0
     assert runs.loc["recompute+offload · last", "loaded_tokens"] > 0

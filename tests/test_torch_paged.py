@@ -22,9 +22,17 @@ def check(got: torch.Tensor, want: torch.Tensor) -> None:
     torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)
 
 
-@pytest.mark.parametrize("group, block_size, dtype", [(1, 16, torch.float32), (2, 1, torch.float32),
-                                                      (4, 16, torch.float32), (4, 15, torch.float32),
-                                                      (4, 17, torch.bfloat16), (2, 5, torch.float16)])
+@pytest.mark.parametrize(
+    "group, block_size, dtype",
+    [
+        (1, 16, torch.float32),
+        (2, 1, torch.float32),
+        (4, 16, torch.float32),
+        (4, 15, torch.float32),
+        (4, 17, torch.bfloat16),
+        (2, 5, torch.float16),
+    ],
+)
 def test_decode_and_mixed_prefill_match_the_references(group, block_size, dtype):
     """Random permuted tables, NaN beyond every seq_len, lengths on both sides of KEY_TILE boundaries."""
     rng = random.Random(block_size * group)
@@ -86,8 +94,9 @@ def step(requests, chunks, rng):
     if all(n == 1 for _, n in chunks):
         out = torch_paged.paged_decode_attention(query, k_cache, v_cache, tables, torch.tensor(ends).int(), scale)
     else:
-        out = torch_paged.paged_prefill_attention(query, k_cache, v_cache, tables, torch.tensor(ends).int(), starts,
-                                                  scale)
+        out = torch_paged.paged_prefill_attention(
+            query, k_cache, v_cache, tables, torch.tensor(ends).int(), starts, scale
+        )
     return [out[starts[i] : starts[i + 1]] for i in range(len(chunks))]
 
 

@@ -28,11 +28,13 @@ def run_workload(engine) -> dict:
         t0 = time.perf_counter()
         report = engine.step()
         forward_s.append((report.forward_time_s, time.perf_counter() - t0))
-        steps.append((
-            list(report.scheduled),
-            [(p.request_id, p.mode) for p in report.preempted],
-            [getattr(c, "num_cached_tokens", 0) for c in report.chunks],
-        ))
+        steps.append(
+            (
+                list(report.scheduled),
+                [(p.request_id, p.mode) for p in report.preempted],
+                [getattr(c, "num_cached_tokens", 0) for c in report.chunks],
+            )
+        )
         for out in report.finished:
             outputs[out.request_id] = list(out.output_token_ids)
         assert len(steps) < 200, "the workload did not drain"
@@ -71,8 +73,9 @@ def test_triton_backend_matches_torch_on_the_shipped_model():
     path = default_model_path()
     loaded = load_model(str(path))
     cfg = dict(model=str(path), block_size=4, num_gpu_blocks=10, max_num_seqs=3, enable_prefix_caching=True)
-    runs = [run_workload(LLMEngine(EngineConfig(attention_backend=b, **cfg), loaded=loaded))
-            for b in ("torch", "triton")]
+    runs = [
+        run_workload(LLMEngine(EngineConfig(attention_backend=b, **cfg), loaded=loaded)) for b in ("torch", "triton")
+    ]
     assert any(pre for _, pre, _ in runs[0]["steps"]) and any(any(h) for _, _, h in runs[0]["steps"])
     assert runs[1]["outputs"] == runs[0]["outputs"]
 
@@ -156,8 +159,9 @@ def test_a_recorded_step_keeps_the_first_layers_launches_only(make_engine, monke
         assert made == list(launches)
 
 
-def test_auto_runs_the_kernels_on_the_first_layer_only_and_triton_on_every_layer(random_llama, random_llama_path,
-                                                                                   monkeypatch):
+def test_auto_runs_the_kernels_on_the_first_layer_only_and_triton_on_every_layer(
+    random_llama, random_llama_path, monkeypatch
+):
     """Count the interpreted KV stores a step makes: one (layer 0) on a stepwise "auto" engine, one per layer on
     "triton"; the tokens are the torch backend's either way."""
     from pykv import EngineConfig, LLMEngine
@@ -169,8 +173,9 @@ def test_auto_runs_the_kernels_on_the_first_layer_only_and_triton_on_every_layer
     monkeypatch.setenv(STEPWISE_CPU_ENV, "triton")
     tokens = {}
     for name, stepwise in (("auto", True), ("triton", False), ("torch", False)):
-        cfg = EngineConfig(model=str(random_llama_path), attention_backend=name, block_size=4, num_gpu_blocks=16,
-                           max_num_seqs=2)
+        cfg = EngineConfig(
+            model=str(random_llama_path), attention_backend=name, block_size=4, num_gpu_blocks=16, max_num_seqs=2
+        )
         engine = LLMEngine(cfg, loaded=random_llama, stepwise=stepwise)
         layers = engine.runner.loaded.config.num_layers
         assert layers > 1  # else "auto" and "triton" would launch alike

@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_fresh(code: str, timeout: int = 60) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.split()
 

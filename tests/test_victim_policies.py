@@ -59,12 +59,17 @@ def test_lcf_ties_are_said_as_they_are_broken():
 
 def storm_run(make_engine, policy: str, vllm_profile: str = "v0.33"):
     """Six requests of different lengths and priorities arriving together in a pool that cannot hold them all."""
-    engine = make_engine(vllm_profile=vllm_profile, block_size=4, num_gpu_blocks=24, max_num_batched_tokens=64,
-                         preemption_victim=policy)
+    engine = make_engine(
+        vllm_profile=vllm_profile, block_size=4, num_gpu_blocks=24, max_num_batched_tokens=64, preemption_victim=policy
+    )
     lengths = [6, 30, 10, 22, 14, 3]
     for i, n in enumerate(lengths):
-        engine.add_request(list(range(5 + i, 5 + i + n)), SamplingParams(max_tokens=24, ignore_eos=True),
-                           request_id=f"r{i}", priority=i % 3)
+        engine.add_request(
+            list(range(5 + i, 5 + i + n)),
+            SamplingParams(max_tokens=24, ignore_eos=True),
+            request_id=f"r{i}",
+            priority=i % 3,
+        )
     victims, whys = [], []
     while engine.has_unfinished_requests():
         report = step_checked(engine)
@@ -135,8 +140,9 @@ def test_a_victim_scheduled_earlier_in_the_step_is_taken_back_and_leaves_no_hash
         self.chunks = Chunks(self.chunks)
 
     monkeypatch.setattr(scheduler.SchedulerOutput, "__init__", counting_init)
-    engine = make_engine(block_size=4, num_gpu_blocks=8, max_num_batched_tokens=64, preemption_victim="lcf",
-                         enable_prefix_caching=True)
+    engine = make_engine(
+        block_size=4, num_gpu_blocks=8, max_num_batched_tokens=64, preemption_victim="lcf", enable_prefix_caching=True
+    )
     for i, n in enumerate([6, 3, 13]):
         engine.add_request(list(range(1 + i, 1 + i + n)), SamplingParams(max_tokens=12, ignore_eos=True), f"q{i}")
     while engine.has_unfinished_requests():
@@ -179,5 +185,6 @@ def test_sglang_policy_writes_sglangs_retract_line(make_engine):
     while engine.has_unfinished_requests():
         lines += engine.step().log_lines
     retract = [line for line in lines if "Retract requests" in line]
-    assert retract and retract[0].startswith("[SGLang's log line] KV cache pool is full. Retract requests. "
-                                             "#retracted_reqs: 1, #new_tokens_gained: ")
+    assert retract and retract[0].startswith(
+        "[SGLang's log line] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: "
+    )

@@ -20,31 +20,43 @@ def block(i, pool="gpu", ref=0, owners=(), logical=(), hash_=None, filled=0):
 
 
 def request(rid, status="running", table=(), pool="gpu", preemptions=0):
-    return RequestView(rid, status, 20, 3, 22, [5, 6, 7], list(table), pool if table else None, preemptions, 0, 0.0, 0,
-                       0.0, None, "x")
+    return RequestView(
+        rid, status, 20, 3, 22, [5, 6, 7], list(table), pool if table else None, preemptions, 0, 0.0, 0, 0.0, None, "x"
+    )
 
 
 def snapshot(blocks, requests, queues=None, preemptions=(), step=3) -> Snapshot:
-    queues = queues or {"waiting": [], "running": [r.request_id for r in requests if r.status == "running"],
-                        "swapped": []}
+    queues = queues or {
+        "waiting": [],
+        "running": [r.request_id for r in requests if r.status == "running"],
+        "swapped": [],
+    }
     return Snapshot(step, "cpu", 16, 8192, queues, blocks, requests, list(preemptions), {}, None)
 
 
 @pytest.fixture
 def snap() -> Snapshot:
     # 8 device blocks: 0,1 owned by req 0; 2 shared by req 0 and req 1 (ref 2); 3 cached; 4..7 free.
-    blocks = [
-        block(0, ref=1, owners=["0"], logical=[0], hash_="aa" * 8, filled=16),
-        block(1, ref=1, owners=["0"], logical=[1], filled=5),
-        block(2, ref=2, owners=["0", "1"], logical=[2, 0], hash_="bb" * 8, filled=16),
-        block(3, hash_="cc" * 8, filled=16),
-    ] + [block(i) for i in range(4, 8)] + [block(0, pool="cpu", ref=1, owners=["2"], logical=[0], filled=16),
-                                           block(1, pool="cpu")]
-    reqs = [request("0", table=[0, 1, 2]), request("1", table=[2]), request("2", "swapped", [0], "cpu", 1),
-            request("3", "finished_length")]
+    blocks = (
+        [
+            block(0, ref=1, owners=["0"], logical=[0], hash_="aa" * 8, filled=16),
+            block(1, ref=1, owners=["0"], logical=[1], filled=5),
+            block(2, ref=2, owners=["0", "1"], logical=[2, 0], hash_="bb" * 8, filled=16),
+            block(3, hash_="cc" * 8, filled=16),
+        ]
+        + [block(i) for i in range(4, 8)]
+        + [block(0, pool="cpu", ref=1, owners=["2"], logical=[0], filled=16), block(1, pool="cpu")]
+    )
+    reqs = [
+        request("0", table=[0, 1, 2]),
+        request("1", table=[2]),
+        request("2", "swapped", [0], "cpu", 1),
+        request("3", "finished_length"),
+    ]
     queues = {"waiting": [], "running": ["0", "1"], "swapped": ["2"]}
-    pre = [PreemptionView(step=2, request_id="2", mode="swap", num_blocks=1, num_tokens=16, num_bytes=8192,
-                          device="cpu")]
+    pre = [
+        PreemptionView(step=2, request_id="2", mode="swap", num_blocks=1, num_tokens=16, num_bytes=8192, device="cpu")
+    ]
     return snapshot(blocks, reqs, queues, pre)
 
 
@@ -122,7 +134,7 @@ def test_changed_cells_are_outlined(snap):
 
 def test_legend_lists_owners_and_block_states(snap):
     legend = block_grid_figure(snap, "gpu").layout.annotations[0].text
-    assert legend.index("req 0") < legend.index("req 1") and f'color:{request_color("1")}' in legend
+    assert legend.index("req 0") < legend.index("req 1") and f"color:{request_color('1')}" in legend
     for entry in ("free", "cached (ref 0, hash kept)", "changed this step"):
         assert entry in legend
     assert not block_grid_figure(snap, "cpu", legend=False).layout.annotations
@@ -130,8 +142,10 @@ def test_legend_lists_owners_and_block_states(snap):
 
 def test_a_legend_wraps_to_the_width_the_grid_is_drawn_at():
     owners = [str(i) for i in range(12)]
-    s = snapshot([block(i, ref=1, owners=[o], logical=[0]) for i, o in enumerate(owners)],
-                 [request(o, table=[i]) for i, o in enumerate(owners)])
+    s = snapshot(
+        [block(i, ref=1, owners=[o], logical=[0]) for i, o in enumerate(owners)],
+        [request(o, table=[i]) for i, o in enumerate(owners)],
+    )
     six = block_grid_figure(s, "gpu")  # the app's: six entries a line
     assert [line.count("</span>") for line in six.layout.annotations[0].text.split("<br>")] == [6, 6, 3]
     narrow = block_grid_figure(s, "gpu", width=345)  # a review pack's small multiple
@@ -195,8 +209,11 @@ def test_queue_chips_never_overlap_each_other_or_the_lane_labels():
 
 def test_every_figure_uses_the_project_template_in_both_themes(snap):
     for dark in (False, True):
-        for fig in (block_grid_figure(snap, dark=dark), block_tables_figure(snap, dark=dark),
-                    queues_figure(snap, dark=dark)):
+        for fig in (
+            block_grid_figure(snap, dark=dark),
+            block_tables_figure(snap, dark=dark),
+            queues_figure(snap, dark=dark),
+        ):
             assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
             assert fig.layout.template.layout.font.color == (DARK if dark else LIGHT)["font"]
 
@@ -235,8 +252,11 @@ def test_a_figure_the_app_serves_unvalidated_is_the_figure_the_tests_validate(sn
 
     def drawn(validate: str) -> list[dict]:
         monkeypatch.setenv("PYKV_VALIDATE_FIGURES", validate)
-        figures = (block_grid_figure(snap, "gpu", dark=dark), block_tables_figure(snap, dark=dark),
-                   queues_figure(snap, dark=dark))
+        figures = (
+            block_grid_figure(snap, "gpu", dark=dark),
+            block_tables_figure(snap, dark=dark),
+            queues_figure(snap, dark=dark),
+        )
         return [pruned(json.loads(pio.to_json(f, validate=False))) for f in figures]
 
     assert drawn("0") == drawn("1")

@@ -12,8 +12,16 @@ def test_walk_numbers_the_blocks_in_order_and_draws_tiles_prefix_and_diagonal(ma
     report = engine.step()
     snap = engine.snapshot(report)
     table = next(r.block_table for r in snap.requests if r.request_id == rid)
-    walk = KernelWalk(title="prefill · req 0 · KV head 0", request_id=rid, blocks=tuple(table), block_size=4,
-                      key_start=0, key_stop=11, causal_from=5, tiles=(Tile(0, 8, 8), Tile(8, 11, 8)))
+    walk = KernelWalk(
+        title="prefill · req 0 · KV head 0",
+        request_id=rid,
+        blocks=tuple(table),
+        block_size=4,
+        key_start=0,
+        key_stop=11,
+        causal_from=5,
+        tiles=(Tile(0, 8, 8), Tile(8, 11, 8)),
+    )
     fig = kernel_walk_figure(snap, walk)
     grid = fig.data[0]
     numbered = {(x, y): t for x, y, t in zip(grid.x, grid.y, grid.text) if t}

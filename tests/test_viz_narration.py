@@ -16,19 +16,41 @@ ZEROS = dict.fromkeys(exported_samples(PROFILES["v0.33"]), 0.0)  # every sample 
 
 
 def snap_with(report, metrics=None, preemptions=()) -> Snapshot:
-    return Snapshot(7, "cpu", 16, 16384, {"waiting": [], "running": [], "swapped": []}, [], [], list(preemptions),
-                    ZEROS | (metrics or {}), None if report is None else StepReport(**report))
+    return Snapshot(
+        7,
+        "cpu",
+        16,
+        16384,
+        {"waiting": [], "running": [], "swapped": []},
+        [],
+        [],
+        list(preemptions),
+        ZEROS | (metrics or {}),
+        None if report is None else StepReport(**report),
+    )
 
 
 def report(**kw):
-    base = dict(step=7, scheduled=[], chunks=[], preempted=[], swapped_in=[], finished=[], num_batched_tokens=0,
-                forward_time_s=0.001, step_time_s=0.002, device="cpu", log_lines=[])
+    base = dict(
+        step=7,
+        scheduled=[],
+        chunks=[],
+        preempted=[],
+        swapped_in=[],
+        finished=[],
+        num_batched_tokens=0,
+        forward_time_s=0.001,
+        step_time_s=0.002,
+        device="cpu",
+        log_lines=[],
+    )
     return base | kw
 
 
 def cost(rid, mode, **kw) -> PreemptionView:
-    return PreemptionView(**dict(step=7, request_id=rid, mode=mode, num_blocks=5, num_tokens=80, num_bytes=5 * 16384,
-                                 device="cpu") | kw)
+    return PreemptionView(
+        **dict(step=7, request_id=rid, mode=mode, num_blocks=5, num_tokens=80, num_bytes=5 * 16384, device="cpu") | kw
+    )
 
 
 def test_step_zero_says_nothing_ran():
@@ -36,10 +58,16 @@ def test_step_zero_says_nothing_ran():
 
 
 def test_recompute_and_swap_preemptions_are_narrated_with_measured_costs():
-    lines = narrate(snap_with(report(preempted=[
-        cost("3", "recompute"),
-        cost("2", "swap", num_blocks=4, num_bytes=65536, swap_out_s=0.00012, modelled_pcie_out_s=0.00005),
-    ])))
+    lines = narrate(
+        snap_with(
+            report(
+                preempted=[
+                    cost("3", "recompute"),
+                    cost("2", "swap", num_blocks=4, num_bytes=65536, swap_out_s=0.00012, modelled_pcie_out_s=0.00005),
+                ]
+            )
+        )
+    )
     assert "req 3 preempted by recompute: 5 blocks freed, 80 tokens to recompute." in lines
     swap = next(line for line in lines if line.startswith("req 2"))
     assert "swapped out: 4 blocks, 64 KiB copied, 0.12 ms measured on cpu" in swap
@@ -47,16 +75,32 @@ def test_recompute_and_swap_preemptions_are_narrated_with_measured_costs():
 
 
 def test_fallback_abort_swap_in_prefix_hit_and_finish():
-    lines = narrate(snap_with(report(
-        chunks=[ScheduledChunk(request_id="5", start=48, num_new_tokens=10, is_prefill=True, num_cached_tokens=48),
-                ScheduledChunk(request_id="1", start=30, num_new_tokens=1, is_prefill=False, num_cached_tokens=0)],
-        num_batched_tokens=11,
-        preempted=[cost("4", "recompute", fallback="recompute", reason="CPU pool full"),
-                   cost("6", "abort", reason="too big")],
-        swapped_in=[cost("2", "swap", swap_in_s=0.0002)],
-        finished=[RequestOutput(request_id="1", prompt_token_ids=[7], output_token_ids=[1, 2, 3], text="abc",
-                                finish_reason="length", num_preemptions=2)],
-    )))
+    lines = narrate(
+        snap_with(
+            report(
+                chunks=[
+                    ScheduledChunk(request_id="5", start=48, num_new_tokens=10, is_prefill=True, num_cached_tokens=48),
+                    ScheduledChunk(request_id="1", start=30, num_new_tokens=1, is_prefill=False, num_cached_tokens=0),
+                ],
+                num_batched_tokens=11,
+                preempted=[
+                    cost("4", "recompute", fallback="recompute", reason="CPU pool full"),
+                    cost("6", "abort", reason="too big"),
+                ],
+                swapped_in=[cost("2", "swap", swap_in_s=0.0002)],
+                finished=[
+                    RequestOutput(
+                        request_id="1",
+                        prompt_token_ids=[7],
+                        output_token_ids=[1, 2, 3],
+                        text="abc",
+                        finish_reason="length",
+                        num_preemptions=2,
+                    )
+                ],
+            )
+        )
+    )
     text = "\n".join(lines)
     assert "2 requests: 1 prefill chunk and 1 decode, 11 tokens" in lines[0] and "measured on cpu" in lines[0]
     assert "reusing 48 cached prompt tokens (3 blocks) from the prefix cache" in text
@@ -66,15 +110,35 @@ def test_fallback_abort_swap_in_prefix_hit_and_finish():
 
 
 def test_metrics_strip_names_the_device():
-    strip = dict((label, value) for label, value, _ in metrics_strip(snap_with(
-        report(num_batched_tokens=100, step_time_s=0.01),
-        {"vllm:kv_cache_usage_perc": 0.5, "pykv:num_preemptions_total": 3.0, "vllm:num_preemptions_total": 2.0,
-         "pykv:recomputed_tokens_total": 80.0, "pykv:swapped_out_bytes_total": 2048.0, "pykv:recompute_tax": 0.25})))
-    assert strip == {"KV usage": "50%", "Preemptions": "3", "Recomputed tokens": "80 · tax 25%", "Swapped out": "2 KiB",
-                     "Tokens/s (cpu)": "10,000", "Step time (cpu)": "10.00 ms"}
+    strip = dict(
+        (label, value)
+        for label, value, _ in metrics_strip(
+            snap_with(
+                report(num_batched_tokens=100, step_time_s=0.01),
+                {
+                    "vllm:kv_cache_usage_perc": 0.5,
+                    "pykv:num_preemptions_total": 3.0,
+                    "vllm:num_preemptions_total": 2.0,
+                    "pykv:recomputed_tokens_total": 80.0,
+                    "pykv:swapped_out_bytes_total": 2048.0,
+                    "pykv:recompute_tax": 0.25,
+                },
+            )
+        )
+    )
+    assert strip == {
+        "KV usage": "50%",
+        "Preemptions": "3",
+        "Recomputed tokens": "80 · tax 25%",
+        "Swapped out": "2 KiB",
+        "Tokens/s (cpu)": "10,000",
+        "Step time (cpu)": "10.00 ms",
+    }
     helps = {label: text for label, _, text in metrics_strip(snap_with(report(), {"vllm:num_preemptions_total": 2.0}))}
-    assert "vllm:num_preemptions_total reads 2 (V1 counts a preemption on the request's next output)" in \
-        helps["Preemptions"]
+    assert (
+        "vllm:num_preemptions_total reads 2 (V1 counts a preemption on the request's next output)"
+        in helps["Preemptions"]
+    )
 
 
 def test_metrics_strip_reads_v0_names_under_v0():
@@ -96,18 +160,33 @@ def test_tables():
 def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():
     from pykv.border.step_report import CopyOnWrite, OffloadTransfer
 
-    lines = "\n".join(narrate(snap_with(report(
-        chunks=[ScheduledChunk("4", 32, 16, True, 0, 32), ScheduledChunk("5", 0, 16, True)],
-        preempted=[cost("6", "recompute", why="it has the fewest computed tokens (12) of 3 running")],
-        offload=[OffloadTransfer("load", 2, 32768, 0.0004, 0.0007, "cpu"),
-                 OffloadTransfer("store", 1, 16384, 0.0002, 0.0004, "cpu")],
-        copy_on_write=[CopyOnWrite("7#1", 3, 9)], forked={"8": ["8#1", "8#2"]}, recomputed_tokens=8))))
+    lines = "\n".join(
+        narrate(
+            snap_with(
+                report(
+                    chunks=[ScheduledChunk("4", 32, 16, True, 0, 32), ScheduledChunk("5", 0, 16, True)],
+                    preempted=[cost("6", "recompute", why="it has the fewest computed tokens (12) of 3 running")],
+                    offload=[
+                        OffloadTransfer("load", 2, 32768, 0.0004, 0.0007, "cpu"),
+                        OffloadTransfer("store", 1, 16384, 0.0002, 0.0004, "cpu"),
+                    ],
+                    copy_on_write=[CopyOnWrite("7#1", 3, 9)],
+                    forked={"8": ["8#1", "8#2"]},
+                    recomputed_tokens=8,
+                )
+            )
+        )
+    )
     assert "req 6 was chosen because it has the fewest computed tokens (12) of 3 running." in lines
     assert "req 4 loaded 32 tokens (2 blocks) from the CPU offloading tier instead of recomputing them." in lines
-    assert ("2 block(s) loaded (CPU tier → device): 32 KiB, 0.40 ms measured on cpu, 0.08 GB/s (these bytes modelled "
-            "over PCIe: 0.70 ms)") in lines
+    assert (
+        "2 block(s) loaded (CPU tier → device): 32 KiB, 0.40 ms measured on cpu, 0.08 GB/s (these bytes modelled "
+        "over PCIe: 0.70 ms)"
+    ) in lines
     assert "1 block(s) stored (device → CPU tier)" in lines
     assert "req 7#1 copied shared block 3 to block 9 before appending to it (copy on write)" in lines
-    assert "req 8 forked 2 sequence(s) (8#1, 8#2) on its first token: they share all its blocks (reference count 3" \
+    assert (
+        "req 8 forked 2 sequence(s) (8#1, 8#2) on its first token: they share all its blocks (reference count 3"
         in lines
+    )
     assert "Recompute tax this step: 8 of the prefill tokens (25%)" in lines  # 8 of 32 prefill tokens

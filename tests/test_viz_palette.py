@@ -11,15 +11,17 @@ import numpy as np
 from pykv.viz import REQUEST_PALETTE, request_color
 from pykv.viz.theme import DARK, LIGHT
 
-DEUTERANOPIA = np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
-                         [-0.011820, 0.042940, 0.968881]])
-PROTANOPIA = np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
-                       [-0.003882, -0.048116, 1.051998]])
+DEUTERANOPIA = np.array(
+    [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]]
+)
+PROTANOPIA = np.array(
+    [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]
+)
 
 
 def lab(hex_colour: str, cvd: np.ndarray | None = None) -> np.ndarray:
     """CIELAB (D65) of an sRGB colour, as seen with the colour vision deficiency ``cvd`` (linear-RGB matrix)."""
-    rgb = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = np.array([int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
     linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
     if cvd is not None:
         linear = np.clip(cvd @ linear, 0, 1)

@@ -68,11 +68,14 @@ def test_dark_uses_the_dark_template_and_muted_colour():
     assert answers_figure(["a", "b"], {}, None).layout.template == template(False)
 
 
-@pytest.mark.parametrize("choices, counts, correct, words", [
-    (["a", "a"], {}, None, "distinct"),
-    (["a", "b"], {}, "c", "not one of the choices"),
-    (["a", "b"], {"a": -1}, None, "negative"),
-])
+@pytest.mark.parametrize(
+    "choices, counts, correct, words",
+    [
+        (["a", "a"], {}, None, "distinct"),
+        (["a", "b"], {}, "c", "not one of the choices"),
+        (["a", "b"], {"a": -1}, None, "negative"),
+    ],
+)
 def test_bad_input_is_a_clear_value_error(choices, counts, correct, words):
     with pytest.raises(ValueError, match=words):
         answers_figure(choices, counts, correct)

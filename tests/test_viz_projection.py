@@ -14,11 +14,16 @@ from tests.test_viz_figures import snap  # noqa: F401  (the fixture)
 def sizes(fig) -> dict:
     spec = fig.to_plotly_json()
     layout = spec["layout"]
-    return {"height": layout["height"], "margin": layout["margin"], "template font": layout["template"]["layout"]
-            ["font"]["size"], "title font": layout["template"]["layout"]["title"]["font"]["size"],
-            "cell text": next(t["textfont"]["size"] for t in spec["data"] if "textfont" in t),
-            "outlines": [s["line"]["width"] for s in layout.get("shapes", [])],
-            "legend font": layout["annotations"][0]["font"]["size"], "legend shift": layout["annotations"][0]["yshift"]}
+    return {
+        "height": layout["height"],
+        "margin": layout["margin"],
+        "template font": layout["template"]["layout"]["font"]["size"],
+        "title font": layout["template"]["layout"]["title"]["font"]["size"],
+        "cell text": next(t["textfont"]["size"] for t in spec["data"] if "textfont" in t),
+        "outlines": [s["line"]["width"] for s in layout.get("shapes", [])],
+        "legend font": layout["annotations"][0]["font"]["size"],
+        "legend shift": layout["annotations"][0]["yshift"],
+    }
 
 
 def test_a_projected_figure_is_the_same_figure_larger(snap):  # noqa: F811

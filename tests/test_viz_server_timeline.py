@@ -5,8 +5,10 @@ from pykv.viz.server_timeline import server_timeline_figure
 
 
 def test_only_the_reported_series_are_drawn_on_a_time_axis():
-    samples = [Sample(seconds=10.0 * i, running=i, waiting=0, gpu_kv_usage=0.5 + i / 20, gen_tps=100.0,
-                      preemptions=i % 2) for i in range(6)]
+    samples = [
+        Sample(seconds=10.0 * i, running=i, waiting=0, gpu_kv_usage=0.5 + i / 20, gen_tps=100.0, preemptions=i % 2)
+        for i in range(6)
+    ]
     fig = server_timeline_figure(samples, [StartupFact(num_gpu_blocks=2048, max_concurrency=3.5)])
     names = {t.name for t in fig.data}
     assert {"running", "waiting", "GPU KV usage", "generation throughput", "preemptions in the interval"} <= names
@@ -22,8 +24,10 @@ def test_untimed_samples_are_numbered():
 
 def test_every_panel_makes_room_for_its_tick_labels():
     # the figure's left margin is 8 px: without automargin only the last digit of "2,000" or "100%" showed
-    samples = [Sample(seconds=5.0 * i, running=60, waiting=2000 + i, gpu_kv_usage=0.99, gen_tps=4300.0,
-                      preemptions=50) for i in range(4)]
+    samples = [
+        Sample(seconds=5.0 * i, running=60, waiting=2000 + i, gpu_kv_usage=0.99, gen_tps=4300.0, preemptions=50)
+        for i in range(4)
+    ]
     layout = server_timeline_figure(samples).layout
     axes = [name for name in layout.to_plotly_json() if name.startswith("yaxis")]
     assert len(axes) == 4 and all(layout[name].automargin is True for name in axes)

@@ -6,8 +6,10 @@ import pytest
 
 from pykv.viz.side_runs import PANELS, side_runs_figure
 
-RUNS = {"short": {"preemptions": 3, "recomputed_tokens": 96, "wall_s": 0.41},
-        "long": {"preemptions": 12, "recomputed_tokens": 640, "wall_s": 1.2}}
+RUNS = {
+    "short": {"preemptions": 3, "recomputed_tokens": 96, "wall_s": 0.41},
+    "long": {"preemptions": 12, "recomputed_tokens": 640, "wall_s": 1.2},
+}
 
 
 @pytest.mark.parametrize("dark", [False, True])

@@ -11,26 +11,47 @@ from pykv.viz.sweep_charts import MODE_COLORS
 
 
 def runs(axis="num_gpu_blocks") -> pd.DataFrame:
-    rows = [dict.fromkeys(RUN_COLUMNS, 0) | {"mode": mode, "axis": axis, "value": value, "wall_s": 1.0 + i,
-                                              "tokens_per_s": 100.0 - i, "preemptions": 4 - i, "device": "cpu"}
-            for mode in ("recompute", "swap") for i, value in enumerate((48, 32, 16))]
+    rows = [
+        dict.fromkeys(RUN_COLUMNS, 0)
+        | {
+            "mode": mode,
+            "axis": axis,
+            "value": value,
+            "wall_s": 1.0 + i,
+            "tokens_per_s": 100.0 - i,
+            "preemptions": 4 - i,
+            "device": "cpu",
+        }
+        for mode in ("recompute", "swap")
+        for i, value in enumerate((48, 32, 16))
+    ]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 def preemption(mode, seq_len, measured_s, num_bytes, block_size=16, gen5=None) -> dict:
     swap = mode.startswith("swap")
     return dict.fromkeys(PREEMPTION_COLUMNS) | {
-        "mode": mode, "preemption_mode": "swap" if swap else "recompute", "block_size": block_size,
-        "seq_len": seq_len, "num_bytes": num_bytes, "measured_s": measured_s, "device": "cpu",
-        "modelled_pcie_gen5_s": gen5 if swap else None, "modelled_pcie_gen4_s": 2 * gen5 if swap else None,
+        "mode": mode,
+        "preemption_mode": "swap" if swap else "recompute",
+        "block_size": block_size,
+        "seq_len": seq_len,
+        "num_bytes": num_bytes,
+        "measured_s": measured_s,
+        "device": "cpu",
+        "modelled_pcie_gen5_s": gen5 if swap else None,
+        "modelled_pcie_gen4_s": 2 * gen5 if swap else None,
     }
 
 
 @pytest.fixture
 def costs() -> pd.DataFrame:
-    rows = [preemption("recompute", 40, 2e-3, 4096, 4), preemption("recompute", 80, 4e-3, 8192, 16),
-            preemption("swap", 40, 1e-4, 4096, 4, gen5=3e-5), preemption("swap", 80, 1e-4, 8192, 16, gen5=4e-5),
-            preemption("swap", 80, 3e-4, 8192, 16, gen5=6e-5)]
+    rows = [
+        preemption("recompute", 40, 2e-3, 4096, 4),
+        preemption("recompute", 80, 4e-3, 8192, 16),
+        preemption("swap", 40, 1e-4, 4096, 4, gen5=3e-5),
+        preemption("swap", 80, 1e-4, 8192, 16, gen5=4e-5),
+        preemption("swap", 80, 3e-4, 8192, 16, gen5=6e-5),
+    ]
     return pd.DataFrame(rows, columns=PREEMPTION_COLUMNS)
 
 
@@ -53,8 +74,12 @@ def test_max_num_seqs_runs_mark_what_the_pool_carries():
 def test_cost_figure_keeps_measured_and_modelled_apart(costs):
     fig = preemption_cost_figure(costs)
     by_name = {t.name: t for t in fig.data}
-    assert set(by_name) == {"recompute, measured", "swap, measured", "swap, modelled PCIe Gen5",
-                            "swap, modelled PCIe Gen4"}
+    assert set(by_name) == {
+        "recompute, measured",
+        "swap, measured",
+        "swap, modelled PCIe Gen5",
+        "swap, modelled PCIe Gen4",
+    }
     for name, trace in by_name.items():
         if "modelled" in name:
             assert trace.line.dash in ("dash", "dot") and trace.marker.symbol == "circle-open"
@@ -85,8 +110,11 @@ def test_empty_sweeps_say_so(costs):
 
 def test_sweep_figures_use_the_project_template_in_both_themes(costs):
     for dark in (False, True):
-        for fig in (runs_figure(runs(), dark=dark), preemption_cost_figure(costs, dark=dark),
-                    block_size_cost_figure(costs, dark=dark)):
+        for fig in (
+            runs_figure(runs(), dark=dark),
+            preemption_cost_figure(costs, dark=dark),
+            block_size_cost_figure(costs, dark=dark),
+        ):
             assert fig.layout.template.layout.paper_bgcolor == template(dark).layout.paper_bgcolor
 
 
@@ -104,9 +132,19 @@ def test_the_modelled_throughput_charts_share_one_x_axis_under_the_bottom_panel(
     """Anchored to the top panel, the axis and its title sat between the two panels (issue 28 #20)."""
     from pykv.viz.modelled_sweep import modelled_runs_figure
 
-    rows = [dict(axis="num_gpu_blocks", value=v, mode=mode, tokens_per_s=100.0 + v, modelled_tokens_per_s=1e3 + v,
-                 modelled_target="H100-SXM + Llama-3-8B", device="cpu") for mode in ("recompute", "swap")
-            for v in (24, 32, 40)]
+    rows = [
+        dict(
+            axis="num_gpu_blocks",
+            value=v,
+            mode=mode,
+            tokens_per_s=100.0 + v,
+            modelled_tokens_per_s=1e3 + v,
+            modelled_target="H100-SXM + Llama-3-8B",
+            device="cpu",
+        )
+        for mode in ("recompute", "swap")
+        for v in (24, 32, 40)
+    ]
     layout = modelled_runs_figure(pd.DataFrame(rows)).layout
     assert layout.xaxis.anchor == "y2" and layout.yaxis2.domain[0] == 0 < layout.yaxis.domain[0]
     assert layout.xaxis.title.text

@@ -19,23 +19,53 @@ from pykv.viz.timeline import MODE_COLOR, SERIES_COLOR
 
 
 def block(i, pool="gpu", used=False):
-    return BlockView(i, pool, int(used), ["0"] if used else [], [0] if used else [], None, 16 if used else 0,
-                     "used" if used else "free", None if used else i)
+    return BlockView(
+        i,
+        pool,
+        int(used),
+        ["0"] if used else [],
+        [0] if used else [],
+        None,
+        16 if used else 0,
+        "used" if used else "free",
+        None if used else i,
+    )
 
 
 def preemption(step, rid, mode):
-    return PreemptionView(step=step, request_id=rid, mode=mode, num_blocks=1, num_tokens=16, num_bytes=8192,
-                          device="cpu")
+    return PreemptionView(
+        step=step, request_id=rid, mode=mode, num_blocks=1, num_tokens=16, num_bytes=8192, device="cpu"
+    )
 
 
 def report(step, tokens, step_time_s, preempted=(), device="cpu"):
-    return StepReport(step=step, scheduled=[], chunks=[], preempted=list(preempted), swapped_in=[], finished=[],
-                      num_batched_tokens=tokens, forward_time_s=step_time_s / 2, step_time_s=step_time_s,
-                      device=device)
+    return StepReport(
+        step=step,
+        scheduled=[],
+        chunks=[],
+        preempted=list(preempted),
+        swapped_in=[],
+        finished=[],
+        num_batched_tokens=tokens,
+        forward_time_s=step_time_s / 2,
+        step_time_s=step_time_s,
+        device=device,
+    )
 
 
-def snap(step, usage, running=0, waiting=0, swapped=0, recomputed=0.0, rep=None, profile="v0.6", cpu_used=None,
-         cpu_blocks=0, metrics=None) -> Snapshot:
+def snap(
+    step,
+    usage,
+    running=0,
+    waiting=0,
+    swapped=0,
+    recomputed=0.0,
+    rep=None,
+    profile="v0.6",
+    cpu_used=None,
+    cpu_blocks=0,
+    metrics=None,
+) -> Snapshot:
     """A snapshot after ``step``: ``usage`` (0-1) under the profile's gauge name, unless ``metrics`` is given."""
     if metrics is None:
         metrics = {"pykv:recomputed_tokens_total": recomputed}
@@ -45,8 +75,11 @@ def snap(step, usage, running=0, waiting=0, swapped=0, recomputed=0.0, rep=None,
                 metrics["vllm:cpu_cache_usage_perc"] = cpu_used
         else:
             metrics["vllm:kv_cache_usage_perc"] = usage
-    queues = {"running": [str(i) for i in range(running)], "waiting": [f"w{i}" for i in range(waiting)],
-              "swapped": [f"s{i}" for i in range(swapped)]}
+    queues = {
+        "running": [str(i) for i in range(running)],
+        "waiting": [f"w{i}" for i in range(waiting)],
+        "swapped": [f"s{i}" for i in range(swapped)],
+    }
     blocks = [block(i) for i in range(4)] + [block(i, "cpu", used=i == 0) for i in range(cpu_blocks)]
     return Snapshot(step, "cpu", 16, 8192, queues, blocks, [], [], metrics, rep, profile)
 
@@ -57,10 +90,27 @@ def v0_history() -> list[Snapshot]:
     return [
         snap(0, 0.0, waiting=3, cpu_used=0.0, cpu_blocks=4),
         snap(1, 0.5, running=3, cpu_used=0.0, cpu_blocks=4, rep=report(1, 60, 0.02)),
-        snap(2, 0.75, running=1, swapped=1, waiting=1, recomputed=0.0, cpu_used=0.25, cpu_blocks=4,
-             rep=report(2, 2, 0.01, [preemption(2, "1", "swap"), preemption(2, "2", "recompute")])),
-        snap(3, 1.0, running=1, swapped=2, recomputed=16.0, cpu_used=0.5, cpu_blocks=4,
-             rep=report(3, 17, 0.005, [preemption(3, "3", "swap")])),
+        snap(
+            2,
+            0.75,
+            running=1,
+            swapped=1,
+            waiting=1,
+            recomputed=0.0,
+            cpu_used=0.25,
+            cpu_blocks=4,
+            rep=report(2, 2, 0.01, [preemption(2, "1", "swap"), preemption(2, "2", "recompute")]),
+        ),
+        snap(
+            3,
+            1.0,
+            running=1,
+            swapped=2,
+            recomputed=16.0,
+            cpu_used=0.5,
+            cpu_blocks=4,
+            rep=report(3, 17, 0.005, [preemption(3, "3", "swap")]),
+        ),
     ]
 
 
@@ -146,8 +196,9 @@ def test_v1_names_kv_usage_differently_and_has_no_swapped_queue():
     assert "swapped" not in names and "CPU pool" not in names  # no SWAPPED queue, no CPU pool
     # V0's gauge name in a V1 snapshot is not read: the profile decides which name is the device pool's, and a
     # V1 snapshot without its own gauge is incomplete (an error, never a silent 0).
-    wrong = dataclasses.replace(history[1], metrics={"vllm:gpu_cache_usage_perc": 0.9,
-                                                     "pykv:recomputed_tokens_total": 0.0})
+    wrong = dataclasses.replace(
+        history[1], metrics={"vllm:gpu_cache_usage_perc": 0.9, "pykv:recomputed_tokens_total": 0.0}
+    )
     with pytest.raises(MetricNotExportedError, match="vllm:kv_cache_usage_perc"):
         timeline_figure([wrong], 0)
 
@@ -166,14 +217,20 @@ def test_an_unknown_profile_reads_whichever_gauge_it_exports():
 
 
 def test_throughput_names_the_device_it_was_measured_on(v0_history):
-    history = v0_history[:2] + [dataclasses.replace(v0_history[2], report=dataclasses.replace(
-        v0_history[2].report, device="cuda:0"))]
+    history = v0_history[:2] + [
+        dataclasses.replace(v0_history[2], report=dataclasses.replace(v0_history[2].report, device="cuda:0"))
+    ]
     fig = timeline_figure(history, 0)
     titles = [a.text for a in fig.layout.annotations]
     assert "Throughput (tokens/s, measured on cuda:0)" in titles
     assert "measured on cuda:0" in trace(fig, "throughput").hovertemplate
-    assert {"KV usage (%)", "Queues (requests)", "Preemptions, by mode", "Recomputed tokens (cumulative)",
-            "Tokens per step"} <= set(titles)
+    assert {
+        "KV usage (%)",
+        "Queues (requests)",
+        "Preemptions, by mode",
+        "Recomputed tokens (cumulative)",
+        "Tokens per step",
+    } <= set(titles)
 
 
 def test_light_and_dark_templates(v0_history):
@@ -188,8 +245,16 @@ def test_a_long_history_stays_a_few_traces_with_one_shape():
     """3,000 steps: still one trace per series, one shape and one annotation per panel (no per-point
     objects), and the arrays go out as base64 (a few bytes a point)."""
     base = [snap(0, 0.0, waiting=4)] + [
-        snap(i, (i % 10) / 10, running=2, recomputed=float(i), rep=report(i, 2, 0.01,
-             [preemption(i, "1", "recompute")] if i % 100 == 0 else []), profile="v0.33") for i in range(1, 3001)]
+        snap(
+            i,
+            (i % 10) / 10,
+            running=2,
+            recomputed=float(i),
+            rep=report(i, 2, 0.01, [preemption(i, "1", "recompute")] if i % 100 == 0 else []),
+            profile="v0.33",
+        )
+        for i in range(1, 3001)
+    ]
     fig = timeline_figure(base, 1500)
     assert len(fig.data) <= 10 and len(fig.layout.shapes) == 1 and len(fig.layout.annotations) == 6
     assert list(trace(fig, "R = recompute").x) == list(range(100, 3001, 100))
@@ -204,30 +269,34 @@ def test_empty_history_draws_an_empty_timeline():
 
 # ---- selected_step: st.plotly_chart's selection state -> the step clicked -----------------------------
 
+
 def selection(*points):
     return {"selection": {"points": list(points), "point_indices": [], "box": [], "lasso": []}}
 
 
-@pytest.mark.parametrize("state, step", [
-    (None, None),
-    ({}, None),
-    (selection(), None),
-    (selection({"curve_number": 0, "point_index": 7, "x": 7, "y": 50.0}), 7),
-    (selection({"x": 7.0}), 7),
-    (selection({"x": 2, "customdata": 5}), 5),  # customdata, when a figure carries the step there, wins
-    (selection({"customdata": [4, "req 1"], "x": 4}), 4),
-    (selection({"x": 3}, {"x": 9}), 9),  # shift-click: the last point
-    (selection({"x": 3}, {"x": "nine"}), 3),
-    (selection({"x": -1}), None),
-    (selection({"x": 2.5}), None),
-    (selection({"x": True}), None),
-    (selection({"x": float("nan")}), None),
-    (selection({"x": float("inf")}), None),
-    (selection("x"), None),
-    ({"selection": {"points": "x"}}, None),
-    ({"selection": None}, None),
-    ([1, 2], None),
-])
+@pytest.mark.parametrize(
+    "state, step",
+    [
+        (None, None),
+        ({}, None),
+        (selection(), None),
+        (selection({"curve_number": 0, "point_index": 7, "x": 7, "y": 50.0}), 7),
+        (selection({"x": 7.0}), 7),
+        (selection({"x": 2, "customdata": 5}), 5),  # customdata, when a figure carries the step there, wins
+        (selection({"customdata": [4, "req 1"], "x": 4}), 4),
+        (selection({"x": 3}, {"x": 9}), 9),  # shift-click: the last point
+        (selection({"x": 3}, {"x": "nine"}), 3),
+        (selection({"x": -1}), None),
+        (selection({"x": 2.5}), None),
+        (selection({"x": True}), None),
+        (selection({"x": float("nan")}), None),
+        (selection({"x": float("inf")}), None),
+        (selection("x"), None),
+        ({"selection": {"points": "x"}}, None),
+        ({"selection": None}, None),
+        ([1, 2], None),
+    ],
+)
 def test_selected_step(state, step):
     assert selected_step(state) == step
 

@@ -35,10 +35,15 @@ def test_malformed_workload_names_the_source_and_field(text, words):
 
 def test_runner_adds_requests_at_their_arrival_step(make_engine):
     engine = make_engine(num_gpu_blocks=64, block_size=4)
-    w = Workload.model_validate({"name": "t", "requests": [
-        {"prompt_token_ids": [1, 2, 3], "max_tokens": 8, "arrival_step": 0},
-        {"prompt_token_ids": [4, 5], "max_tokens": 2, "arrival_step": 3, "request_id": "late"},
-    ]})
+    w = Workload.model_validate(
+        {
+            "name": "t",
+            "requests": [
+                {"prompt_token_ids": [1, 2, 3], "max_tokens": 8, "arrival_step": 0},
+                {"prompt_token_ids": [4, 5], "max_tokens": 2, "arrival_step": 3, "request_id": "late"},
+            ],
+        }
+    )
     runner = WorkloadRunner(engine, w)
     reports = runner.run()
     assert runner.done() and runner.request_ids == ["0", "late"]
@@ -47,10 +52,32 @@ def test_runner_adds_requests_at_their_arrival_step(make_engine):
 
 def test_cli_run_prints_logs_and_summary(random_llama_path, tmp_path, capsys):
     out_file = tmp_path / "w.json"
-    code = main(["run", "--model", str(random_llama_path), "--workload", "storm", "--num-requests", "4",
-                 "--max-tokens", "40", "--num-gpu-blocks", "16", "--vllm-profile", "v0.6", "--preemption-mode", "swap",
-                 "--num-cpu-blocks", "32", "--enable-prefix-caching", "--export-workload", str(out_file),
-                 "--log-stats-interval", "5"])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(random_llama_path),
+            "--workload",
+            "storm",
+            "--num-requests",
+            "4",
+            "--max-tokens",
+            "40",
+            "--num-gpu-blocks",
+            "16",
+            "--vllm-profile",
+            "v0.6",
+            "--preemption-mode",
+            "swap",
+            "--num-cpu-blocks",
+            "32",
+            "--enable-prefix-caching",
+            "--export-workload",
+            str(out_file),
+            "--log-stats-interval",
+            "5",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0
     assert "request" in captured.out and "preemptions:" in captured.out and "finished_length" in captured.out

@@ -81,8 +81,9 @@ def held_out_loss(model: LlamaForCausalLM, data: torch.Tensor, seq_len: int, max
 
 
 @torch.no_grad()
-def greedy_samples(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast,
-                   max_new_tokens: int = 48) -> dict[str, str]:
+def greedy_samples(
+    model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, max_new_tokens: int = 48
+) -> dict[str, str]:
     model.eval()
     out = {}
     for prompt in CARD_PROMPTS:
@@ -183,8 +184,10 @@ def main() -> None:
         opt.zero_grad(set_to_none=True)
         if step % 100 == 0 or step == args.steps - 1:
             elapsed = time.perf_counter() - start
-            print(f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  {elapsed / 60:.1f} min",
-                  flush=True)
+            print(
+                f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  {elapsed / 60:.1f} min",
+                flush=True,
+            )
     train_seconds = time.perf_counter() - start
 
     stats = {

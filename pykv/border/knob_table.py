@@ -9,7 +9,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, Optional, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -20,10 +20,20 @@ EVERYWHERE = ("cli", "sidebar", "url", "lesson")
 HEADLESS = ("cli", "lesson")  # engine knobs the lab's sidebar does not show
 
 
-def knob(default: Any, help: str, *, expose: tuple[str, ...] = HEADLESS, not_in_lessons: Optional[str] = None,
-         app_owned: bool = False, app_max: Optional[int] = None, widget: Optional[str] = None,
-         options: Optional[str] = None, profiles: Optional[tuple[str, ...]] = None, vllm: Optional[VllmFlags] = None,
-         **bounds) -> Any:
+def knob(
+    default: Any,
+    help: str,
+    *,
+    expose: tuple[str, ...] = HEADLESS,
+    not_in_lessons: str | None = None,
+    app_owned: bool = False,
+    app_max: int | None = None,
+    widget: str | None = None,
+    options: str | None = None,
+    profiles: tuple[str, ...] | None = None,
+    vllm: VllmFlags | None = None,
+    **bounds,
+) -> Any:
     """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
     app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
     caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
@@ -43,13 +53,13 @@ class KnobMeta:
     """What ``knob()`` says of a field beyond pydantic's type, default and bounds."""
 
     expose: tuple[str, ...]
-    not_in_lessons: Optional[str]
+    not_in_lessons: str | None
     app_owned: bool
-    app_max: Optional[int]
-    widget: Optional[str]
-    options: Optional[str]
-    profiles: Optional[tuple[str, ...]]
-    vllm: Optional[VllmFlags]
+    app_max: int | None
+    widget: str | None
+    options: str | None
+    profiles: tuple[str, ...] | None
+    vllm: VllmFlags | None
 
 
 @dataclass(frozen=True)
@@ -62,17 +72,17 @@ class Knob:
     default: Any
     help: str
     choices: tuple = ()  # for kind "choice"
-    ge: Optional[float] = None
-    gt: Optional[float] = None
-    le: Optional[float] = None
-    lt: Optional[float] = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
     expose: tuple[str, ...] = ()
-    not_in_lessons: Optional[str] = None
+    not_in_lessons: str | None = None
     app_owned: bool = False
-    app_max: Optional[int] = None
-    widget: Optional[str] = None
-    options: Optional[str] = None
-    profiles: Optional[tuple[str, ...]] = None  # the vLLM profiles that have it (None: all)
+    app_max: int | None = None
+    widget: str | None = None
+    options: str | None = None
+    profiles: tuple[str, ...] | None = None  # the vLLM profiles that have it (None: all)
     vllm: VllmFlags = VllmFlags()  # its flag in each vLLM release (or why there is none)
 
     def range_text(self) -> str:
@@ -81,7 +91,7 @@ class Knob:
         return f"{low}, {high}"
 
     @property
-    def maximum(self) -> Optional[float]:
+    def maximum(self) -> float | None:
         """The largest value the app accepts: ``app_max`` where set, else the config's own bound."""
         return self.app_max if self.app_max is not None else self.le
 
@@ -96,7 +106,7 @@ def _kind(annotation: Any) -> tuple[str, bool, tuple]:
     return {int: "int", float: "float", bool: "bool", str: "text"}[annotation], optional, ()
 
 
-def _bound(info, name: str) -> Optional[float]:
+def _bound(info, name: str) -> float | None:
     return next((getattr(m, name) for m in info.metadata if getattr(m, name, None) is not None), None)
 
 
@@ -105,14 +115,29 @@ def _make_knob(model: type[BaseModel], name: str, profile_names: tuple[str, ...]
     kind, optional, choices = _kind(info.annotation)
     meta = cast(dict, info.json_schema_extra)[META_KEY]
     assert isinstance(meta, KnobMeta), f"field {name!r} must be declared with knob()"
-    return Knob(name=name, kind=kind, optional=optional, default=info.default, help=info.description or "",
-                choices=choices, ge=_bound(info, "ge"), gt=_bound(info, "gt"), le=_bound(info, "le"),
-                lt=_bound(info, "lt"), expose=meta.expose, not_in_lessons=meta.not_in_lessons,
-                app_owned=meta.app_owned, app_max=meta.app_max, widget=meta.widget, options=meta.options,
-                profiles=meta.profiles, vllm=_vllm_flags(name, meta.vllm, profile_names))
+    return Knob(
+        name=name,
+        kind=kind,
+        optional=optional,
+        default=info.default,
+        help=info.description or "",
+        choices=choices,
+        ge=_bound(info, "ge"),
+        gt=_bound(info, "gt"),
+        le=_bound(info, "le"),
+        lt=_bound(info, "lt"),
+        expose=meta.expose,
+        not_in_lessons=meta.not_in_lessons,
+        app_owned=meta.app_owned,
+        app_max=meta.app_max,
+        widget=meta.widget,
+        options=meta.options,
+        profiles=meta.profiles,
+        vllm=_vllm_flags(name, meta.vllm, profile_names),
+    )
 
 
-def _vllm_flags(name: str, flags: Optional[VllmFlags], profile_names: tuple[str, ...]) -> VllmFlags:
+def _vllm_flags(name: str, flags: VllmFlags | None, profile_names: tuple[str, ...]) -> VllmFlags:
     """A knob's flags, refused at import when a release is missing: each knob says, for every release, its flag
     or why there is none."""
     if flags is None or not flags.covers(profile_names):

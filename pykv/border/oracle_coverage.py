@@ -6,15 +6,42 @@ from __future__ import annotations
 
 # profile -> (the vLLM release and scheduler class the oracle runs, the cases CI runs for it)
 ORACLE_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "v0.6": ("0.6.3.post1 `vllm.core.scheduler.Scheduler` (V0)",
-             ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "chunked_off",
-              "swap_storm", "swap_chunked_off", "parallel_n2", "swap_mid_prefill")),
-    "v0.10": ("0.10.2 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
-              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority",
-               "priority_victims")),
-    "v0.33": ("0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
-              ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority",
-               "priority_victims", "chunked_off", "watermark")),
+    "v0.6": (
+        "0.6.3.post1 `vllm.core.scheduler.Scheduler` (V0)",
+        (
+            "burst",
+            "storm24",
+            "spread",
+            "long_prompt",
+            "prefix_on",
+            "prefix_off",
+            "priority",
+            "chunked_off",
+            "swap_storm",
+            "swap_chunked_off",
+            "parallel_n2",
+            "swap_mid_prefill",
+        ),
+    ),
+    "v0.10": (
+        "0.10.2 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
+        ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "priority_victims"),
+    ),
+    "v0.33": (
+        "0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
+        (
+            "burst",
+            "storm24",
+            "spread",
+            "long_prompt",
+            "prefix_on",
+            "prefix_off",
+            "priority",
+            "priority_victims",
+            "chunked_off",
+            "watermark",
+        ),
+    ),
 }
 
 CASE_MEANING = {
@@ -35,10 +62,12 @@ CASE_MEANING = {
 }
 
 # bench/oracle_sweep.py --seeds 30: random workloads (arrivals, prompt and output lengths, pool) per profile
-SWEEP = ("30 random workloads per profile (`python bench/oracle_sweep.py --seeds 30`): v0.10 30/30 and v0.33 "
-         "30/30 exact; v0.6 28/30, the 2 left being runs where vLLM 0.6.3 stops its engine for lack of swap space "
-         "(pykv recomputes the victim instead, on purpose). Results: `bench/results/2026-12-01-cpu-oracle-sweep-"
-         "v0.10-v0.33.txt`, `bench/results/2026-12-02-cpu-oracle-sweep.txt`.")
+SWEEP = (
+    "30 random workloads per profile (`python bench/oracle_sweep.py --seeds 30`): v0.10 30/30 and v0.33 "
+    "30/30 exact; v0.6 28/30, the 2 left being runs where vLLM 0.6.3 stops its engine for lack of swap space "
+    "(pykv recomputes the victim instead, on purpose). Results: `bench/results/2026-12-01-cpu-oracle-sweep-"
+    "v0.10-v0.33.txt`, `bench/results/2026-12-02-cpu-oracle-sweep.txt`."
+)
 
 OUTSIDE = (
     "the timings: the oracle compares schedules (who runs, how many tokens, who is preempted, swapped, finished, "
@@ -53,8 +82,10 @@ OUTSIDE = (
 
 def oracle_markdown() -> str:
     """The About page's section: per profile, the release run and its cases; the sweep; how to rerun; the limits."""
-    rows = "\n".join(f"| `{profile}` | {release} | {len(names)} | {', '.join(f'`{n}`' for n in names)} |"
-                     for profile, (release, names) in ORACLE_RUNS.items())
+    rows = "\n".join(
+        f"| `{profile}` | {release} | {len(names)} | {', '.join(f'`{n}`' for n in names)} |"
+        for profile, (release, names) in ORACLE_RUNS.items()
+    )
     cases = "; ".join(f"`{name}` {meaning}" for name, meaning in CASE_MEANING.items())
     outside = "\n".join(f"- {item}" for item in OUTSIDE)
     return (

@@ -41,12 +41,25 @@ class HostLink:
 
 
 LINKS = {  # x16 raw per direction: Gen3 15.8, Gen4 31.5, Gen5 63 GB/s (PCI-SIG); measured figures below
-    "gen3": HostLink("PCIe Gen3 x16", 12.6, 12.6, "pinned 12.6 GB/s vs pageable 1.4 GB/s measured on a PCIe Gen3 x16 "
-                     "host (as quoted in issue 18)"),
-    "gen4": HostLink("PCIe Gen4 x16", 25.5, 25.5, "A100 (PCIe Gen4) pinned H2D 25-26 GB/s measured (CUDA "
-                     "bandwidthTest, as quoted in issue 18); D2H taken equal (no separate figure used)"),
-    "gen5": HostLink("PCIe Gen5 x16", 35.0, 53.0, "H100 (PCIe Gen5) pinned H2D ~35 GB/s, D2H ~53 GB/s measured (as "
-                     "quoted in issue 18)"),
+    "gen3": HostLink(
+        "PCIe Gen3 x16",
+        12.6,
+        12.6,
+        "pinned 12.6 GB/s vs pageable 1.4 GB/s measured on a PCIe Gen3 x16 host (as quoted in issue 18)",
+    ),
+    "gen4": HostLink(
+        "PCIe Gen4 x16",
+        25.5,
+        25.5,
+        "A100 (PCIe Gen4) pinned H2D 25-26 GB/s measured (CUDA "
+        "bandwidthTest, as quoted in issue 18); D2H taken equal (no separate figure used)",
+    ),
+    "gen5": HostLink(
+        "PCIe Gen5 x16",
+        35.0,
+        53.0,
+        "H100 (PCIe Gen5) pinned H2D ~35 GB/s, D2H ~53 GB/s measured (as quoted in issue 18)",
+    ),
 }
 PCIE_GBPS = {gen: round(LINKS[gen].round_trip_gbps, 1) for gen in ("gen4", "gen5")}  # the engine's one-number figures
 DEFAULT_PCIE_GBPS = PCIE_GBPS["gen5"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
 
@@ -16,44 +16,62 @@ class VictimPolicy:
     name: str
     label: str  # a few words, for legends and the CLI's help
     about: str  # two lines for the About page and the README
-    vllm_scheduling_policy: Optional[str]  # the --scheduling-policy that picks victims this way; None: no release
-    not_vllm: Optional[str] = None  # whose policy it is, when vLLM has none
+    vllm_scheduling_policy: str | None  # the --scheduling-policy that picks victims this way; None: no release
+    not_vllm: str | None = None  # whose policy it is, when vLLM has none
 
 
 # preemption_victim: which running request is preempted.
-VICTIM_POLICIES: dict[str, VictimPolicy] = {p.name: p for p in (
-    VictimPolicy("last", "last of the running queue (vLLM's default)",
-                 "The last request of the running queue (the most recently admitted). vLLM's default in every "
-                 "release; every profile.", vllm_scheduling_policy="fcfs"),
-    VictimPolicy("priority", "worst (priority, arrival) (vLLM's priority scheduling)",
-                 "The worst (priority, arrival): lower priority values run first, as vLLM's "
-                 "--scheduling-policy priority, which also orders the waiting queue; every profile.",
-                 vllm_scheduling_policy="priority"),
-    VictimPolicy("lcf", "least computed tokens first (a proposal to vLLM, not in a release)",
-                 "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
-                 "recompute tax (vLLM PR #53723), in no release; every profile. Ties: pykv takes the later request; "
-                 "the proposal's min(running, key=num_computed_tokens) takes the earliest.",
-                 vllm_scheduling_policy=None,
-                 not_vllm="a proposal to vLLM"),
-    VictimPolicy("sglang", "fewest outputs, then longest input (SGLang's retract order)",
-                 "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
-                 "every profile.", vllm_scheduling_policy=None, not_vllm="SGLang's retract order"),
-)}
+VICTIM_POLICIES: dict[str, VictimPolicy] = {
+    p.name: p
+    for p in (
+        VictimPolicy(
+            "last",
+            "last of the running queue (vLLM's default)",
+            "The last request of the running queue (the most recently admitted). vLLM's default in every "
+            "release; every profile.",
+            vllm_scheduling_policy="fcfs",
+        ),
+        VictimPolicy(
+            "priority",
+            "worst (priority, arrival) (vLLM's priority scheduling)",
+            "The worst (priority, arrival): lower priority values run first, as vLLM's "
+            "--scheduling-policy priority, which also orders the waiting queue; every profile.",
+            vllm_scheduling_policy="priority",
+        ),
+        VictimPolicy(
+            "lcf",
+            "least computed tokens first (a proposal to vLLM, not in a release)",
+            "Least computed tokens first: the victim that loses the least work. Proposed to vLLM to cut the "
+            "recompute tax (vLLM PR #53723), in no release; every profile. Ties: pykv takes the later request; "
+            "the proposal's min(running, key=num_computed_tokens) takes the earliest.",
+            vllm_scheduling_policy=None,
+            not_vllm="a proposal to vLLM",
+        ),
+        VictimPolicy(
+            "sglang",
+            "fewest outputs, then longest input (SGLang's retract order)",
+            "SGLang's retract order: the fewest output tokens, then the longest input. SGLang's, not vLLM's; "
+            "every profile.",
+            vllm_scheduling_policy=None,
+            not_vllm="SGLang's retract order",
+        ),
+    )
+}
 assert tuple(VICTIM_POLICIES) == typing.get_args(VictimPolicyName), "the Literal and the table name the same policies"
 POLICY_LABELS: dict[str, str] = {name: p.label for name, p in VICTIM_POLICIES.items()}
 
 # Where a victim's KV goes (preemption_mode, and V1's offloading tier).
 KV_FATES: dict[str, str] = {
     "recompute": "Drop the victim's KV and prefill its tokens again when it returns. The only mode of V1: "
-                 "v0.10 and v0.33 (and an option of v0.6).",
+    "v0.10 and v0.33 (and an option of v0.6).",
     "swap": "Copy the victim's blocks to a CPU swap pool and back when there is room. V0 only: v0.6 "
-            "(swap_space or num_cpu_blocks).",
+    "(swap_space or num_cpu_blocks).",
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
-            "and recompute one with a single sequence; v0.6 only.",
+    "and recompute one with a single sequence; v0.6 only.",
     "recompute+offload": "Recompute, but each request's full prompt blocks are also stored to a CPU tier once "
-                         "computed and loaded back at re-admission; its generated tokens are always recomputed "
-                         "(0.33 offloads prompt blocks only). vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to "
-                         "0.12 also need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
+    "computed and loaded back at re-admission; its generated tokens are always recomputed "
+    "(0.33 offloads prompt blocks only). vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to "
+    "0.12 also need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
-               "returns, until another request takes them; every profile.",
+    "returns, until another request takes them; every profile.",
 }

@@ -6,7 +6,7 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from pykv.border.config import show_value
 from pykv.border.limits import MAX_N, MAX_STOP_TOKEN_IDS, MAX_TEMPERATURE, MAX_TOKENS, MIN_TEMPERATURE
@@ -30,7 +30,7 @@ class RequestStatus(enum.Enum):
         return self.name.startswith("FINISHED")
 
     @property
-    def finish_reason(self) -> Optional[str]:
+    def finish_reason(self) -> str | None:
         return {
             RequestStatus.FINISHED_STOPPED: "stop",
             RequestStatus.FINISHED_LENGTH: "length",
@@ -47,35 +47,43 @@ class SamplingParams:
     max_tokens: int = 16
     temperature: float = 0.0
     top_p: float = 1.0
-    seed: Optional[int] = None
+    seed: int | None = None
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
     n: int = 1
-    stop: Optional[object] = None  # vLLM's stop strings: not supported (refused with a message, not a TypeError)
+    stop: object | None = None  # vLLM's stop strings: not supported (refused with a message, not a TypeError)
 
     def __post_init__(self) -> None:
         """Type and range checks, with no silent conversion (no ``int(1.5)``, no ``True`` as 1, no ``"0.5"``)."""
         if self.stop is not None:
-            raise ValueError(f"stop (stop strings) is not supported: pykv stops on token ids; give "
-                             f"stop_token_ids=[...] instead of stop={show_value(self.stop)}.")
+            raise ValueError(
+                f"stop (stop strings) is not supported: pykv stops on token ids; give "
+                f"stop_token_ids=[...] instead of stop={show_value(self.stop)}."
+            )
         if not _is_int(self.max_tokens) or not 1 <= self.max_tokens <= MAX_TOKENS:
-            raise ValueError(f"max_tokens must be an integer >= 1 (at most {MAX_TOKENS}), "
-                             f"got {show_value(self.max_tokens)}.")
+            raise ValueError(
+                f"max_tokens must be an integer >= 1 (at most {MAX_TOKENS}), got {show_value(self.max_tokens)}."
+            )
         t = self.temperature
         if not _is_real(t):
-            raise ValueError(f"temperature must be a number (0 means greedy), got {show_value(t)} "
-                             f"({type(t).__name__}).")
+            raise ValueError(
+                f"temperature must be a number (0 means greedy), got {show_value(t)} ({type(t).__name__})."
+            )
         if not math.isfinite(t) or t < 0 or (t != 0 and not MIN_TEMPERATURE <= t <= MAX_TEMPERATURE):
-            raise ValueError(f"temperature must be >= 0: 0 (greedy) or a number in [{MIN_TEMPERATURE}, "
-                             f"{MAX_TEMPERATURE:g}], got {show_value(t)}; use 0 for greedy decoding.")
+            raise ValueError(
+                f"temperature must be >= 0: 0 (greedy) or a number in [{MIN_TEMPERATURE}, "
+                f"{MAX_TEMPERATURE:g}], got {show_value(t)}; use 0 for greedy decoding."
+            )
         if not _is_real(self.top_p) or not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be a number in (0, 1] (1 keeps every token), got {show_value(self.top_p)}.")
         if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed < 2**63):
             raise ValueError(f"seed must be None or an integer in [0, 2**63), got {show_value(self.seed)}.")
         ids = self.stop_token_ids
         if not isinstance(ids, (list, tuple)) or len(ids) > MAX_STOP_TOKEN_IDS:
-            raise ValueError(f"stop_token_ids must be a list of token ids (at most {MAX_STOP_TOKEN_IDS}), "
-                             f"got {show_value(ids)}{f'; write [{ids}] for one id' if _is_int(ids) else ''}.")
+            raise ValueError(
+                f"stop_token_ids must be a list of token ids (at most {MAX_STOP_TOKEN_IDS}), "
+                f"got {show_value(ids)}{f'; write [{ids}] for one id' if _is_int(ids) else ''}."
+            )
         bad = [t for t in ids if not _is_int(t) or not 0 <= t < 2**31][:1]
         if bad:
             raise ValueError(f"stop_token_ids must hold non-negative integer token ids, got {show_value(bad[0])}.")
@@ -123,7 +131,7 @@ class Request:
     eos_token_ids: frozenset[int] = frozenset()
     arrival_time: float = 0.0  # perf_counter() at add_request
     priority: int = 0  # vLLM's request priority: lower runs first (read by preemption_victim="priority")
-    parent_id: Optional[str] = None  # a forked sequence of parallel sampling: the request it forked from
+    parent_id: str | None = None  # a forked sequence of parallel sampling: the request it forked from
     fork_generators: list = field(default_factory=list, repr=False)  # n > 1 and temperature: one per future sibling
     # Mutated by the scheduler only (scheduling, preemption, update_from_output, abort):
     status: RequestStatus = RequestStatus.WAITING
@@ -133,13 +141,13 @@ class Request:
     tokens_since_preemption: int = 0  # output tokens produced since the last preemption (livelock guard)
     preemptions_without_progress: int = 0  # consecutive preemptions with no token produced in between
     output_token_ids: list[int] = field(default_factory=list)
-    finish_message: Optional[str] = None  # why it was aborted or ignored
-    first_token_step: Optional[int] = None
-    first_token_time: Optional[float] = None  # perf_counter() when its first token was sampled
+    finish_message: str | None = None  # why it was aborted or ignored
+    first_token_step: int | None = None
+    first_token_time: float | None = None  # perf_counter() when its first token was sampled
     # prompt tokens it did not compute at its first admission: prefix-cache hit plus blocks loaded from the CPU
     # offloading tier (V1; 0.33.0's PrefillStats, set in Scheduler.schedule while num_preemptions <= 0)
     first_admission_cached_tokens: int = 0
-    generator: Optional[torch.Generator] = field(default=None, repr=False)
+    generator: torch.Generator | None = field(default=None, repr=False)
 
     @property
     def all_token_ids(self) -> list[int]:
@@ -181,20 +189,20 @@ class RequestOutput:
     prompt_token_ids: list[int]
     output_token_ids: list[int]
     text: str
-    finish_reason: Optional[str]
+    finish_reason: str | None
     num_preemptions: int
-    status: Optional[str] = None  # the final RequestStatus value ("finished_ignored" finishes with "length")
-    message: Optional[str] = None  # why it was ignored or aborted
+    status: str | None = None  # the final RequestStatus value ("finished_ignored" finishes with "length")
+    message: str | None = None  # why it was ignored or aborted
     arrival_step: int = 0
-    first_token_step: Optional[int] = None
-    finish_step: Optional[int] = None
-    ttft_s: Optional[float] = None  # measured wall time from add_request to the first token
-    latency_s: Optional[float] = None  # measured wall time from add_request to finishing
-    parent_id: Optional[str] = None  # a forked sequence: the request it belongs to
-    sequences: Optional[list[list[int]]] = None  # generate() with n > 1: every sequence's tokens, this one first
+    first_token_step: int | None = None
+    finish_step: int | None = None
+    ttft_s: float | None = None  # measured wall time from add_request to the first token
+    latency_s: float | None = None  # measured wall time from add_request to finishing
+    parent_id: str | None = None  # a forked sequence: the request it belongs to
+    sequences: list[list[int]] | None = None  # generate() with n > 1: every sequence's tokens, this one first
 
     @property
-    def tpot_s(self) -> Optional[float]:
+    def tpot_s(self) -> float | None:
         """Time per output token after the first (vLLM's TPOT)."""
         if self.ttft_s is None or self.latency_s is None or len(self.output_token_ids) < 2:
             return None

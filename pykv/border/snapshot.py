@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Optional, Union
 
 from pykv.border.metric_names import GPU_CACHE_USAGE, KV_CACHE_USAGE, Metric, kv_usage, read_metric, read_optional
 from pykv.border.step_report import PreemptionView, StepReport
@@ -21,10 +20,10 @@ class BlockView:
     ref_cnt: int
     owners: list[str]  # request ids whose block tables hold it
     logical_index: list[int]  # its index in each owner's block table (same order as owners)
-    block_hash: Optional[str]  # hex of the prefix hash while cached
+    block_hash: str | None  # hex of the prefix hash while cached
     tokens_filled: int
     state: str  # "free" (ref 0, no hash) | "cached" (ref 0, hash kept) | "used" (ref > 0) | "null" (V1's block 0)
-    free_queue_position: Optional[int]  # 0 = next to be handed out (and evicted)
+    free_queue_position: int | None  # 0 = next to be handed out (and evicted)
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,13 @@ class RequestView:
     num_computed_tokens: int
     output_token_ids: list[int]  # every token it has produced so far
     block_table: list[int]  # logical index -> physical block id, in the pool the request is in
-    pool: Optional[str]  # "gpu", "cpu" (swapped) or None (holds no blocks)
+    pool: str | None  # "gpu", "cpu" (swapped) or None (holds no blocks)
     num_preemptions: int
     recomputed_tokens: int
     recompute_s: float
     swapped_bytes: int  # KV bytes swapped out, each swap counted once
     swap_s: float
-    ttft_s: Optional[float]
+    ttft_s: float | None
     text: str
     arrival_step: int = 0  # the engine's step count when the request was added (it waits from snapshots[k])
 
@@ -58,9 +57,9 @@ class Snapshot:
     requests: list[RequestView]  # unfinished requests, then finished ones in finishing order
     preemptions: list[PreemptionView]  # every preemption so far, with its cost as known at this step
     metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
-    report: Optional[StepReport] = None  # the step that led here
+    report: StepReport | None = None  # the step that led here
     vllm_profile: str = "v0.33"  # the vLLM release whose rules and metric names the engine follows
-    cpu_pool: Optional[str] = None  # what the "cpu" blocks are: "swap" (V0's swap pool), "offload" (V1's tier), None
+    cpu_pool: str | None = None  # what the "cpu" blocks are: "swap" (V0's swap pool), "offload" (V1's tier), None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -75,16 +74,16 @@ class Snapshot:
         return cls(**raw)
 
     @property
-    def profile(self) -> Optional[VllmProfile]:
+    def profile(self) -> VllmProfile | None:
         """The vLLM profile the engine followed; None for a release this build does not know."""
         return PROFILES.get(self.vllm_profile)
 
-    def metric(self, metric: Union[Metric, str]) -> float:
+    def metric(self, metric: Metric | str) -> float:
         """A metric's value, by its entry in ``pykv.border.metric_names`` (or its sample name): raises on a name the
         table lacks, and on a metric the profile does not export (ask for that with ``optional_metric``)."""
         return read_metric(self.metrics, metric, self.profile)
 
-    def optional_metric(self, metric: Union[Metric, str]) -> Optional[float]:
+    def optional_metric(self, metric: Metric | str) -> float | None:
         """A metric's value, or None where the profile does not export it."""
         return read_optional(self.metrics, metric, self.profile)
 

@@ -4,7 +4,6 @@ they cost so far) and the requests it finished. A border type: it imports nothin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pykv.border.request import RequestOutput
 
@@ -37,29 +36,29 @@ class PreemptionView:
     num_tokens: int  # tokens whose KV was dropped (recompute) or moved (swap)
     num_bytes: int  # bytes of that KV
     device: str  # where the times were measured
-    fallback: Optional[str] = None
-    reason: Optional[str] = None
-    why: Optional[str] = None  # why the victim policy chose this request
-    blocks_copied: Optional[int] = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
-    swap_out_s: Optional[float] = None  # measured copy times
-    swap_in_s: Optional[float] = None
-    swap_copies: Optional[int] = None  # copies issued each way
-    modelled_pcie_out_s: Optional[float] = None  # the same copies modelled over PCIe (not measured)
-    modelled_pcie_in_s: Optional[float] = None
+    fallback: str | None = None
+    reason: str | None = None
+    why: str | None = None  # why the victim policy chose this request
+    blocks_copied: int | None = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
+    swap_out_s: float | None = None  # measured copy times
+    swap_in_s: float | None = None
+    swap_copies: int | None = None  # copies issued each way
+    modelled_pcie_out_s: float | None = None  # the same copies modelled over PCIe (not measured)
+    modelled_pcie_in_s: float | None = None
     prefix_hit_tokens: int = 0  # dropped tokens the prefix cache gave back at re-admission
     loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
     recomputed_tokens: int = 0
     recompute_s: float = 0.0  # apportioned forward time (see pykv.engine.observe.costs)
-    recovered_step: Optional[int] = None  # step the request had computed all its lost tokens again
-    steps_lost: Optional[int] = None
+    recovered_step: int | None = None  # step the request had computed all its lost tokens again
+    steps_lost: int | None = None
 
     @property
-    def swap_out_bandwidth(self) -> Optional[float]:
+    def swap_out_bandwidth(self) -> float | None:
         """Measured bytes/s of the swap-out copy; None where nothing was copied out."""
         return self.num_bytes / self.swap_out_s if self.swap_out_s else None
 
     @property
-    def swap_in_bandwidth(self) -> Optional[float]:
+    def swap_in_bandwidth(self) -> float | None:
         return self.num_bytes / self.swap_in_s if self.swap_in_s else None
 
     @classmethod
@@ -90,7 +89,7 @@ class OffloadTransfer:
     device: str
 
     @property
-    def bandwidth(self) -> Optional[float]:
+    def bandwidth(self) -> float | None:
         """Measured bytes/s."""
         return self.num_bytes / self.seconds if self.seconds > 0 else None
 
@@ -116,18 +115,21 @@ class StepReport:
     forked: dict[str, list[str]] = field(default_factory=dict)  # request -> the sequences it forked this step
 
     @property
-    def recompute_tax(self) -> Optional[float]:
+    def recompute_tax(self) -> float | None:
         """This step's share of prefill tokens that recomputed dropped KV; None in a step with no prefill."""
         prefill = sum(c.num_new_tokens for c in self.chunks if c.is_prefill and not c.orphaned)
         return self.recomputed_tokens / prefill if prefill else None
 
     @classmethod
     def from_dict(cls, raw: dict) -> "StepReport":
-        return cls(**raw | {
-            "chunks": [ScheduledChunk(**c) for c in raw["chunks"]],
-            "preempted": [PreemptionView.from_dict(p) for p in raw["preempted"]],
-            "swapped_in": [PreemptionView.from_dict(p) for p in raw["swapped_in"]],
-            "finished": [RequestOutput(**o) for o in raw["finished"]],
-            "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
-            "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],
-        })
+        return cls(
+            **raw
+            | {
+                "chunks": [ScheduledChunk(**c) for c in raw["chunks"]],
+                "preempted": [PreemptionView.from_dict(p) for p in raw["preempted"]],
+                "swapped_in": [PreemptionView.from_dict(p) for p in raw["swapped_in"]],
+                "finished": [RequestOutput(**o) for o in raw["finished"]],
+                "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
+                "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],
+            }
+        )

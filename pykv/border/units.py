@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 
 def fmt_bytes(n: float) -> str:
@@ -15,7 +14,7 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.1f} GiB".replace(".0 ", " ")
 
 
-def fmt_fixed(value: Optional[float], decimals: int, unit: str = "") -> str:
+def fmt_fixed(value: float | None, decimals: int, unit: str = "") -> str:
     """A number for a column of its kind: fixed decimals, thousands separated, never in scientific notation, the
     unit after it: ``fmt_fixed(0.000417 * 1e3, 3, "ms")`` -> "0.417 ms"; None and NaN -> "—"."""
     if value is None or not math.isfinite(float(value)):

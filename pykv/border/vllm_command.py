@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.border.preemption_choices import VICTIM_POLICIES
@@ -21,11 +21,13 @@ SHIPPED_MODEL_PATH = "pykv/assets/tiny"  # model="tiny": the shipped Hugging Fac
 # (v1/kv_offload/cpu/spec.py CPUOffloadingSpec.__init__, BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE: 4 KiB on x86-64)
 OFFLOAD_BLOCK_ALIGNMENT = 4096
 # Why a v0.6 run on a CPU is given the GPU command: vLLM 0.6.3.post1 on a CPU would not run the same engine.
-V0_CPU_NOTE = ("pykv ran on cpu; this is the command for a GPU. vLLM 0.6.3.post1's CPU executor turns chunked "
-               "prefill and prefix caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, "
-               "_verify_and_get_cache_config) and its CPU worker allocates no swap space (worker/cpu_worker.py "
-               "CPUWorker.determine_num_available_blocks returns 0 CPU blocks), so --device cpu would not "
-               "reproduce this run")
+V0_CPU_NOTE = (
+    "pykv ran on cpu; this is the command for a GPU. vLLM 0.6.3.post1's CPU executor turns chunked "
+    "prefill and prefix caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, "
+    "_verify_and_get_cache_config) and its CPU worker allocates no swap space (worker/cpu_worker.py "
+    "CPUWorker.determine_num_available_blocks returns 0 CPU blocks), so --device cpu would not "
+    "reproduce this run"
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class KnobMapping:
     status: Status  # flag: mapped; unset: None, the release's own default applies; release: vllm_profile;
     # not_in_release: vLLM has no such flag in this release; pykv_only: no vLLM flag in any release
     args: tuple[str, ...] = ()  # the command-line words, e.g. ("--block-size", "16")
-    kwargs: Optional[dict] = None  # the LLM(...) keyword argument(s)
+    kwargs: dict | None = None  # the LLM(...) keyword argument(s)
     note: str = ""
 
 
@@ -60,11 +62,14 @@ def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
     if name == "model" and value == "tiny":
         value, note = SHIPPED_MODEL_PATH, "the shipped model's folder (a Hugging Face Llama checkpoint)"
     if name == "preemption_mode" and value == "auto":
-        return KnobMapping(name, value, "unset", note=f"unset: vLLM {p.release} then picks by its own rule, as "
-                                                      "pykv's auto does")
+        return KnobMapping(
+            name, value, "unset", note=f"unset: vLLM {p.release} then picks by its own rule, as pykv's auto does"
+        )
     if flag.choices is not None and value not in flag.choices:
-        note = (f"vLLM {p.release} accepts only {', '.join(map(str, flag.choices))}; pykv's {value} has no exact "
-                "equivalent there")
+        note = (
+            f"vLLM {p.release} accepts only {', '.join(map(str, flag.choices))}; pykv's {value} has no exact "
+            "equivalent there"
+        )
     if name == "num_gpu_blocks" and p.null_block:
         note = f"{value - 1} usable: vLLM {p.release} keeps block 0 back as the null block, as pykv does"
     if name == "enable_prefix_caching" and flag.style == "store_true" and not value:
@@ -72,22 +77,34 @@ def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
     return KnobMapping(name, value, "flag", _words(flag, value), {flag.kwarg: value}, note)
 
 
-def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: Optional[int]) -> KnobMapping:
+def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: int | None) -> KnobMapping:
     """V0's --swap-space, in GiB; from num_cpu_blocks (which overrides it in pykv) when the block's bytes are known,
     so that vLLM's ``swap_space * GiB // block bytes`` gives the same CPU pool."""
     if config.num_cpu_blocks is None:
         return _mapped("swap_space", config.swap_space, flag, config.profile)
     if not bytes_per_block:
-        return KnobMapping("swap_space", config.swap_space, "unset", note=(
-            f"set it to the bytes of num_cpu_blocks={config.num_cpu_blocks} blocks on the model, in GiB (pykv's "
-            "num_cpu_blocks overrides swap_space; a block's bytes depend on the model)"))
+        return KnobMapping(
+            "swap_space",
+            config.swap_space,
+            "unset",
+            note=(
+                f"set it to the bytes of num_cpu_blocks={config.num_cpu_blocks} blocks on the model, in GiB (pykv's "
+                "num_cpu_blocks overrides swap_space; a block's bytes depend on the model)"
+            ),
+        )
     gib = config.num_cpu_blocks * bytes_per_block / 2**30
-    return KnobMapping("swap_space", config.swap_space, "flag", (flag.flag, repr(gib)), {flag.kwarg: gib},
-                       f"from num_cpu_blocks={config.num_cpu_blocks} x {bytes_per_block:,} bytes per block "
-                       "(pykv's num_cpu_blocks overrides swap_space)")
+    return KnobMapping(
+        "swap_space",
+        config.swap_space,
+        "flag",
+        (flag.flag, repr(gib)),
+        {flag.kwarg: gib},
+        f"from num_cpu_blocks={config.num_cpu_blocks} x {bytes_per_block:,} bytes per block "
+        "(pykv's num_cpu_blocks overrides swap_space)",
+    )
 
 
-def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: Optional[int]) -> KnobMapping:
+def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: int | None) -> KnobMapping:
     """--kv-offloading-size in GiB; from num_offload_blocks (which overrides it in pykv) when the block's bytes are
     known, so that vLLM's ``cpu_bytes_to_use // aligned block bytes`` gives the same tier. Only a release where the
     size alone turns the tier on has the flag here (0.33.0); 0.11.1 to 0.12 would also need
@@ -99,19 +116,31 @@ def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: Optional
             return KnobMapping("kv_offloading_size", value, "unset", note="none: no offloading tier (vLLM's default)")
         return _mapped("kv_offloading_size", value, flag, config.profile)
     if not bytes_per_block:
-        return KnobMapping("kv_offloading_size", None, "unset", note=(
-            f"set it to the bytes of num_offload_blocks={blocks} blocks on the model, in GiB (pykv's "
-            "num_offload_blocks overrides kv_offloading_size; a block's bytes depend on the model)"))
+        return KnobMapping(
+            "kv_offloading_size",
+            None,
+            "unset",
+            note=(
+                f"set it to the bytes of num_offload_blocks={blocks} blocks on the model, in GiB (pykv's "
+                "num_offload_blocks overrides kv_offloading_size; a block's bytes depend on the model)"
+            ),
+        )
     aligned = -(-bytes_per_block // OFFLOAD_BLOCK_ALIGNMENT) * OFFLOAD_BLOCK_ALIGNMENT
     gib = blocks * aligned / 2**30
     padded = "" if aligned == bytes_per_block else f", rounded up to {aligned:,} as vLLM pads each block to a page"
-    return KnobMapping("kv_offloading_size", None, "flag", (flag.flag, repr(gib)), {flag.kwarg: gib},
-                       f"from num_offload_blocks={blocks} x {bytes_per_block:,} bytes per block{padded} (pykv's "
-                       f"num_offload_blocks overrides kv_offloading_size); vLLM {config.profile.release} needs only "
-                       "the size (0.11.1 to 0.12 also need --kv-offloading-backend native)")
+    return KnobMapping(
+        "kv_offloading_size",
+        None,
+        "flag",
+        (flag.flag, repr(gib)),
+        {flag.kwarg: gib},
+        f"from num_offload_blocks={blocks} x {bytes_per_block:,} bytes per block{padded} (pykv's "
+        f"num_offload_blocks overrides kv_offloading_size); vLLM {config.profile.release} needs only "
+        "the size (0.11.1 to 0.12 also need --kv-offloading-backend native)",
+    )
 
 
-def command_caveat(config: EngineConfig) -> Optional[str]:
+def command_caveat(config: EngineConfig) -> str | None:
     """What to know before running the command: None when it reproduces the run as it stands."""
     if config.profile.is_v0 and config.device == "cpu":
         return V0_CPU_NOTE[0].upper() + V0_CPU_NOTE[1:] + "."
@@ -124,39 +153,70 @@ def release_pins(config: EngineConfig) -> list[KnobMapping]:
     something is incompatible); pykv models the synchronous Scheduler."""
     if not config.profile.async_scheduling_default:
         return []
-    return [KnobMapping("async_scheduling", False, "flag", ("--no-async-scheduling",), {"async_scheduling": False},
-                        f"no pykv knob: vLLM {config.profile.release} schedules the next step while the last one runs "
-                        "(AsyncScheduler) unless told not to; pykv models the synchronous Scheduler")]
+    return [
+        KnobMapping(
+            "async_scheduling",
+            False,
+            "flag",
+            ("--no-async-scheduling",),
+            {"async_scheduling": False},
+            f"no pykv knob: vLLM {config.profile.release} schedules the next step while the last one runs "
+            "(AsyncScheduler) unless told not to; pykv models the synchronous Scheduler",
+        )
+    ]
 
 
 def _fitted_max_model_len(flag: Flag, p: VllmProfile, fitted: int) -> KnobMapping:
     if p.name == "v0.33":
         how = "--max-model-len -1 fits it the same way"
     elif p.null_block:  # 0.10.2 checks the profiled memory, not --num-gpu-blocks-override (get_kv_cache_config)
-        how = (f"without it vLLM {p.release} would start with the model's context, its start-up check reading the "
-               "profiled GPU memory, not the override, and a request could outgrow the pool")
+        how = (
+            f"without it vLLM {p.release} would start with the model's context, its start-up check reading the "
+            "profiled GPU memory, not the override, and a request could outgrow the pool"
+        )
     else:
         how = f"without it vLLM {p.release} would refuse to start, the model's context not fitting the pool"
-    return KnobMapping("max_model_len", None, "flag", (flag.flag, str(fitted)), {flag.kwarg: fitted},
-                       f"none: pykv fitted it to the pool ({fitted} tokens, the length the engine ran with); {how}")
+    return KnobMapping(
+        "max_model_len",
+        None,
+        "flag",
+        (flag.flag, str(fitted)),
+        {flag.kwarg: fitted},
+        f"none: pykv fitted it to the pool ({fitted} tokens, the length the engine ran with); {how}",
+    )
 
 
 def _victim(value: str, flag: Flag) -> KnobMapping:
     """vLLM has one knob for this, --scheduling-policy (fcfs | priority) in every profile's release."""
     policy = VICTIM_POLICIES[value]
     if policy.vllm_scheduling_policy == "fcfs":
-        return KnobMapping("preemption_victim", value, "unset", note="unset: the default policy (fcfs) preempts the "
-                                                                     "last running request")
+        return KnobMapping(
+            "preemption_victim",
+            value,
+            "unset",
+            note="unset: the default policy (fcfs) preempts the last running request",
+        )
     if policy.vllm_scheduling_policy is not None:
-        return KnobMapping("preemption_victim", value, "flag", (flag.flag, policy.vllm_scheduling_policy),
-                           {flag.kwarg: policy.vllm_scheduling_policy}, f"{policy.vllm_scheduling_policy} "
-                           f"scheduling: the victim is the {policy.label}")
-    return KnobMapping("preemption_victim", value, "pykv_only", note=f"{value}: no vLLM scheduling policy picks "
-                       f"victims this way ({policy.not_vllm}); vLLM would preempt the last running request")
+        return KnobMapping(
+            "preemption_victim",
+            value,
+            "flag",
+            (flag.flag, policy.vllm_scheduling_policy),
+            {flag.kwarg: policy.vllm_scheduling_policy},
+            f"{policy.vllm_scheduling_policy} scheduling: the victim is the {policy.label}",
+        )
+    return KnobMapping(
+        "preemption_victim",
+        value,
+        "pykv_only",
+        note=f"{value}: no vLLM scheduling policy picks "
+        f"victims this way ({policy.not_vllm}); vLLM would preempt the last running request",
+    )
 
 
-def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
-                  max_model_len: Optional[int] = None) -> list[KnobMapping]:
+def knob_mappings(
+    config: EngineConfig, bytes_per_block: int | None = None, max_model_len: int | None = None
+) -> list[KnobMapping]:
     """Every knob of ``config`` in table order, as its profile's vLLM release would take it. ``bytes_per_block``
     (the KV bytes of one block on the config's model) turns num_cpu_blocks into V0's --swap-space;
     (and num_offload_blocks into --kv-offloading-size); ``max_model_len`` (the length the engine ran with) is passed
@@ -188,8 +248,7 @@ def knob_mappings(config: EngineConfig, bytes_per_block: Optional[int] = None,
     return rows
 
 
-def serve_command(config: EngineConfig, bytes_per_block: Optional[int] = None,
-                  max_model_len: Optional[int] = None) -> str:
+def serve_command(config: EngineConfig, bytes_per_block: int | None = None, max_model_len: int | None = None) -> str:
     """``vllm serve MODEL --flag value ...`` for the release the config's profile follows (shell-quoted)."""
     rows = knob_mappings(config, bytes_per_block, max_model_len) + release_pins(config)
     model = next(r for r in rows if r.knob == "model").args[1]
@@ -197,8 +256,9 @@ def serve_command(config: EngineConfig, bytes_per_block: Optional[int] = None,
     return " ".join(shlex.quote(w) for w in words)
 
 
-def llm_kwargs(config: EngineConfig, bytes_per_block: Optional[int] = None,
-               max_model_len: Optional[int] = None) -> dict[str, Any]:
+def llm_kwargs(
+    config: EngineConfig, bytes_per_block: int | None = None, max_model_len: int | None = None
+) -> dict[str, Any]:
     """The ``LLM(...)`` keyword arguments (``EngineArgs`` fields) for the config's release, in table order."""
     out: dict[str, Any] = {}
     for r in knob_mappings(config, bytes_per_block, max_model_len) + release_pins(config):
@@ -206,7 +266,7 @@ def llm_kwargs(config: EngineConfig, bytes_per_block: Optional[int] = None,
     return out
 
 
-def llm_call(config: EngineConfig, bytes_per_block: Optional[int] = None, max_model_len: Optional[int] = None) -> str:
+def llm_call(config: EngineConfig, bytes_per_block: int | None = None, max_model_len: int | None = None) -> str:
     """``LLM(model=..., ...)`` as Python source, one argument a line."""
     args = "".join(f"\n    {k}={v!r}," for k, v in llm_kwargs(config, bytes_per_block, max_model_len).items())
     return f"from vllm import LLM\n\nllm = LLM({args}\n)"

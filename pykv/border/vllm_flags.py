@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from pykv.border.vllm_profiles import VllmProfileName
 
@@ -36,7 +36,7 @@ class Flag:
     flag: str
     kwarg: str
     style: Style = "value"
-    choices: Optional[tuple] = None  # values the release's argparse accepts (None: any)
+    choices: tuple | None = None  # values the release's argparse accepts (None: any)
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,15 @@ class VllmFlags:
     """A knob under every release: its ``Flag`` where the release has one, else the reason it has none.
     ``pykv_only`` (why no release has it) and ``release`` (the knob *is* the release) stand for all."""
 
-    by_release: dict[str, Union[Flag, str]] = field(default_factory=dict)  # profile name -> Flag or why not
-    pykv_only: Optional[str] = None
+    by_release: dict[str, Flag | str] = field(default_factory=dict)  # profile name -> Flag or why not
+    pykv_only: str | None = None
     release: bool = False
 
-    def flag_in(self, profile_name: str) -> Optional[Flag]:
+    def flag_in(self, profile_name: str) -> Flag | None:
         entry = self.by_release.get(profile_name)
         return entry if isinstance(entry, Flag) else None
 
-    def missing_in(self, profile_name: str) -> Optional[str]:
+    def missing_in(self, profile_name: str) -> str | None:
         entry = self.by_release.get(profile_name)
         return entry if isinstance(entry, str) else None
 
@@ -62,8 +62,7 @@ class VllmFlags:
 
 PROFILE_NAMES: tuple[str, ...] = typing.get_args(VllmProfileName)
 # Where --kv-offloading-size works, said the same way everywhere (help, notes, the cheat sheet, the sweep).
-OFFLOADING_RELEASES = ("vLLM 0.11.1+: 0.11.1 to 0.12 also need --kv-offloading-backend native, "
-                       "0.33 the size alone")
+OFFLOADING_RELEASES = "vLLM 0.11.1+: 0.11.1 to 0.12 also need --kv-offloading-backend native, 0.33 the size alone"
 
 
 def same_flag(flag: str, kwarg: str, style: Style = "value") -> VllmFlags:
@@ -71,7 +70,7 @@ def same_flag(flag: str, kwarg: str, style: Style = "value") -> VllmFlags:
     return VllmFlags({name: Flag(flag, kwarg, style) for name in PROFILE_NAMES})
 
 
-def per_release(v06: Union[Flag, str], v010: Union[Flag, str], v033: Union[Flag, str]) -> VllmFlags:
+def per_release(v06: Flag | str, v010: Flag | str, v033: Flag | str) -> VllmFlags:
     return VllmFlags(dict(zip(PROFILE_NAMES, (v06, v010, v033))))
 
 

@@ -10,7 +10,7 @@ each field. Pure data: the scheduler, the observer and the metrics read it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 VllmProfileName = Literal["v0.6", "v0.10", "v0.33"]
 DEFAULT_PROFILE: VllmProfileName = "v0.33"
@@ -27,11 +27,11 @@ class VllmProfile:
     # "chunk" (V1 0.10: the scheduled chunk only), "full_input" (today's V1: the whole current input
     # reserved before admission, scheduler_reserve_full_isl=True).
     admission: str
-    default_watermark: Optional[float]  # None: the release has no watermark knob
+    default_watermark: float | None  # None: the release has no watermark knob
     # Where the watermark applies: "v0" (every admission and swap-in, always) or "v1" (waiting and
     # preempted admissions while something is scheduled).
-    watermark_scope: Optional[str]
-    preemption_warning_every: Optional[int]  # V0 warns on the 1st, 51st, 101st... preemption; V1 never
+    watermark_scope: str | None
+    preemption_warning_every: int | None  # V0 warns on the 1st, 51st, 101st... preemption; V1 never
     stats_format: str  # "v0" | "v0.10" | "v0.33": the periodic stats line's wording
     prompt_tokens_include_reprefill: bool  # vllm:prompt_tokens_total counts re-prefilled tokens (V0)
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
@@ -86,29 +86,64 @@ class VllmProfile:
 
 PROFILES: dict[str, VllmProfile] = {
     "v0.6": VllmProfile(
-        name="v0.6", release="0.6.3.post1", engine="V0",
+        name="v0.6",
+        release="0.6.3.post1",
+        engine="V0",
         summary="V0 scheduler and block manager: swap or recompute, whole-prompt admission, 1% watermark",
-        preemption_modes=("recompute", "swap", "auto"), admission="whole_prompt", default_watermark=0.01,
-        watermark_scope="v0", preemption_warning_every=50, stats_format="v0",
-        prompt_tokens_include_reprefill=True, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=False, queues_count_groups=True),
+        preemption_modes=("recompute", "swap", "auto"),
+        admission="whole_prompt",
+        default_watermark=0.01,
+        watermark_scope="v0",
+        preemption_warning_every=50,
+        stats_format="v0",
+        prompt_tokens_include_reprefill=True,
+        prefix_stats_skip_preempted=False,
+        prefix_stats_count_unadmitted=False,
+        has_request_preemptions_histogram=False,
+        queues_count_groups=True,
+    ),
     "v0.10": VllmProfile(
-        name="v0.10", release="0.10.2", engine="V1",
+        name="v0.10",
+        release="0.10.2",
+        engine="V1",
         summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",
-        preemption_modes=("recompute",), admission="chunk", default_watermark=None, watermark_scope=None,
-        preemption_warning_every=None, stats_format="v0.10",
-        prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=False, prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False, null_block=True, deprecated_v0_cache_metrics=True,
-        victim_chunk_taken_back=False, scan_past_self_preemption=False),
+        preemption_modes=("recompute",),
+        admission="chunk",
+        default_watermark=None,
+        watermark_scope=None,
+        preemption_warning_every=None,
+        stats_format="v0.10",
+        prompt_tokens_include_reprefill=False,
+        prefix_stats_skip_preempted=False,
+        prefix_stats_count_unadmitted=True,
+        has_request_preemptions_histogram=False,
+        null_block=True,
+        deprecated_v0_cache_metrics=True,
+        victim_chunk_taken_back=False,
+        scan_past_self_preemption=False,
+    ),
     "v0.33": VllmProfile(
-        name="v0.33", release="0.33.0", engine="V1",
+        name="v0.33",
+        release="0.33.0",
+        engine="V1",
         summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
-                "synchronous scheduler (0.33.0 schedules asynchronously by default)",
-        preemption_modes=("recompute",), admission="full_input", default_watermark=0.0, watermark_scope="v1",
-        preemption_warning_every=None, stats_format="v0.33",
-        prompt_tokens_include_reprefill=False, prefix_stats_skip_preempted=True, prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=True, has_kv_offloading=True, null_block=True,
-        free_unhashed_first=True, async_scheduling_default=True, stats_prompt_computed_once=True),
+        "synchronous scheduler (0.33.0 schedules asynchronously by default)",
+        preemption_modes=("recompute",),
+        admission="full_input",
+        default_watermark=0.0,
+        watermark_scope="v1",
+        preemption_warning_every=None,
+        stats_format="v0.33",
+        prompt_tokens_include_reprefill=False,
+        prefix_stats_skip_preempted=True,
+        prefix_stats_count_unadmitted=False,
+        has_request_preemptions_histogram=True,
+        has_kv_offloading=True,
+        null_block=True,
+        free_unhashed_first=True,
+        async_scheduling_default=True,
+        stats_prompt_computed_once=True,
+    ),
 }
 
 
@@ -116,10 +151,12 @@ def profile(name: str) -> VllmProfile:
     return PROFILES[name]
 
 
-def victim_caveat(profile_name: str, victim: str) -> Optional[str]:
+def victim_caveat(profile_name: str, victim: str) -> str | None:
     """What a learner must know before trusting tokens under this victim policy on this release, or None."""
     if victim == "last" or profile(profile_name).victim_chunk_taken_back:
         return None
-    return (f"On {profile_name}, preemption_victim={victim} can change tokens: vLLM {profile(profile_name).release} "
-            "resumes a victim preempted after it was scheduled past KV it never computed (fixed in 0.11.1, PR "
-            "#26661). pykv does the same; the narration says when.")
+    return (
+        f"On {profile_name}, preemption_victim={victim} can change tokens: vLLM {profile(profile_name).release} "
+        "resumes a victim preempted after it was scheduled past KV it never computed (fixed in 0.11.1, PR "
+        "#26661). pykv does the same; the narration says when."
+    )

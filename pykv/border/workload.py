@@ -9,7 +9,7 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Callable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -52,12 +52,13 @@ class WorkloadRequest(BaseModel):
     """One request of a workload: a prompt (text or token ids), its max_tokens and when it arrives."""
 
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: no silent int("3"), 2.0 or True as 1
-    prompt: Optional[str] = Field(default=None, max_length=MAX_PROMPT_CHARS)
-    prompt_token_ids: Optional[list[Annotated[int, Field(ge=0, le=MAX_TOKEN_ID)]]] = Field(
-        default=None, min_length=1, max_length=MAX_PROMPT_TOKENS)
+    prompt: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    prompt_token_ids: list[Annotated[int, Field(ge=0, le=MAX_TOKEN_ID)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_PROMPT_TOKENS
+    )
     max_tokens: int = Field(ge=1, le=MAX_OUTPUT_TOKENS)
     arrival_step: int = Field(default=0, ge=0, le=MAX_ARRIVAL_STEP)
-    request_id: Optional[str] = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
+    request_id: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
     ignore_eos: bool = False  # generate exactly max_tokens, as vLLM's benchmarks do
     priority: int = Field(default=0, ge=-(2**31), lt=2**31)  # vLLM's: lower runs first (preemption_victim=priority)
     n: int = Field(default=1, ge=1, le=MAX_N)  # parallel sampling: sequences forked on the first token
@@ -96,8 +97,10 @@ class Workload(BaseModel):
             raise ValueError(f"{source}: {len(text):,} characters; a workload may have at most {MAX_WORKLOAD_BYTES:,}.")
         depth = _json_depth(text)
         if depth > MAX_JSON_DEPTH:
-            raise ValueError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep; a workload nests 4 "
-                             "(workload -> requests -> request -> prompt_token_ids).")
+            raise ValueError(
+                f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep; a workload nests 4 "
+                "(workload -> requests -> request -> prompt_token_ids)."
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -142,8 +145,10 @@ def _short(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 def validation_problems(error: ValidationError, limit: int = 3) -> str:
     """A pydantic error as one line: the first ``limit`` problems, each ``field.path: message``."""
     errors = error.errors(include_url=False, include_input=False)
-    problems = [f"{'.'.join(_short(str(p), 40) for p in err['loc']) or '(top level)'}: {_short(err['msg'], 120)}"
-                for err in errors[:limit]]
+    problems = [
+        f"{'.'.join(_short(str(p), 40) for p in err['loc']) or '(top level)'}: {_short(err['msg'], 120)}"
+        for err in errors[:limit]
+    ]
     more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
     return _short("; ".join(problems) + more)
 
@@ -166,8 +171,12 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 # Bounds of the presets' arguments (inclusive).
-PRESET_ARG_BOUNDS = {"n": (1, MAX_REQUESTS), "max_tokens": (1, MAX_OUTPUT_TOKENS), "every": (0, 1000),
-                     "seed": (0, MAX_SEED)}
+PRESET_ARG_BOUNDS = {
+    "n": (1, MAX_REQUESTS),
+    "max_tokens": (1, MAX_OUTPUT_TOKENS),
+    "every": (0, 1000),
+    "seed": (0, MAX_SEED),
+}
 
 
 def _check_args(func: Callable[..., Workload], args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -182,14 +191,19 @@ def _check_args(func: Callable[..., Workload], args: tuple, kwargs: dict) -> ins
     for name, value in bound.arguments.items():
         low, high = PRESET_ARG_BOUNDS[name]
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"preset {func.__name__!r}: {name} must be a whole number, got "
-                             f"{_short(repr(value), 60)} ({type(value).__name__}).")
+            raise ValueError(
+                f"preset {func.__name__!r}: {name} must be a whole number, got "
+                f"{_short(repr(value), 60)} ({type(value).__name__})."
+            )
         if not low <= value <= high:
-            raise ValueError(f"preset {func.__name__!r}: {name}={_short(repr(value), 60)} is out of range; "
-                             f"use {low} to {high:,}.")
+            raise ValueError(
+                f"preset {func.__name__!r}: {name}={_short(repr(value), 60)} is out of range; use {low} to {high:,}."
+            )
     if "every" in bound.arguments and (bound.arguments["n"] - 1) * bound.arguments["every"] > MAX_ARRIVAL_STEP:
-        raise ValueError(f"preset {func.__name__!r}: the last request would arrive after step "
-                         f"{MAX_ARRIVAL_STEP:,}; use a smaller n or every.")
+        raise ValueError(
+            f"preset {func.__name__!r}: the last request would arrive after step "
+            f"{MAX_ARRIVAL_STEP:,}; use a smaller n or every."
+        )
     return bound
 
 
@@ -221,8 +235,10 @@ def burst(n: int = 8, max_tokens: int = 32, seed: int = 0) -> Workload:
 def shared_prefix(n: int = 6, max_tokens: int = 24, seed: int = 0) -> Workload:
     """One long system prompt shared by every request, each with its own short tail."""
     rng = random.Random(seed)
-    reqs = [WorkloadRequest(prompt=SYSTEM_PROMPT + _code(rng, 1), max_tokens=max_tokens, arrival_step=2 * i)
-            for i in range(n)]
+    reqs = [
+        WorkloadRequest(prompt=SYSTEM_PROMPT + _code(rng, 1), max_tokens=max_tokens, arrival_step=2 * i)
+        for i in range(n)
+    ]
     return Workload(name="shared_prefix", seed=seed, requests=reqs)
 
 
@@ -244,8 +260,9 @@ def storm(n: int = 12, max_tokens: int = 128, seed: int = 0) -> Workload:
     pool forces more preemptions."""
     rng = random.Random(seed)
     body = rng.choice(SNIPPETS)
-    reqs = [WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True)
-            for i in range(n)]
+    reqs = [
+        WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True) for i in range(n)
+    ]
     return Workload(name="storm", seed=seed, requests=reqs)
 
 
@@ -258,7 +275,11 @@ def spread(n: int = 8, max_tokens: int = 32, every: int = 4, seed: int = 0) -> W
 
 
 PRESETS: dict[str, Callable[..., Workload]] = {
-    "burst": burst, "shared_prefix": shared_prefix, "long_context": long_context, "storm": storm, "spread": spread,
+    "burst": burst,
+    "shared_prefix": shared_prefix,
+    "long_context": long_context,
+    "storm": storm,
+    "spread": spread,
 }
 
 

@@ -10,5 +10,16 @@ from pykv.bridge.errors import BridgeInputError
 from pykv.bridge.prometheus_range import fetch_range
 from pykv.bridge.traces import TraceParse, TraceRequest, read_trace
 
-__all__ = ["BridgeInputError", "Diagnosis", "TraceParse", "TraceRequest", "compare", "diagnose", "fetch_range",
-           "load_baseline", "read_trace", "save_baseline", "sniff"]
+__all__ = [
+    "BridgeInputError",
+    "Diagnosis",
+    "TraceParse",
+    "TraceRequest",
+    "compare",
+    "diagnose",
+    "fetch_range",
+    "load_baseline",
+    "read_trace",
+    "save_baseline",
+    "sniff",
+]

@@ -19,11 +19,13 @@ def figures(diagnosis: Diagnosis) -> dict:
     minutes = (max(times) - min(times)) / 60.0 if len(times) >= 2 else None
     usage = [s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None]
     gen = [s.gen_tps for s in samples if s.gen_tps is not None]
-    return {"preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes else None,
-            "preemptions_at_least": diagnosis.preemptions_at_least,
-            "mean_gpu_kv_usage": round(sum(usage) / len(usage), 4) if usage else None,
-            "peak_gpu_kv_usage": max(usage) if usage else None,
-            "mean_gen_tps": round(sum(gen) / len(gen), 2) if gen else None}
+    return {
+        "preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes else None,
+        "preemptions_at_least": diagnosis.preemptions_at_least,
+        "mean_gpu_kv_usage": round(sum(usage) / len(usage), 4) if usage else None,
+        "peak_gpu_kv_usage": max(usage) if usage else None,
+        "mean_gen_tps": round(sum(gen) / len(gen), 2) if gen else None,
+    }
 
 
 MAX_BASELINE_BYTES = 1_000_000  # a baseline is a few hundred bytes of JSON
@@ -31,9 +33,14 @@ MAX_BASELINE_BYTES = 1_000_000  # a baseline is a few hundred bytes of JSON
 
 def baseline_body(diagnosis: Diagnosis) -> dict:
     """What a baseline keeps: the release, the config seen, the figures and the findings' ids."""
-    return {"baseline_version": BASELINE_VERSION, "release": diagnosis.release.text, "engine": diagnosis.engine,
-            "config": diagnosis.config.to_json_dict(), "figures": figures(diagnosis),
-            "findings": [f.id for f in diagnosis.findings]}
+    return {
+        "baseline_version": BASELINE_VERSION,
+        "release": diagnosis.release.text,
+        "engine": diagnosis.engine,
+        "config": diagnosis.config.to_json_dict(),
+        "figures": figures(diagnosis),
+        "findings": [f.id for f in diagnosis.findings],
+    }
 
 
 def save_baseline(diagnosis: Diagnosis, path: str | Path) -> dict:
@@ -50,8 +57,11 @@ def parse_baseline(raw: bytes, source: str = "the baseline") -> dict:
         body = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise BridgeInputError(f"cannot read {source}: {exc}; save one first with save_baseline") from None
-    if not isinstance(body, dict) or body.get("baseline_version") != BASELINE_VERSION or \
-            not isinstance(body.get("figures"), dict):
+    if (
+        not isinstance(body, dict)
+        or body.get("baseline_version") != BASELINE_VERSION
+        or not isinstance(body.get("figures"), dict)
+    ):
         raise BridgeInputError(f"{source} is not a bridge baseline (version {BASELINE_VERSION}): save it again")
     for key, value in body["figures"].items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value):

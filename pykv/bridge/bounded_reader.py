@@ -89,8 +89,10 @@ class TextSource:
                 message = f"{self.label}: damaged gzip ({exc}); give the plain text or the whole .gz"
                 raise BridgeInputError(message) from None
         if looks_binary(head[:8192]):
-            raise BridgeInputError(f"{self.label} looks binary (control bytes throughout its start): give a vLLM log, "
-                                   "a /metrics body or a trace as text or .gz")
+            raise BridgeInputError(
+                f"{self.label} looks binary (control bytes throughout its start): give a vLLM log, "
+                "a /metrics body or a trace as text or .gz"
+            )
         return head.decode("utf-8", "replace")
 
     def lines(self) -> Iterator[tuple[int, str]]:

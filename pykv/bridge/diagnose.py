@@ -39,8 +39,11 @@ def shared_prefix_count(trace: TraceParse) -> int | None:
     return sum(n for n in counts.values() if n > 1)
 
 
-def diagnose(sources: list[Source] | Source, max_decompressed: int = MAX_DECOMPRESSED_BYTES,
-             live_metrics: MetricsParse | None = None) -> Diagnosis:
+def diagnose(
+    sources: list[Source] | Source,
+    max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+    live_metrics: MetricsParse | None = None,
+) -> Diagnosis:
     """Read every source (a path, pasted text or bytes) and draw the findings. ``live_metrics`` (a Prometheus
     server's series, ``fetch_range``) stands in for metrics files when given."""
     if isinstance(sources, (str, bytes, os.PathLike)):
@@ -87,8 +90,10 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             config.enable_prefix_caching = metrics.config.enable_prefix_caching
         config = config or metrics.config
     if not samples and not startup and not warnings and not traces:
-        raise BridgeInputError("found no vLLM stats line, start-up line, preemption warning, metric or trace: give "
-                               "the server's log (stdout), its /metrics body, or a request trace")
+        raise BridgeInputError(
+            "found no vLLM stats line, start-up line, preemption warning, metric or trace: give "
+            "the server's log (stdout), its /metrics body, or a request trace"
+        )
     config = config or ServerConfig()  # a trace alone brings no config
     release = guess_release(features, printed, engine_hint)
     counted = max((log.cumulative_preemptions for log in logs), default=0)
@@ -102,5 +107,16 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
             evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
     findings = find_all(evidence) if samples or startup or warnings else []
-    return Diagnosis(release, startup, samples, evidence.preemptions_at_least(), findings, config, lines_read,
-                     lines_skipped, visibility_notes(release), notes, traces)
+    return Diagnosis(
+        release,
+        startup,
+        samples,
+        evidence.preemptions_at_least(),
+        findings,
+        config,
+        lines_read,
+        lines_skipped,
+        visibility_notes(release),
+        notes,
+        traces,
+    )

@@ -29,22 +29,30 @@ class Diagnosis:
         return self.release.engine
 
     def to_json_dict(self) -> dict:
-        return {"release": self.release.text, "engine": self.engine,
-                "startup": [fact.to_json_dict() for fact in self.startup],
-                "samples": [sample.to_json_dict() for sample in self.samples],
-                "preemptions_at_least": self.preemptions_at_least,
-                "findings": [finding.to_json_dict() for finding in self.findings],
-                "lines_read": self.lines_read, "lines_skipped": self.lines_skipped}
+        return {
+            "release": self.release.text,
+            "engine": self.engine,
+            "startup": [fact.to_json_dict() for fact in self.startup],
+            "samples": [sample.to_json_dict() for sample in self.samples],
+            "preemptions_at_least": self.preemptions_at_least,
+            "findings": [finding.to_json_dict() for finding in self.findings],
+            "lines_read": self.lines_read,
+            "lines_skipped": self.lines_skipped,
+        }
 
 
 def visibility_notes(release: ReleaseGuess) -> list[str]:
     if release.engine == "v0":
-        return ["V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption",
-                "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
-                "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc"]
+        return [
+            "V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption",
+            "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
+            "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
+        ]
     if release.engine == "v1":
-        notes = ["V1 logs no per-preemption line; counts come from 'Preemptions: N' (0.11.1+) or "
-                 "vllm:num_preemptions_total", "V1 never swaps to CPU: a preempted request is recomputed"]
+        notes = [
+            "V1 logs no per-preemption line; counts come from 'Preemptions: N' (0.11.1+) or vllm:num_preemptions_total",
+            "V1 never swaps to CPU: a preempted request is recomputed",
+        ]
         if release.at_least("0.11.1") is not True:
             notes.append("before 0.11.1 the stats line has no preemption count: use the metrics endpoint")
         return notes

@@ -44,21 +44,37 @@ class Finding:
 
     def to_json_dict(self) -> dict:
         # The contract has no field for the reason: it leads the evidence list.
-        return {"id": self.id, "title": self.title, "confidence": self.confidence,
-                "evidence": [f"confidence {self.confidence}: {self.why}", *self.evidence], "fix": self.fix}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "confidence": self.confidence,
+            "evidence": [f"confidence {self.confidence}: {self.why}", *self.evidence],
+            "fix": self.fix,
+        }
 
 
 def describe(sample: Sample, unit: str = "line") -> str:
     """One sample as evidence text: 'line 12 (06-16 21:24:15): running 12, waiting 3, KV 99.1%, gen 80.0 tok/s'."""
     parts = []
-    for label, value, kind in (("running", sample.running, "n"), ("waiting", sample.waiting, "n"),
-                               ("swapped", sample.swapped, "n"), ("GPU KV", sample.gpu_kv_usage, "%"),
-                               ("CPU KV", sample.cpu_kv_usage, "%"), ("gen", sample.gen_tps, "t"),
-                               ("prefix hits", sample.prefix_hit_rate, "%"), ("preemptions", sample.preemptions, "n")):
+    for label, value, kind in (
+        ("running", sample.running, "n"),
+        ("waiting", sample.waiting, "n"),
+        ("swapped", sample.swapped, "n"),
+        ("GPU KV", sample.gpu_kv_usage, "%"),
+        ("CPU KV", sample.cpu_kv_usage, "%"),
+        ("gen", sample.gen_tps, "t"),
+        ("prefix hits", sample.prefix_hit_rate, "%"),
+        ("preemptions", sample.preemptions, "n"),
+    ):
         if value is None:
             continue
-        parts.append(f"{label} {value:.1%}" if kind == "%" else f"{label} {value:.1f} tok/s" if kind == "t"
-                     else f"{label} {value}")
+        parts.append(
+            f"{label} {value:.1%}"
+            if kind == "%"
+            else f"{label} {value:.1f} tok/s"
+            if kind == "t"
+            else f"{label} {value}"
+        )
     where = f"{unit} {sample.line}" if sample.line is not None else "sample"
     when = f" ({sample.time})" if sample.time else ""
     return f"{where}{when}: " + ", ".join(parts)

@@ -17,9 +17,17 @@ from pykv.bridge.findings_prefix import (
     prefix_hit_inflated_by_recompute,
 )
 
-RULES = (max_model_len_exceeds_kv, preemption_storm, swap_space_exhausted, swap_never_used,
-         max_num_seqs_above_capacity, prefix_cache_not_hitting, prefix_hit_inflated_by_recompute,
-         chunked_prefill_rethrash, kv_not_the_bottleneck)
+RULES = (
+    max_model_len_exceeds_kv,
+    preemption_storm,
+    swap_space_exhausted,
+    swap_never_used,
+    max_num_seqs_above_capacity,
+    prefix_cache_not_hitting,
+    prefix_hit_inflated_by_recompute,
+    chunked_prefill_rethrash,
+    kv_not_the_bottleneck,
+)
 
 
 def find_all(evidence: Evidence) -> list[Finding]:

@@ -23,12 +23,20 @@ def prefix_cache_not_hitting(ev: Evidence) -> Finding | None:
     if expected:
         evidence.append(f"trace: {expected} of {ev.trace_requests} requests share a first KV block with another")
     block = next((f.block_size for f in ev.startup if f.block_size), ev.config.block_size)
-    lead = (f"Only whole blocks are cached: a shared prefix shorter than one block ({block or 16} tokens) never hits; "
-            "keep the shared text byte-identical at the very start, then")
-    return Finding("prefix_cache_not_hitting", "Prefix cache hits near 0% though prefixes are shared",
-                   "high" if expected else "low",
-                   "the trace shows shared prefix blocks" if expected else "prefix caching is on but no trace says "
-                   "prefixes are shared", evidence, fix_text(ev.release, ("prefix_caching",), lead=lead))
+    lead = (
+        f"Only whole blocks are cached: a shared prefix shorter than one block ({block or 16} tokens) never hits; "
+        "keep the shared text byte-identical at the very start, then"
+    )
+    return Finding(
+        "prefix_cache_not_hitting",
+        "Prefix cache hits near 0% though prefixes are shared",
+        "high" if expected else "low",
+        "the trace shows shared prefix blocks"
+        if expected
+        else "prefix caching is on but no trace says prefixes are shared",
+        evidence,
+        fix_text(ev.release, ("prefix_caching",), lead=lead),
+    )
 
 
 def prefix_hit_inflated_by_recompute(ev: Evidence) -> Finding | None:
@@ -40,13 +48,21 @@ def prefix_hit_inflated_by_recompute(ev: Evidence) -> Finding | None:
     if fixed:
         return None
     confidence = "high" if fixed is False and ev.release.engine is not None else "medium"
-    why = (f"{ev.release.text} counts a recomputed request's own blocks as prefix hits"
-           if fixed is False else f"the release range straddles {PREEMPTED_HITS_FIX}, where V1 stopped counting them")
+    why = (
+        f"{ev.release.text} counts a recomputed request's own blocks as prefix hits"
+        if fixed is False
+        else f"the release range straddles {PREEMPTED_HITS_FIX}, where V1 stopped counting them"
+    )
     evidence = [ev.show(s) for s in hits[:3]] + [f"at least {ev.preemptions_at_least()} preemptions"]
-    return Finding("prefix_hit_inflated_by_recompute", "Prefix hit rate inflated by recomputed preemptions",
-                   confidence, why, evidence,
-                   f"Read the hit rate as an upper bound; V1 {PREEMPTED_HITS_FIX}+ reports preempted requests' hits "
-                   "apart. Cut the preemptions first: " + fix_text(ev.release, ("gpu_memory", "max_num_seqs")))
+    return Finding(
+        "prefix_hit_inflated_by_recompute",
+        "Prefix hit rate inflated by recomputed preemptions",
+        confidence,
+        why,
+        evidence,
+        f"Read the hit rate as an upper bound; V1 {PREEMPTED_HITS_FIX}+ reports preempted requests' hits "
+        "apart. Cut the preemptions first: " + fix_text(ev.release, ("gpu_memory", "max_num_seqs")),
+    )
 
 
 def chunked_prefill_rethrash(ev: Evidence) -> Finding | None:
@@ -63,13 +79,21 @@ def chunked_prefill_rethrash(ev: Evidence) -> Finding | None:
     if repeated:
         evidence.append(f"vllm:request_num_preemptions: {repeated:.0f} finished request(s) were preempted 2+ times")
     evidence += [ev.show(s) for s in small_batch[:4]]
-    return Finding("chunked_prefill_rethrash", "A long chunked prefill is preempted again and again",
-                   "high" if repeated else "medium",
-                   "the per-request preemption histogram says so" if repeated else
-                   "preemptions keep coming with at most 2 requests running (V1 before 0.33, no prefix caching: "
-                   "each retry recomputes the whole prefill)", evidence,
-                   fix_text(ev.release, ("gpu_memory", "prefix_caching", "chunked_prefill"),
-                            lead="With prefix caching on, a preempted prefill resumes from its cached chunks:"))
+    return Finding(
+        "chunked_prefill_rethrash",
+        "A long chunked prefill is preempted again and again",
+        "high" if repeated else "medium",
+        "the per-request preemption histogram says so"
+        if repeated
+        else "preemptions keep coming with at most 2 requests running (V1 before 0.33, no prefix caching: "
+        "each retry recomputes the whole prefill)",
+        evidence,
+        fix_text(
+            ev.release,
+            ("gpu_memory", "prefix_caching", "chunked_prefill"),
+            lead="With prefix caching on, a preempted prefill resumes from its cached chunks:",
+        ),
+    )
 
 
 def _requests_preempted_twice(buckets: dict[float, float]) -> float:

@@ -26,8 +26,10 @@ def step_text(step: str, release: ReleaseGuess) -> str | None:
             return "V1 before 0.11.1 has no CPU KV tier (--swap-space does nothing in V1): upgrade for one"
         if release.at_least("0.20.0") is True:
             return "add a CPU KV tier with --kv-offloading-size (GiB) (V1 has no --swap-space)"
-        return ("add a CPU KV tier with --kv-offloading-size (GiB) --kv-offloading-backend native: until native became "
-                "the default (by 0.20.0) the size alone does nothing (V1 has no --swap-space)")
+        return (
+            "add a CPU KV tier with --kv-offloading-size (GiB) --kv-offloading-backend native: until native became "
+            "the default (by 0.20.0) the size alone does nothing (V1 has no --swap-space)"
+        )
     if step == "prefix_caching":
         if v1:
             return "keep prefix caching on (V1 default; --enable-prefix-caching) and put the shared text first"

@@ -147,8 +147,9 @@ class LogParser:
         if parsed.cumulative is not None:
             self.cumulative = max(self.cumulative, parsed.cumulative)
         if len(self.warnings) < MAX_WARNINGS_KEPT:
-            self.warnings.append(PreemptionWarning(number, parsed.request_id, parsed.mode,
-                                                   parsed.cumulative or 0, record.time))
+            self.warnings.append(
+                PreemptionWarning(number, parsed.request_id, parsed.mode, parsed.cumulative or 0, record.time)
+            )
 
     def _add_config(self, parsed: ConfigRecord) -> None:
         if parsed.version and self.config.version is None:
@@ -171,9 +172,20 @@ class LogParser:
         notes = []
         if self.timeline.stride > 1:
             notes.append(f"timeline thinned: each sample stands for {self.timeline.stride} stats lines")
-        return LogParse(samples, self.startup.finish(self.config.block_size), self.warnings, self.warnings_seen,
-                        self.cumulative, self.config, self.features, self.engine_kind, self.lines_read,
-                        self.lines_skipped, self.timeline.stride, notes)
+        return LogParse(
+            samples,
+            self.startup.finish(self.config.block_size),
+            self.warnings,
+            self.warnings_seen,
+            self.cumulative,
+            self.config,
+            self.features,
+            self.engine_kind,
+            self.lines_read,
+            self.lines_skipped,
+            self.timeline.stride,
+            notes,
+        )
 
 
 def stats_feature(stats: StatsRecord, message: str, v0: bool) -> str:
@@ -220,12 +232,17 @@ _BOOL = {"true": True, "false": False}
 
 def apply_config_items(config: ServerConfig, items: dict) -> None:
     """Typed values onto the config; a value that does not parse (None, 'auto') is left unset."""
-    casts = {"gpu_memory_utilization": ("gpu_memory_utilization", float), "max_num_seqs": ("max_num_seqs", int),
-             "max_model_len": ("max_model_len", int), "swap_space": ("swap_space_gib", float),
-             "block_size": ("block_size", int), "tensor_parallel_size": ("tensor_parallel_size", int),
-             "kv_offloading_size": ("kv_offloading_size_gib", float),
-             "enable_prefix_caching": ("enable_prefix_caching", bool),
-             "enable_chunked_prefill": ("enable_chunked_prefill", bool)}
+    casts = {
+        "gpu_memory_utilization": ("gpu_memory_utilization", float),
+        "max_num_seqs": ("max_num_seqs", int),
+        "max_model_len": ("max_model_len", int),
+        "swap_space": ("swap_space_gib", float),
+        "block_size": ("block_size", int),
+        "tensor_parallel_size": ("tensor_parallel_size", int),
+        "kv_offloading_size": ("kv_offloading_size_gib", float),
+        "enable_prefix_caching": ("enable_prefix_caching", bool),
+        "enable_chunked_prefill": ("enable_chunked_prefill", bool),
+    }
     for key, raw in items.items():
         target, cast = casts[key]
         try:

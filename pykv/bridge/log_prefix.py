@@ -18,9 +18,11 @@ _DOCKER_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]
 _PROCESS_TAG = re.compile(r"\([A-Za-z_][\w.]*(?: [\w.=]+)* pid=\d+(?:, ip=[\w.:]+)?\) ?")
 # The vLLM prefix, found anywhere in a line (that is how glued records are split).
 _VLLM_PREFIX = re.compile(
-    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? (\[?)([\w./\\-]{1,200}):(\d+)\] ?")
+    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? (\[?)([\w./\\-]{1,200}):(\d+)\] ?"
+)
 _CUSTOM_PREFIX = re.compile(
-    r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? - ([\w.]{1,200}) - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+    r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? - ([\w.]{1,200}) - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+)
 _LEVEL_WORDS = ("INFO", "WARNING", "DEBUG", "ERROR", "CRITICAL")
 
 
@@ -47,7 +49,7 @@ def iso_seconds(stamp: str) -> float | None:
     if "." in text:  # docker prints nanoseconds; datetime takes at most microseconds
         head, _, tail = text.partition(".")
         digits = len(tail) - len(tail.lstrip("0123456789"))
-        text = head + "." + tail[:min(digits, 6)] + tail[digits:]
+        text = head + "." + tail[: min(digits, 6)] + tail[digits:]
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
@@ -68,7 +70,7 @@ def split_records(line: str) -> list[RawRecord]:
     if match:
         docker_time = match.group(1)
         docker_seconds = iso_seconds(docker_time)
-        line = line[match.end():]
+        line = line[match.end() :]
     if "pid=" in line:
         line = _PROCESS_TAG.sub("", line)
     starts = list(_VLLM_PREFIX.finditer(line))
@@ -78,10 +80,17 @@ def split_records(line: str) -> list[RawRecord]:
     for index, start in enumerate(starts):
         end = starts[index + 1].start() if index + 1 < len(starts) else len(line)
         stamp = start.group(2)
-        records.append(RawRecord(
-            message=line[start.end():end].rstrip(), time=stamp,
-            seconds=docker_seconds if docker_seconds is not None else vllm_time_seconds(stamp),
-            level=start.group(1), source_file=start.group(4), has_prefix=True, bracketed=bool(start.group(3))))
+        records.append(
+            RawRecord(
+                message=line[start.end() : end].rstrip(),
+                time=stamp,
+                seconds=docker_seconds if docker_seconds is not None else vllm_time_seconds(stamp),
+                level=start.group(1),
+                source_file=start.group(4),
+                has_prefix=True,
+                bracketed=bool(start.group(3)),
+            )
+        )
     return records
 
 
@@ -90,6 +99,12 @@ def _custom_or_bare(line: str, docker_time: str | None, docker_seconds: float | 
     if match:
         stamp = match.group(1)
         seconds = docker_seconds if docker_seconds is not None else iso_seconds(stamp)
-        return RawRecord(message=line[match.end():].rstrip(), time=stamp, seconds=seconds, level=match.group(3),
-                         source_file=match.group(2), has_prefix=True)
+        return RawRecord(
+            message=line[match.end() :].rstrip(),
+            time=stamp,
+            seconds=seconds,
+            level=match.group(3),
+            source_file=match.group(2),
+            has_prefix=True,
+        )
     return RawRecord(message=line.strip(), time=docker_time, seconds=docker_seconds, has_prefix=docker_time is not None)

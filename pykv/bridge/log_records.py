@@ -12,7 +12,8 @@ from dataclasses import dataclass
 _NUM = r"(\d+(?:\.\d+)?)"
 _STAT_FIELD = re.compile(
     r"(Avg prompt throughput|Avg generation throughput|Running|Swapped|Pending|Waiting|Preemptions"
-    r"|Prefix cache hit rate|(?:([A-Za-z]{2,8}) )?KV cache usage): " + _NUM + r"(%?)")
+    r"|Prefix cache hit rate|(?:([A-Za-z]{2,8}) )?KV cache usage): " + _NUM + r"(%?)"
+)
 _ENGINE = re.compile(r"Engine (\d{1,4}):")
 _AGGREGATED = re.compile(r"(\d{1,4}) Engines Aggregated:")
 _V0_PREFIX_HIT = re.compile(r"Prefix cache hit rate: GPU: " + _NUM + r"%, CPU: " + _NUM + "%")
@@ -22,22 +23,38 @@ _BLOCKS = re.compile(r"# ([A-Za-z]{2,8}) blocks: (\d+)(?:, # CPU blocks: (\d+))?
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]{1,20}) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]{1,20}) tokens per request: " + _NUM + "x")
 _KV_MEMORY = re.compile(r"(?:Available KV cache memory:|reserved for KV Cache is) " + _NUM + " ?GiB")
-_V0_TOO_LONG = re.compile(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in "
-                          r"KV cache \((\d+)\)")
-_V1_TOO_LONG = re.compile(r"max seq len \((\d+)\), \(" + _NUM + r" GiB KV cache is needed, which is larger than the "
-                          r"available KV cache memory \(" + _NUM + " GiB")
+_V0_TOO_LONG = re.compile(
+    r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in "
+    r"KV cache \((\d+)\)"
+)
+_V1_TOO_LONG = re.compile(
+    r"max seq len \((\d+)\), \(" + _NUM + r" GiB KV cache is needed, which is larger than the "
+    r"available KV cache memory \(" + _NUM + " GiB"
+)
 _ESTIMATED_LEN = re.compile(r"estimated maximum model length is (\d+)")
 _CONFIG_BLOCKS = re.compile(r"cache_config_info with initialization after num_gpu_blocks is: (\d+)")
 _VERSION = re.compile(r"(?:LLM engine \(v|vLLM API server version v?)(\d+\.\d+\.\d+[\w.+-]{0,30})")
 _ENGINE_KIND = re.compile(r"Initializing an? (V[01] )?LLM engine")
 # key=value (engine config dump, Namespace(...)) and 'key': value (non-default args dict).
-_CONFIG_ITEM = re.compile(r"['\"]?\b(gpu_memory_utilization|max_num_seqs|max_model_len|swap_space|block_size"
-                          r"|enable_prefix_caching|enable_chunked_prefill|kv_offloading_size|tensor_parallel_size)"
-                          r"['\"]?(?:=|: )([\w.]{1,30})")
+_CONFIG_ITEM = re.compile(
+    r"['\"]?\b(gpu_memory_utilization|max_num_seqs|max_model_len|swap_space|block_size"
+    r"|enable_prefix_caching|enable_chunked_prefill|kv_offloading_size|tensor_parallel_size)"
+    r"['\"]?(?:=|: )([\w.]{1,30})"
+)
 
 # Cheap substring pre-filter: a message without any of these cannot be a record (keeps the hot path regex-free).
-KEYWORDS = ("throughput", "preempted", "blocks:", "KV cache", "concurrency", "max seq len", "engine", "args",
-            "Prefix cache", "server version")
+KEYWORDS = (
+    "throughput",
+    "preempted",
+    "blocks:",
+    "KV cache",
+    "concurrency",
+    "max seq len",
+    "engine",
+    "args",
+    "Prefix cache",
+    "server version",
+)
 
 
 @dataclass(slots=True)
@@ -76,9 +93,16 @@ class ConfigRecord:
     engine_kind: str | None  # "v0", "v1" when the line says
 
 
-_STAT_NAMES = {"Avg prompt throughput": "prompt_tps", "Avg generation throughput": "gen_tps", "Running": "running",
-               "Swapped": "swapped", "Pending": "waiting", "Waiting": "waiting", "Preemptions": "preemptions",
-               "Prefix cache hit rate": "prefix_hit_rate"}
+_STAT_NAMES = {
+    "Avg prompt throughput": "prompt_tps",
+    "Avg generation throughput": "gen_tps",
+    "Running": "running",
+    "Swapped": "swapped",
+    "Pending": "waiting",
+    "Waiting": "waiting",
+    "Preemptions": "preemptions",
+    "Prefix cache hit rate": "prefix_hit_rate",
+}
 _INT_FIELDS = {"running", "swapped", "waiting", "preemptions"}
 
 
@@ -105,8 +129,13 @@ def parse_stats(message: str) -> StatsRecord:
     aggregated = _AGGREGATED.search(message)
     # V0 ends with CPU KV usage; V1 ends with KV usage or the prefix hit rate (a later field means nothing was cut).
     complete = "cpu_kv_usage" in fields or ("gpu_kv_usage" in fields and "Swapped" not in message)
-    return StatsRecord(fields, int(engine.group(1)) if engine else None,
-                       int(aggregated.group(1)) if aggregated else None, complete, device)
+    return StatsRecord(
+        fields,
+        int(engine.group(1)) if engine else None,
+        int(aggregated.group(1)) if aggregated else None,
+        complete,
+        device,
+    )
 
 
 def parse_message(message: str) -> object | None:

@@ -49,8 +49,8 @@ class _ScrapeSplitter:
                 self._seen_types.add(key)
                 self.chunks[-1].append(line)
             return
-        series = line.rsplit(None, 1)[0] if "}" not in line else line[:line.rfind("}") + 1]
-        has_timestamp = len(line[len(series):].split()) > 1
+        series = line.rsplit(None, 1)[0] if "}" not in line else line[: line.rfind("}") + 1]
+        has_timestamp = len(line[len(series) :].split()) > 1
         if series in self._seen_series and not has_timestamp:
             self._new_chunk()
         name = series.split("{", 1)[0]
@@ -111,8 +111,10 @@ def parse_metrics(sources: list[TextSource]) -> MetricsParse:
             scrapes.extend(group_by_timestamp(samples, len(scrapes)))
     scrapes = [scrape for scrape in scrapes if scrape.values or scrape.preemption_buckets or scrape.cache_config]
     if not any(scrape.values for scrape in scrapes):
-        raise BridgeInputError("no vllm: samples in the metrics text: start vLLM without --disable-log-stats and "
-                               "paste the raw body of its /metrics page")
+        raise BridgeInputError(
+            "no vllm: samples in the metrics text: start vLLM without --disable-log-stats and "
+            "paste the raw body of its /metrics page"
+        )
     result = scrapes_to_samples(scrapes)
     result.lines_read, result.lines_skipped = lines_read, lines_skipped
     if dropped:

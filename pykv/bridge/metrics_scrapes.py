@@ -9,18 +9,30 @@ from datetime import datetime, timezone
 from pykv.bridge.records import Sample, ServerConfig, StartupFact
 
 # Gauges summed over engines / models (counts of requests).
-_SUMMED = {"vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
-           "vllm:num_requests_swapped": "swapped"}
+_SUMMED = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:num_requests_swapped": "swapped",
+}
 # Gauges where the fullest engine speaks for the server.
-_MAXED = {"vllm:kv_cache_usage_perc": "gpu_kv_usage", "vllm:gpu_cache_usage_perc": "gpu_kv_usage_deprecated",
-          "vllm:cpu_cache_usage_perc": "cpu_kv_usage", "vllm:gpu_prefix_cache_hit_rate": "prefix_hit_gauge",
-          "vllm:avg_prompt_throughput_toks_per_s": "prompt_tps_gauge",
-          "vllm:avg_generation_throughput_toks_per_s": "gen_tps_gauge"}
+_MAXED = {
+    "vllm:kv_cache_usage_perc": "gpu_kv_usage",
+    "vllm:gpu_cache_usage_perc": "gpu_kv_usage_deprecated",
+    "vllm:cpu_cache_usage_perc": "cpu_kv_usage",
+    "vllm:gpu_prefix_cache_hit_rate": "prefix_hit_gauge",
+    "vllm:avg_prompt_throughput_toks_per_s": "prompt_tps_gauge",
+    "vllm:avg_generation_throughput_toks_per_s": "gen_tps_gauge",
+}
 # Counters (read without their _total suffix).
-_COUNTERS = {"vllm:num_preemptions": "preemptions", "vllm:prompt_tokens": "prompt_tokens",
-             "vllm:generation_tokens": "generation_tokens", "vllm:prefix_cache_hits": "prefix_hits",
-             "vllm:prefix_cache_queries": "prefix_queries", "vllm:gpu_prefix_cache_hits": "prefix_hits_deprecated",
-             "vllm:gpu_prefix_cache_queries": "prefix_queries_deprecated"}
+_COUNTERS = {
+    "vllm:num_preemptions": "preemptions",
+    "vllm:prompt_tokens": "prompt_tokens",
+    "vllm:generation_tokens": "generation_tokens",
+    "vllm:prefix_cache_hits": "prefix_hits",
+    "vllm:prefix_cache_queries": "prefix_queries",
+    "vllm:gpu_prefix_cache_hits": "prefix_hits_deprecated",
+    "vllm:gpu_prefix_cache_queries": "prefix_queries_deprecated",
+}
 _PREEMPTION_BUCKETS = "vllm:request_num_preemptions_bucket"
 
 
@@ -126,8 +138,11 @@ def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
     dt = None
     if previous is not None and scrape.seconds is not None and previous.seconds is not None:
         dt = scrape.seconds - previous.seconds if scrape.seconds > previous.seconds else None
-    time = (datetime.fromtimestamp(scrape.seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
-            if scrape.seconds is not None else None)
+    time = (
+        datetime.fromtimestamp(scrape.seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        if scrape.seconds is not None
+        else None
+    )
     sample = Sample(time=time, seconds=scrape.seconds, line=scrape.number)
     for key in ("running", "waiting", "swapped"):
         if key in values:
@@ -138,8 +153,10 @@ def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
         sample.cpu_kv_usage = round(min(values["cpu_kv_usage"], 1.0), 6)
     preempted = _delta(values, before, "preemptions")
     sample.preemptions = int(preempted) if preempted is not None else None
-    for counter, gauge, target in (("prompt_tokens", "prompt_tps_gauge", "prompt_tps"),
-                                   ("generation_tokens", "gen_tps_gauge", "gen_tps")):
+    for counter, gauge, target in (
+        ("prompt_tokens", "prompt_tps_gauge", "prompt_tps"),
+        ("generation_tokens", "gen_tps_gauge", "gen_tps"),
+    ):
         change = _delta(values, before, counter)
         if change is not None and dt:
             setattr(sample, target, round(change / dt, 3))
@@ -155,9 +172,11 @@ def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
 
 
 def _startup_from_cache_config(labels: dict[str, str], config: ServerConfig) -> StartupFact:
-    fact = StartupFact(num_gpu_blocks=_int_or_none(labels.get("num_gpu_blocks")),
-                       num_cpu_blocks=_int_or_none(labels.get("num_cpu_blocks")),
-                       block_size=_int_or_none(labels.get("block_size")))
+    fact = StartupFact(
+        num_gpu_blocks=_int_or_none(labels.get("num_gpu_blocks")),
+        num_cpu_blocks=_int_or_none(labels.get("num_cpu_blocks")),
+        block_size=_int_or_none(labels.get("block_size")),
+    )
     if fact.num_gpu_blocks is not None and fact.block_size is not None:
         fact.kv_cache_tokens = fact.num_gpu_blocks * fact.block_size
     prefix = labels.get("enable_prefix_caching")

@@ -16,11 +16,22 @@ from pykv.bridge.errors import BridgeInputError
 from pykv.bridge.metrics_scrapes import MetricsParse, Scrape, scrapes_to_samples
 
 # Deprecated names beside their replacements: old servers only expose the first ones.
-SERIES = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_swapped",
-          "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm:cpu_cache_usage_perc",
-          "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-          "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
-          "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hit_rate")
+SERIES = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:num_requests_swapped",
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "vllm:cpu_cache_usage_perc",
+    "vllm:num_preemptions_total",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+    "vllm:prefix_cache_hits_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:gpu_prefix_cache_hits_total",
+    "vllm:gpu_prefix_cache_queries_total",
+    "vllm:gpu_prefix_cache_hit_rate",
+)
 MAX_POINTS = 11_000  # Prometheus refuses more than 11,000 points per series
 
 
@@ -32,7 +43,9 @@ def series_query(name: str) -> str:
 
 def colon_name(stored: str) -> str:
     """`vllm_num_preemptions_total` (as stored) -> `vllm:num_preemptions_total` (as vLLM names it)."""
-    return "vllm:" + stored[len("vllm_"):] if stored.startswith("vllm_") else stored
+    return "vllm:" + stored[len("vllm_") :] if stored.startswith("vllm_") else stored
+
+
 _DURATION = re.compile(r"(\d{1,6})([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -53,8 +66,10 @@ def _query(base_url: str, series: str, start: float, end: float, step: float, ti
             body = json.loads(response.read(64 * 1024 * 1024))
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise BridgeInputError(f"Prometheus at {base_url} did not answer a query_range for {series}: {reason}; "
-                               "check the URL and that the server is up") from None
+        raise BridgeInputError(
+            f"Prometheus at {base_url} did not answer a query_range for {series}: {reason}; "
+            "check the URL and that the server is up"
+        ) from None
     if not isinstance(body, dict) or body.get("status") != "success":
         error = body.get("error", "no status") if isinstance(body, dict) else "not a JSON object"
         raise BridgeInputError(f"Prometheus at {base_url} refused the query for {series}: {error}")
@@ -62,8 +77,9 @@ def _query(base_url: str, series: str, start: float, end: float, step: float, ti
     return result if isinstance(result, list) else []
 
 
-def fetch_range(base_url: str, last: str = "2h", step_s: float | None = None, timeout_s: float = 10.0,
-                now: float | None = None) -> MetricsParse:
+def fetch_range(
+    base_url: str, last: str = "2h", step_s: float | None = None, timeout_s: float = 10.0, now: float | None = None
+) -> MetricsParse:
     """The vLLM series over the last `last` (e.g. "2h") as a MetricsParse; raises BridgeInputError naming the URL."""
     if not base_url.startswith(("http://", "https://")):
         raise BridgeInputError(f"{base_url!r} is not an http(s) URL: give the Prometheus server like http://host:9090")
@@ -89,8 +105,10 @@ def fetch_range(base_url: str, last: str = "2h", step_s: float | None = None, ti
     for number, scrape in enumerate(ordered, start=1):
         scrape.number = number
     if not ordered:
-        raise BridgeInputError(f"Prometheus at {base_url} has no vllm: series over the last {last}: is it scraping "
-                               "the vLLM server's /metrics?")
+        raise BridgeInputError(
+            f"Prometheus at {base_url} has no vllm: series over the last {last}: is it scraping "
+            "the vLLM server's /metrics?"
+        )
     # Prometheus answers a point for `lookback` after a sample; a first point well past the window's start means the
     # server's series began inside it (it started there), so the counters' first values happened in the window
     began_inside = ordered[0].seconds is not None and ordered[0].seconds > start + step

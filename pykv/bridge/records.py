@@ -4,10 +4,26 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-STARTUP_JSON_KEYS = ("num_gpu_blocks", "num_cpu_blocks", "block_size", "kv_cache_tokens", "max_concurrency",
-                     "max_model_len")
-SAMPLE_JSON_KEYS = ("time", "running", "waiting", "swapped", "gpu_kv_usage", "cpu_kv_usage", "prompt_tps", "gen_tps",
-                    "prefix_hit_rate", "preemptions")
+STARTUP_JSON_KEYS = (
+    "num_gpu_blocks",
+    "num_cpu_blocks",
+    "block_size",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "max_model_len",
+)
+SAMPLE_JSON_KEYS = (
+    "time",
+    "running",
+    "waiting",
+    "swapped",
+    "gpu_kv_usage",
+    "cpu_kv_usage",
+    "prompt_tps",
+    "gen_tps",
+    "prefix_hit_rate",
+    "preemptions",
+)
 
 
 @dataclass(slots=True)

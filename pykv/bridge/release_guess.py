@@ -9,10 +9,43 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-RELEASES = ("0.2.0", "0.2.7", "0.3.3", "0.4.0", "0.4.1", "0.4.2", "0.4.3", "0.5.0", "0.5.4", "0.5.5", "0.6.0", "0.6.2",
-            "0.6.3", "0.6.3.post1", "0.7.0", "0.7.3", "0.8.0", "0.8.2", "0.8.3", "0.8.5", "0.9.0", "0.9.1", "0.9.2",
-            "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.20.0", "0.30.0", "0.31.0",
-            "0.32.0", "0.33.0")
+RELEASES = (
+    "0.2.0",
+    "0.2.7",
+    "0.3.3",
+    "0.4.0",
+    "0.4.1",
+    "0.4.2",
+    "0.4.3",
+    "0.5.0",
+    "0.5.4",
+    "0.5.5",
+    "0.6.0",
+    "0.6.2",
+    "0.6.3",
+    "0.6.3.post1",
+    "0.7.0",
+    "0.7.3",
+    "0.8.0",
+    "0.8.2",
+    "0.8.3",
+    "0.8.5",
+    "0.9.0",
+    "0.9.1",
+    "0.9.2",
+    "0.10.0",
+    "0.10.1",
+    "0.10.2",
+    "0.11.0",
+    "0.11.1",
+    "0.11.2",
+    "0.12.0",
+    "0.20.0",
+    "0.30.0",
+    "0.31.0",
+    "0.32.0",
+    "0.33.0",
+)
 LAST = RELEASES[-1]
 
 # feature -> (first release with it, last release with it, engine it implies or None)
@@ -80,8 +113,9 @@ def guess_release(features: set[str], printed_version: str | None, engine_hint: 
             engine = "v1"
         elif engine is None and release_key(printed_version) < release_key("0.7.0"):
             engine = "v0"
-        return ReleaseGuess(f"{printed_version} (printed by the server)", engine, printed_version, printed_version,
-                            exact=True)
+        return ReleaseGuess(
+            f"{printed_version} (printed by the server)", engine, printed_version, printed_version, exact=True
+        )
     low, high = RELEASES[0], LAST
     for feature in features:
         if feature not in FEATURES:

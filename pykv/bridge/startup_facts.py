@@ -43,6 +43,10 @@ def fill_derived(fact: StartupFact, config_block_size: int | None) -> None:
                 fact.block_size = nearest
     if fact.kv_cache_tokens is None and fact.num_gpu_blocks is not None and fact.block_size is not None:
         fact.kv_cache_tokens = fact.num_gpu_blocks * fact.block_size
-    if (fact.max_concurrency is None and not fact.startup_error and fact.kv_cache_tokens is not None
-            and fact.max_model_len):
+    if (
+        fact.max_concurrency is None
+        and not fact.startup_error
+        and fact.kv_cache_tokens is not None
+        and fact.max_model_len
+    ):
         fact.max_concurrency = round(fact.kv_cache_tokens / fact.max_model_len, 2)

@@ -7,10 +7,14 @@ import json
 from datetime import datetime
 
 # Required header names per CSV format (lower case, underscores as spaces).
-CSV_FORMATS = {"azure": {"timestamp", "contexttokens", "generatedtokens"},
-               "burstgpt": {"timestamp", "request tokens", "response tokens"}}
-_COLUMNS = {"azure": ("timestamp", "contexttokens", "generatedtokens"),
-            "burstgpt": ("timestamp", "request tokens", "response tokens")}
+CSV_FORMATS = {
+    "azure": {"timestamp", "contexttokens", "generatedtokens"},
+    "burstgpt": {"timestamp", "request tokens", "response tokens"},
+}
+_COLUMNS = {
+    "azure": ("timestamp", "contexttokens", "generatedtokens"),
+    "burstgpt": ("timestamp", "request tokens", "response tokens"),
+}
 _MAX_BLOCK_IDS = 100_000
 CHARS_PER_TOKEN = 4  # custom JSONL carries text, not token counts: a rough English estimate
 
@@ -50,8 +54,7 @@ def parse_csv_row(kind: str, header: list[str], line: str) -> tuple:
         raise ValueError(f"{len(cells)} cells for {len(header)} columns")
     row = dict(zip(header, cells))
     stamp_col, input_col, output_col = _COLUMNS[kind]
-    return (_timestamp(row[stamp_col]), _tokens(row[input_col], input_col), _tokens(row[output_col], output_col),
-            None)
+    return (_timestamp(row[stamp_col]), _tokens(row[input_col], input_col), _tokens(row[output_col], output_col), None)
 
 
 def parse_json_row(kind: str, line: str) -> tuple:
@@ -66,8 +69,12 @@ def parse_json_row(kind: str, line: str) -> tuple:
         if not isinstance(prompt, str):
             raise ValueError("no 'prompt' string")
         outputs = record.get("output_tokens", record.get("output_len"))
-        return (None, max(1, len(prompt) // CHARS_PER_TOKEN),
-                _tokens(outputs, "output_tokens") if outputs is not None else None, None)
+        return (
+            None,
+            max(1, len(prompt) // CHARS_PER_TOKEN),
+            _tokens(outputs, "output_tokens") if outputs is not None else None,
+            None,
+        )
     for key in ("input_length", "output_length"):
         if key not in record:
             raise ValueError(f"no {key!r}")
@@ -80,5 +87,9 @@ def parse_json_row(kind: str, line: str) -> tuple:
         except (TypeError, ValueError):
             raise ValueError("hash_ids holds a non-integer") from None
     stamp = record.get("timestamp")
-    return (_timestamp(stamp) if stamp is not None else None, _tokens(record["input_length"], "input_length"),
-            _tokens(record["output_length"], "output_length"), blocks)
+    return (
+        _timestamp(stamp) if stamp is not None else None,
+        _tokens(record["input_length"], "input_length"),
+        _tokens(record["output_length"], "output_length"),
+        blocks,
+    )

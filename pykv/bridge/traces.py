@@ -73,8 +73,10 @@ def sniff_trace_format(head: str) -> str | None:
 def read_trace(source: TextSource, max_requests: int = MAX_REQUESTS, max_rows: int = MAX_ROWS_READ) -> TraceParse:
     kind = sniff_trace_format(source.head)
     if kind is None:
-        raise BridgeInputError(f"{source.label}: not a trace this reads (Azure, BurstGPT, Mooncake/Bailian JSONL, "
-                               "vLLM custom JSONL); check the header line")
+        raise BridgeInputError(
+            f"{source.label}: not a trace this reads (Azure, BurstGPT, Mooncake/Bailian JSONL, "
+            "vLLM custom JSONL); check the header line"
+        )
     result = TraceParse(format=kind, requests=[], rows_read=0, rows_good=0)
     stride, first_arrival, raw_ms = 1, None, kind == "mooncake"
     lines = source.lines()
@@ -90,8 +92,9 @@ def read_trace(source: TextSource, max_requests: int = MAX_REQUESTS, max_rows: i
             break
         result.rows_read += 1
         try:
-            arrival, inputs, outputs, blocks = (parse_csv_row(kind, header, line) if header is not None
-                                                else parse_json_row(kind, line))
+            arrival, inputs, outputs, blocks = (
+                parse_csv_row(kind, header, line) if header is not None else parse_json_row(kind, line)
+            )
         except ValueError as exc:
             result.bad_row_count += 1
             if len(result.bad_rows) < MAX_BAD_ROWS_LISTED:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Optional, Sequence
+from typing import Sequence
 from urllib.parse import quote
 
 from pykv.border.config import Knob, knobs
@@ -59,28 +59,46 @@ def cheatsheet_html(lessons: Sequence[Lesson], link_base: str = "lessons") -> st
     index = {lesson.id: (n, lesson) for n, lesson in enumerate(lessons, 1)}
     cite = lambda cites: " ".join(_cite(c, index, link_base) for c in cites)  # noqa: E731
     releases = ", ".join(f"{_release(p.release)} ({p.engine})" for p in PROFILES.values())
-    tuning = "".join(f"<li><b>{_rich(head)}</b>: {_rich(text)} {cite(row.cites)}</li>"
-                     for row in TUNING_ORDER for head, text in [row.cells])
-    symptoms = _table(SYMPTOM_COLUMNS + ("Shown in",), [(*row.cells, cite(row.cites)) for row in SYMPTOMS],
-                      ("33%", "26%", "28%", "13%"))
-    knob_cells = [(f"{_rich(f'`{note.flag}`')} <span class=\"knob\">({_esc(knob.name)})</span>",
-                   _rich(note.does or first_clause(knob.help)), _rich(note.preemption), _esc(knob_releases(knob, note)),
-                   cite(note.cites)) for knob, note in knob_rows()]
+    tuning = "".join(
+        f"<li><b>{_rich(head)}</b>: {_rich(text)} {cite(row.cites)}</li>"
+        for row in TUNING_ORDER
+        for head, text in [row.cells]
+    )
+    symptoms = _table(
+        SYMPTOM_COLUMNS + ("Shown in",),
+        [(*row.cells, cite(row.cites)) for row in SYMPTOMS],
+        ("33%", "26%", "28%", "13%"),
+    )
+    knob_cells = [
+        (
+            f'{_rich(f"`{note.flag}`")} <span class="knob">({_esc(knob.name)})</span>',
+            _rich(note.does or first_clause(knob.help)),
+            _rich(note.preemption),
+            _esc(knob_releases(knob, note)),
+            cite(note.cites),
+        )
+        for knob, note in knob_rows()
+    ]
     knob_table = _table(KNOB_COLUMNS + ("Shown in",), knob_cells, ("22%", "25%", "31%", "12%", "10%"), rich=False)
     lab_only = ", ".join(f"<code>{_esc(name)}</code>" for name in lab_only_knobs())
-    body = (f"<h1>{_esc(TITLE)}</h1>"
-            f"<p class=\"sub\">From the pykv course · vLLM {_esc(releases)} · L7.4 = lesson 7, step 4: each link "
-            f"opens that step in the lab</p>"
-            f"<h2>Tuning order <span class=\"rule\">· {_esc(TUNING_RULE)}</span></h2><ol>{tuning}</ol>"
-            f"<h2>Troubleshooting: from the logs and metrics to the fix</h2>{symptoms}"
-            f"<h2>Knobs</h2>{knob_table}"
-            f"<p class=\"foot\">Lab-only knobs (pykv, no vLLM flag): {lab_only}. <code>vllm_profile</code> picks "
-            f"the release whose rules the lab follows.</p>")
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_esc(TITLE)}</title>"
-            f"<style>{CSS}</style></head><body><div class=\"pykv-cheatsheet\">{body}</div></body></html>")
+    body = (
+        f"<h1>{_esc(TITLE)}</h1>"
+        f'<p class="sub">From the pykv course · vLLM {_esc(releases)} · L7.4 = lesson 7, step 4: each link '
+        f"opens that step in the lab</p>"
+        f'<h2>Tuning order <span class="rule">· {_esc(TUNING_RULE)}</span></h2><ol>{tuning}</ol>'
+        f"<h2>Troubleshooting: from the logs and metrics to the fix</h2>{symptoms}"
+        f"<h2>Knobs</h2>{knob_table}"
+        f'<p class="foot">Lab-only knobs (pykv, no vLLM flag): {lab_only}. <code>vllm_profile</code> picks '
+        f"the release whose rules the lab follows.</p>"
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(TITLE)}</title>'
+        f'<style>{CSS}</style></head><body><div class="pykv-cheatsheet">{body}</div></body></html>'
+    )
 
 
 # ---- what the page is made of -------------------------------------------------------------------
+
 
 def knob_rows() -> list[tuple[Knob, KnobNote]]:
     """The knobs of EngineConfig's table that are vLLM flags, in table order, with their notes."""
@@ -124,6 +142,7 @@ def unresolved_cites(lessons: Sequence[Lesson]) -> list[Cite]:
 
 # ---- HTML helpers -------------------------------------------------------------------------------
 
+
 def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
@@ -139,21 +158,22 @@ def _release(release: str) -> str:
 
 def _cite(cite: Cite, index: dict[str, tuple[int, Lesson]], link_base: str) -> str:
     if cite.lesson not in index:
-        return f"<span class=\"cite\">{_esc(cite.lesson)}</span>"
+        return f'<span class="cite">{_esc(cite.lesson)}</span>'
     n, lesson = index[cite.lesson]
-    k: Optional[int] = next((i for i, step in enumerate(lesson.steps, 1) if step.title == cite.step), None)
+    k: int | None = next((i for i, step in enumerate(lesson.steps, 1) if step.title == cite.step), None)
     step = k or 1
     title = f"Lesson {n}, {lesson.title}" + (f", step {k}: {lesson.steps[k - 1].title}" if k else "")
     href = f"{link_base}?lesson={quote(lesson.id)}&step={step}"
-    return (f"<a class=\"cite\" href=\"{_esc(href)}\" title=\"{_esc(title)}\">"
-            f"L{n}{f'.{k}' if k else ''}</a>")
+    return f'<a class="cite" href="{_esc(href)}" title="{_esc(title)}">L{n}{f".{k}" if k else ""}</a>'
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[str], rich: bool = True) -> str:
     """A fixed-layout table; cells are plain text (escaped, `code` kept) unless ``rich`` is False (HTML)."""
-    cols = "".join(f"<col style=\"width: {w}\">" for w in widths)
+    cols = "".join(f'<col style="width: {w}">' for w in widths)
     head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
     cell = lambda text, last: text if last or not rich else _rich(text)  # noqa: E731 - the last cell is links
-    body = "".join("<tr>" + "".join(f"<td>{cell(text, i == len(row) - 1)}</td>" for i, text in enumerate(row))
-                   + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{cell(text, i == len(row) - 1)}</td>" for i, text in enumerate(row)) + "</tr>"
+        for row in rows
+    )
     return f"<table><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

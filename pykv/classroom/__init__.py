@@ -24,8 +24,25 @@ from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
 from pykv.classroom.store_factory import make_store
 
 __all__ = [
-    "CLASS_IDLE_S", "CODE_ALPHABET", "CODE_LENGTH", "HEARTBEAT_S", "MAX_CLASSES", "MAX_LEARNERS", "PRESENCE_S",
+    "CLASS_IDLE_S",
+    "CODE_ALPHABET",
+    "CODE_LENGTH",
+    "HEARTBEAT_S",
+    "MAX_CLASSES",
+    "MAX_LEARNERS",
+    "PRESENCE_S",
     "UNJOINED_S",
-    "ClassError", "ClassNotFound", "ClassRecord", "ClassState", "ClassStore", "Classes", "MemoryStore",
-    "NotInstructor", "Outcome", "Presence", "Seen", "StoreUnavailable", "make_store",
+    "ClassError",
+    "ClassNotFound",
+    "ClassRecord",
+    "ClassState",
+    "ClassStore",
+    "Classes",
+    "MemoryStore",
+    "NotInstructor",
+    "Outcome",
+    "Presence",
+    "Seen",
+    "StoreUnavailable",
+    "make_store",
 ]

@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Callable, Optional
+from typing import Callable
 
 from pykv.classroom import inputs
 from pykv.classroom.codes import hash_secret, is_code, new_code, new_secret, normalize_code, secret_matches
@@ -58,7 +58,7 @@ _WRITE_ATTEMPTS = 8  # compare-and-set retries when another writer got there fir
 _MAX_KNOWN = 10_000  # codes remembered as joined / owners remembered, before the memory is cleared
 
 
-def _same(given: Optional[str], expected: Optional[str]) -> bool:
+def _same(given: str | None, expected: str | None) -> bool:
     """Whether a typed passphrase is ``expected`` (constant time; never when either is empty)."""
     if not expected or not isinstance(given, str) or not given or len(given) > MAX_PASSPHRASE_CHARS:
         return False
@@ -68,9 +68,17 @@ def _same(given: Optional[str], expected: Optional[str]) -> bool:
 class Classes:
     """Class mode's rules over ``store``; ``clock`` gives seconds (time.time; tests pass a fake)."""
 
-    def __init__(self, store: ClassStore, idle_s: float = CLASS_IDLE_S, clock: Callable[[], float] = time.time,
-                 *, unjoined_s: Optional[float] = None, instructor_key: Optional[str] = None,
-                 admin_key: Optional[str] = None, heartbeat_s: float = 0.0):
+    def __init__(
+        self,
+        store: ClassStore,
+        idle_s: float = CLASS_IDLE_S,
+        clock: Callable[[], float] = time.time,
+        *,
+        unjoined_s: float | None = None,
+        instructor_key: str | None = None,
+        admin_key: str | None = None,
+        heartbeat_s: float = 0.0,
+    ):
         if not isinstance(idle_s, (int, float)) or not 0 < idle_s <= 30 * 24 * 3600:
             raise ValueError(f"idle_s must be a number of seconds above 0 and at most 30 days, got {idle_s!r}")
         if unjoined_s is not None and not 0 < unjoined_s <= idle_s:
@@ -98,26 +106,39 @@ class Classes:
     normalize_code = staticmethod(normalize_code)
 
     # ---- the instructor ----------------------------------------------------------------------------
-    def start(self, lesson_id: str, step: int = 1, *, owners: Sequence[str] = (),
-              passphrase: Optional[str] = None) -> tuple[ClassState, str]:
+    def start(
+        self, lesson_id: str, step: int = 1, *, owners: Sequence[str] = (), passphrase: str | None = None
+    ) -> tuple[ClassState, str]:
         """A new class on ``lesson_id`` at ``step``: its state and the instructor secret (shown nowhere).
         ``owners``: who starts it (e.g. "session:ID", "ip:ADDR"), each held to MAX_CLASSES_PER_OWNER."""
         lesson_id, step = inputs.lesson_id(lesson_id), inputs.step(step)
         if self._instructor_key is not None and not _same(passphrase, self._instructor_key):
-            raise ClassError("Starting a class needs the instructor passphrase this server was started with "
-                             "(PYKV_INSTRUCTOR_KEY): type it in the field, or ask the workshop host.")
+            raise ClassError(
+                "Starting a class needs the instructor passphrase this server was started with "
+                "(PYKV_INSTRUCTOR_KEY): type it in the field, or ask the workshop host."
+            )
         with self._lock:
             for owner in owners:
                 live = [code for code in self._owned.get(owner, []) if self.store.version(code) is not None]
                 self._owned[owner] = live
                 if len(live) >= MAX_CLASSES_PER_OWNER:
-                    raise ClassError(f"This browser (or its network address) already runs {MAX_CLASSES_PER_OWNER} "
-                                     "classes: end one of them first (a class nobody joins ends by itself).")
+                    raise ClassError(
+                        f"This browser (or its network address) already runs {MAX_CLASSES_PER_OWNER} "
+                        "classes: end one of them first (a class nobody joins ends by itself)."
+                    )
         secret = new_secret()
         now = self._clock()
         for _ in range(_CODE_ATTEMPTS):
-            state = ClassState(code=new_code(), lesson_id=lesson_id, step=step, revealed=False, version=1,
-                               created_at=now, updated_at=now, step_at=now)
+            state = ClassState(
+                code=new_code(),
+                lesson_id=lesson_id,
+                step=step,
+                revealed=False,
+                version=1,
+                created_at=now,
+                updated_at=now,
+                step_at=now,
+            )
             outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self._ttl(state), MAX_CLASSES)
             if outcome is Outcome.OK:
                 self.store.publish(state.code, state.version)
@@ -128,12 +149,21 @@ class Classes:
                         self._owned.setdefault(owner, []).append(state.code)
                 return state, secret
             if outcome is Outcome.FULL:
-                raise ClassError(f"The server is full: it already runs {MAX_CLASSES} classes. Try again later, "
-                                 "or end a class that is no longer used.")
+                raise ClassError(
+                    f"The server is full: it already runs {MAX_CLASSES} classes. Try again later, "
+                    "or end a class that is no longer used."
+                )
         raise ClassError("Could not find a free class code: try again.")
 
-    def drive(self, code: str, secret: str, *, lesson_id: Optional[str] = None, step: Optional[int] = None,
-              revealed: Optional[bool] = None) -> ClassState:
+    def drive(
+        self,
+        code: str,
+        secret: str,
+        *,
+        lesson_id: str | None = None,
+        step: int | None = None,
+        revealed: bool | None = None,
+    ) -> ClassState:
         """Move the class (lesson, step, reveal); the state after. See the module's rules."""
         code = normalize_code(code)
         lesson_id = None if lesson_id is None else inputs.lesson_id(lesson_id)
@@ -149,10 +179,18 @@ class Classes:
             if not moved and new_revealed == old.revealed:
                 return old
             now = self._clock()
-            new = replace(old, lesson_id=new_lesson, step=new_step, revealed=new_revealed, version=old.version + 1,
-                          updated_at=now, step_at=now if moved else old.step_at)
-            outcome = self.store.replace_class(replace(record, state=new), old.version, self._ttl(new),
-                                               clear_answers=new_lesson != old.lesson_id)
+            new = replace(
+                old,
+                lesson_id=new_lesson,
+                step=new_step,
+                revealed=new_revealed,
+                version=old.version + 1,
+                updated_at=now,
+                step_at=now if moved else old.step_at,
+            )
+            outcome = self.store.replace_class(
+                replace(record, state=new), old.version, self._ttl(new), clear_answers=new_lesson != old.lesson_id
+            )
             if outcome is Outcome.OK:
                 self.store.publish(code, new.version)
                 return new
@@ -177,7 +215,7 @@ class Classes:
             self.store.publish(code, None)
         return len(codes)
 
-    def is_instructor(self, code: str, secret: Optional[str]) -> bool:
+    def is_instructor(self, code: str, secret: str | None) -> bool:
         """Whether ``secret`` drives class ``code`` (False when the class is gone or the code is garbage)."""
         try:
             record = self._record(normalize_code(code))
@@ -190,7 +228,7 @@ class Classes:
         code = normalize_code(code)
         return self._require(code).state
 
-    def version(self, code: str) -> Optional[int]:
+    def version(self, code: str) -> int | None:
         """The class's version, None when it is gone: the cheap call the followers' long polls make."""
         return self.store.version(code if is_code(code) else normalize_code(code))
 
@@ -206,8 +244,10 @@ class Classes:
         for _ in range(_WRITE_ATTEMPTS):
             state = self._require(code).state
             if step != state.step:
-                raise ClassError(f"This question is from step {step}, but the class has moved on to step "
-                                 f"{state.step}: answer the question on screen now.")
+                raise ClassError(
+                    f"This question is from step {step}, but the class has moved on to step "
+                    f"{state.step}: answer the question on screen now."
+                )
             if state.revealed:
                 raise ClassError("The instructor has revealed this step's answer: answers are closed.")
             outcome = self.store.put_answer(code, step, learner, choice, state.version, MAX_LEARNERS)
@@ -225,7 +265,7 @@ class Classes:
         self._require(code)
         return dict(Counter(self.store.answers(code, step).values()))
 
-    def answer_of(self, code: str, learner: str, step: int) -> Optional[str]:
+    def answer_of(self, code: str, learner: str, step: int) -> str | None:
         code, learner, step = normalize_code(code), inputs.learner(learner), inputs.step(step)
         self._require(code)
         return self.store.answer(code, step, learner)
@@ -245,8 +285,10 @@ class Classes:
         if outcome is Outcome.GONE:
             raise ClassNotFound(code)
         if outcome is Outcome.FULL:
-            raise ClassError(f"Class {code} is full: {MAX_LEARNERS} learners are connected. "
-                             "Ask your instructor to start a second class.")
+            raise ClassError(
+                f"Class {code} is full: {MAX_LEARNERS} learners are connected. "
+                "Ask your instructor to start a second class."
+            )
         if len(self._beats) >= _MAX_KNOWN:
             self._beats.clear()
         self._beats[beat] = now
@@ -268,15 +310,17 @@ class Classes:
             return
         if not record.state.joined:
             joined = replace(record, state=replace(record.state, joined=True))
-            if self.store.replace_class(joined, record.state.version, self.idle_s, clear_answers=False) \
-                    is not Outcome.OK:
+            if (
+                self.store.replace_class(joined, record.state.version, self.idle_s, clear_answers=False)
+                is not Outcome.OK
+            ):
                 return  # changed meanwhile: the next heartbeat tries again
         if len(self._joined) >= _MAX_KNOWN:
             self._joined.clear()
         self._joined.add(code)
 
     # ---- helpers -------------------------------------------------------------------------------------
-    def _record(self, code: str) -> Optional[ClassRecord]:
+    def _record(self, code: str) -> ClassRecord | None:
         """The class's record, None when it is gone (also when idle_s passed by this clock and the store
         has not expired it yet)."""
         record = self.store.get_class(code)
@@ -290,7 +334,7 @@ class Classes:
             raise ClassNotFound(code)
         return record
 
-    def _instructor_record(self, code: str, secret: Optional[str]) -> ClassRecord:
+    def _instructor_record(self, code: str, secret: str | None) -> ClassRecord:
         record = self._require(code)
         if not secret_matches(secret, record.secret_hash) and not _same(secret, self._admin_key):
             raise NotInstructor(code)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Optional
 
 from pykv.classroom.errors import ClassError
 from pykv.classroom.limits import CODE_ALPHABET, CODE_LENGTH, MAX_CODE_INPUT_CHARS, MAX_SECRET_CHARS, SECRET_BYTES
@@ -52,7 +51,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def secret_matches(secret: Optional[str], secret_hash: str) -> bool:
+def secret_matches(secret: str | None, secret_hash: str) -> bool:
     """Whether ``secret`` is the one whose hash is ``secret_hash``; False for None, non-strings and
     over-long input (never hashed), in constant time for the rest."""
     if not isinstance(secret, str) or not secret or len(secret) > MAX_SECRET_CHARS:

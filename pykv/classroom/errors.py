@@ -14,8 +14,9 @@ class ClassNotFound(ClassError):
 
     def __init__(self, code: str):
         self.code = code
-        super().__init__(f"No class {code} is running (it may have ended or expired). "
-                         "Ask your instructor for the code.")
+        super().__init__(
+            f"No class {code} is running (it may have ended or expired). Ask your instructor for the code."
+        )
 
 
 class NotInstructor(ClassError):
@@ -23,8 +24,10 @@ class NotInstructor(ClassError):
 
     def __init__(self, code: str):
         self.code = code
-        super().__init__(f"Only the instructor who started class {code} can drive or end it: "
-                         "this browser does not hold its instructor key. Start a class of your own instead.")
+        super().__init__(
+            f"Only the instructor who started class {code} can drive or end it: "
+            "this browser does not hold its instructor key. Start a class of your own instead."
+        )
 
 
 class StoreUnavailable(ClassError):

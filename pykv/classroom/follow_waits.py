@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 MARK_EVERY_S = 4.0  # a poll marks its learner present at most this often (HEARTBEAT_S: the store batches it too)
 WAIT_S = 10.0  # a held poll is answered "not moved" after this long (PRESENCE_S is 15: presence stays fresh)
@@ -54,15 +54,25 @@ class Answer(enum.Enum):
 class Ticket:
     code: str
     page: str  # the browser session's anonymous id (a learner's id in the class when ``mode`` is set)
-    mode: Optional[str]  # the presence a poll renews ("following"), None for none (a projector, a speaker view)
+    mode: str | None  # the presence a poll renews ("following"), None for none (a projector, a speaker view)
 
 
 class FollowWaits:
-    def __init__(self, read_version: Callable[[str], Optional[int]],
-                 mark_seen: Callable[[str, str, str], None] = lambda code, learner, mode: None, *,
-                 mark_every_s: float = MARK_EVERY_S, timeout_s: float = WAIT_S, every_s: float = READ_EVERY_S,
-                 ticket_ttl_s: float = TICKET_TTL_S, max_tickets: int = MAX_TICKETS, max_waiters: int = MAX_WAITERS,
-                 wave: int = WAVE, wave_gap_s: float = WAVE_GAP_S, monotonic: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        read_version: Callable[[str], int | None],
+        mark_seen: Callable[[str, str, str], None] = lambda code, learner, mode: None,
+        *,
+        mark_every_s: float = MARK_EVERY_S,
+        timeout_s: float = WAIT_S,
+        every_s: float = READ_EVERY_S,
+        ticket_ttl_s: float = TICKET_TTL_S,
+        max_tickets: int = MAX_TICKETS,
+        max_waiters: int = MAX_WAITERS,
+        wave: int = WAVE,
+        wave_gap_s: float = WAVE_GAP_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
         self._read = read_version  # code -> its version (None: gone); called in a worker thread
         self._mark_seen = mark_seen  # (code, learner, mode): presence, in a worker thread, at most every mark_every_s
         self._mark_every_s = mark_every_s
@@ -71,19 +81,19 @@ class FollowWaits:
         self._monotonic = monotonic
         self.wave, self.wave_gap_s = wave, wave_gap_s
         self._lock = threading.Lock()  # guards the tickets: page runs issue them from script threads
-        self._tickets: dict[str, tuple[Ticket, float, Optional[int]]] = {}  # token -> (ticket, last used, version
+        self._tickets: dict[str, tuple[Ticket, float, int | None]] = {}  # token -> (ticket, last used, version
         #                                                                     its page shows); changed under _lock
         self._marked: dict[str, float] = {}  # token -> when its presence was last marked (event loop only)
         self._tokens: dict[Ticket, str] = {}  # the reverse: a page rerun keeps its token
         # Waiters live on the event loop's thread only: code -> [(version the page shows, future)]
-        self._waiters: dict[str, list[tuple[Optional[int], asyncio.Future[Answer]]]] = {}
-        self._reader: Optional[asyncio.Task[None]] = None
+        self._waiters: dict[str, list[tuple[int | None, asyncio.Future[Answer]]]] = {}
+        self._reader: asyncio.Task[None] | None = None
         self._releasing: dict[str, asyncio.Task[None]] = {}  # code -> the task answering its pages (event loop)
         self._held = 0  # polls held now (event loop)
         self._by_token: dict[str, asyncio.Future[Answer]] = {}  # token -> its one held poll (event loop)
 
     # ---- tickets (page runs, any thread) -------------------------------------------------------------
-    def issue(self, code: str, version: Optional[int], page: str, mode: Optional[str] = None) -> str:
+    def issue(self, code: str, version: int | None, page: str, mode: str | None = None) -> str:
         """The token a page's long poll names (the same one for the same class, page and mode), and the class
         version the page now shows: the poll is answered by it, never by a version the request names."""
         ticket = Ticket(code, page, mode)
@@ -101,7 +111,7 @@ class FollowWaits:
             self._tickets[token] = (ticket, now, version)
             return token
 
-    def ticket(self, token: str) -> Optional[tuple[Ticket, Optional[int]]]:
+    def ticket(self, token: str) -> tuple[Ticket, int | None] | None:
         """The ticket behind ``token`` and the version its page shows (marked used now); None when unknown."""
         with self._lock:
             found = self._tickets.get(token)
@@ -173,11 +183,15 @@ class FollowWaits:
             codes = list(self._waiters)
             versions = await asyncio.to_thread(self._read_all, codes)
             for code, current in versions.items():
-                moved = [future for shown, future in self._waiters.get(code, ())
-                         if not future.done() and _moved(shown, current)]
+                moved = [
+                    future
+                    for shown, future in self._waiters.get(code, ())
+                    if not future.done() and _moved(shown, current)
+                ]
                 if moved and code not in self._releasing:
                     self._releasing[code] = asyncio.get_running_loop().create_task(
-                        self._release(code, current, moved), name=f"pykv-follow-release-{code}")
+                        self._release(code, current, moved), name=f"pykv-follow-release-{code}"
+                    )
             await asyncio.sleep(self.every_s)
 
     async def _release(self, code: str, current: object, moved: list[asyncio.Future[Answer]]) -> None:
@@ -189,12 +203,15 @@ class FollowWaits:
         wave = len(moved) if current is _FAILED else self.wave
         try:
             for start in range(0, len(moved), wave):
-                for future in moved[start:start + wave]:
+                for future in moved[start : start + wave]:
                     if not future.done():
                         future.set_result(Answer.MOVED)
                 answered, deadline = start + wave, loop.time() + self.wave_gap_s
-                while answered < len(moved) and self._back(code, current) < answered * BACK_SHARE \
-                        and loop.time() < deadline:
+                while (
+                    answered < len(moved)
+                    and self._back(code, current) < answered * BACK_SHARE
+                    and loop.time() < deadline
+                ):
                     await asyncio.sleep(BACK_CHECK_S)
         finally:
             self._releasing.pop(code, None)
@@ -224,7 +241,7 @@ class FollowWaits:
 _FAILED = object()  # a version read that raised
 
 
-def _moved(shown: Optional[int], current: object) -> bool:
+def _moved(shown: int | None, current: object) -> bool:
     """Whether a page showing version ``shown`` must rerun: the class is past it, has ended, or could not be read.
     A read older than the page (a replica's cache a beat behind the store the page read) is not a move: versions
     only go up, and answering it would rerun the page until the cache caught up."""

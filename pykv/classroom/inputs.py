@@ -23,8 +23,10 @@ _LEARNER_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 def lesson_id(raw: object) -> str:
     if not isinstance(raw, str) or not 1 <= len(raw) <= MAX_LESSON_ID_CHARS or not _LESSON_ID.fullmatch(raw):
-        raise ClassError(f"A lesson id is 1 to {MAX_LESSON_ID_CHARS} letters, digits, '.', '-' or '_' "
-                         "(the lesson's name in its link, e.g. recompute-is-a-rollback).")
+        raise ClassError(
+            f"A lesson id is 1 to {MAX_LESSON_ID_CHARS} letters, digits, '.', '-' or '_' "
+            "(the lesson's name in its link, e.g. recompute-is-a-rollback)."
+        )
     return raw
 
 
@@ -42,8 +44,10 @@ def revealed(raw: object) -> bool:
 
 def learner(raw: object) -> str:
     if not isinstance(raw, str) or not 1 <= len(raw) <= MAX_LEARNER_ID_CHARS or not _LEARNER_ID.fullmatch(raw):
-        raise ClassError(f"A learner id is 1 to {MAX_LEARNER_ID_CHARS} letters, digits, '-' or '_' "
-                         "(the app makes one per browser tab: reload the page to get a new one).")
+        raise ClassError(
+            f"A learner id is 1 to {MAX_LEARNER_ID_CHARS} letters, digits, '-' or '_' "
+            "(the app makes one per browser tab: reload the page to get a new one)."
+        )
     return raw
 
 
@@ -55,11 +59,15 @@ def mode(raw: object) -> str:
 
 def choice(raw: object, choices: object) -> str:
     """``raw`` if it is one of ``choices`` (a sequence of 1 to MAX_CHOICES short texts)."""
-    if (isinstance(choices, (str, bytes)) or not isinstance(choices, Sequence)
-            or not 1 <= len(choices) <= MAX_CHOICES
-            or not all(isinstance(c, str) and 1 <= len(c) <= MAX_CHOICE_CHARS for c in choices)):
-        raise ClassError(f"A question has 1 to {MAX_CHOICES} choices, each a text of 1 to "
-                         f"{MAX_CHOICE_CHARS} characters.")
+    if (
+        isinstance(choices, (str, bytes))
+        or not isinstance(choices, Sequence)
+        or not 1 <= len(choices) <= MAX_CHOICES
+        or not all(isinstance(c, str) and 1 <= len(c) <= MAX_CHOICE_CHARS for c in choices)
+    ):
+        raise ClassError(
+            f"A question has 1 to {MAX_CHOICES} choices, each a text of 1 to {MAX_CHOICE_CHARS} characters."
+        )
     if not isinstance(raw, str) or raw not in choices:
         shown = ", ".join(c if len(c) <= 40 else c[:39] + "…" for c in choices)
         raise ClassError(f"That answer is not one of this question's choices ({shown}): pick one of them.")

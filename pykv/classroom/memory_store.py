@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable
 
 from pykv.classroom.store import ClassRecord, Outcome, Seen
 
@@ -49,7 +49,7 @@ class MemoryStore:
             self._classes[record.state.code] = _Entry(record, self._clock() + ttl_s)
             return Outcome.OK
 
-    def get_class(self, code: str) -> Optional[ClassRecord]:
+    def get_class(self, code: str) -> ClassRecord | None:
         with self._lock:
             entry = self._live(code)
             return entry.record if entry else None
@@ -73,17 +73,18 @@ class MemoryStore:
             self._classes.pop(code, None)
             return existed
 
-    def version(self, code: str) -> Optional[int]:
+    def version(self, code: str) -> int | None:
         with self._lock:
             entry = self._live(code)
             return entry.record.state.version if entry else None
 
-    def publish(self, code: str, version: Optional[int]) -> None:
+    def publish(self, code: str, version: int | None) -> None:
         """Nothing to do: every reader of this process reads the same dict."""
 
     # ---- answers ---------------------------------------------------------------------------------
-    def put_answer(self, code: str, step: int, learner: str, choice: str, at_version: int,
-                   max_learners: int) -> Outcome:
+    def put_answer(
+        self, code: str, step: int, learner: str, choice: str, at_version: int, max_learners: int
+    ) -> Outcome:
         with self._lock:
             entry = self._live(code)
             if entry is None:
@@ -102,7 +103,7 @@ class MemoryStore:
             entry = self._live(code)
             return dict(entry.answers.get(step, {})) if entry else {}
 
-    def answer(self, code: str, step: int, learner: str) -> Optional[str]:
+    def answer(self, code: str, step: int, learner: str) -> str | None:
         with self._lock:
             entry = self._live(code)
             return entry.answers.get(step, {}).get(learner) if entry else None
@@ -155,7 +156,7 @@ class MemoryStore:
                 assert entry.record.state.version >= 1 and entry.record.state.step >= 1, entry.record.state
                 assert all(step >= 1 for step in entry.answers), sorted(entry.answers)
 
-    def _live(self, code: str) -> Optional[_Entry]:
+    def _live(self, code: str) -> _Entry | None:
         """The entry for ``code`` unless it expired (then it is dropped). Caller holds _lock."""
         entry = self._classes.get(code)
         if entry is not None and self._clock() >= entry.expires_at:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
 
 from pykv.classroom import inputs
 from pykv.classroom.errors import ClassError
@@ -35,13 +34,21 @@ class CorruptRecord(ValueError):
 
 def to_fields(record: ClassRecord) -> list[str]:
     s = record.state
-    pairs = {"lesson_id": s.lesson_id, "step": str(s.step), "revealed": "1" if s.revealed else "0",
-             "version": str(s.version), "created_at": repr(s.created_at), "updated_at": repr(s.updated_at),
-             "secret_hash": record.secret_hash, "joined": "1" if s.joined else "0", "step_at": repr(s.step_at)}
+    pairs = {
+        "lesson_id": s.lesson_id,
+        "step": str(s.step),
+        "revealed": "1" if s.revealed else "0",
+        "version": str(s.version),
+        "created_at": repr(s.created_at),
+        "updated_at": repr(s.updated_at),
+        "secret_hash": record.secret_hash,
+        "joined": "1" if s.joined else "0",
+        "step_at": repr(s.step_at),
+    }
     return [item for pair in pairs.items() for item in pair]
 
 
-def parse_version(raw: Optional[str]) -> int:
+def parse_version(raw: str | None) -> int:
     """A stored version (CorruptRecord unless it is a whole number from 1 to MAX_VERSION)."""
     if not isinstance(raw, str) or not _DIGITS.fullmatch(raw) or not 1 <= int(raw) <= MAX_VERSION:
         raise CorruptRecord("version", raw)
@@ -50,6 +57,7 @@ def parse_version(raw: Optional[str]) -> int:
 
 def from_fields(code: str, h: dict[str, str]) -> ClassRecord:
     """The record in hash ``h`` of class ``code``; CorruptRecord for the first bad or missing field."""
+
     def field(name: str) -> str:
         value = h.get(name)
         if not isinstance(value, str):
@@ -84,8 +92,15 @@ def from_fields(code: str, h: dict[str, str]) -> ClassRecord:
     joined = h.get("joined", "1")  # a record written before the field: its class runs as joined
     if joined not in ("0", "1"):
         raise CorruptRecord("joined", joined)
-    state = ClassState(code=code, lesson_id=lesson, step=step, revealed=h["revealed"] == "1",
-                       version=parse_version(h.get("version")), created_at=number("created_at"),
-                       updated_at=number("updated_at"), joined=joined == "1",
-                       step_at=number("step_at") if "step_at" in h else 0.0)
+    state = ClassState(
+        code=code,
+        lesson_id=lesson,
+        step=step,
+        revealed=h["revealed"] == "1",
+        version=parse_version(h.get("version")),
+        created_at=number("created_at"),
+        updated_at=number("updated_at"),
+        joined=joined == "1",
+        step_at=number("step_at") if "step_at" in h else 0.0,
+    )
     return ClassRecord(state, h["secret_hash"])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable, Optional, TypeVar
+from typing import Callable, TypeVar
 
 import redis
 
@@ -38,7 +38,9 @@ CHANNEL = "pykv:class:changes"
 INDEX = "pykv:classes"
 
 _NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-_ADD = _NOW_MS + """
+_ADD = (
+    _NOW_MS
+    + """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'taken' end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 'full' end
@@ -46,7 +48,10 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
 return 'ok'"""
-_REPLACE = _NOW_MS + """
+)
+_REPLACE = (
+    _NOW_MS
+    + """
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return 'gone' end
 if v ~= ARGV[2] then return 'changed' end
@@ -61,6 +66,7 @@ for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('PEXPIRE', k, 
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[1])
 return 'ok'"""
+)
 _DELETE = """
 local existed = redis.call('EXISTS', KEYS[1])
 for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('DEL', k) end
@@ -88,7 +94,7 @@ def _ttl_ms(ttl_s: float) -> int:
     return max(1, int(ttl_s * 1000))
 
 
-def _seen(value: str) -> Optional[Seen]:
+def _seen(value: str) -> Seen | None:
     """A presence value ("mode at") read back, or None when it is not one the app writes."""
     mode, _, at = value.partition(" ")
     try:
@@ -109,11 +115,17 @@ class RedisStore:
             raise ClassError(f"The class store URL is not a Redis URL like redis://host:6379/0 ({e}).") from None
         kw = self._redis.connection_pool.connection_kwargs
         self.where = kw.get("path") or f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
-        self._scripts = {name: self._redis.register_script(src)
-                         for name, src in (("add", _ADD), ("replace", _REPLACE), ("delete", _DELETE), ("put", _PUT))}
+        self._scripts = {
+            name: self._redis.register_script(src)
+            for name, src in (("add", _ADD), ("replace", _REPLACE), ("delete", _DELETE), ("put", _PUT))
+        }
         self._reader = redis.Redis.from_url(url, **options)  # the feed's re-reads (its thread), apart from ours
-        self._feed = VersionFeed(lambda: redis.Redis.from_url(url, health_check_interval=5, **options),
-                                 CHANNEL, trust_s=trust_s, read=self._feed_read)
+        self._feed = VersionFeed(
+            lambda: redis.Redis.from_url(url, health_check_interval=5, **options),
+            CHANNEL,
+            trust_s=trust_s,
+            read=self._feed_read,
+        )
 
     # ---- records ---------------------------------------------------------------------------------
     def add_class(self, record: ClassRecord, ttl_s: float, max_classes: int) -> Outcome:
@@ -121,7 +133,7 @@ class RedisStore:
         args = [code, _ttl_ms(ttl_s), max_classes, *to_fields(record)]
         return Outcome(self._call(lambda: self._scripts["add"](keys=[key(code, "state"), INDEX], args=args)))
 
-    def get_class(self, code: str) -> Optional[ClassRecord]:
+    def get_class(self, code: str) -> ClassRecord | None:
         h = self._call(lambda: self._redis.hgetall(key(code, "state")))
         if not h:
             return None
@@ -141,7 +153,7 @@ class RedisStore:
         keys = [key(code, "state"), key(code, "keys"), INDEX]
         return bool(self._call(lambda: self._scripts["delete"](keys=keys, args=[code])))
 
-    def version(self, code: str) -> Optional[int]:
+    def version(self, code: str) -> int | None:
         self._feed.start()
         hit = self._feed.cached(code)
         if hit is not None:
@@ -156,19 +168,20 @@ class RedisStore:
         self._feed.remember(code, version, mark)
         return version
 
-    def publish(self, code: str, version: Optional[int]) -> None:
+    def publish(self, code: str, version: int | None) -> None:
         self._feed.note(code, version)
         self._call(lambda: self._redis.publish(CHANNEL, f"{code} {'end' if version is None else version}"))
 
     # ---- answers and presence --------------------------------------------------------------------
-    def put_answer(self, code: str, step: int, learner: str, choice: str, at_version: int,
-                   max_learners: int) -> Outcome:
+    def put_answer(
+        self, code: str, step: int, learner: str, choice: str, at_version: int, max_learners: int
+    ) -> Outcome:
         return self._put(code, f"answers:{step}", learner, choice, max_learners, str(at_version))
 
     def answers(self, code: str, step: int) -> dict[str, str]:
         return self._call(lambda: self._redis.hgetall(key(code, f"answers:{step}")))
 
-    def answer(self, code: str, step: int, learner: str) -> Optional[str]:
+    def answer(self, code: str, step: int, learner: str) -> str | None:
         return self._call(lambda: self._redis.hget(key(code, f"answers:{step}"), learner))
 
     def put_seen(self, code: str, learner: str, seen: Seen, max_learners: int) -> Outcome:
@@ -187,6 +200,7 @@ class RedisStore:
         def live() -> list[str]:
             now_s, now_us = self._redis.time()
             return list(self._redis.zrangebyscore(INDEX, now_s * 1000 + now_us // 1000, "+inf"))
+
         return self._call(live)
 
     # ---- expiry and lifetime ---------------------------------------------------------------------
@@ -201,9 +215,13 @@ class RedisStore:
 
     def holds(self, code: str) -> bool:
         """Whether any key or index entry is kept for ``code``: tests check an end frees all."""
+
         def look() -> bool:
-            return (next(self._redis.scan_iter(match=key(code, "*")), None)
-                    is not None or self._redis.zscore(INDEX, code) is not None)
+            return (
+                next(self._redis.scan_iter(match=key(code, "*")), None) is not None
+                or self._redis.zscore(INDEX, code) is not None
+            )
+
         return self._call(look)
 
     def check_invariants(self) -> None:
@@ -213,7 +231,7 @@ class RedisStore:
     def feed(self) -> VersionFeed:
         return self._feed
 
-    def _feed_read(self, code: str) -> Optional[int]:
+    def _feed_read(self, code: str) -> int | None:
         """The class's real version, for the feed after a change notice (a notice's number is never trusted);
         raises on any failure or garbage (the feed then forgets the code, and the next poll reads it here)."""
         raw = self._reader.hget(key(code, "state"), "version")

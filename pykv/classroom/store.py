@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Protocol
 
 from pykv.classroom.state import ClassState
 
@@ -64,7 +64,7 @@ class ClassStore(Protocol):
     def add_class(self, record: ClassRecord, ttl_s: float, max_classes: int) -> Outcome:
         """Put-if-absent: OK, TAKEN (the code is in use) or FULL (``max_classes`` live classes)."""
 
-    def get_class(self, code: str) -> Optional[ClassRecord]: ...
+    def get_class(self, code: str) -> ClassRecord | None: ...
 
     def replace_class(self, record: ClassRecord, expected_version: int, ttl_s: float, clear_answers: bool) -> Outcome:
         """Compare-and-set on the version: OK, CHANGED or GONE. Refreshes the expiry of the record and of
@@ -73,21 +73,22 @@ class ClassStore(Protocol):
     def delete_class(self, code: str) -> bool:
         """Drop the record, its answers and its presence; whether there was a record."""
 
-    def version(self, code: str) -> Optional[int]:
+    def version(self, code: str) -> int | None:
         """The record's version, or None when there is no such class. Must be cheap."""
 
-    def publish(self, code: str, version: Optional[int]) -> None:
+    def publish(self, code: str, version: int | None) -> None:
         """Announce a change (the new version) or the end (None) of a class to every replica."""
 
-    def put_answer(self, code: str, step: int, learner: str, choice: str, at_version: int,
-                   max_learners: int) -> Outcome:
+    def put_answer(
+        self, code: str, step: int, learner: str, choice: str, at_version: int, max_learners: int
+    ) -> Outcome:
         """Set ``learner``'s answer to ``step`` if the record is still at ``at_version``: OK, CHANGED, FULL
         (``max_learners`` other learners answered) or GONE."""
 
     def answers(self, code: str, step: int) -> dict[str, str]:
         """learner -> choice for one step (empty when none, or no such class)."""
 
-    def answer(self, code: str, step: int, learner: str) -> Optional[str]: ...
+    def answer(self, code: str, step: int, learner: str) -> str | None: ...
 
     def put_seen(self, code: str, learner: str, seen: Seen, max_learners: int) -> Outcome:
         """Record a heartbeat: OK, FULL (``max_learners`` other learners tracked) or GONE."""

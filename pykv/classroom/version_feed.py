@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import redis
 
@@ -34,7 +34,7 @@ MAX_ENTRIES = 10_000  # codes cached at once (asked-for codes that do not exist 
 
 @dataclass(frozen=True)
 class _Entry:
-    version: Optional[int]  # None: the class is gone
+    version: int | None  # None: the class is gone
     at: float  # monotonic seconds when cached
     epoch: int  # the subscription it was cached during
     seq: int  # the message counter when it was cached (remember: the caller's mark)
@@ -49,9 +49,14 @@ class Mark:
 
 
 class VersionFeed:
-    def __init__(self, connect: Callable[[], redis.Redis], channel: str, trust_s: float = 30.0,
-                 monotonic: Callable[[], float] = time.monotonic,
-                 read: Optional[Callable[[str], Optional[int]]] = None):
+    def __init__(
+        self,
+        connect: Callable[[], redis.Redis],
+        channel: str,
+        trust_s: float = 30.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        read: Callable[[str], int | None] | None = None,
+    ):
         self._connect = connect
         self._read = read  # code -> its real version (None: gone); without it a notice just forgets the code
         self._channel = channel
@@ -63,7 +68,7 @@ class VersionFeed:
         self._epoch = 0  # +1 on every (re)subscription; set by the thread
         self._seq = 0  # +1 on every note
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     @property
     def live(self) -> bool:
@@ -93,11 +98,15 @@ class VersionFeed:
             self._cache.clear()
 
     # ---- the cache -----------------------------------------------------------------------------------
-    def cached(self, code: str) -> Optional[_Entry]:
+    def cached(self, code: str) -> _Entry | None:
         """The trusted entry for ``code``, or None (then read Redis)."""
         entry = self._cache.get(code)
-        if (entry is None or not self._live or entry.epoch != self._epoch
-                or self._monotonic() - entry.at >= self._trust_s):
+        if (
+            entry is None
+            or not self._live
+            or entry.epoch != self._epoch
+            or self._monotonic() - entry.at >= self._trust_s
+        ):
             return None
         return entry
 
@@ -109,7 +118,7 @@ class VersionFeed:
         with self._lock:
             return Mark(self._epoch, self._seq)
 
-    def remember(self, code: str, version: Optional[int], mark: Mark) -> None:
+    def remember(self, code: str, version: int | None, mark: Mark) -> None:
         """Cache what Redis answered after ``mark``, unless a message about ``code`` came since."""
         with self._lock:
             if not self._live or mark.epoch != self._epoch:
@@ -119,7 +128,7 @@ class VersionFeed:
                 return
             self._put(code, _Entry(version, self._monotonic(), self._epoch, mark.seq))
 
-    def note(self, code: str, version: Optional[int]) -> None:
+    def note(self, code: str, version: int | None) -> None:
         """A change (new version) or an end (None) of ``code``, from a message or from this replica."""
         with self._lock:
             self._seq += 1

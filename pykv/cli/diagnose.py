@@ -26,23 +26,47 @@ from pykv.gpu_model import GPUS, MODELS, Target
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("diagnose", help="read a vLLM server's logs, metrics or traces: release, timeline, findings, "
-                       "a lab replay, a baseline", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="*", help="vLLM log text (plain or .gz), /metrics bodies, request traces "
-                   "(Azure, BurstGPT, Mooncake/Bailian JSONL, vLLM bench custom JSONL)")
-    p.add_argument("--prometheus", default=None, metavar="URL", help="a Prometheus server that scrapes vLLM, "
-                   "e.g. http://127.0.0.1:9090 (its vllm: series stand in for metrics files)")
+    p = sub.add_parser(
+        "diagnose",
+        help="read a vLLM server's logs, metrics or traces: release, timeline, findings, a lab replay, a baseline",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "files",
+        nargs="*",
+        help="vLLM log text (plain or .gz), /metrics bodies, request traces "
+        "(Azure, BurstGPT, Mooncake/Bailian JSONL, vLLM bench custom JSONL)",
+    )
+    p.add_argument(
+        "--prometheus",
+        default=None,
+        metavar="URL",
+        help="a Prometheus server that scrapes vLLM, "
+        "e.g. http://127.0.0.1:9090 (its vllm: series stand in for metrics files)",
+    )
     p.add_argument("--since", default="2h", help="with --prometheus: how far back, e.g. 30m, 2h, 1d")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON (the documented contract)")
     p.add_argument("--baseline", default=None, metavar="OLD.json", help="compare with a saved baseline")
     p.add_argument("--save-baseline", default=None, metavar="NEW.json", help="save this diagnosis as a baseline")
-    p.add_argument("--replay-out", default=None, metavar="WORKLOAD.json",
-                   help="write the lab replay's workload (run it with the printed `python -m pykv run` command)")
-    p.add_argument("--out", default=None, metavar="REPORT.html", help="write the review pack: one offline HTML page "
-                   "(release, timeline, findings, the lab replay, and the what-if with --what-if)")
-    p.add_argument("--what-if", action="store_true", help="run the replay, and again with the suggested fix, and "
-                   "print both (takes seconds to a minute on a CPU)")
+    p.add_argument(
+        "--replay-out",
+        default=None,
+        metavar="WORKLOAD.json",
+        help="write the lab replay's workload (run it with the printed `python -m pykv run` command)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="REPORT.html",
+        help="write the review pack: one offline HTML page "
+        "(release, timeline, findings, the lab replay, and the what-if with --what-if)",
+    )
+    p.add_argument(
+        "--what-if",
+        action="store_true",
+        help="run the replay, and again with the suggested fix, and print both (takes seconds to a minute on a CPU)",
+    )
     p.add_argument("--gpu", default="H100-SXM", help=f"the modelled GPU for --what-if: {', '.join(GPUS)}")
     p.add_argument("--model", default="llama-3.1-8b", help=f"the modelled model for --what-if: {', '.join(MODELS)}")
     p.set_defaults(func=cmd_diagnose)
@@ -80,27 +104,35 @@ def describe(d: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it: release, what it can show, start-up, timeline, findings."""
     lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
     for i, fact in enumerate(d.startup, 1):
-        parts = [f"{fact.num_gpu_blocks:,} GPU blocks" if fact.num_gpu_blocks else None,
-                 f"{fact.num_cpu_blocks:,} CPU blocks" if fact.num_cpu_blocks else None,
-                 f"block size {fact.block_size}" if fact.block_size else None,
-                 f"{fact.kv_cache_tokens:,} KV tokens" if fact.kv_cache_tokens else None,
-                 f"max concurrency {fact.max_concurrency:.2f}x" if fact.max_concurrency is not None else None,
-                 "START-UP FAILED: max_model_len exceeds the KV cache" if fact.startup_error else None]
+        parts = [
+            f"{fact.num_gpu_blocks:,} GPU blocks" if fact.num_gpu_blocks else None,
+            f"{fact.num_cpu_blocks:,} CPU blocks" if fact.num_cpu_blocks else None,
+            f"block size {fact.block_size}" if fact.block_size else None,
+            f"{fact.kv_cache_tokens:,} KV tokens" if fact.kv_cache_tokens else None,
+            f"max concurrency {fact.max_concurrency:.2f}x" if fact.max_concurrency is not None else None,
+            "START-UP FAILED: max_model_len exceeds the KV cache" if fact.startup_error else None,
+        ]
         lines.append(f"start-up {i}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
     s = d.samples
     if s:
         peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
-        lines.append(f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
-                     f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
-                     + (f", GPU KV usage up to {peak:.1%}" if peak is not None else ""))
+        lines.append(
+            f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
+            f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
+            + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
+        )
     lines.append(f"preemptions: at least {d.preemptions_at_least:,}")
     lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
     lines += [f"note: {n}" for n in d.notes]
     if not d.findings:
         lines.append("findings: none: nothing here looks like KV-cache trouble")
     for f in d.findings:
-        lines += [f"\n[{f.confidence}] {f.id}: {f.title}", f"  why {f.confidence}: {f.why}",
-                  *[f"  evidence: {e}" for e in f.evidence[:5]], f"  fix: {f.fix}"]
+        lines += [
+            f"\n[{f.confidence}] {f.id}: {f.title}",
+            f"  why {f.confidence}: {f.why}",
+            *[f"  evidence: {e}" for e in f.evidence[:5]],
+            f"  fix: {f.fix}",
+        ]
     return lines
 
 

@@ -7,7 +7,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 from pydantic import ValidationError
 
@@ -55,7 +54,7 @@ def quoted(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def check_writable(path: Optional[str], flag: str) -> None:
+def check_writable(path: str | None, flag: str) -> None:
     """UsageError unless ``path`` can be written as a file (its folder exists, it is not a folder, we may
     write there); checked before any work, so a long run's results are never lost at the end."""
     if path is None:

@@ -21,8 +21,12 @@ MAX_TOKENS = 10_000_000  # any count flag: far past any context, so no flag asks
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("estimate", help="what a step would cost on a named GPU and model (the GPU cost model)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "estimate",
+        help="what a step would cost on a named GPU and model (the GPU cost model)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--gpu", default="H100-SXM", help=f"one of: {', '.join(GPUS)} (case-insensitive)")
     p.add_argument("--model", default="llama-3.1-8b", help=f"one of: {', '.join(MODELS)} (case-insensitive)")
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES), help="weights (and KV cache) dtype")
@@ -30,8 +34,12 @@ def add_parser(sub) -> None:
     p.add_argument("--prefill", type=int, default=None, help="tokens to prefill in one step (default 2048)")
     p.add_argument("--batch", type=int, default=1, help="sequences prefilling --prefill tokens each")
     p.add_argument("--decode", type=int, default=None, metavar="BATCH", help="a decode step of this many sequences")
-    p.add_argument("--context", type=int, default=None, help="tokens already cached per sequence (default: 0 for "
-                   "--prefill, 1024 for --decode)")
+    p.add_argument(
+        "--context",
+        type=int,
+        default=None,
+        help="tokens already cached per sequence (default: 0 for --prefill, 1024 for --decode)",
+    )
     p.add_argument("--copy-bytes", type=int, default=None, help="a host<->device copy of this many bytes")
     p.add_argument("--direction", default="h2d", choices=["h2d", "d2h"])
     p.add_argument("--pageable", action="store_true", help="the copy's host memory is pageable, not pinned")
@@ -67,19 +75,25 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.prefill is not None or not any(asked):
         tokens, context = args.prefill or 2048, args.context or 0
         cost = est.forward_cost([Chunk(context, tokens)] * args.batch)
-        print(f"prefill {tokens} tokens x {args.batch} (after {context} cached): "
-              f"{est.prefill_ms(tokens, args.batch, context):.3f} ms  (linear {cost.linear:.3f}, attention "
-              f"{cost.attention:.3f}, overhead {cost.overhead:.3f}, all-reduce {cost.allreduce:.3f} ms); "
-              f"{est.prefill_ms(tokens, args.batch, context) / (tokens * args.batch) * 1e3:.1f} µs per token")
+        print(
+            f"prefill {tokens} tokens x {args.batch} (after {context} cached): "
+            f"{est.prefill_ms(tokens, args.batch, context):.3f} ms  (linear {cost.linear:.3f}, attention "
+            f"{cost.attention:.3f}, overhead {cost.overhead:.3f}, all-reduce {cost.allreduce:.3f} ms); "
+            f"{est.prefill_ms(tokens, args.batch, context) / (tokens * args.batch) * 1e3:.1f} µs per token"
+        )
     if args.decode is not None or not any(asked):
         batch, context = args.decode or 1, args.context if args.context is not None else 1024
         print(f"decode step, batch {batch} at context {context}: {est.decode_step_ms(batch, context):.3f} ms")
     if args.copy_bytes is not None or not any(asked):
         size = args.copy_bytes if args.copy_bytes is not None else 2**30
         ms = est.copy_ms(size, args.direction, not args.pageable, args.copies)
-        print(f"copy {size:,} bytes {args.direction} ({'pageable' if args.pageable else 'pinned'}, {args.copies} "
-              f"copies) over {est.link.name}: {ms:.3f} ms")
+        print(
+            f"copy {size:,} bytes {args.direction} ({'pageable' if args.pageable else 'pinned'}, {args.copies} "
+            f"copies) over {est.link.name}: {ms:.3f} ms"
+        )
     if blocks is not None:
-        print(f"KV pool of {args.pool_gib:g} GiB: {blocks:,} blocks of {args.block_size} tokens "
-              f"({blocks * args.block_size:,} tokens of {est.shape.name} KV)")
+        print(
+            f"KV pool of {args.pool_gib:g} GiB: {blocks:,} blocks of {args.block_size} tokens "
+            f"({blocks * args.block_size:,} tokens of {est.shape.name} KV)"
+        )
     return 0

@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from pykv.border.config import ConfigError, EngineConfig, Knob, knobs
 from pykv.border.knob_table import knob_text
@@ -43,8 +43,10 @@ def _check_preset_flags(args: argparse.Namespace, file_ok: bool) -> dict:
             raise UsageError(f"{flag} {value} is out of range; use {low} to {high:,}.")
         given[name] = value
     if given and args.workload not in PRESETS and file_ok:
-        raise UsageError("--num-requests and --max-tokens size a preset workload; a workload file sets its own "
-                         "(edit the file instead).")
+        raise UsageError(
+            "--num-requests and --max-tokens size a preset workload; a workload file sets its own "
+            "(edit the file instead)."
+        )
     return given
 
 
@@ -115,8 +117,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
     except ValueError as e:
         text = one_line(e)
-        flag = next((f for name, f in (("max_tokens", "--max-tokens"), ("temperature", "--temperature"))
-                     if text.startswith(name)), None)
+        flag = next(
+            (
+                f
+                for name, f in (("max_tokens", "--max-tokens"), ("temperature", "--temperature"))
+                if text.startswith(name)
+            ),
+            None,
+        )
         raise UsageError(f"{flag}: {text}" if flag else text) from None
     engine = LLMEngine(config)
     (out,) = engine.generate([args.prompt], params)
@@ -133,12 +141,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from pykv.lab.sweep import MODES, SweepSpec, parse_values, run_sweep
 
     check_writable(args.out, "--out")
-    flag, axis, text = next((f, a, t) for f, a, t in (
-        ("--pool-sizes", "num_gpu_blocks", args.pool_sizes), ("--block-sizes", "block_size", args.block_sizes),
-        ("--max-num-seqs-values", "max_num_seqs", args.max_num_seqs_values)) if t is not None)
+    flag, axis, text = next(
+        (f, a, t)
+        for f, a, t in (
+            ("--pool-sizes", "num_gpu_blocks", args.pool_sizes),
+            ("--block-sizes", "block_size", args.block_sizes),
+            ("--max-num-seqs-values", "max_num_seqs", args.max_num_seqs_values),
+        )
+        if t is not None
+    )
     if args.workload not in PRESETS:
-        raise UsageError(f"sweep runs a preset workload ({', '.join(PRESETS)}), not {quoted(args.workload)}; "
-                         "to run a workload JSON file use: python -m pykv run --workload FILE.")
+        raise UsageError(
+            f"sweep runs a preset workload ({', '.join(PRESETS)}), not {quoted(args.workload)}; "
+            "to run a workload JSON file use: python -m pykv run --workload FILE."
+        )
     given = _check_preset_flags(args, file_ok=False)
     modes = tuple(m.strip() for m in args.modes.split(","))
     if not all(modes):
@@ -148,14 +164,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(f"{flag}: {e}") from None
     base = config_from_args(args)
-    policies = (base.preemption_victim,) if args.policies is None else \
-        tuple(p.strip() for p in args.policies.split(","))
+    policies = (
+        (base.preemption_victim,) if args.policies is None else tuple(p.strip() for p in args.policies.split(","))
+    )
     bad = [p for p in policies if p not in POLICY_LABELS]
     if bad:
-        raise UsageError(f"--policies: unknown policy {quoted(bad[0])}; give a comma list of: "
-                         f"{', '.join(POLICY_LABELS)}.")
-    spec = SweepSpec(workload=args.workload, workload_args=SweepSpec().workload_args | given, seed=args.seed,
-                     axis=axis, values=values, modes=modes, base=base, policies=policies)
+        raise UsageError(
+            f"--policies: unknown policy {quoted(bad[0])}; give a comma list of: {', '.join(POLICY_LABELS)}."
+        )
+    spec = SweepSpec(
+        workload=args.workload,
+        workload_args=SweepSpec().workload_args | given,
+        seed=args.seed,
+        axis=axis,
+        values=values,
+        modes=modes,
+        base=base,
+        policies=policies,
+    )
     try:
         spec.configs()  # every run's config, validated before the model loads
     except ConfigError as e:
@@ -169,8 +195,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int, row: dict) -> None:
         bar = "#" * (20 * done // total)
-        print(f"\r[{bar:<20}] {done}/{total}  {row['mode']:>16} {axis}={row['value']:<5} "
-              f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s", end="", file=sys.stderr, flush=True)
+        print(
+            f"\r[{bar:<20}] {done}/{total}  {row['mode']:>16} {axis}={row['value']:<5} "
+            f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
     t0 = time.perf_counter()
     try:
@@ -179,8 +210,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(file=sys.stderr)  # end the progress line, so the error gets its own
         raise
     print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    columns = ["mode", "vllm_profile", "value", "preemptions", "recomputed_tokens", "swapped_bytes", "wall_s",
-               "tokens_per_s", "recompute_s", "swap_s", "modelled_pcie_gen5_s", "ttft_p50_s", "tpot_p50_s"]
+    columns = [
+        "mode",
+        "vllm_profile",
+        "value",
+        "preemptions",
+        "recomputed_tokens",
+        "swapped_bytes",
+        "wall_s",
+        "tokens_per_s",
+        "recompute_s",
+        "swap_s",
+        "modelled_pcie_gen5_s",
+        "ttft_p50_s",
+        "tpot_p50_s",
+    ]
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
         print(result.runs[columns].rename(columns={"value": axis}).to_string(index=False))
     print(f"device: {spec.base.device} (measured); modelled_pcie_* columns are modelled, not measured")
@@ -207,32 +251,44 @@ def cmd_report(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(logging.WARNING)
     fmt = REPORT_FORMATS.get(os.path.splitext(args.out)[1].lower())
     if fmt is None:
-        raise UsageError(f"--out {quoted(args.out)}: name an .html file (the page) or a .zip file (the page, "
-                         "figures as SVG and PNG, CSVs and the final snapshot).")
+        raise UsageError(
+            f"--out {quoted(args.out)}: name an .html file (the page) or a .zip file (the page, "
+            "figures as SVG and PNG, CSVs and the final snapshot)."
+        )
     if not 1 <= args.max_steps <= MAX_STEPS:
-        raise UsageError(f"--max-steps {args.max_steps} is out of range; a review pack covers 1 to {MAX_STEPS:,} "
-                         "steps (it keeps every step's snapshot).")
+        raise UsageError(
+            f"--max-steps {args.max_steps} is out of range; a review pack covers 1 to {MAX_STEPS:,} "
+            "steps (it keeps every step's snapshot)."
+        )
     config = config_from_args(args)
     given = _check_preset_flags(args, file_ok=True)
     workload = load_workload(args)
     if len(workload.requests) * args.max_steps > MAX_REPORT_REQUEST_STEPS:
-        raise UsageError(f"a review pack keeps every step of every request: {len(workload.requests):,} requests x "
-                         f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,} "
-                         "(peak memory 1 GB); lower --num-requests or --max-steps.")
+        raise UsageError(
+            f"a review pack keeps every step of every request: {len(workload.requests):,} requests x "
+            f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,} "
+            "(peak memory 1 GB); lower --num-requests or --max-steps."
+        )
     lab = Lab(config, workload=workload)
     lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
     print(engine_header(lab.engine), file=sys.stderr)
     _replay_with_progress(lab, args.max_steps)
-    note = None if lab.engine_done() else (f"The run stopped after --max-steps {lab.head} with requests unfinished; "
-                                           "the pack shows the steps run.")
-    record = record_from_lab(lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given,
-                             seed=args.seed, note=note)
+    note = (
+        None
+        if lab.engine_done()
+        else (f"The run stopped after --max-steps {lab.head} with requests unfinished; the pack shows the steps run.")
+    )
+    record = record_from_lab(
+        lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given, seed=args.seed, note=note
+    )
     pack = run_pack(record)
     html = render_html(pack)
     data, problem = bundle(pack, html) if fmt == "zip" else (html, None)
     if problem:  # a zip without its figures is not what was asked for: say so and write nothing
-        print(f"error: the zip's SVG/PNG figures could not be made: {problem} (an .html pack needs no image "
-              "export)", file=sys.stderr)
+        print(
+            f"error: the zip's SVG/PNG figures could not be made: {problem} (an .html pack needs no image export)",
+            file=sys.stderr,
+        )
         return 1
     write_atomic(args.out, data)
     print(f"wrote {args.out} ({len(data) / 2**20:.1f} MiB, {lab.head} steps, {len(pack.figures())} figures)")
@@ -280,37 +336,66 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
     run.add_argument("--export-workload", default=None, help="write the workload as JSON to this path")
     run.add_argument("--max-steps", type=int, default=100_000)
-    run.add_argument("--serve-metrics", type=int, default=None, metavar="PORT",
-                     help="serve the engine's Prometheus metrics on http://HOST:PORT/metrics during the run")
+    run.add_argument(
+        "--serve-metrics",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the engine's Prometheus metrics on http://HOST:PORT/metrics during the run",
+    )
     run.add_argument("--metrics-host", default="127.0.0.1", help="the address --serve-metrics listens on")
-    run.add_argument("--linger", type=float, default=0.0, metavar="SECONDS",
-                     help="keep serving /metrics this long after the run (for a last scrape)")
+    run.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep serving /metrics this long after the run (for a last scrape)",
+    )
     run.set_defaults(func=cmd_run)
     sweep = _command(sub, "sweep", "run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
     add_engine_flags(sweep)
     axis = sweep.add_mutually_exclusive_group()
-    axis.add_argument("--pool-sizes", default=None, help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
-                      "24:64:8, with the default workload is the canonical storm sweep)")
+    axis.add_argument(
+        "--pool-sizes",
+        default=None,
+        help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
+        "24:64:8, with the default workload is the canonical storm sweep)",
+    )
     axis.add_argument("--block-sizes", default=None, help="block sizes at a fixed pool capacity, e.g. 4,8,16,32")
     axis.add_argument("--max-num-seqs-values", default=None, help="max_num_seqs values, e.g. 2,4,8,16")
-    sweep.add_argument("--modes", default="recompute,swap", help="comma list of: recompute, swap, swap per-block, "
-                       "recompute+prefix, swap+prefix, recompute+offload")
-    sweep.add_argument("--policies", default=None, help="comma list of victim policies to run each mode with: "
-                       f"{', '.join(POLICY_LABELS)} (default: --preemption-victim)")
+    sweep.add_argument(
+        "--modes",
+        default="recompute,swap",
+        help="comma list of: recompute, swap, swap per-block, recompute+prefix, swap+prefix, recompute+offload",
+    )
+    sweep.add_argument(
+        "--policies",
+        default=None,
+        help="comma list of victim policies to run each mode with: "
+        f"{', '.join(POLICY_LABELS)} (default: --preemption-victim)",
+    )
     sweep.add_argument("--workload", default="storm", help=f"a preset: {', '.join(PRESETS)}")
     sweep.add_argument("--num-requests", type=int, default=None, help="preset size (default 8)")
     sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
     sweep.add_argument("--out", default=None, help="write the runs as CSV")
     sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
-    report = _command(sub, "report", "run a workload and write its review pack: one self-contained HTML page (or "
-                      "a zip with it, every figure as SVG and PNG, and the CSVs); the run's log lines go into the "
-                      "pack, progress to stderr")
+    report = _command(
+        sub,
+        "report",
+        "run a workload and write its review pack: one self-contained HTML page (or "
+        "a zip with it, every figure as SVG and PNG, and the CSVs); the run's log lines go into the "
+        "pack, progress to stderr",
+    )
     add_engine_flags(report, log_stats_interval=10)  # the same flags and defaults as run
     report.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")
     report.add_argument("--num-requests", type=int, default=None, help="preset size")
     report.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request")
-    report.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"stop after this many steps (at most "
-                        f"{MAX_STEPS:,}: the pack keeps every step)")
+    report.add_argument(
+        "--max-steps",
+        type=int,
+        default=MAX_STEPS,
+        help=f"stop after this many steps (at most {MAX_STEPS:,}: the pack keeps every step)",
+    )
     report.add_argument("--out", required=True, help="the pack: a .html file, or a .zip file")
     report.set_defaults(func=cmd_report)
     add_estimate_parser(sub)
@@ -324,15 +409,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; every error is one line on stderr (``error: ...``): exit code 2 for bad input (flags,
     config, workload file), 1 for a run that failed, never a traceback. argparse's own errors exit 2."""
     try:
         args = build_parser().parse_args(argv)
         if args.command == "sweep" and (args.pool_sizes, args.block_sizes, args.max_num_seqs_values) == (None,) * 3:
             args.pool_sizes = args.pool_sizes_default
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
-                            datefmt="%m-%d %H:%M:%S", stream=sys.stderr)
+        logging.basicConfig(
+            level=logging.INFO,
+            format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
+            datefmt="%m-%d %H:%M:%S",
+            stream=sys.stderr,
+        )
         return args.func(args)
     except ValueError as e:  # UsageError, ConfigError, pydantic's ValidationError, the engine's input checks
         _report(one_line(e))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from typing import Iterator, Optional
+from typing import Iterator
 
 from prometheus_client import CollectorRegistry, start_http_server
 
@@ -16,8 +16,9 @@ MAX_LINGER_S = 3600
 
 
 @contextlib.contextmanager
-def serving_metrics(registry: CollectorRegistry, port: Optional[int], host: str = "127.0.0.1",
-                    linger_s: float = 0.0) -> Iterator[None]:
+def serving_metrics(
+    registry: CollectorRegistry, port: int | None, host: str = "127.0.0.1", linger_s: float = 0.0
+) -> Iterator[None]:
     if port is None:
         yield
         return

@@ -14,8 +14,18 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
     for rid in workload_ids:
         r = snap.request(rid)
         ttft = "-" if r.ttft_s is None else f"{r.ttft_s * 1e3:.1f}"
-        rows.append((rid, r.status, str(r.num_prompt_tokens), str(r.num_output_tokens), str(r.num_preemptions),
-                     str(r.recomputed_tokens), f"{r.swapped_bytes / 1024:.0f}", ttft))
+        rows.append(
+            (
+                rid,
+                r.status,
+                str(r.num_prompt_tokens),
+                str(r.num_output_tokens),
+                str(r.num_preemptions),
+                str(r.recomputed_tokens),
+                f"{r.swapped_bytes / 1024:.0f}",
+                ttft,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
     t = engine.totals()
@@ -39,13 +49,16 @@ def summary(engine: LLMEngine, workload_ids: list[str], seconds: float) -> str:
             f"recomputed; stored {t.offload_store_bytes / 1024:.0f} KiB "
             f"({t.offload_store_s * 1e3:.2f} ms measured), loaded "
             f"{t.offload_load_bytes / 1024:.0f} KiB "
-            f"({t.offload_load_s * 1e3:.2f} ms measured)")
+            f"({t.offload_load_s * 1e3:.2f} ms measured)"
+        )
     return "\n".join(lines)
 
 
 def engine_header(engine: LLMEngine) -> str:
     """What the engine follows, said once before a run (the log's header)."""
     c, p = engine.config, engine.config.profile
-    lines = [f"pykv: vllm_profile={p.name} follows vLLM {p.release} ({p.engine}): {p.summary}. "
-             f"{c.num_gpu_blocks} blocks x {c.block_size} tokens on {c.device}, max_model_len {engine.max_model_len}."]
+    lines = [
+        f"pykv: vllm_profile={p.name} follows vLLM {p.release} ({p.engine}): {p.summary}. "
+        f"{c.num_gpu_blocks} blocks x {c.block_size} tokens on {c.device}, max_model_len {engine.max_model_len}."
+    ]
     return "\n".join(lines + engine.startup_lines)

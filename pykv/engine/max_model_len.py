@@ -37,7 +37,7 @@ def fitted_because(config: EngineConfig, max_model_len: int, model_max: int) -> 
 
 
 def _pool_words(config: EngineConfig) -> str:
-    """"24 blocks", or under V1 "23 usable blocks of 24: block 0 is the null block"."""
+    """ "24 blocks", or under V1 "23 usable blocks of 24: block 0 is the null block"."""
     if not config.profile.null_block:
         return f"{config.num_gpu_blocks} blocks"
     return f"{config.usable_gpu_blocks} usable blocks of {config.num_gpu_blocks}: block 0 is the null block"
@@ -54,9 +54,11 @@ def _no_auto_fit(config: EngineConfig, model_max: int) -> str:
     if p.name == "v0.33":
         return ""
     if not checks_the_override(config):
-        return (f" [pykv: vLLM {p.release} has no auto-fit, and with --num-gpu-blocks-override its start-up check "
-                f"reads the profiled GPU memory, not the override: it would start with max_model_len {model_max}, and "
-                "a request longer than the pool would be preempted again and again]")
+        return (
+            f" [pykv: vLLM {p.release} has no auto-fit, and with --num-gpu-blocks-override its start-up check "
+            f"reads the profiled GPU memory, not the override: it would start with max_model_len {model_max}, and "
+            "a request longer than the pool would be preempted again and again]"
+        )
     return f" [pykv: vLLM {p.release} has no auto-fit; it would refuse to start]"
 
 
@@ -69,22 +71,32 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
         fitted = min(model_max, capacity)
         lines = []
         if fitted < model_max:
-            lines.append(f"Auto-fit max_model_len: reduced from {model_max} to {fitted} to fit in available KV cache "
-                         f"memory ({available}, {_pool_words(config)})" + _no_auto_fit(config, model_max))
+            lines.append(
+                f"Auto-fit max_model_len: reduced from {model_max} to {fitted} to fit in available KV cache "
+                f"memory ({available}, {_pool_words(config)})" + _no_auto_fit(config, model_max)
+            )
         if not config.enable_chunked_prefill and config.max_num_batched_tokens < fitted:
             fitted = config.max_num_batched_tokens
-            lines.append(f"[pykv] max_model_len fitted to max_num_batched_tokens ({fitted}): without chunked prefill "
-                         "vLLM refuses a budget smaller than max_model_len (SchedulerConfig._verify_args)")
+            lines.append(
+                f"[pykv] max_model_len fitted to max_num_batched_tokens ({fitted}): without chunked prefill "
+                "vLLM refuses a budget smaller than max_model_len (SchedulerConfig._verify_args)"
+            )
         return fitted, lines
     wanted = min(config.max_model_len, model_max)
     if not config.enable_chunked_prefill and config.max_num_batched_tokens < wanted:
         raise ValueError(
             f"max_num_batched_tokens ({config.max_num_batched_tokens}) is smaller than max_model_len ({wanted}). "
             "This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
-            "longer sequences. Raise max_num_batched_tokens, lower max_model_len, or enable chunked prefill.")
-    capped = [] if wanted == config.max_model_len else [
-        f"[pykv] max_model_len {config.max_model_len} is above the model's limit (max_position_embeddings "
-        f"{model_max}): capped to {wanted}"]
+            "longer sequences. Raise max_num_batched_tokens, lower max_model_len, or enable chunked prefill."
+        )
+    capped = (
+        []
+        if wanted == config.max_model_len
+        else [
+            f"[pykv] max_model_len {config.max_model_len} is above the model's limit (max_position_embeddings "
+            f"{model_max}): capped to {wanted}"
+        ]
+    )
     if wanted <= capacity:
         return wanted, capped
     if not checks_the_override(config):
@@ -92,14 +104,17 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
             f"[pykv] max_model_len {wanted} is over the pool ({capacity} tokens in {_pool_words(config)}): vLLM "
             f"{p.release} starts anyway (its start-up check reads the profiled GPU memory, not "
             "--num-gpu-blocks-override), and a request that outgrows the pool is preempted again and again, until "
-            "pykv's livelock guard aborts it"]
+            "pykv's livelock guard aborts it"
+        ]
     if p.is_v0:
         raise ValueError(
             f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "
-            f"cache ({capacity}). Raise num_gpu_blocks or lower max_model_len (vLLM {p.release}'s start-up check).")
+            f"cache ({capacity}). Raise num_gpu_blocks or lower max_model_len (vLLM {p.release}'s start-up check)."
+        )
     needed = fmt_bytes(-(-wanted // config.block_size) * bytes_per_block)
     raise ValueError(
         f"To serve at least one request with the model's max seq len ({wanted}), ({needed} KV cache is needed, "
         f"which is larger than the available KV cache memory ({available}). Based on the available memory, the "
         f"estimated maximum model length is {capacity}. Raise num_gpu_blocks or lower max_model_len "
-        f"(vLLM {p.release}'s start-up check).")
+        f"(vLLM {p.release}'s start-up check)."
+    )

@@ -28,15 +28,16 @@ class RunResult:
 
 
 class ModelRunner:
-    def __init__(self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend,
-                 device: str):
+    def __init__(
+        self, loaded: LoadedModel, cache: CacheEngine, kv: KVCacheManager, backend: AttentionBackend, device: str
+    ):
         self.loaded, self.cache, self.kv, self.backend, self.device = loaded, cache, kv, backend, device
 
     def prepare(self, out: SchedulerOutput, requests: dict[str, Request]):
         """Flatten the scheduled chunks into one token batch::
 
-            chunk of request r: tokens r.all_token_ids[start : start + n] at positions start .. start+n-1
-            slot of position p: table[p // block_size] * block_size + p % block_size
+        chunk of request r: tokens r.all_token_ids[start : start + n] at positions start .. start+n-1
+        slot of position p: table[p // block_size] * block_size + p % block_size
         """
         bs = self.kv.block_size
         input_ids, positions, slots, seq_lens, starts, logits_rows, sampled_ids = [], [], [], [], [0], [], []
@@ -89,8 +90,9 @@ class ModelRunner:
         for row, r in enumerate(reqs):  # parallel sampling: n - 1 more first tokens from the same logits
             if r.pending_forks:
                 n = r.pending_forks
-                forks[r.request_id] = sample(logits[row].expand(n, -1), [r.sampling_params] * n,
-                                             r.fork_generators or [None] * n)
+                forks[r.request_id] = sample(
+                    logits[row].expand(n, -1), [r.sampling_params] * n, r.fork_generators or [None] * n
+                )
         return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks, layer0)
 
     def _sync(self) -> None:

@@ -16,7 +16,6 @@ each sequence is then preempted and recomputed on its own, as V1's children are.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 import torch
 
@@ -31,15 +30,19 @@ def check_n(params: SamplingParams, num_prompt_tokens: int, config: EngineConfig
     if n == 1:
         return
     if n > config.max_num_seqs:
-        raise ValueError(f"n={n} sequences can never run together with max_num_seqs={config.max_num_seqs}: the "
-                         "request waits for room for all of them (as vLLM V0's group does); lower n or raise "
-                         "max_num_seqs.")
+        raise ValueError(
+            f"n={n} sequences can never run together with max_num_seqs={config.max_num_seqs}: the "
+            "request waits for room for all of them (as vLLM V0's group does); lower n or raise "
+            "max_num_seqs."
+        )
     least = num_prompt_tokens // config.block_size + n
     if least > config.usable_gpu_blocks:
         usable = " usable" if config.profile.null_block else ""
-        raise ValueError(f"n={n} sequences of this {num_prompt_tokens}-token prompt need at least {least} blocks (the "
-                         f"shared full prompt blocks plus one each) but the pool has {config.usable_gpu_blocks}"
-                         f"{usable}; lower n or raise num_gpu_blocks.")
+        raise ValueError(
+            f"n={n} sequences of this {num_prompt_tokens}-token prompt need at least {least} blocks (the "
+            f"shared full prompt blocks plus one each) but the pool has {config.usable_gpu_blocks}"
+            f"{usable}; lower n or raise num_gpu_blocks."
+        )
 
 
 def fork_generators(params: SamplingParams, seed: int) -> list[torch.Generator]:
@@ -55,7 +58,7 @@ def sequence_ids(request_id: str, n: int) -> list[str]:
     return [request_id] + [sequence_id(request_id, k) for k in range(1, n)]
 
 
-def group_output(outputs: dict[str, RequestOutput], request_id: str, n: int) -> Optional[RequestOutput]:
+def group_output(outputs: dict[str, RequestOutput], request_id: str, n: int) -> RequestOutput | None:
     """The request's output with every sequence's tokens (None until all n have finished). A request that ended
     before its first token (aborted, ignored) never forked: its output stands alone."""
     first = outputs.get(request_id)

@@ -16,6 +16,18 @@ from pykv.gpu_model.models import MODELS
 from pykv.gpu_model.shapes import ModelShape
 
 __all__ = [
-    "CALIBRATION", "Calibration", "Chunk", "DEFAULT_TARGET", "Estimate", "GPUS", "GpuSpec", "MODELS", "ModelShape",
-    "StepCost", "Target", "calibration_rows", "detect_gpu", "estimate",
+    "CALIBRATION",
+    "Calibration",
+    "Chunk",
+    "DEFAULT_TARGET",
+    "Estimate",
+    "GPUS",
+    "GpuSpec",
+    "MODELS",
+    "ModelShape",
+    "StepCost",
+    "Target",
+    "calibration_rows",
+    "detect_gpu",
+    "estimate",
 ]

@@ -45,7 +45,7 @@ SOURCES = {
     "gemm_half_tokens": "fitted: tokens per step at which the weight GEMMs reach half their efficiency",
     "attention_efficiency": "FlashAttention-2 forward: 50-73% of A100 peak (Dao, 2023, Fig. 5)",
     "memory_efficiency": "device-to-device copies reach ~85% of peak HBM bandwidth on A100/H100 (BW* in "
-                         "bench/gpu_check.py)",
+    "bench/gpu_check.py)",
     "step_overhead_us": "fitted: scheduling, input preparation and sampling per step",
     "layer_overhead_us": "fitted: kernel launches per layer (about ten kernels of a few µs each)",
     "interconnect_efficiency": "nccl-tests all_reduce_perf bus bandwidth ~230 of 300 GB/s per direction (A100 NVLink)",

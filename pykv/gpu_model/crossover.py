@@ -11,7 +11,7 @@ out and back over the host link cost less than re-prefilling it?
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 from pykv.gpu_model.estimate import Chunk, Estimate
 
@@ -29,8 +29,8 @@ class CrossoverCurves:
     recompute_alone_ms: list[float]
     swap_batched_ms: list[float]
     swap_per_block_ms: list[float]
-    batched_from: Optional[int]  # the shortest victim for which batched swap is cheaper (None: never here)
-    per_block_from: Optional[int]
+    batched_from: int | None  # the shortest victim for which batched swap is cheaper (None: never here)
+    per_block_from: int | None
 
 
 def recompute_ms(est: Estimate, tokens: int, batch: int, context: int) -> float:
@@ -43,8 +43,9 @@ def swap_ms(est: Estimate, tokens: int, block_size: int, per_block: bool) -> flo
     return sum(est.kv_copy_ms(blocks * block_size, d, blocks, per_block) for d in ("d2h", "h2d"))
 
 
-def crossover_length(est: Estimate, block_size: int, per_block: bool, longest: int, batch: int = 16,
-                     context: int = 512) -> Optional[int]:
+def crossover_length(
+    est: Estimate, block_size: int, per_block: bool, longest: int, batch: int = 16, context: int = 512
+) -> int | None:
     """The shortest victim (a multiple of the block size, up to ``longest``) whose swap is cheaper."""
     for tokens in range(block_size, longest + 1, block_size):
         if swap_ms(est, tokens, block_size, per_block) < recompute_ms(est, tokens, batch, context):
@@ -52,13 +53,21 @@ def crossover_length(est: Estimate, block_size: int, per_block: bool, longest: i
     return None
 
 
-def crossover_curves(est: Estimate, block_size: int = 16, batch: int = 16, context: int = 512,
-                     lengths: Sequence[int] = LENGTHS) -> CrossoverCurves:
+def crossover_curves(
+    est: Estimate, block_size: int = 16, batch: int = 16, context: int = 512, lengths: Sequence[int] = LENGTHS
+) -> CrossoverCurves:
     lengths = [n for n in lengths if n <= est.shape.max_context] or [min(LENGTHS)]
     longest = lengths[-1]
     return CrossoverCurves(
-        est.label, block_size, batch, context, list(lengths), [recompute_ms(est, n, batch, context) for n in lengths],
-        [est.prefill_ms(n) for n in lengths], [swap_ms(est, n, block_size, False) for n in lengths],
+        est.label,
+        block_size,
+        batch,
+        context,
+        list(lengths),
+        [recompute_ms(est, n, batch, context) for n in lengths],
+        [est.prefill_ms(n) for n in lengths],
+        [swap_ms(est, n, block_size, False) for n in lengths],
         [swap_ms(est, n, block_size, True) for n in lengths],
         crossover_length(est, block_size, False, longest, batch, context),
-        crossover_length(est, block_size, True, longest, batch, context))
+        crossover_length(est, block_size, True, longest, batch, context),
+    )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 from pykv.border.pcie import LINKS, link_copy_seconds
 from pykv.border.step_report import PreemptionView, StepReport
@@ -60,16 +60,25 @@ class Estimate:
     """A GPU + model shape + dtype + tensor-parallel size. Every figure is modelled (not measured) and
     depends on nothing but these arguments and the calibration table."""
 
-    def __init__(self, gpu: GpuSpec, shape: ModelShape, dtype: str = "bf16", tp: int = 1,
-                 kv_dtype: Optional[str] = None, calibration: Calibration = CALIBRATION) -> None:
+    def __init__(
+        self,
+        gpu: GpuSpec,
+        shape: ModelShape,
+        dtype: str = "bf16",
+        tp: int = 1,
+        kv_dtype: str | None = None,
+        calibration: Calibration = CALIBRATION,
+    ) -> None:
         for what, value in (("dtype", dtype), ("kv_dtype", kv_dtype or dtype)):
             if value not in DTYPES:
                 raise ValueError(f"Unknown {what} {value!r}; choose one of: {', '.join(DTYPES)}.")
         if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1 or tp > 64:
             raise ValueError(f"tp (tensor-parallel GPUs) must be a whole number from 1 to 64, got {tp!r}.")
         if shape.heads % tp:
-            raise ValueError(f"{shape.name} has {shape.heads} attention heads, which {tp} GPUs cannot split evenly; "
-                             "choose a tp that divides it.")
+            raise ValueError(
+                f"{shape.name} has {shape.heads} attention heads, which {tp} GPUs cannot split evenly; "
+                "choose a tp that divides it."
+            )
         peak = DTYPES[dtype][1]
         if peak not in gpu.tflops:
             have = sorted({d for d, (_, k) in DTYPES.items() if k in gpu.tflops})
@@ -197,7 +206,7 @@ class Estimate:
         copies = blocks * self.shape.layers * 2 if per_block else 1
         return self.copy_ms(tokens * self.kv_bytes_per_token_per_gpu, direction, True, copies)
 
-    def swap_ms(self, view: PreemptionView, direction: str, block_size: Optional[int]) -> float:
+    def swap_ms(self, view: PreemptionView, direction: str, block_size: int | None) -> float:
         """A swap of the engine (a PreemptionView) in this model's bytes: whole blocks when the block size
         is known; batched unless the engine copied block by block."""
         blocks = view.num_blocks if view.blocks_copied is None else view.blocks_copied
@@ -206,17 +215,18 @@ class Estimate:
         tokens = blocks * block_size if block_size else view.num_tokens
         return self.kv_copy_ms(tokens, direction, blocks, per_block=(view.swap_copies or 1) > 1)
 
-    def step_cost(self, report: StepReport, block_size: Optional[int] = None) -> StepCost:
+    def step_cost(self, report: StepReport, block_size: int | None = None) -> StepCost:
         """The modelled cost of a real pykv step: its chunks, and the swap copies it waited for."""
         cost = self.forward_cost([Chunk(ch.start, ch.num_new_tokens) for ch in report.chunks])
         copies = sum(self.swap_ms(p, "d2h", block_size) for p in report.preempted if p.mode == "swap")
         copies += sum(self.swap_ms(p, "h2d", block_size) for p in report.swapped_in)
         # V1's offloading tier: a step waits for its loads; stores run behind the next forward (not charged)
-        copies += sum(self.kv_copy_ms(t.num_blocks * (block_size or 16), "h2d") for t in report.offload
-                      if t.direction == "load")
+        copies += sum(
+            self.kv_copy_ms(t.num_blocks * (block_size or 16), "h2d") for t in report.offload if t.direction == "load"
+        )
         return StepCost(cost.linear, cost.attention, cost.overhead, cost.allreduce, copies)
 
-    def step_ms(self, report: StepReport, block_size: Optional[int] = None) -> float:
+    def step_ms(self, report: StepReport, block_size: int | None = None) -> float:
         return self.step_cost(report, block_size).total
 
 
@@ -225,8 +235,14 @@ def _check_count(name: str, value, low: int) -> None:
         raise ValueError(f"{name} must be a whole number of at least {low}, got {value!r}.")
 
 
-def estimate(gpu="H100-SXM", model="llama-3.1-8b", dtype: str = "bf16", tp: int = 1,
-             kv_dtype: Optional[str] = None, calibration: Calibration = CALIBRATION) -> Estimate:
+def estimate(
+    gpu="H100-SXM",
+    model="llama-3.1-8b",
+    dtype: str = "bf16",
+    tp: int = 1,
+    kv_dtype: str | None = None,
+    calibration: Calibration = CALIBRATION,
+) -> Estimate:
     """The modelled cost of steps on ``gpu`` (a name of ``GPUS``) running ``model`` (a name of
     ``MODELS``, or a ModelShape) in ``dtype`` with ``tp``-way tensor parallelism."""
     return Estimate(find_gpu(gpu), find_model(model), dtype, tp, kv_dtype, calibration)

@@ -26,17 +26,29 @@ def target_facts(est: Estimate) -> list[tuple[str, str]]:
     g, s = est.gpu, est.shape
     peak = {"bf16": "16bit", "fp16": "16bit"}.get(est.dtype, est.dtype)
     return [
-        ("GPU", f"{g.label}: {g.tflops[peak]:g} TFLOP/s dense {est.dtype}, {g.memory_gbps:,.0f} GB/s, "
-                f"{g.memory_gb:g} GB, {est.link.name}, {g.interconnect}"),
+        (
+            "GPU",
+            f"{g.label}: {g.tflops[peak]:g} TFLOP/s dense {est.dtype}, {g.memory_gbps:,.0f} GB/s, "
+            f"{g.memory_gb:g} GB, {est.link.name}, {g.interconnect}",
+        ),
         ("GPU source", g.source),
-        ("model", f"{s.name}: {s.layers} layers, hidden {s.hidden}, {s.heads} heads / {s.kv_heads} KV heads x "
-                  f"{s.head_dim}, {'SwiGLU' if s.mlp == 'gated' else 'MLP'} {s.ffn}, vocab {s.vocab:,}; "
-                  f"{s.total_params / 1e9:.2f} B parameters"),
-        ("KV per token", f"{est.kv_bytes_per_token:,} bytes ({est.kv_dtype}); {est.kv_bytes_per_token_per_gpu:,} "
-                         f"per GPU at TP{est.tp}"),
+        (
+            "model",
+            f"{s.name}: {s.layers} layers, hidden {s.hidden}, {s.heads} heads / {s.kv_heads} KV heads x "
+            f"{s.head_dim}, {'SwiGLU' if s.mlp == 'gated' else 'MLP'} {s.ffn}, vocab {s.vocab:,}; "
+            f"{s.total_params / 1e9:.2f} B parameters",
+        ),
+        (
+            "KV per token",
+            f"{est.kv_bytes_per_token:,} bytes ({est.kv_dtype}); {est.kv_bytes_per_token_per_gpu:,} "
+            f"per GPU at TP{est.tp}",
+        ),
         ("weights per GPU", f"{est.weight_bytes_per_gpu / 1e9:.1f} GB ({est.dtype})"),
-        ("host link", f"{est.link.name}: pinned H2D {est.link.h2d_gbps:g} GB/s, D2H {est.link.d2h_gbps:g} GB/s "
-                      f"({est.link.source})"),
+        (
+            "host link",
+            f"{est.link.name}: pinned H2D {est.link.h2d_gbps:g} GB/s, D2H {est.link.d2h_gbps:g} GB/s "
+            f"({est.link.source})",
+        ),
         ("linear phase turns compute-bound at", f"{est.linear_switch_tokens:,.0f} tokens per step"),
     ]
 

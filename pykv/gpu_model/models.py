@@ -36,6 +36,8 @@ def find_model(name) -> ModelShape:
     if isinstance(name, ModelShape):
         return name
     if not isinstance(name, str) or name.strip().lower() not in MODELS:
-        raise ValueError(f"Unknown model {name!r}; choose one of: {_known()} (or pass a ModelShape built from a "
-                         "config.json with ModelShape.from_config).")
+        raise ValueError(
+            f"Unknown model {name!r}; choose one of: {_known()} (or pass a ModelShape built from a "
+            "config.json with ModelShape.from_config)."
+        )
     return _load(name.strip().lower())

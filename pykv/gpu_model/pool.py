@@ -1,7 +1,7 @@
 """The KV pool in the target's units: GiB of the target model's KV <-> blocks of ``block_size`` tokens.
 
-    bytes per block = block_size x KV bytes per token (the target model's, on one GPU of its TP group)
-    blocks          = floor(GiB x 2^30 / bytes per block)
+bytes per block = block_size x KV bytes per token (the target model's, on one GPU of its TP group)
+blocks          = floor(GiB x 2^30 / bytes per block)
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ def blocks_for_gib(est: Estimate, gib: float, block_size: int) -> int:
         raise ValueError(f"The pool must be a positive number of GiB, got {gib!r}.")
     blocks = int(gib * 2**30 // per_block)
     if blocks < 1:
-        raise ValueError(f"{gib:g} GiB is less than one block of {est.shape.name} KV on {est.gpu.name} at block size "
-                         f"{block_size} ({per_block / 2**20:g} MiB); give at least {per_block / 2**30:.4g} GiB.")
+        raise ValueError(
+            f"{gib:g} GiB is less than one block of {est.shape.name} KV on {est.gpu.name} at block size "
+            f"{block_size} ({per_block / 2**20:g} MiB); give at least {per_block / 2**30:.4g} GiB."
+        )
     return blocks
 
 

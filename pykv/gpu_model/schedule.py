@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import PreemptionView, StepReport
@@ -40,7 +40,7 @@ class ModelledBill:
     superseded: bool = False  # preempted again before it recovered: the next preemption's bill carries on
 
     @property
-    def note(self) -> Optional[str]:
+    def note(self) -> str | None:
         """Why the bill is 0 or near 0, in words for wherever it is shown; None for an ordinary bill."""
         if self.superseded and not self.complete:
             return "preempted again before it recovered: its re-prefill is billed to the next preemption"
@@ -49,8 +49,10 @@ class ModelledBill:
         if not self.complete:
             return "partly paid so far (re-prefill still running)"
         if self.mode == "recompute" and self.modelled_ms < MARGINAL_SHARE * self.seed_formula_ms:
-            return (f"marginal: the re-prefill rode in steps the target's weight reads already paid for "
-                    f"(tokens x per-token prefill would say {self.seed_formula_ms:.2f} ms)")
+            return (
+                f"marginal: the re-prefill rode in steps the target's weight reads already paid for "
+                f"(tokens x per-token prefill would say {self.seed_formula_ms:.2f} ms)"
+            )
         return None
 
 
@@ -63,7 +65,7 @@ class ModelledView:
 
     target: str
     clock_ms: float  # modelled time of every step so far
-    last_step_ms: Optional[float]
+    last_step_ms: float | None
     prefill_us_per_token: float  # a 2,048-token prefill's time per token on the target
     decode_step_ms: float  # one decode step of one short sequence (the floor of every step)
     compute_bound_from_tokens: float  # tokens per step past which the weight GEMMs are compute-bound
@@ -75,7 +77,7 @@ def per_token_prefill_us(est: Estimate, tokens: int = 2048) -> float:
     return est.prefill_ms(tokens) / tokens * 1e3
 
 
-def _chunks(report: StepReport, without: Optional[tuple[str, int]] = None) -> list[Chunk]:
+def _chunks(report: StepReport, without: tuple[str, int] | None = None) -> list[Chunk]:
     """The step's chunks; ``without=(request, n)`` drops the first n tokens of that request's chunk."""
     out = []
     for ch in report.chunks:
@@ -86,7 +88,7 @@ def _chunks(report: StepReport, without: Optional[tuple[str, int]] = None) -> li
     return out
 
 
-def bills(est: Estimate, reports: Sequence[StepReport], block_size: Optional[int] = None) -> list[ModelledBill]:
+def bills(est: Estimate, reports: Sequence[StepReport], block_size: int | None = None) -> list[ModelledBill]:
     """Every recompute and swap preemption in ``reports`` (in order), priced on ``est``."""
     per_token = per_token_prefill_us(est) * 1e-3
     out = []
@@ -116,8 +118,9 @@ def _recompute_bill(est: Estimate, p: PreemptionView, later: Iterable[StepReport
                 break
             continue
         redone = min(chunk.start + chunk.num_new_tokens, p.num_tokens) - chunk.start
-        extra = (est.forward_cost(_chunks(report)).total
-                 - est.forward_cost(_chunks(report, (p.request_id, redone))).total)
+        extra = (
+            est.forward_cost(_chunks(report)).total - est.forward_cost(_chunks(report, (p.request_id, redone))).total
+        )
         waiting = [c.request_id for c in report.chunks if c.request_id != p.request_id]
         cost, delay = cost + extra, delay + extra * len(waiting)
         others += [r for r in waiting if r not in others]
@@ -126,12 +129,30 @@ def _recompute_bill(est: Estimate, p: PreemptionView, later: Iterable[StepReport
         if chunk.start + chunk.num_new_tokens >= p.num_tokens:
             complete = True
             break
-    return ModelledBill(p.step, p.request_id, "recompute", p.num_tokens, cost, delay, others,
-                        p.num_tokens * per_token, complete, steps, paid, superseded)
+    return ModelledBill(
+        p.step,
+        p.request_id,
+        "recompute",
+        p.num_tokens,
+        cost,
+        delay,
+        others,
+        p.num_tokens * per_token,
+        complete,
+        steps,
+        paid,
+        superseded,
+    )
 
 
-def _swap_bill(est: Estimate, p: PreemptionView, report: StepReport, later: Iterable[StepReport],
-               block_size: Optional[int], per_token: float) -> ModelledBill:
+def _swap_bill(
+    est: Estimate,
+    p: PreemptionView,
+    report: StepReport,
+    later: Iterable[StepReport],
+    block_size: int | None,
+    per_token: float,
+) -> ModelledBill:
     out_ms = est.swap_ms(p, "d2h", block_size)
     waiting = [c.request_id for c in report.chunks]
     cost, delay, complete = out_ms, out_ms * len(waiting), False
@@ -146,8 +167,19 @@ def _swap_bill(est: Estimate, p: PreemptionView, report: StepReport, later: Iter
             steps.append(later_report.step)
             paid.append(in_ms)
             break
-    return ModelledBill(p.step, p.request_id, "swap", p.num_tokens, cost, delay, waiting,
-                        p.num_tokens * per_token, complete, steps, paid)
+    return ModelledBill(
+        p.step,
+        p.request_id,
+        "swap",
+        p.num_tokens,
+        cost,
+        delay,
+        waiting,
+        p.num_tokens * per_token,
+        complete,
+        steps,
+        paid,
+    )
 
 
 @dataclass(frozen=True)
@@ -161,17 +193,19 @@ class RunTotals:
     delay_to_others_s: float  # what the preemptions made the other requests wait, summed over them
 
 
-def run_totals(est: Estimate, reports: Sequence[StepReport], block_size: Optional[int],
-               output_tokens: int) -> RunTotals:
+def run_totals(est: Estimate, reports: Sequence[StepReport], block_size: int | None, output_tokens: int) -> RunTotals:
     total = sum(step_times_ms(est, reports, block_size)) * 1e-3
     priced = bills(est, reports, block_size)
-    return RunTotals(total, output_tokens / total if total > 0 else 0.0,
-                     sum(b.modelled_ms for b in priced if b.mode == "recompute") * 1e-3,
-                     sum(b.modelled_ms for b in priced if b.mode == "swap") * 1e-3,
-                     sum(b.delay_to_others_ms for b in priced) * 1e-3)
+    return RunTotals(
+        total,
+        output_tokens / total if total > 0 else 0.0,
+        sum(b.modelled_ms for b in priced if b.mode == "recompute") * 1e-3,
+        sum(b.modelled_ms for b in priced if b.mode == "swap") * 1e-3,
+        sum(b.delay_to_others_ms for b in priced) * 1e-3,
+    )
 
 
-def step_times_ms(est: Estimate, reports: Sequence[StepReport], block_size: Optional[int] = None) -> list[float]:
+def step_times_ms(est: Estimate, reports: Sequence[StepReport], block_size: int | None = None) -> list[float]:
     return [est.step_ms(r, block_size) for r in reports]
 
 
@@ -180,14 +214,21 @@ def modelled_view(est: Estimate, snapshots: Sequence[Snapshot]) -> ModelledView:
     reports = [s.report for s in snapshots if s.report is not None]
     block_size = snapshots[-1].block_size if snapshots else None
     times = step_times_ms(est, reports, block_size)
-    return ModelledView(est.label, sum(times), times[-1] if times else None, per_token_prefill_us(est),
-                        est.decode_step_ms(1, 128), est.linear_switch_tokens, bills(est, reports, block_size))
+    return ModelledView(
+        est.label,
+        sum(times),
+        times[-1] if times else None,
+        per_token_prefill_us(est),
+        est.decode_step_ms(1, 128),
+        est.linear_switch_tokens,
+        bills(est, reports, block_size),
+    )
 
 
 @dataclass(frozen=True)
 class RequestTimes:
-    ttft_ms: Optional[float]  # modelled: arrival to first token
-    tpot_ms: Optional[float]  # modelled: mean time per output token after the first
+    ttft_ms: float | None  # modelled: arrival to first token
+    tpot_ms: float | None  # modelled: mean time per output token after the first
 
 
 def request_times(snapshots: Sequence[Snapshot], step_ms: Sequence[float]) -> dict[str, RequestTimes]:

@@ -45,15 +45,18 @@ class ModelShape:
             raise ValueError(f"The config of {name!r} must be a JSON object, got {type(config).__name__}.")
         kind = config.get("model_type")
         if kind not in SUPPORTED:
-            raise ValueError(f"The config of {name!r} has model_type {kind!r}; the cost model knows "
-                             f"{', '.join(SUPPORTED)}.")
+            raise ValueError(
+                f"The config of {name!r} has model_type {kind!r}; the cost model knows {', '.join(SUPPORTED)}."
+            )
         mlp = SUPPORTED[kind]
 
         def need(field: str) -> int:
             value = config.get(field)
             if value is None:
-                raise ValueError(f"The config of {name!r} lacks {field!r}, which the cost model needs; add it "
-                                 "(see the model's config.json on its Hugging Face page).")
+                raise ValueError(
+                    f"The config of {name!r} lacks {field!r}, which the cost model needs; add it "
+                    "(see the model's config.json on its Hugging Face page)."
+                )
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"The config of {name!r} has {field}={value!r}; it must be a positive whole number.")
             return value
@@ -63,12 +66,22 @@ class ModelShape:
         kv_heads = need("num_key_value_heads") if config.get("num_key_value_heads") is not None else heads
         head_dim = need("head_dim") if config.get("head_dim") is not None else hidden // heads
         if heads % kv_heads:
-            raise ValueError(f"The config of {name!r} has {heads} attention heads, not a multiple of its {kv_heads} "
-                             "KV heads.")
-        return cls(name=name, layers=need("num_hidden_layers"), hidden=hidden, heads=heads, kv_heads=kv_heads,
-                   head_dim=head_dim, ffn=need(FFN_FIELD[mlp]), mlp=mlp, vocab=need("vocab_size"),
-                   tied_embeddings=bool(config.get("tie_word_embeddings", mlp == "plain")),
-                   max_context=need("max_position_embeddings"))
+            raise ValueError(
+                f"The config of {name!r} has {heads} attention heads, not a multiple of its {kv_heads} KV heads."
+            )
+        return cls(
+            name=name,
+            layers=need("num_hidden_layers"),
+            hidden=hidden,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            ffn=need(FFN_FIELD[mlp]),
+            mlp=mlp,
+            vocab=need("vocab_size"),
+            tied_embeddings=bool(config.get("tie_word_embeddings", mlp == "plain")),
+            max_context=need("max_position_embeddings"),
+        )
 
     @classmethod
     def from_file(cls, path: Path, name: str) -> "ModelShape":

@@ -33,25 +33,33 @@ class CompletedRun:
         trips = [2 if r.swap_in_s else 1 for r in swaps]  # out, and back in if it came back
 
         def modelled(gbps: float) -> float:
-            return sum(modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, config.pcie_copy_overhead_us)
-                       * n for r, n in zip(swaps, trips))
+            return sum(
+                modelled_copy_seconds(r.num_bytes, r.swap_copies or 1, gbps, config.pcie_copy_overhead_us) * n
+                for r, n in zip(swaps, trips)
+            )
 
         output_tokens = sum(len(o.output_token_ids) for o in self.outputs)
         return RunTotals(
-            steps=self.engine.step_count, wall_s=self.wall_s, output_tokens=output_tokens,
+            steps=self.engine.step_count,
+            wall_s=self.wall_s,
+            output_tokens=output_tokens,
             tokens_per_s=output_tokens / self.wall_s if self.wall_s > 0 else 0.0,
-            preemptions=len(records), recomputed_tokens=sum(r.recomputed_tokens for r in records),
+            preemptions=len(records),
+            recomputed_tokens=sum(r.recomputed_tokens for r in records),
             recompute_s=sum(r.recompute_s for r in records),
-            recompute_tax=observed.recompute_tax or 0.0, recompute_tax_time=observed.recompute_tax_time or 0.0,
-            loaded_tokens=sum(r.loaded_tokens for r in records), swapped_bytes=sum(r.num_bytes for r in swaps),
+            recompute_tax=observed.recompute_tax or 0.0,
+            recompute_tax_time=observed.recompute_tax_time or 0.0,
+            loaded_tokens=sum(r.loaded_tokens for r in records),
+            swapped_bytes=sum(r.num_bytes for r in swaps),
             swap_s=sum((r.swap_out_s or 0.0) + (r.swap_in_s or 0.0) for r in swaps),
             swap_copies=sum((r.swap_copies or 0) * n for r, n in zip(swaps, trips)),
             **{MODELLED_PCIE_FIELDS[gen]: modelled(gbps) for gen, gbps in PCIE_GBPS.items()},
         )
 
 
-def run_to_completion(config: EngineConfig, workload: Workload, loaded: LoadedModel,
-                      max_steps: int = 100_000) -> CompletedRun:
+def run_to_completion(
+    config: EngineConfig, workload: Workload, loaded: LoadedModel, max_steps: int = 100_000
+) -> CompletedRun:
     engine = LLMEngine(config, loaded=loaded)
     runner = WorkloadRunner(engine, workload)
     t0 = time.perf_counter()
@@ -61,6 +69,7 @@ def run_to_completion(config: EngineConfig, workload: Workload, loaded: LoadedMo
     for out in engine.outputs.values():
         if out.parent_id is not None:
             forked.setdefault(out.parent_id, []).append(out)
-    outputs = [o for rid in runner.request_ids if rid in engine.outputs
-               for o in [engine.outputs[rid]] + forked.get(rid, [])]
+    outputs = [
+        o for rid in runner.request_ids if rid in engine.outputs for o in [engine.outputs[rid]] + forked.get(rid, [])
+    ]
     return CompletedRun(engine, outputs, wall, runner.done(), reports)

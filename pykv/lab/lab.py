@@ -26,7 +26,7 @@ import copy
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from pykv.border.config import EngineConfig
 from pykv.border.limits import MAX_STEPS
@@ -85,14 +85,21 @@ class ManualRequest:
 class Lab:
     """``preset`` names a pykv.border.workload preset; ``workload`` (which wins) gives a Workload object."""
 
-    def __init__(self, config: EngineConfig, loaded: Optional[LoadedModel] = None, preset: Optional[str] = "storm",
-                 seed: int = 0, manual: tuple[ManualRequest, ...] = (), workload: Optional[Workload] = None) -> None:
+    def __init__(
+        self,
+        config: EngineConfig,
+        loaded: LoadedModel | None = None,
+        preset: str | None = "storm",
+        seed: int = 0,
+        manual: tuple[ManualRequest, ...] = (),
+        workload: Workload | None = None,
+    ) -> None:
         if workload is not None:
             preset = None
         self.config, self.loaded, self.preset, self.seed = config, loaded, preset, seed
         self.workload = workload or (make_workload(preset, seed=seed) if preset else None)  # ValueError: unknown preset
         self.manual: list[ManualRequest] = list(manual)  # changed by add_request / _rewind only
-        self.stopped_early: Optional[str] = None  # why the last goto / run_until stopped short (None: it did not)
+        self.stopped_early: str | None = None  # why the last goto / run_until stopped short (None: it did not)
         self._restart()
 
     def check_workload(self) -> None:
@@ -100,8 +107,9 @@ class Lab:
         (e.g. chunked prefill off and a budget smaller than a prompt), instead of at that step."""
         for r in self.workload.requests if self.workload else []:
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
-            self.engine.check_request(prompt, SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos),
-                                      r.request_id)
+            self.engine.check_request(
+                prompt, SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos), r.request_id
+            )
 
     # ---- engine lifetime ------------------------------------------------------------------
 
@@ -112,12 +120,12 @@ class Lab:
         return self._engine
 
     @property
-    def live_engine(self) -> Optional[LLMEngine]:
+    def live_engine(self) -> LLMEngine | None:
         """The engine if this Lab holds one, else None: never replays one (unlike ``engine``)."""
         return None if self._detached else self._engine
 
     @property
-    def runner(self) -> Optional[WorkloadRunner]:
+    def runner(self) -> WorkloadRunner | None:
         if self._detached:
             self._replay_engine()
         return self._runner
@@ -199,7 +207,7 @@ class Lab:
         return self.snapshots[self.cursor]
 
     @property
-    def previous(self) -> Optional[Snapshot]:
+    def previous(self) -> Snapshot | None:
         return self.snapshots[self.cursor - 1] if self.cursor else None
 
     def engine_done(self) -> bool:
@@ -232,8 +240,7 @@ class Lab:
         self.cursor -= 1
         return True
 
-    def goto(self, step: int, time_budget_s: Optional[float] = None,
-             should_stop: Optional[Callable[[], bool]] = None) -> int:
+    def goto(self, step: int, time_budget_s: float | None = None, should_stop: Callable[[], bool] | None = None) -> int:
         """Show step ``step`` (replaying forward as needed; stops early at the end, when the time budget
         is spent or when ``should_stop()`` says the session is gone). Returns the step shown;
         ``stopped_early`` says why it is short of ``step`` for a reason other than the run's end."""
@@ -245,8 +252,13 @@ class Lab:
         self.cursor = min(step, self.head)
         return self.cursor
 
-    def run_until(self, stop: Callable[[Snapshot], bool], max_steps: int = MAX_STEPS,
-                  time_budget_s: Optional[float] = None, should_stop: Optional[Callable[[], bool]] = None) -> bool:
+    def run_until(
+        self,
+        stop: Callable[[Snapshot], bool],
+        max_steps: int = MAX_STEPS,
+        time_budget_s: float | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> bool:
         """Step until ``stop(snapshot)`` holds (True) or the run ends / the budget is spent / the session
         is gone (False; ``stopped_early`` then says which, None when the run simply ended)."""
         start, self.stopped_early = time.perf_counter(), None
@@ -261,8 +273,7 @@ class Lab:
             self.stopped_early = f"it reached the limit of {max_steps} steps for one action"
         return False
 
-    def _interrupted(self, start: float, time_budget_s: Optional[float],
-                     should_stop: Optional[Callable[[], bool]]) -> bool:
+    def _interrupted(self, start: float, time_budget_s: float | None, should_stop: Callable[[], bool] | None) -> bool:
         """Sets ``stopped_early`` and returns True when the action must stop before its next step."""
         if should_stop is not None and should_stop():
             self.stopped_early = "its session ended"
@@ -270,12 +281,12 @@ class Lab:
             self.stopped_early = f"it used its time budget of {time_budget_s:g} s"
         return self.stopped_early is not None
 
-    def run_to_next_preemption(self, time_budget_s: Optional[float] = 30.0,
-                               should_stop: Optional[Callable[[], bool]] = None) -> bool:
+    def run_to_next_preemption(
+        self, time_budget_s: float | None = 30.0, should_stop: Callable[[], bool] | None = None
+    ) -> bool:
         return self.run_until(has_preempted, time_budget_s=time_budget_s, should_stop=should_stop)
 
-    def run_to_end(self, time_budget_s: Optional[float] = 60.0,
-                   should_stop: Optional[Callable[[], bool]] = None) -> None:
+    def run_to_end(self, time_budget_s: float | None = 60.0, should_stop: Callable[[], bool] | None = None) -> None:
         self.run_until(lambda s: False, time_budget_s=time_budget_s, should_stop=should_stop)
 
     def reset(self) -> None:
@@ -283,8 +294,15 @@ class Lab:
         self.manual = []
         self._restart()
 
-    def add_request(self, prompt: str, max_tokens: int, request_id: Optional[str] = None,
-                    ignore_eos: bool = False, n: int = 1, priority: int = 0) -> str:
+    def add_request(
+        self,
+        prompt: str,
+        max_tokens: int,
+        request_id: str | None = None,
+        ignore_eos: bool = False,
+        n: int = 1,
+        priority: int = 0,
+    ) -> str:
         """Queue a request by hand at the step on screen (rewriting any later steps); ids default to
         m1, m2, ... Raises ValueError with the engine's message on bad input; then nothing changes."""
         params = SamplingParams(max_tokens=int(max_tokens), ignore_eos=bool(ignore_eos), n=n)  # ValueError if bad
@@ -295,15 +313,17 @@ class Lab:
         taken = {m.request_id for m in self.manual if m.step <= self.cursor}
         taken |= {r.request_id for r in (self.workload.requests if self.workload else [])}
         if request_id in taken:
-            raise ValueError(f"Request id {request_id!r} is already in use (by the workload or an earlier request); "
-                             "pick another.")
+            raise ValueError(
+                f"Request id {request_id!r} is already in use (by the workload or an earlier request); pick another."
+            )
         if self.cursor < self.head:
             # Check the prompt before throwing the later steps away (tokenize + limits; no state change).
             self.engine.check_request(prompt, params, request_id, priority)
             self._rewind(self.cursor)
         self.engine.add_request(prompt, params, request_id, priority)  # ValueError: nothing logged
-        self.manual.append(ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos,
-                                         params.n, priority))
+        self.manual.append(
+            ManualRequest(self.cursor, prompt, params.max_tokens, request_id, params.ignore_eos, params.n, priority)
+        )
         self.snapshots[self.cursor] = self.engine.snapshot(self.view.report)
         return request_id
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload, WorkloadRequest
@@ -43,14 +42,14 @@ LAB_ARRIVAL_SPAN_STEPS = 60  # the trace's whole span, squeezed onto this many e
 class ServerPressure:
     """What the diagnosis says about the server's KV pressure (None: not seen)."""
 
-    capacity_tokens: Optional[int]
+    capacity_tokens: int | None
     running: int
     waiting: int
-    peak_kv_usage: Optional[float]
-    mean_input_tokens: Optional[float]
-    mean_output_tokens: Optional[float]
-    num_cpu_blocks: Optional[int]
-    num_gpu_blocks: Optional[int]
+    peak_kv_usage: float | None
+    mean_input_tokens: float | None
+    mean_output_tokens: float | None
+    num_cpu_blocks: int | None
+    num_gpu_blocks: int | None
 
     @property
     def rho(self) -> float:
@@ -107,8 +106,16 @@ def server_pressure(diagnosis: Diagnosis) -> ServerPressure:
     mean_in = sum(r.input_tokens for r in requests) / len(requests) if requests else None
     outs = [r.output_tokens for r in requests if r.output_tokens is not None]
     mean_out = sum(outs) / len(outs) if outs else None
-    return ServerPressure(capacity, max(running, 1), waiting, usage, mean_in, mean_out,
-                          startup.num_cpu_blocks if startup else None, startup.num_gpu_blocks if startup else None)
+    return ServerPressure(
+        capacity,
+        max(running, 1),
+        waiting,
+        usage,
+        mean_in,
+        mean_out,
+        startup.num_cpu_blocks if startup else None,
+        startup.num_gpu_blocks if startup else None,
+    )
 
 
 def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayPlan:
@@ -119,36 +126,52 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
     waiting_lab = min(round(p.waiting * running_lab / p.running), MAX_LAB_REQUESTS - running_lab)
     traced = sum(len(t.requests) for t in diagnosis.traces)
     count = min(traced, MAX_LAB_REQUESTS) if traced else running_lab + waiting_lab  # a trace: its requests
-    share_in = p.mean_input_tokens / (p.mean_input_tokens + p.mean_output_tokens) \
-        if p.mean_input_tokens and p.mean_output_tokens else 0.5
+    share_in = (
+        p.mean_input_tokens / (p.mean_input_tokens + p.mean_output_tokens)
+        if p.mean_input_tokens and p.mean_output_tokens
+        else 0.5
+    )
     prompt_len = min(max(round(LAB_REQUEST_TOKENS * share_in), 8), LAB_REQUEST_TOKENS - 8)
     output_len = LAB_REQUEST_TOKENS - prompt_len
     rho = max(p.rho, 0.05)
     blocks = math.ceil(running_lab * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
     blocks = max(blocks, math.ceil(LAB_REQUEST_TOKENS / LAB_BLOCK_SIZE) + 1)  # one request always fits
-    knobs: dict = dict(vllm_profile=profile, block_size=LAB_BLOCK_SIZE, num_gpu_blocks=blocks,
-                       max_num_seqs=running_lab, max_num_batched_tokens=max(256, running_lab),
-                       enable_prefix_caching=bool(diagnosis.config.enable_prefix_caching), seed=seed)
-    keeps = [f"the running requests' KV at their final length over the KV capacity: {p.rho:.2f} on the server, "
-             f"{running_lab * LAB_REQUEST_TOKENS / (blocks * LAB_BLOCK_SIZE):.2f} in the lab",
-             f"{p.running} running at most become {running_lab}, with {count} requests in all"
-             + (f" sampled from the trace's {traced:,}" if traced else f" ({p.waiting} waited on the server)"),
-             f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"
-             + ("" if p.mean_input_tokens else " (assumed: the log gives no lengths)")]
+    knobs: dict = dict(
+        vllm_profile=profile,
+        block_size=LAB_BLOCK_SIZE,
+        num_gpu_blocks=blocks,
+        max_num_seqs=running_lab,
+        max_num_batched_tokens=max(256, running_lab),
+        enable_prefix_caching=bool(diagnosis.config.enable_prefix_caching),
+        seed=seed,
+    )
+    keeps = [
+        f"the running requests' KV at their final length over the KV capacity: {p.rho:.2f} on the server, "
+        f"{running_lab * LAB_REQUEST_TOKENS / (blocks * LAB_BLOCK_SIZE):.2f} in the lab",
+        f"{p.running} running at most become {running_lab}, with {count} requests in all"
+        + (f" sampled from the trace's {traced:,}" if traced else f" ({p.waiting} waited on the server)"),
+        f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"
+        + ("" if p.mean_input_tokens else " (assumed: the log gives no lengths)"),
+    ]
     if profile == "v0.6" and p.num_cpu_blocks:
         cpu = max(1, round(p.num_cpu_blocks * blocks / (p.num_gpu_blocks or blocks)))
         knobs |= dict(preemption_mode="auto", num_cpu_blocks=cpu)
-        keeps.append(f"the CPU swap pool in proportion to the device pool ({cpu} blocks); V0 swaps only "
-                     "multi-sequence requests")
+        keeps.append(
+            f"the CPU swap pool in proportion to the device pool ({cpu} blocks); V0 swaps only multi-sequence requests"
+        )
     requests = _requests(diagnosis, count, prompt_len, output_len, vocab_size, seed)
     keeps.append(requests.arrivals_kept)
     workload = Workload(name="server-replay", seed=seed, requests=requests.requests)
-    cannot = ["absolute lengths and times: a lab request is 96 tokens on the shipped model",
-              "the server's compute, tensor parallelism and scheduler timings",
-              "requests the log does not show (their lengths are the trace's, or guessed from KV usage)"]
+    cannot = [
+        "absolute lengths and times: a lab request is 96 tokens on the shipped model",
+        "the server's compute, tensor parallelism and scheduler timings",
+        "requests the log does not show (their lengths are the trace's, or guessed from KV usage)",
+    ]
     if p.mean_input_tokens is None:
-        cannot.append("request lengths: without a trace, a request's final length is taken as twice the mean "
-                      "length the running requests held at the peak")
+        cannot.append(
+            "request lengths: without a trace, a request's final length is taken as twice the mean "
+            "length the running requests held at the peak"
+        )
     return ReplayPlan(EngineConfig(**knobs), workload, p, why, keeps, cannot)
 
 
@@ -158,13 +181,15 @@ class _Requests:
     arrivals_kept: str
 
 
-def _requests(diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int, vocab_size: int,
-              seed: int) -> _Requests:
+def _requests(
+    diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int, vocab_size: int, seed: int
+) -> _Requests:
     trace = [r for t in diagnosis.traces for r in t.requests]
     rng = random.Random(seed)
     if trace:
-        picked = [trace[round(i * (len(trace) - 1) / max(count - 1, 1))] for i in range(count)] if count > 1 \
-            else trace[:1]
+        picked = (
+            [trace[round(i * (len(trace) - 1) / max(count - 1, 1))] for i in range(count)] if count > 1 else trace[:1]
+        )
         steps = _arrival_steps(picked)
         prompts = _prompts(picked, prompt_len, vocab_size, rng)
         kept = "arrivals: the trace's arrival times squeezed onto engine steps"
@@ -172,10 +197,18 @@ def _requests(diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int
         waited = any((s.waiting or 0) > 0 for s in diagnosis.samples)
         steps = [0] * count if waited else [2 * i for i in range(count)]
         prompts = [[rng.randrange(3, vocab_size) for _ in range(prompt_len)] for _ in range(count)]
-        kept = "arrivals: a burst (requests waited on the server)" if not any(steps) else \
-            "arrivals: one every other step (nothing waited on the server)"
-    return _Requests([WorkloadRequest(prompt_token_ids=tokens, max_tokens=output_len, arrival_step=step,
-                                      ignore_eos=True) for tokens, step in zip(prompts, steps)], kept)
+        kept = (
+            "arrivals: a burst (requests waited on the server)"
+            if not any(steps)
+            else "arrivals: one every other step (nothing waited on the server)"
+        )
+    return _Requests(
+        [
+            WorkloadRequest(prompt_token_ids=tokens, max_tokens=output_len, arrival_step=step, ignore_eos=True)
+            for tokens, step in zip(prompts, steps)
+        ],
+        kept,
+    )
 
 
 def _arrival_steps(picked: list[TraceRequest]) -> list[int]:
@@ -192,7 +225,7 @@ def _prompts(picked: list[TraceRequest], prompt_len: int, vocab_size: int, rng: 
     prompts = []
     for request in picked:
         tokens: list[int] = []
-        for block_id in (request.prefix_block_ids or ())[:max(shared_blocks, 0)]:
+        for block_id in (request.prefix_block_ids or ())[: max(shared_blocks, 0)]:
             tokens += blocks.setdefault(block_id, [rng.randrange(3, vocab_size) for _ in range(LAB_BLOCK_SIZE)])
         tokens += [rng.randrange(3, vocab_size) for _ in range(prompt_len - len(tokens))]
         prompts.append(tokens)

@@ -6,7 +6,7 @@ preemption count provably follows the pool size."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -33,14 +33,32 @@ OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11.
 OFFLOAD_MODES = ("recompute+offload",)
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 RUN_CONFIG_COLUMNS = [  # what a run was: its mode, axis value and the config fields a sweep varies
-    "mode", "vllm_profile", "axis", "value", "num_gpu_blocks", "block_size", "max_num_seqs", "preemption_mode",
-    "prefix_caching", "swap_copy", "preemption_victim",
+    "mode",
+    "vllm_profile",
+    "axis",
+    "value",
+    "num_gpu_blocks",
+    "block_size",
+    "max_num_seqs",
+    "preemption_mode",
+    "prefix_caching",
+    "swap_copy",
+    "preemption_victim",
 ]
 LATENCY_COLUMNS = ["ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s"]
 RUN_COLUMNS = [*RUN_CONFIG_COLUMNS, *RUN_TOTALS_COLUMNS, *LATENCY_COLUMNS, "device"]  # totals: RunTotals' fields
 PREEMPTION_COLUMNS = [
-    "mode", "value", "preemption_mode", "block_size", "seq_len", "num_bytes", "measured_s",
-    "recomputed_tokens", "steps_lost", "device", *MODELLED_PCIE_FIELDS.values(),
+    "mode",
+    "value",
+    "preemption_mode",
+    "block_size",
+    "seq_len",
+    "num_bytes",
+    "measured_s",
+    "recomputed_tokens",
+    "steps_lost",
+    "device",
+    *MODELLED_PCIE_FIELDS.values(),
 ]
 
 
@@ -63,8 +81,10 @@ def _ints(parts: list[str], text: str) -> list[int]:
             numbers.append(int(part))
         return numbers
     except ValueError:
-        raise ValueError(f"Cannot read values {_quote(text)}: use start:stop:step (e.g. 16:128:16) or a list "
-                         "(16,32,64) of whole numbers.") from None
+        raise ValueError(
+            f"Cannot read values {_quote(text)}: use start:stop:step (e.g. 16:128:16) or a list "
+            "(16,32,64) of whole numbers."
+        ) from None
 
 
 def count_values(text: str) -> int:
@@ -84,8 +104,9 @@ def count_values(text: str) -> int:
         if step < 1:
             raise ValueError(f"In {_quote(text)} the step must be a positive whole number, got {step}.")
         if stop < start:
-            raise ValueError(f"{_quote(text)} gives no values: in start:stop:step the stop must not be below the "
-                             "start.")
+            raise ValueError(
+                f"{_quote(text)} gives no values: in start:stop:step the stop must not be below the start."
+            )
         return (stop - start) // step + 1
     parts = text.split(",")
     _ints(parts, text)  # at most 500 short parts: MAX_VALUES_TEXT bounds them
@@ -97,8 +118,10 @@ def parse_values(text: str) -> tuple[int, ...]:
     each 1..MAX_SWEEP_VALUE. The count is checked before any value is listed."""
     count = count_values(text)
     if count > MAX_SWEEP_VALUES:
-        raise ValueError(f"{_quote(text)} gives {count:,} values; a sweep takes at most {MAX_SWEEP_VALUES}. "
-                         "Use a bigger step or fewer values.")
+        raise ValueError(
+            f"{_quote(text)} gives {count:,} values; a sweep takes at most {MAX_SWEEP_VALUES}. "
+            "Use a bigger step or fewer values."
+        )
     if ":" in text:
         start, stop, step = _ints(text.split(":"), text)
         values = tuple(range(start, stop + 1, step))
@@ -109,8 +132,9 @@ def parse_values(text: str) -> tuple[int, ...]:
 
 
 def _check_values(values: tuple) -> None:
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SWEEP_VALUE
-                         for v in values):
+    if not values or any(
+        isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SWEEP_VALUE for v in values
+    ):
         shown = ", ".join(repr(v) for v in values[:8]) + (", ..." if len(values) > 8 else "")
         raise ValueError(f"Sweep values must be positive integers up to {MAX_SWEEP_VALUE:,}, got [{shown}].")
     if len(values) > MAX_SWEEP_VALUES:
@@ -185,8 +209,9 @@ class SweepSpec:
         notes = []
         for mode in self.modes:
             if mode in OFFLOAD_MODES and base != OFFLOAD_PROFILE:
-                notes.append(f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is V1's "
-                             "(vLLM 0.11.1+)")
+                notes.append(
+                    f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is V1's (vLLM 0.11.1+)"
+                )
             elif MODES.get(mode, {}).get("preemption_mode") == "swap" and not self.base.profile.is_v0:
                 notes.append(f"{mode} runs on {SWAP_PROFILE}, not {base}: only vLLM V0 swaps")
         return notes
@@ -206,20 +231,31 @@ class SweepResult:
     cancelled: bool = False
 
 
-def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str,
-            value: int) -> tuple[dict, list[dict]]:
+def run_one(
+    config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: str, value: int
+) -> tuple[dict, list[dict]]:
     run = run_to_completion(config, make_workload(spec.workload, seed=spec.seed, **spec.workload_args), loaded)
     records = run.engine.preemptions()
     ttft = pd.Series([o.ttft_s for o in run.outputs if o.ttft_s is not None], dtype=float)
     tpot = pd.Series([o.tpot_s for o in run.outputs if o.tpot_s is not None], dtype=float)
     row = {
-        "mode": mode, "vllm_profile": config.vllm_profile, "axis": spec.axis, "value": value,
+        "mode": mode,
+        "vllm_profile": config.vllm_profile,
+        "axis": spec.axis,
+        "value": value,
         "num_gpu_blocks": config.num_gpu_blocks,
-        "block_size": config.block_size, "max_num_seqs": config.max_num_seqs, "preemption_mode": config.preemption_mode,
-        "prefix_caching": config.enable_prefix_caching, "swap_copy": config.swap_copy,
-        "preemption_victim": config.preemption_victim, **run.totals().as_row(),
-        "ttft_p50_s": ttft.quantile(0.5), "ttft_p95_s": ttft.quantile(0.95),
-        "tpot_p50_s": tpot.quantile(0.5), "tpot_p95_s": tpot.quantile(0.95), "device": config.device,
+        "block_size": config.block_size,
+        "max_num_seqs": config.max_num_seqs,
+        "preemption_mode": config.preemption_mode,
+        "prefix_caching": config.enable_prefix_caching,
+        "swap_copy": config.swap_copy,
+        "preemption_victim": config.preemption_victim,
+        **run.totals().as_row(),
+        "ttft_p50_s": ttft.quantile(0.5),
+        "ttft_p95_s": ttft.quantile(0.95),
+        "tpot_p50_s": tpot.quantile(0.5),
+        "tpot_p95_s": tpot.quantile(0.95),
+        "device": config.device,
         "reports": run.reports,  # not a column: the schedule pykv.gpu_model prices for the page's modelled series
     }
     costs = []
@@ -231,15 +267,28 @@ def run_one(config: EngineConfig, spec: SweepSpec, loaded: LoadedModel, mode: st
         else:
             continue  # aborted, or never recovered (finished early): no complete cost to show
         copies = (r.swap_copies or 1) * 2
-        costs.append({
-            "mode": mode, "value": value, "preemption_mode": r.mode, "block_size": config.block_size,
-            "seq_len": r.num_tokens, "num_bytes": r.num_bytes, "measured_s": measured,
-            "recomputed_tokens": r.recomputed_tokens, "steps_lost": r.steps_lost, "device": r.device,
-            "step": r.step, "request_id": r.request_id,  # not columns: match the row to its modelled bill
-            **{MODELLED_PCIE_FIELDS[gen]: None if r.mode != "swap" else
-               modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
-               for gen, gbps in PCIE_GBPS.items()},  # the same field names as RunTotals' (MODELLED_PCIE_FIELDS)
-        })
+        costs.append(
+            {
+                "mode": mode,
+                "value": value,
+                "preemption_mode": r.mode,
+                "block_size": config.block_size,
+                "seq_len": r.num_tokens,
+                "num_bytes": r.num_bytes,
+                "measured_s": measured,
+                "recomputed_tokens": r.recomputed_tokens,
+                "steps_lost": r.steps_lost,
+                "device": r.device,
+                "step": r.step,
+                "request_id": r.request_id,  # not columns: match the row to its modelled bill
+                **{
+                    MODELLED_PCIE_FIELDS[gen]: None
+                    if r.mode != "swap"
+                    else modelled_copy_seconds(2 * r.num_bytes, copies, gbps, config.pcie_copy_overhead_us)
+                    for gen, gbps in PCIE_GBPS.items()
+                },  # the same field names as RunTotals' (MODELLED_PCIE_FIELDS)
+            }
+        )
     return row, costs
 
 
@@ -256,9 +305,9 @@ def sweep_result(rows: list[dict], costs: list[dict], cancelled: bool = False) -
 
 def run_sweep(
     spec: SweepSpec,
-    loaded: Optional[LoadedModel] = None,
-    on_progress: Optional[Callable[[int, int, dict], None]] = None,
-    should_cancel: Optional[Callable[[], bool]] = None,
+    loaded: LoadedModel | None = None,
+    on_progress: Callable[[int, int, dict], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
 ) -> SweepResult:
     """Run every (value, mode) of the spec; each run is one unit of progress and a cancel point."""
     total = len(spec.configs())
@@ -321,11 +370,15 @@ class StormShape:
         return range(lo, self.demand + 1)
 
 
-def storm_shape(spec: SweepSpec, loaded: LoadedModel) -> Optional[StormShape]:
+def storm_shape(spec: SweepSpec, loaded: LoadedModel) -> StormShape | None:
     """The shape of the spec's workload at its base block size; None unless the workload is a storm."""
     if spec.workload != "storm":
         return None
     requests = make_workload(spec.workload, seed=spec.seed, **spec.workload_args).requests
     prompt, size = max(len(loaded.encode(r.prompt)) for r in requests), spec.base.block_size
-    return StormShape(len(requests), cdiv(prompt, size), cdiv(prompt + requests[0].max_tokens, size),
-                      int(spec.base.profile.null_block))
+    return StormShape(
+        len(requests),
+        cdiv(prompt, size),
+        cdiv(prompt + requests[0].max_tokens, size),
+        int(spec.base.profile.null_block),
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 from pykv.border.request import SamplingParams
 from pykv.border.step_report import StepReport
@@ -38,7 +38,7 @@ class WorkloadRunner:
         self.admit_arrivals()
         return self.engine.step_recording_kernels()
 
-    def run(self, max_steps: int = 100_000, on_step: Optional[Callable[[StepReport], None]] = None) -> list[StepReport]:
+    def run(self, max_steps: int = 100_000, on_step: Callable[[StepReport], None] | None = None) -> list[StepReport]:
         reports = []
         while not self.done() and len(reports) < max_steps:
             reports.append(self.step())

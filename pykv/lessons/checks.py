@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from pykv.border.units import fmt_bytes
 from pykv.lessons.errors import FieldError, PathError
@@ -28,8 +28,8 @@ class CheckResult:
     passed: bool
     actual: object  # the value read (None when it could not be read: see error)
     expected: object  # the operand, value_of resolved
-    why: Optional[str] = None  # the lesson's explanation, shown beside the check
-    error: Optional[str] = None  # why it could not be evaluated (a missing value, a failed action)
+    why: str | None = None  # the lesson's explanation, shown beside the check
+    error: str | None = None  # why it could not be evaluated (a missing value, a failed action)
 
 
 def _number(x: Any) -> bool:
@@ -53,7 +53,7 @@ def _equal(actual: Any, expected: Any) -> bool:
     return _like(expected, actual) == actual
 
 
-def compare(op: str, actual: Any, expected: Any) -> tuple[bool, Optional[str]]:
+def compare(op: str, actual: Any, expected: Any) -> tuple[bool, str | None]:
     """(passed, why it could not be compared)."""
     if op == "equals":
         return _equal(actual, expected), None
@@ -73,8 +73,12 @@ def compare(op: str, actual: Any, expected: Any) -> tuple[bool, Optional[str]]:
         return found == (op == "contains"), None
     if not (_number(actual) and _number(expected)):
         return False, f"{op} compares numbers; got {actual!r} and {expected!r}"
-    return {"at_least": actual >= expected, "at_most": actual <= expected, "greater_than": actual > expected,
-            "less_than": actual < expected}[op], None
+    return {
+        "at_least": actual >= expected,
+        "at_most": actual <= expected,
+        "greater_than": actual > expected,
+        "less_than": actual < expected,
+    }[op], None
 
 
 def operand_value(operand: Any, scope: Scope) -> Any:
@@ -135,7 +139,7 @@ def format_short(value: Any, max_items: int = 12) -> str:
     return format_value(value)
 
 
-def parse_template(expr: str) -> tuple[str, Optional[str]]:
+def parse_template(expr: str) -> tuple[str, str | None]:
     """``" request.a.swap_s | ms "`` -> ("request.a.swap_s", "ms"); FieldError on an unknown filter."""
     path, _, name = expr.partition("|")
     path, name = path.strip(), name.strip() or None
@@ -144,9 +148,9 @@ def parse_template(expr: str) -> tuple[str, Optional[str]]:
     return path, name
 
 
-def template_paths(markdown: str) -> list[tuple[str, Optional[str]]]:
+def template_paths(markdown: str) -> list[tuple[str, str | None]]:
     """Every (path, filter) in the narration's templates, outside code blocks (for load-time checks)."""
-    found: list[tuple[str, Optional[str]]] = []
+    found: list[tuple[str, str | None]] = []
 
     def collect(text: str) -> str:
         found.extend(parse_template(m.group(1)) for m in TEMPLATE.finditer(text))

@@ -14,7 +14,7 @@ Each field is one line of Markdown (no ``{{ }}`` templates: the callout is the s
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -35,11 +35,11 @@ class Differs(BaseModel):
     claim: str = Field(min_length=1, max_length=MAX_ROW_CHARS)
     vllm: str = Field(min_length=1, max_length=MAX_ROW_CHARS)
     pykv: str = Field(min_length=1, max_length=MAX_ROW_CHARS)
-    versions: Optional[str] = Field(default=None, min_length=1, max_length=MAX_VERSIONS_CHARS)
+    versions: str | None = Field(default=None, min_length=1, max_length=MAX_VERSIONS_CHARS)
 
     @field_validator("claim", "vllm", "pykv", "versions")
     @classmethod
-    def _one_line(cls, text: Optional[str]) -> Optional[str]:
+    def _one_line(cls, text: str | None) -> str | None:
         if text is None:
             return None
         if "\n" in text.strip() or "\r" in text:
@@ -52,8 +52,9 @@ class Differs(BaseModel):
 def parse_differs(raw: Any) -> Differs:
     """A ```differs block's YAML as a Differs; FieldError names the field (``vllm``) that is wrong."""
     if not isinstance(raw, dict):
-        raise FieldError("", f"a differs block is a mapping of {', '.join(FIELDS)} (claim, vllm and pykv required), "
-                             f"got {shown(raw)}")
+        raise FieldError(
+            "", f"a differs block is a mapping of {', '.join(FIELDS)} (claim, vllm and pykv required), got {shown(raw)}"
+        )
     for key in raw:
         if key not in FIELDS:
             raise FieldError(str(key)[:40], f"unknown field {shown(key)}; a differs block takes {', '.join(FIELDS)}")
@@ -62,14 +63,14 @@ def parse_differs(raw: Any) -> Differs:
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        message = "missing (this field is required)" if err["type"] == "missing" else \
-            err["msg"].removeprefix("Value error, ")
+        message = (
+            "missing (this field is required)" if err["type"] == "missing" else err["msg"].removeprefix("Value error, ")
+        )
         raise FieldError(field, message) from None
 
 
 def callout_markdown(differs: Differs) -> str:
     """One compact three-row callout (a Markdown quote): the claim, vLLM (with its releases), pykv."""
     vllm = f"vLLM {differs.versions}" if differs.versions else "vLLM"
-    rows = [(":material/campaign: **Claim**", differs.claim), (f"**{vllm}**", differs.vllm),
-            ("**pykv**", differs.pykv)]
+    rows = [(":material/campaign: **Claim**", differs.claim), (f"**{vllm}**", differs.vllm), ("**pykv**", differs.pykv)]
     return "  \n".join(f"> {label} · {text}" for label, text in rows)

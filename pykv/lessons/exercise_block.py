@@ -85,14 +85,19 @@ def url_knobs() -> dict[str, Any]:
 def parse_link(raw: Any, field: str) -> PlaygroundLink:
     """A Playground query such as ``preset=storm&num_gpu_blocks=64``; FieldError ``field`` if it is not one."""
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_LINK_CHARS:
-        raise FieldError(field, f"must be a Playground query like preset=storm&num_gpu_blocks=64 (at most "
-                                f"{MAX_LINK_CHARS} characters), got {shown(raw)}")
+        raise FieldError(
+            field,
+            f"must be a Playground query like preset=storm&num_gpu_blocks=64 (at most "
+            f"{MAX_LINK_CHARS} characters), got {shown(raw)}",
+        )
     query = raw.strip().lstrip("?")
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
     except ValueError:
-        raise FieldError(field, f"{shown(query)} is not a query: write key=value pairs joined by &, like "
-                                "preset=storm&num_gpu_blocks=64") from None
+        raise FieldError(
+            field,
+            f"{shown(query)} is not a query: write key=value pairs joined by &, like preset=storm&num_gpu_blocks=64",
+        ) from None
     allowed = url_knobs()
     seen: set[str] = set()
     preset, step, values = None, 0, {}
@@ -102,8 +107,11 @@ def parse_link(raw: Any, field: str) -> PlaygroundLink:
         seen.add(key)
         if key == "preset":
             if text not in PRESETS and text != LESSON_WORKLOAD:
-                raise FieldError(field, f"preset={shown(text)} is no workload; use one of {', '.join(PRESETS)} "
-                                        f"or {LESSON_WORKLOAD} (this lesson's own workload)")
+                raise FieldError(
+                    field,
+                    f"preset={shown(text)} is no workload; use one of {', '.join(PRESETS)} "
+                    f"or {LESSON_WORKLOAD} (this lesson's own workload)",
+                )
             preset = text
         elif key == "step":
             if not _STEP.fullmatch(text) or int(text) > MAX_STEPS:
@@ -120,8 +128,15 @@ def parse_link(raw: Any, field: str) -> PlaygroundLink:
             values[key] = value
         else:
             owned = key in {k.name for k in knobs("url")}
-            raise FieldError(field, f"{shown(key)} " + ("is decided by the app, not by an exercise" if owned else
-                             f"is not a Playground link parameter; use preset, step or a knob: {', '.join(allowed)}"))
+            raise FieldError(
+                field,
+                f"{shown(key)} "
+                + (
+                    "is decided by the app, not by an exercise"
+                    if owned
+                    else f"is not a Playground link parameter; use preset, step or a knob: {', '.join(allowed)}"
+                ),
+            )
     if preset is None:
         raise FieldError(field, f"names no workload: add preset=NAME ({', '.join(PRESETS)} or {LESSON_WORKLOAD})")
     try:
@@ -157,12 +172,18 @@ def parse_exercise(raw: Any, parse_check: Callable[[Any], Any]) -> Exercise:
         raise FieldError("task", f"must be text of 1 to {MAX_TASK_CHARS} characters, got {shown(task)}")
     link, solution = parse_link(raw["link"], "link"), parse_link(raw["solution"], "solution")
     if solution.preset != link.preset:
-        raise FieldError("solution", f"runs preset={solution.preset} but the link starts the learner on "
-                                     f"preset={link.preset}; an exercise keeps its workload")
+        raise FieldError(
+            "solution",
+            f"runs preset={solution.preset} but the link starts the learner on "
+            f"preset={link.preset}; an exercise keeps its workload",
+        )
     solved = raw["solved"]
     if not isinstance(solved, list) or not 1 <= len(solved) <= MAX_CHECKS_PER_STEP:
-        raise FieldError("solved", f"must be a YAML list of 1 to {MAX_CHECKS_PER_STEP} checks "
-                                   f"({{that: PATH, equals: VALUE, why: ...}}), got {shown(solved)}")
+        raise FieldError(
+            "solved",
+            f"must be a YAML list of 1 to {MAX_CHECKS_PER_STEP} checks "
+            f"({{that: PATH, equals: VALUE, why: ...}}), got {shown(solved)}",
+        )
     checks = []
     for i, item in enumerate(solved):
         try:
@@ -176,4 +197,3 @@ def parse_exercise(raw: Any, parse_check: Callable[[Any], Any]) -> Exercise:
 def goal_text(check: Any) -> str:
     """A solved check as the learner reads it: its ``why`` (the goal in words), else the check itself."""
     return check.why if check.why else check.describe()
-

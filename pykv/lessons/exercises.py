@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from pykv.border.workload import Workload
 from pykv.lab.lab import Lab
@@ -51,8 +50,10 @@ def find_exercise(lessons: list[Lesson], ref: str) -> tuple[Lesson, int, Exercis
     """The lesson, step index and exercise ``ref`` names; ValueError (a message for the learner) if none."""
     m = REF.fullmatch(ref or "") if len(ref or "") <= MAX_NAME_CHARS + 4 else None
     if m is None:
-        raise ValueError(f"exercise={shown(ref)} is not an exercise reference; it reads <lesson id>.<step "
-                         "number>, like what-triggers-preemption.4. Open the exercise from its lesson.")
+        raise ValueError(
+            f"exercise={shown(ref)} is not an exercise reference; it reads <lesson id>.<step "
+            "number>, like what-triggers-preemption.4. Open the exercise from its lesson."
+        )
     lesson = next((lesson for lesson in lessons if lesson.id == m.group(1)), None)
     if lesson is None:
         raise ValueError(f"No lesson has the id {m.group(1)!r}; open the exercise from its lesson.")
@@ -62,12 +63,14 @@ def find_exercise(lessons: list[Lesson], ref: str) -> tuple[Lesson, int, Exercis
     exercise = lesson.steps[number - 1].exercise
     if exercise is None:
         numbered = [str(i + 1) for i, s in enumerate(lesson.steps) if s.exercise is not None]
-        raise ValueError(f"Step {number} of lesson {lesson.id!r} has no exercise" +
-                         (f"; its exercises are at step {', '.join(numbered)}." if numbered else "."))
+        raise ValueError(
+            f"Step {number} of lesson {lesson.id!r} has no exercise"
+            + (f"; its exercises are at step {', '.join(numbered)}." if numbered else ".")
+        )
     return lesson, number - 1, exercise
 
 
-def link_workload(link: PlaygroundLink, lesson: Lesson) -> tuple[Optional[str], int, Optional[Workload]]:
+def link_workload(link: PlaygroundLink, lesson: Lesson) -> tuple[str | None, int, Workload | None]:
     """(preset, seed, workload) of the Lab a link opens: a preset at seed 0 (as the Playground builds it),
     or the lesson's own workload and seed."""
     if link.lesson_workload:
@@ -84,8 +87,13 @@ def _same_workload(lab: Lab, link: PlaygroundLink, lesson: Lesson) -> CheckResul
         want = f"the {link.preset} preset"
         ok = lab.preset == link.preset and lab.seed == 0
         have = f"the {lab.preset} preset" if lab.preset else "no preset"
-    error = None if ok else (f"this exercise runs on {want}, your Playground runs {have}: open the exercise's "
-                             "link again from its lesson")
+    error = (
+        None
+        if ok
+        else (
+            f"this exercise runs on {want}, your Playground runs {have}: open the exercise's link again from its lesson"
+        )
+    )
     return CheckResult(WORKLOAD_CHECK, ok, have, want, WORKLOAD_CHECK, error)
 
 
@@ -96,8 +104,9 @@ def exercise_scope(lab: Lab) -> Scope:
     arrivals = {requests[i].request_id or str(rank): requests[i].arrival_step for rank, i in enumerate(order)}
     arrivals |= {m.request_id: m.step for m in lab.manual}
     done = lab.cursor == lab.head and lab.engine_done()
-    return Scope(view=lab.view, config=lab.config, done=done, arrivals=arrivals,
-                 history=tuple(lab.snapshots[:lab.cursor + 1]))
+    return Scope(
+        view=lab.view, config=lab.config, done=done, arrivals=arrivals, history=tuple(lab.snapshots[: lab.cursor + 1])
+    )
 
 
 def check_exercise(exercise: Exercise, lab: Lab, lesson: Lesson) -> ExerciseResult:
@@ -110,6 +119,9 @@ def check_exercise(exercise: Exercise, lab: Lab, lesson: Lesson) -> ExerciseResu
     checks = []
     for check in exercise.solved:
         result = evaluate(check, scope)
-        checks.append(CheckResult(result.description, result.passed, result.actual, result.expected,
-                                  goal_text(check), result.error))
+        checks.append(
+            CheckResult(
+                result.description, result.passed, result.actual, result.expected, goal_text(check), result.error
+            )
+        )
     return ExerciseResult(all(c.passed for c in checks), checks, lab.cursor)

@@ -43,15 +43,22 @@ def check_config(changes: dict, base: dict, where: str) -> dict:
     for key in changes:
         if key not in allowed:
             reason = knob_named(key).not_in_lessons if key in EngineConfig.model_fields else None
-            raise FieldError(f"{where}.{key}", f"not set by a lesson: {reason}" if reason else
-                             f"unknown EngineConfig field; use one of {', '.join(allowed)}")
+            raise FieldError(
+                f"{where}.{key}",
+                f"not set by a lesson: {reason}"
+                if reason
+                else f"unknown EngineConfig field; use one of {', '.join(allowed)}",
+            )
     for key, value in changes.items():
         if isinstance(value, int) and abs(value) > 2**63:
             raise FieldError(f"{where}.{key}", f"{shown(value)} is far too large for {key}")
         most = allowed[key].maximum if allowed[key].maximum is not None else CONFIG_CAPS.get(key)
         if most is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value > most:
-            raise FieldError(f"{where}.{key}", f"{key}={shown(value)} is above the app's limit of {most:g}; "
-                                               f"lessons run in the app, so use at most {most:g}")
+            raise FieldError(
+                f"{where}.{key}",
+                f"{key}={shown(value)} is above the app's limit of {most:g}; "
+                f"lessons run in the app, so use at most {most:g}",
+            )
     merged = {**base, **changes}
     try:
         EngineConfig(**merged)
@@ -62,7 +69,8 @@ def check_config(changes: dict, base: dict, where: str) -> dict:
 
 def _check_operand_paths(check: Check, known: Known, where: str) -> None:
     for path, field in [(check.that, f"{where}.that")] + (
-            [(check.operand.value_of, f"{where}.{check.op}.value_of")] if isinstance(check.operand, ValueOf) else []):
+        [(check.operand.value_of, f"{where}.{check.op}.value_of")] if isinstance(check.operand, ValueOf) else []
+    ):
         try:
             check_path(path, known)
         except FieldError as e:
@@ -85,20 +93,26 @@ class LessonWalk:
     def action(self, action: Any, where: str) -> None:
         if isinstance(action, AddRequest):
             if action.request_id in self.known.requests:
-                raise FieldError(f"{where}.add_request.request_id",
-                                 f"request id {action.request_id!r} is already used (by the workload or an earlier "
-                                 "add_request); pick another")
+                raise FieldError(
+                    f"{where}.add_request.request_id",
+                    f"request id {action.request_id!r} is already used (by the workload or an earlier "
+                    "add_request); pick another",
+                )
             if len(self.known.requests) >= MAX_REQUESTS:
-                raise FieldError(f"{where}.add_request", f"a lesson has at most {MAX_REQUESTS} requests in all "
-                                                         "(its workload and every add_request)")
+                raise FieldError(
+                    f"{where}.add_request",
+                    f"a lesson has at most {MAX_REQUESTS} requests in all (its workload and every add_request)",
+                )
             self.known = dataclasses.replace(self.known, requests=self.known.requests | {action.request_id})
         elif isinstance(action, Configure):
             self.config = check_config(action.changes, self.config, f"{where}.configure")
         elif isinstance(action, RunAction):
             self.side_runs += 1
             if self.side_runs > MAX_SIDE_RUNS:
-                raise FieldError(f"{where}.run", f"a lesson has at most {MAX_SIDE_RUNS} run actions (each runs a "
-                                                 "workload to the end)")
+                raise FieldError(
+                    f"{where}.run",
+                    f"a lesson has at most {MAX_SIDE_RUNS} run actions (each runs a workload to the end)",
+                )
             check_config(action.config, self.config, f"{where}.run.config")
             if action.workload is not None:
                 try:
@@ -116,8 +130,11 @@ class LessonWalk:
         if not raw.narration:
             raise FieldError(f"{where}.narration", "missing: write some narration under the step heading")
         if len(raw.narration) > MAX_NARRATION_CHARS:
-            raise FieldError(f"{where}.narration", f"{len(raw.narration)} characters; a step's narration has at most "
-                                                   f"{MAX_NARRATION_CHARS} (split the step)")
+            raise FieldError(
+                f"{where}.narration",
+                f"{len(raw.narration)} characters; a step's narration has at most "
+                f"{MAX_NARRATION_CHARS} (split the step)",
+            )
         if "notes" in raw.blocks and len(raw.blocks["notes"][0]) > MAX_NOTES_CHARS:
             raise FieldError(f"{where}.notes", f"{len(raw.blocks['notes'][0])} characters; at most {MAX_NOTES_CHARS}")
         actions, expect = [], []
@@ -143,16 +160,26 @@ class LessonWalk:
         try:
             for path, _ in template_paths(raw.narration):
                 if len(path) > MAX_PATH_CHARS:
-                    raise FieldError("", f"a {{{{ }}}} template's path has {len(path)} characters; at most "
-                                         f"{MAX_PATH_CHARS}")
+                    raise FieldError(
+                        "", f"a {{{{ }}}} template's path has {len(path)} characters; at most {MAX_PATH_CHARS}"
+                    )
                 check_path(path, self.known)
         except FieldError as e:
             raise FieldError(f"{where}.narration", e.problem) from None
         notes = raw.blocks["notes"][0].strip() if "notes" in raw.blocks else None
-        return LessonStep(title=raw.title, narration=raw.narration, actions=actions, expect=expect, notes=notes,
-                          predict=self.prediction(raw, where), line=raw.line, optional=raw.optional,
-                          differs=self.differs(raw, where), focus=self.focus(raw, where),
-                          exercise=self.exercise(raw, where))
+        return LessonStep(
+            title=raw.title,
+            narration=raw.narration,
+            actions=actions,
+            expect=expect,
+            notes=notes,
+            predict=self.prediction(raw, where),
+            line=raw.line,
+            optional=raw.optional,
+            differs=self.differs(raw, where),
+            focus=self.focus(raw, where),
+            exercise=self.exercise(raw, where),
+        )
 
     @staticmethod
     def focus(raw: RawStep, where: str) -> str | None:
@@ -183,8 +210,11 @@ class LessonWalk:
         try:
             exercise = parse_exercise(parse_yaml(text, "", line, self.budget), Check.parse)
             preset = exercise.link.preset
-            ids = self.workload_ids if exercise.link.lesson_workload else frozenset(
-                r.request_id for r in WorkloadSpec(preset=preset).build(0).requests)
+            ids = (
+                self.workload_ids
+                if exercise.link.lesson_workload
+                else frozenset(r.request_id for r in WorkloadSpec(preset=preset).build(0).requests)
+            )
             for k, check in enumerate(exercise.solved):
                 _check_operand_paths(check, Known(requests=ids), f"solved[{k}]")
         except FieldError as e:

@@ -77,9 +77,20 @@ def _parse(text: str, path: Path) -> Lesson:
     course = LessonWalk(front, budget)
     steps = [course.step(raw_step, i) for i, raw_step in enumerate(split_steps(body, body_line))]
     check_timing(front, steps)
-    return Lesson(id=front.id, title=front.title, summary=front.summary, seed=front.seed, config=front.config,
-                  workload=front.workload, steps=steps, path=path, objective=front.objective,
-                  takeaway=front.takeaway, minutes=front.minutes, core_minutes=front.core_minutes)
+    return Lesson(
+        id=front.id,
+        title=front.title,
+        summary=front.summary,
+        seed=front.seed,
+        config=front.config,
+        workload=front.workload,
+        steps=steps,
+        path=path,
+        objective=front.objective,
+        takeaway=front.takeaway,
+        minutes=front.minutes,
+        core_minutes=front.core_minutes,
+    )
 
 
 def load_lesson(path: Path | str) -> Lesson:
@@ -99,8 +110,9 @@ def load_lesson(path: Path | str) -> Lesson:
     except OSError as e:
         raise LessonError(str(path), "", f"cannot be read ({type(e).__name__}: {clip(str(e), 200)})") from None
     if len(data) > MAX_FILE_BYTES:
-        raise LessonError(str(path), "", f"more than {MAX_FILE_BYTES} bytes; a lesson file has at most "
-                                         f"{MAX_FILE_BYTES // 1024} KB")
+        raise LessonError(
+            str(path), "", f"more than {MAX_FILE_BYTES} bytes; a lesson file has at most {MAX_FILE_BYTES // 1024} KB"
+        )
     try:
         text = data.decode("utf-8-sig")  # a byte order mark, as some editors write, is dropped
     except UnicodeDecodeError as e:
@@ -112,8 +124,9 @@ def lesson_files(directory: Path | str | None = None) -> list[Path]:
     return sorted(Path(directory or COURSE_DIR).glob(COURSE_GLOB))
 
 
-def read_course(directory: Path | str | None = None,
-                load: Callable[[Path], Lesson] = load_lesson) -> tuple[list[Lesson], list[LessonError]]:
+def read_course(
+    directory: Path | str | None = None, load: Callable[[Path], Lesson] = load_lesson
+) -> tuple[list[Lesson], list[LessonError]]:
     """Every ``NN-*.md`` lesson of ``directory`` (the repo's ``lessons/`` by default) that loads, in
     file order, and one LessonError per file that does not (malformed, unreadable, or an id already
     taken), so a course list can show the rest. ``load`` reads one file (the app passes a cached one)."""
@@ -126,13 +139,19 @@ def read_course(directory: Path | str | None = None,
             problems.append(e)
             continue
         except Exception as e:  # noqa: BLE001 - one bad file never takes the course down
-            problems.append(LessonError(display_path(path), "", f"cannot be loaded: {type(e).__name__}: "
-                                                                f"{clip(str(e), 200)}"))
+            problems.append(
+                LessonError(display_path(path), "", f"cannot be loaded: {type(e).__name__}: {clip(str(e), 200)}")
+            )
             continue
         twin = next((other for other in lessons if other.id == lesson.id), None)
         if twin is not None:
-            problems.append(LessonError(display_path(path), "id", f"{lesson.id!r} is already the id of "
-                                        f"{display_path(twin.path)}; ids must be unique in the course"))
+            problems.append(
+                LessonError(
+                    display_path(path),
+                    "id",
+                    f"{lesson.id!r} is already the id of {display_path(twin.path)}; ids must be unique in the course",
+                )
+            )
             continue
         lessons.append(lesson)
     return lessons, problems

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 from pykv.lessons.errors import FieldError
 from pykv.lessons.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
@@ -37,17 +37,22 @@ class RawStep:
     optional: bool = False  # the heading ended in {optional}
 
 
-def fenced(lines: list[str]) -> Iterator[tuple[str, bool, Optional[str], bool]]:
+def fenced(lines: list[str]) -> Iterator[tuple[str, bool, str | None, bool]]:
     """Each line with (in_code, info of the fence it opens, closes_fence). ``in_code`` is True for
     fence lines and the lines between them."""
-    fence: Optional[str] = None
+    fence: str | None = None
     for line in lines:
         m = _FENCE.match(line)
         if fence is None and m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
             fence = m.group(1)
             yield line, True, m.group(2).strip(), False
-        elif fence is not None and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
-                and not m.group(2).strip():
+        elif (
+            fence is not None
+            and m
+            and m.group(1)[0] == fence[0]
+            and len(m.group(1)) >= len(fence)
+            and not m.group(2).strip()
+        ):
             fence = None
             yield line, True, None, True
         else:
@@ -58,11 +63,14 @@ def split_front_matter(text: str) -> tuple[str, str, int]:
     """(front matter YAML, body, 1-based file line where the body starts)."""
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        raise FieldError("front matter", "the file must start with a '---' line, then YAML (id, title, summary, "
-                                         "seed, config, workload), then another '---' line")
+        raise FieldError(
+            "front matter",
+            "the file must start with a '---' line, then YAML (id, title, summary, "
+            "seed, config, workload), then another '---' line",
+        )
     for i, line in enumerate(lines[1:], start=1):
         if line.strip() == "---":
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:]), i + 2
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
     raise FieldError("front matter", "no closing '---' line after the YAML front matter")
 
 
@@ -70,7 +78,7 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
     """The ``## `` steps of the body; FieldError for text before the first one or a repeated block."""
     steps: list[RawStep] = []
     narration: list[str] = []
-    block: Optional[tuple[str, int, list[str]]] = None  # the lesson block being read: name, line, lines
+    block: tuple[str, int, list[str]] | None = None  # the lesson block being read: name, line, lines
 
     def finish() -> None:
         if steps:
@@ -92,32 +100,40 @@ def split_steps(body: str, first_line: int) -> list[RawStep]:
             if not title:
                 raise FieldError(f"steps[{len(steps)}]", f"the step heading on line {number} has no title")
             if len(title) > MAX_TITLE_CHARS:
-                raise FieldError(f"steps[{len(steps)}] ({clip(title, 40)})",
-                                 f"the step title on line {number} has {len(title)} characters; at most "
-                                 f"{MAX_TITLE_CHARS}")
+                raise FieldError(
+                    f"steps[{len(steps)}] ({clip(title, 40)})",
+                    f"the step title on line {number} has {len(title)} characters; at most {MAX_TITLE_CHARS}",
+                )
             if len(steps) == MAX_LESSON_STEPS:
-                raise FieldError(f"steps[{len(steps)}]", f"more than {MAX_LESSON_STEPS} steps (line {number}); "
-                                                         "split the lesson")
+                raise FieldError(
+                    f"steps[{len(steps)}]", f"more than {MAX_LESSON_STEPS} steps (line {number}); split the lesson"
+                )
             steps.append(RawStep(title=title, line=number, narration="", optional=optional))
             narration = []
             continue
         if not steps:
             if line.strip():
-                raise FieldError("body", f"line {number} has text before the first '## ' step heading "
-                                         f"({line.strip()[:40]!r}); only blank lines may come between the front "
-                                         "matter and the first step")
+                raise FieldError(
+                    "body",
+                    f"line {number} has text before the first '## ' step heading "
+                    f"({line.strip()[:40]!r}); only blank lines may come between the front "
+                    "matter and the first step",
+                )
             continue
         if info in BLOCKS:
             where = f"steps[{len(steps) - 1}] ({steps[-1].title})"
             if info in steps[-1].blocks:
-                raise FieldError(f"{where}.{info}", f"a second ```{info} block (line {number}); a step has at most "
-                                                    f"one {info} block")
+                raise FieldError(
+                    f"{where}.{info}", f"a second ```{info} block (line {number}); a step has at most one {info} block"
+                )
             block = (info, number + 1, [])
             continue
         narration.append(line)
     if block is not None:
-        raise FieldError(f"steps[{len(steps) - 1}] ({steps[-1].title}).{block[0]}",
-                         f"the ```{block[0]} block opened on line {block[1] - 1} is never closed")
+        raise FieldError(
+            f"steps[{len(steps) - 1}] ({steps[-1].title}).{block[0]}",
+            f"the ```{block[0]} block opened on line {block[1] - 1} is never closed",
+        )
     finish()
     if not steps:
         raise FieldError("body", "the lesson has no steps; start each step with a '## Title' line")
@@ -129,11 +145,14 @@ def _title_and_marker(heading: str, index: int, number: int) -> tuple[str, bool]
     m = _MARKER.search(heading)
     if m is None:
         return heading, False
-    title = heading[:m.start()].strip()
+    title = heading[: m.start()].strip()
     if m.group(1) != "optional":
-        raise FieldError(f"steps[{index}] ({clip(title, 40)})", f"the step heading on line {number} ends in "
-                                                                f"{{{clip(m.group(1), 20)}}}; the only step marker "
-                                                                "is {optional}")
+        raise FieldError(
+            f"steps[{index}] ({clip(title, 40)})",
+            f"the step heading on line {number} ends in "
+            f"{{{clip(m.group(1), 20)}}}; the only step marker "
+            "is {optional}",
+        )
     return title, True
 
 

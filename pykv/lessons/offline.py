@@ -27,5 +27,8 @@ def check_offline(text: str) -> None:
             hits.append(m.start())
     if hits:
         line = text.count("\n", 0, min(hits)) + 1
-        raise FieldError("", f"line {line}: an image from another host; lessons stay offline (a learner's "
-                             "browser would fetch it): remove it or describe it in words")
+        raise FieldError(
+            "",
+            f"line {line}: an image from another host; lessons stay offline (a learner's "
+            "browser would fetch it): remove it or describe it in words",
+        )

@@ -100,8 +100,11 @@ def _one_of(value: str, allowed, what: str, path: str) -> None:
 
 def _known_request(rid: str, path: str, known: Known) -> None:
     if rid not in known.requests:
-        raise FieldError("", f"path {path!r} names request {rid!r}, which neither the workload nor an earlier "
-                             f"add_request defines (requests so far: {choices(sorted(known.requests))})")
+        raise FieldError(
+            "",
+            f"path {path!r} names request {rid!r}, which neither the workload nor an earlier "
+            f"add_request defines (requests so far: {choices(sorted(known.requests))})",
+        )
 
 
 def _check_engine(rest: list[str], path: str, known: Known) -> None:
@@ -164,12 +167,17 @@ def _check_modelled(rest: list[str], path: str, known: Known) -> None:
 
 
 def _check_kv(rest: list[str], path: str, known: Known) -> None:
-    _need(rest, 2, path, "write kv.model.FIELD or kv.NAME.FIELD with NAME a catalogue model, e.g. "
-                         "kv.llama-3.1-8b.bytes_per_token")
+    _need(
+        rest,
+        2,
+        path,
+        "write kv.model.FIELD or kv.NAME.FIELD with NAME a catalogue model, e.g. kv.llama-3.1-8b.bytes_per_token",
+    )
     name, fields = model_name(rest)
     if not name:
-        raise FieldError("", f"path {path!r}: model {'.'.join(rest[:-1])!r} is unknown; use one of "
-                             f"{choices(known_models())}")
+        raise FieldError(
+            "", f"path {path!r}: model {'.'.join(rest[:-1])!r} is unknown; use one of {choices(known_models())}"
+        )
     _need(fields, 1, path, f"write kv.{name}.FIELD")
     check_type(fields, EngineKv if name == ENGINE_MODEL else CatalogueKv, f"kv.{name}")
     if fields[0] == "at_utilization" and len(fields) > 1 and fields[1] not in UTILIZATION_KEYS:
@@ -180,8 +188,11 @@ def _saved_checker(root: str, names_of: Callable[[Known], frozenset[str]], tp: t
     def check(rest: list[str], path: str, known: Known) -> None:
         _need(rest, 2, path, f"write {root}.NAME.FIELD")
         if rest[0] not in names_of(known):
-            raise FieldError("", f"path {path!r} names {root} {rest[0]!r}, which no earlier {action!r} action "
-                                 f"saves (saved so far: {choices(sorted(names_of(known)))})")
+            raise FieldError(
+                "",
+                f"path {path!r} names {root} {rest[0]!r}, which no earlier {action!r} action "
+                f"saves (saved so far: {choices(sorted(names_of(known)))})",
+            )
         _one_of(rest[1], tuple(_fields(tp)), f"{root} field", path)
         check_type(rest[2:], _fields(tp)[rest[1]], f"{root}.{rest[0]}.{rest[1]}")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from pykv.border.config import EngineConfig
 from pykv.border.snapshot import RequestView, Snapshot
@@ -83,11 +83,13 @@ def _walk(value: Any, segments: list[str], done: str) -> Any:
     return value
 
 
-def _request(scope: Scope, request_id: str, path: str) -> Optional[RequestView]:
+def _request(scope: Scope, request_id: str, path: str) -> RequestView | None:
     view = next((r for r in scope.view.requests if r.request_id == request_id), None)
     if view is None and request_id not in scope.arrivals:
-        raise PathError(f"{path}: there is no request {request_id!r} (requests now: "
-                        f"{choices([r.request_id for r in scope.view.requests])})")
+        raise PathError(
+            f"{path}: there is no request {request_id!r} (requests now: "
+            f"{choices([r.request_id for r in scope.view.requests])})"
+        )
     return view
 
 
@@ -102,8 +104,10 @@ def _read_request(rest: list[str], path: str, scope: Scope) -> Any:
     if request is None:
         if rest[1:] == ["status"]:
             return NOT_ARRIVED
-        raise PathError(f"{path}: request {rest[0]!r} has not arrived yet (it is added at engine step "
-                        f"{scope.arrivals[rest[0]]}; the engine is at step {scope.view.step})")
+        raise PathError(
+            f"{path}: request {rest[0]!r} has not arrived yet (it is added at engine step "
+            f"{scope.arrivals[rest[0]]}; the engine is at step {scope.view.step})"
+        )
     value = len(request.block_table) if rest[1] == "num_blocks" else getattr(request, rest[1])
     return _walk(value, rest[2:], f"request.{rest[0]}.{rest[1]}")
 
@@ -121,11 +125,17 @@ def _read_pool(rest: list[str], path: str, scope: Scope) -> Any:
     states = [b.state for b in blocks]
     filled = sum(b.tokens_filled for b in blocks if b.state == "used")
     size = scope.view.block_size
-    counts = {"free": states.count("free"), "cached": states.count("cached"), "used": states.count("used"),
-              "total": len(states), "usable": len(states) - states.count("null"),  # V1 keeps its null block back
-              "slots": len(states) * size, "filled_slots": filled,
-              # internal fragmentation: slots of blocks in use that hold no KV (each request's last block)
-              "wasted_slots": states.count("used") * size - filled}
+    counts = {
+        "free": states.count("free"),
+        "cached": states.count("cached"),
+        "used": states.count("used"),
+        "total": len(states),
+        "usable": len(states) - states.count("null"),  # V1 keeps its null block back
+        "slots": len(states) * size,
+        "filled_slots": filled,
+        # internal fragmentation: slots of blocks in use that hold no KV (each request's last block)
+        "wasted_slots": states.count("used") * size - filled,
+    }
     return _walk(counts, rest[1:], f"pool.{rest[0]}")
 
 
@@ -175,8 +185,9 @@ ROOTS: dict[str, Root] = {
     "pool": Root(CHECKERS["pool"], _read_pool),
     "metric": Root(CHECKERS["metric"], _read_metric),
     "last_step": Root(CHECKERS["last_step"], _read_last_step),
-    "preemptions": Root(CHECKERS["preemptions"],
-                        lambda rest, path, scope: _walk(scope.view.preemptions, rest, "preemptions")),
+    "preemptions": Root(
+        CHECKERS["preemptions"], lambda rest, path, scope: _walk(scope.view.preemptions, rest, "preemptions")
+    ),
     "run": Root(CHECKERS["run"], _saved_reader("run", lambda s: s.runs)),
     "modelled": Root(CHECKERS["modelled"], _read_modelled),
     "kv": Root(CHECKERS["kv"], _read_kv),

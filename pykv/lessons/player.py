@@ -18,7 +18,6 @@ none of the choices is a failed check, as a broken ``expect`` is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from pykv.border.config import EngineConfig, app_owned_knobs
 from pykv.border.limits import MAX_STEPS
@@ -46,10 +45,10 @@ class StepState:
     tokens: dict[str, TokenDiff]  # tokenizations saved so far, by name
     checks: list[CheckResult]  # failed actions first, the step's expect checks in order, then a failed prediction
     narration: str  # the step's Markdown with its {{ }} templates filled
-    notes: Optional[str]  # speaker notes (Markdown)
+    notes: str | None  # speaker notes (Markdown)
     errors: list[str]  # failed actions and templates that could not be filled
     scope: Scope  # what paths read here (pykv.lessons.paths.resolve(path, state.scope))
-    prediction: Optional[PredictionResult] = None  # the step's predict block, answered by its actions' outcome
+    prediction: PredictionResult | None = None  # the step's predict block, answered by its actions' outcome
 
     @property
     def passed(self) -> bool:
@@ -60,7 +59,7 @@ class StepState:
         return [c for c in self.checks if not c.passed]
 
 
-def base_config_for(loaded: LoadedModel, base: Optional[EngineConfig] = None) -> EngineConfig:
+def base_config_for(loaded: LoadedModel, base: EngineConfig | None = None) -> EngineConfig:
     """The lab's defaults plus what the app owns (model, device, dtype, attention backend: flags in
     EngineConfig's table); without ``base`` those are read off the loaded model."""
     if base is not None:
@@ -74,8 +73,13 @@ def base_config_for(loaded: LoadedModel, base: Optional[EngineConfig] = None) ->
 class LessonPlayer:
     """``player.index`` is the lesson step on screen; ``player.state`` its StepState."""
 
-    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None,
-                 action_budget_s: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        lesson: Lesson,
+        loaded: LoadedModel,
+        base_config: EngineConfig | None = None,
+        action_budget_s: float | None = None,
+    ) -> None:
         self.lesson, self.loaded = lesson, loaded
         self.action_budget_s = action_budget_s  # wall time one engine-running action may take (None: unbounded)
         self.workload = lesson.build_workload()
@@ -158,14 +162,29 @@ class LessonPlayer:
             prediction, problem = _answered(step.predict, scope)
             checks += [problem] if problem is not None else []
         narration, template_errors = render(step.narration, scope)
-        return StepState(index=index, step=step, lab=lab, runs=runs, tokens=tokens, checks=checks,
-                         narration=narration, notes=step.notes, errors=errors + template_errors, scope=scope,
-                         prediction=prediction)
+        return StepState(
+            index=index,
+            step=step,
+            lab=lab,
+            runs=runs,
+            tokens=tokens,
+            checks=checks,
+            narration=narration,
+            notes=step.notes,
+            errors=errors + template_errors,
+            scope=scope,
+            prediction=prediction,
+        )
 
     def _configured(self, lab: Lab, changes: dict) -> Lab:
         """A new Lab at engine step 0: new config, same workload, the requests added so far kept."""
-        return Lab(lab.config.replace(**changes), self.loaded, seed=self.lesson.seed, manual=tuple(lab.manual),
-                   workload=self.workload)
+        return Lab(
+            lab.config.replace(**changes),
+            self.loaded,
+            seed=self.lesson.seed,
+            manual=tuple(lab.manual),
+            workload=self.workload,
+        )
 
     def _apply(self, action: Action, lab: Lab, runs: dict, tokens: dict) -> None:
         if isinstance(action, StepAction):
@@ -202,8 +221,10 @@ class LessonPlayer:
         """``lab.run_until`` within the action's time budget; a run the budget cut short is a failed action."""
         reached = lab.run_until(stop, max_steps=max_steps, time_budget_s=self.action_budget_s)
         if lab.stopped_early and "time budget" in lab.stopped_early:
-            raise ValueError(f"the action stopped at engine step {lab.cursor}: {lab.stopped_early} for one lesson "
-                             "action on this server")
+            raise ValueError(
+                f"the action stopped at engine step {lab.cursor}: {lab.stopped_early} for one lesson "
+                "action on this server"
+            )
         return reached
 
     @staticmethod
@@ -214,20 +235,36 @@ class LessonPlayer:
 
     def _with_manual(self, lab: Lab) -> Workload:
         """The lesson's workload plus the requests added by hand so far, each arriving when it was added."""
-        extra = [WorkloadRequest(prompt=m.prompt, max_tokens=m.max_tokens, arrival_step=m.step,
-                                 request_id=m.request_id, ignore_eos=m.ignore_eos, n=m.n, priority=m.priority)
-                 for m in lab.manual]
+        extra = [
+            WorkloadRequest(
+                prompt=m.prompt,
+                max_tokens=m.max_tokens,
+                arrival_step=m.step,
+                request_id=m.request_id,
+                ignore_eos=m.ignore_eos,
+                n=m.n,
+                priority=m.priority,
+            )
+            for m in lab.manual
+        ]
         return self.workload.model_copy(update={"requests": list(self.workload.requests) + extra})
 
     def _scope(self, lab: Lab, runs: dict, tokens: dict) -> Scope:
         assert lab.cursor == lab.head, "the player keeps every Lab at its head"
         arrivals = {r.request_id: r.arrival_step for r in self.workload.requests}
         arrivals |= {m.request_id: m.step for m in lab.manual}
-        return Scope(view=lab.view, config=lab.config, done=lab.engine_done(), runs=dict(runs), tokens=dict(tokens),
-                     arrivals=arrivals, history=tuple(lab.snapshots[:lab.cursor + 1]))
+        return Scope(
+            view=lab.view,
+            config=lab.config,
+            done=lab.engine_done(),
+            runs=dict(runs),
+            tokens=dict(tokens),
+            arrivals=arrivals,
+            history=tuple(lab.snapshots[: lab.cursor + 1]),
+        )
 
 
-def _answered(prediction: Prediction, scope: Scope) -> tuple[PredictionResult, Optional[CheckResult]]:
+def _answered(prediction: Prediction, scope: Scope) -> tuple[PredictionResult, CheckResult | None]:
     """The prediction's answer in ``scope`` (after the step's actions), and a failed check when that answer
     cannot be read or is none of the choices (the lesson is broken: the CI replay must say so)."""
     try:
@@ -238,14 +275,15 @@ def _answered(prediction: Prediction, scope: Scope) -> tuple[PredictionResult, O
     if result.correct is not None:
         return result, None
     if error is None:
-        error = (f"{prediction.answer} reads {answer!r}, which is none of the choices "
-                 f"({', '.join(repr(c) for c in prediction.choices)})")
+        error = (
+            f"{prediction.answer} reads {answer!r}, which is none of the choices "
+            f"({', '.join(repr(c) for c in prediction.choices)})"
+        )
     return result, CheckResult(CHECK_DESCRIPTION, False, answer, list(prediction.choices), prediction.why, error)
 
 
-def replay(lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> list[StepState]:
+def replay(lesson: Lesson, loaded: LoadedModel, base_config: EngineConfig | None = None) -> list[StepState]:
     """Play every step in order, headless (CI): the list of StepStates, one per lesson step."""
     player = LessonPlayer(lesson, loaded, base_config)
     player.goto(player.num_steps - 1)
     return player.states
-

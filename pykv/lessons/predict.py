@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -57,7 +57,7 @@ class Prediction(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     choices: tuple[str, ...] = Field(min_length=MIN_CHOICES, max_length=MAX_CHOICES)
     answer: str = Field(min_length=1, max_length=MAX_PATH_CHARS)
-    why: Optional[str] = Field(default=None, max_length=MAX_WHY_CHARS)  # shown when the answer is revealed
+    why: str | None = Field(default=None, max_length=MAX_WHY_CHARS)  # shown when the answer is revealed
 
     @field_validator("choices")
     @classmethod
@@ -68,7 +68,7 @@ class Prediction(BaseModel):
             raise ValueError("the choices must be distinct")
         return choices
 
-    def match(self, answer: Optional[str]) -> Optional[str]:
+    def match(self, answer: str | None) -> str | None:
         """The choice ``answer`` (an ``answer_text``) is, or None."""
         return answer if answer is not None and answer in self.choices else None
 
@@ -84,22 +84,27 @@ def _text(raw: dict, key: str, most: int, what: str) -> str:
 
 def _choices(raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list):
-        raise FieldError("choices", f"must be a YAML list of {MIN_CHOICES} to {MAX_CHOICES} choices like "
-                                    f"[a, b, c], got {shown(raw)}")
+        raise FieldError(
+            "choices", f"must be a YAML list of {MIN_CHOICES} to {MAX_CHOICES} choices like [a, b, c], got {shown(raw)}"
+        )
     if not MIN_CHOICES <= len(raw) <= MAX_CHOICES:
-        raise FieldError("choices", f"{len(raw)} choice{'s' if len(raw) != 1 else ''}; a prediction offers "
-                                    f"{MIN_CHOICES} to {MAX_CHOICES}")
+        raise FieldError(
+            "choices",
+            f"{len(raw)} choice{'s' if len(raw) != 1 else ''}; a prediction offers {MIN_CHOICES} to {MAX_CHOICES}",
+        )
     choices: list[str] = []
     for i, item in enumerate(raw):
         if isinstance(item, (list, dict)) or item is None:
             raise FieldError(f"choices[{i}]", f"must be one short text or number, got {shown(item)}")
         text = item.strip() if isinstance(item, str) else answer_text(item)
         if not text or "\n" in text or len(text) > MAX_CHOICE_CHARS:
-            raise FieldError(f"choices[{i}]", f"a choice is one line of 1 to {MAX_CHOICE_CHARS} characters, got "
-                                              f"{shown(item)}")
+            raise FieldError(
+                f"choices[{i}]", f"a choice is one line of 1 to {MAX_CHOICE_CHARS} characters, got {shown(item)}"
+            )
         if text in choices:
-            raise FieldError(f"choices[{i}]", f"{text!r} is already choice {choices.index(text)}; the choices must "
-                                              "be distinct")
+            raise FieldError(
+                f"choices[{i}]", f"{text!r} is already choice {choices.index(text)}; the choices must be distinct"
+            )
         choices.append(text)
     return tuple(choices)
 
@@ -127,11 +132,16 @@ class PredictionResult:
 
     question: str
     choices: tuple[str, ...]
-    answer: Optional[str]  # the answer path's value after the step's actions, as text (None: it could not be read)
-    correct: Optional[str]  # the choice that value is (None: it is none of them, or it could not be read)
-    why: Optional[str] = None  # the lesson's explanation, shown on reveal
+    answer: str | None  # the answer path's value after the step's actions, as text (None: it could not be read)
+    correct: str | None  # the choice that value is (None: it is none of them, or it could not be read)
+    why: str | None = None  # the lesson's explanation, shown on reveal
 
     @classmethod
-    def of(cls, prediction: Prediction, answer: Optional[str]) -> "PredictionResult":
-        return cls(question=prediction.question, choices=prediction.choices, answer=answer,
-                   correct=prediction.match(answer), why=prediction.why)
+    def of(cls, prediction: Prediction, answer: str | None) -> "PredictionResult":
+        return cls(
+            question=prediction.question,
+            choices=prediction.choices,
+            answer=answer,
+            correct=prediction.match(answer),
+            why=prediction.why,
+        )

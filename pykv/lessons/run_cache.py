@@ -20,7 +20,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload
@@ -44,13 +44,24 @@ def _weights_identity(loaded: LoadedModel) -> list[tuple[str, int, int]]:
 def run_key(config: EngineConfig, workload: Workload, loaded: LoadedModel, max_steps: int) -> str:
     """What the run depends on, hashed: the model's files, every knob, every request and the step bound (the
     ``model`` knob only names the files: "tiny" and the shipped folder's path are one model)."""
-    parts = [str(Path(loaded.path).resolve()), repr(_weights_identity(loaded)),
-             config.model_dump_json(exclude={"model"}), workload.model_dump_json(), str(max_steps)]
+    parts = [
+        str(Path(loaded.path).resolve()),
+        repr(_weights_identity(loaded)),
+        config.model_dump_json(exclude={"model"}),
+        workload.model_dump_json(),
+        str(max_steps),
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def cached_run(name: str, config: EngineConfig, workload: Workload, loaded: LoadedModel, max_steps: int,
-               measure: Callable[[], RunSummary]) -> RunSummary:
+def cached_run(
+    name: str,
+    config: EngineConfig,
+    workload: Workload,
+    loaded: LoadedModel,
+    max_steps: int,
+    measure: Callable[[], RunSummary],
+) -> RunSummary:
     """The summary of this run measured before (under this ``name`` and ``config``), or ``measure()``'s, kept
     for next time."""
     key = run_key(config, workload, loaded, max_steps)
@@ -62,7 +73,7 @@ def cached_run(name: str, config: EngineConfig, workload: Workload, loaded: Load
     return found if (found.name, found.config) == (name, asked) else replace(found, name=name, config=asked)
 
 
-def _recall(loaded: LoadedModel, key: str) -> Optional[RunSummary]:
+def _recall(loaded: LoadedModel, key: str) -> RunSummary | None:
     with _lock:
         kept = _memory.get(id(loaded))
         if kept is not None and key in kept:
@@ -107,7 +118,7 @@ def _remember(loaded: LoadedModel, key: str, summary: RunSummary) -> None:
             kept.popitem(last=False)
 
 
-def _shared_folder() -> Optional[Path]:
+def _shared_folder() -> Path | None:
     raw = os.environ.get(CACHE_DIR_ENV)
     if not raw:
         return None

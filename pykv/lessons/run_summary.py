@@ -4,7 +4,6 @@ imports nothing of the engine; ``pykv.lessons.runs`` makes them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from pykv.border.step_report import PreemptionView
 
@@ -38,8 +37,8 @@ class RunSummary:
     modelled_recompute_s: float  # its recompute bills
     modelled_swap_s: float  # its swap bills: the copies out and back in over the target's host link
     modelled_delay_to_others_s: float  # what its preemptions made the other requests wait, summed over them
-    ttft_p50_s: Optional[float]
-    tpot_p50_s: Optional[float]
+    ttft_p50_s: float | None
+    tpot_p50_s: float | None
     outputs: dict[str, list[int]]  # request id -> output token ids
     metrics: dict[str, float]  # the engine's Prometheus samples at the end
     preemption_records: list[PreemptionView]  # every preemption of the run

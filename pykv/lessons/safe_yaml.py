@@ -4,7 +4,7 @@ FieldError with the line and column in the lesson file."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
@@ -46,15 +46,23 @@ class _Limits:
         event = self.peek_event()
         mark = event.start_mark
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _LimitError(None, None, "YAML anchors and aliases (&name, *name) are not allowed in a lesson; "
-                                          "write each value out", mark)
+            raise _LimitError(
+                None,
+                None,
+                "YAML anchors and aliases (&name, *name) are not allowed in a lesson; write each value out",
+                mark,
+            )
         if isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR_CHARS:
-            raise _LimitError(None, None, f"a value of {len(event.value)} characters; at most {MAX_SCALAR_CHARS}",
-                              mark)
+            raise _LimitError(None, None, f"a value of {len(event.value)} characters; at most {MAX_SCALAR_CHARS}", mark)
         self.nodes_left -= 1
         if self.nodes_left < 0:
-            raise _LimitError(None, None, f"too many YAML values (at most {MAX_YAML_NODES} in one block and "
-                                          f"{MAX_YAML_NODES_PER_LESSON} in a lesson)", mark)
+            raise _LimitError(
+                None,
+                None,
+                f"too many YAML values (at most {MAX_YAML_NODES} in one block and "
+                f"{MAX_YAML_NODES_PER_LESSON} in a lesson)",
+                mark,
+            )
         self.depth += 1
         try:
             if self.depth > MAX_YAML_DEPTH:
@@ -84,11 +92,13 @@ def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dic
         try:
             twice = key in seen
         except TypeError:
-            raise yaml.constructor.ConstructorError(None, None, f"a key must be text or a number, got {shown(key)}",
-                                                    key_node.start_mark) from None
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be text or a number, got {shown(key)}", key_node.start_mark
+            ) from None
         if twice:
-            raise yaml.constructor.ConstructorError(None, None, f"the key {shown(key)} is written twice",
-                                                    key_node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {shown(key)} is written twice", key_node.start_mark
+            )
         seen.add(key)
     return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep)
 
@@ -107,7 +117,7 @@ class YamlBudget:
 _REPARSE_CHARS = 20_000  # a malformed block up to this long is re-read by PyYAML for its message (fast enough)
 
 
-def parse_yaml(text: str, field: str, first_line: int, budget: Optional[YamlBudget] = None) -> Any:
+def parse_yaml(text: str, field: str, first_line: int, budget: YamlBudget | None = None) -> Any:
     """One YAML block, safe-loaded within the limits above; FieldError ``field`` with the file line if not."""
     allowed = min(MAX_YAML_NODES, budget.nodes) if budget is not None else MAX_YAML_NODES
     loader = _Loader(text)

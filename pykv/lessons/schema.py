@@ -14,7 +14,7 @@ has ``extra="forbid"``, so an unknown field is an error, never silently ignored 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -43,14 +43,14 @@ class FrontMatter(StrictModel):
     seed: int = Field(default=0, ge=0, le=MAX_SEED, strict=True)
     config: dict[str, Any] = Field(default_factory=dict)
     workload: WorkloadSpec
-    objective: Optional[str] = Field(default=None, min_length=1, max_length=MAX_OBJECTIVE_CHARS)  # shown at step 1
-    takeaway: Optional[str] = Field(default=None, min_length=1, max_length=MAX_TAKEAWAY_CHARS)  # shown at the end
-    minutes: Optional[int] = Field(default=None, ge=1, le=MAX_LESSON_MINUTES, strict=True)  # the whole lesson
-    core_minutes: Optional[int] = Field(default=None, ge=0, le=MAX_LESSON_MINUTES, strict=True)  # its core steps
+    objective: str | None = Field(default=None, min_length=1, max_length=MAX_OBJECTIVE_CHARS)  # shown at step 1
+    takeaway: str | None = Field(default=None, min_length=1, max_length=MAX_TAKEAWAY_CHARS)  # shown at the end
+    minutes: int | None = Field(default=None, ge=1, le=MAX_LESSON_MINUTES, strict=True)  # the whole lesson
+    core_minutes: int | None = Field(default=None, ge=0, le=MAX_LESSON_MINUTES, strict=True)  # its core steps
 
     @field_validator("objective", "takeaway")
     @classmethod
-    def _one_line(cls, text: Optional[str]) -> Optional[str]:
+    def _one_line(cls, text: str | None) -> str | None:
         if text is None:
             return None
         if not text.strip():
@@ -62,9 +62,16 @@ class FrontMatter(StrictModel):
 
 # ```focus: the view a step's narration talks about. The tabs (block_tables ... log) open on it; the others are
 # always on screen and are named above the views.
-FOCUS_VIEWS = {"grid": "the block grid", "queues": "the queues", "this_step": "This step (narration and log lines)",
-               "timeline": "the run timeline", "block_tables": "Block tables", "requests": "Requests",
-               "costs": "Preemption costs", "log": "Log (all steps)"}
+FOCUS_VIEWS = {
+    "grid": "the block grid",
+    "queues": "the queues",
+    "this_step": "This step (narration and log lines)",
+    "timeline": "the run timeline",
+    "block_tables": "Block tables",
+    "requests": "Requests",
+    "costs": "Preemption costs",
+    "log": "Log (all steps)",
+}
 
 
 class LessonStep(StrictModel):
@@ -72,13 +79,13 @@ class LessonStep(StrictModel):
     narration: str  # raw Markdown, {{ path }} templates unfilled
     actions: list[Action] = Field(default_factory=list)
     expect: list[Check] = Field(default_factory=list)
-    notes: Optional[str] = None  # speaker notes: the speaker view, folded in the solo player; never projected
-    predict: Optional[Prediction] = None  # asked before the actions run; answered by their outcome
+    notes: str | None = None  # speaker notes: the speaker view, folded in the solo player; never projected
+    predict: Prediction | None = None  # asked before the actions run; answered by their outcome
     line: int = 0  # the line of its "## " heading in the file
     optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.workshop)
-    differs: Optional[Differs] = None  # claim / vLLM / pykv callout (pykv.lessons.differs)
-    focus: Optional[str] = None  # the view the narration talks about (FOCUS_VIEWS): its tab opens, it is named
-    exercise: Optional[Exercise] = None  # "Your turn": a task done in the Playground (pykv.lessons.exercise_block)
+    differs: Differs | None = None  # claim / vLLM / pykv callout (pykv.lessons.differs)
+    focus: str | None = None  # the view the narration talks about (FOCUS_VIEWS): its tab opens, it is named
+    exercise: Exercise | None = None  # "Your turn": a task done in the Playground (pykv.lessons.exercise_block)
 
 
 class Lesson(StrictModel):
@@ -90,10 +97,10 @@ class Lesson(StrictModel):
     workload: WorkloadSpec
     steps: list[LessonStep]
     path: Path
-    objective: Optional[str] = None
-    takeaway: Optional[str] = None
-    minutes: Optional[int] = None  # the whole lesson
-    core_minutes: Optional[int] = None  # the core steps (None: as minutes; 0: not on the workshop path)
+    objective: str | None = None
+    takeaway: str | None = None
+    minutes: int | None = None  # the whole lesson
+    core_minutes: int | None = None  # the core steps (None: as minutes; 0: not on the workshop path)
 
     def build_workload(self) -> Workload:
         """The lesson's workload, seeded, every request named (see WorkloadSpec.build)."""

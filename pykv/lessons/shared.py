@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable
 
 from pykv.border.config import EngineConfig
 from pykv.engine.model.loader import LoadedModel
@@ -32,7 +32,7 @@ MAX_DERIVED = 256  # memoised artefacts per lesson (a few per step and theme)
 
 
 class SharedLesson:
-    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: Optional[EngineConfig] = None) -> None:
+    def __init__(self, lesson: Lesson, loaded: LoadedModel, base_config: EngineConfig | None = None) -> None:
         self.lesson = lesson
         self.lock = threading.RLock()  # held while steps are played or an artefact is drawn
         self._player = LessonPlayer(lesson, loaded, base_config, action_budget_s=None)
@@ -51,7 +51,7 @@ class SharedLesson:
             return self._published[index]
         with self.lock:
             self._player.goto(index)
-            for state in self._player.states[len(self._published):]:
+            for state in self._player.states[len(self._published) :]:
                 self._published.append(dataclasses.replace(state, lab=state.lab.branch()))
             return self._published[index]
 
@@ -78,7 +78,7 @@ class SharedLesson:
     def states(self, upto: int) -> list[StepState]:
         """Steps 0..upto, played as needed (the review pack and the token diffs read earlier steps)."""
         self.state(upto)
-        return self._published[:max(0, min(int(upto), self.num_steps - 1)) + 1]
+        return self._published[: max(0, min(int(upto), self.num_steps - 1)) + 1]
 
     def branch_lab(self, index: int) -> Lab:
         """A private Lab at step ``index`` for one learner: it replays its own engine when stepped."""

@@ -105,10 +105,19 @@ def known_models() -> tuple[str, ...]:
 
 def _common(shape: ModelShape, name: str, dtype_bytes: int, block_size: int) -> dict[str, Any]:
     per_token = shape.kv_bytes_per_token(dtype_bytes)
-    return dict(name=name, layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
-                dtype_bytes=dtype_bytes, bytes_per_token=per_token, block_size=block_size,
-                bytes_per_block=block_size * per_token, weight_bytes=shape.total_params * dtype_bytes,
-                max_context=shape.max_context, bytes_per_max_context=shape.max_context * per_token)
+    return dict(
+        name=name,
+        layers=shape.layers,
+        kv_heads=shape.kv_heads,
+        head_dim=shape.head_dim,
+        dtype_bytes=dtype_bytes,
+        bytes_per_token=per_token,
+        block_size=block_size,
+        bytes_per_block=block_size * per_token,
+        weight_bytes=shape.total_params * dtype_bytes,
+        max_context=shape.max_context,
+        bytes_per_max_context=shape.max_context * per_token,
+    )
 
 
 @lru_cache(maxsize=8)
@@ -123,9 +132,13 @@ def engine_kv(config: EngineConfig, view: Snapshot) -> EngineKv:
     name = "tiny (shipped)" if config.model == "tiny" else Path(config.model).name
     shape = _engine_shape(resolve_model_path(config.model) / "config.json", name)
     common = _common(shape, name, DTYPE_BYTES[config.dtype], config.block_size)
-    return EngineKv(**common, engine_bytes_per_block=view.bytes_per_block, num_gpu_blocks=config.num_gpu_blocks,
-                    pool_bytes=config.num_gpu_blocks * view.bytes_per_block,
-                    pool_tokens=config.num_gpu_blocks * view.bytes_per_block // common["bytes_per_token"])
+    return EngineKv(
+        **common,
+        engine_bytes_per_block=view.bytes_per_block,
+        num_gpu_blocks=config.num_gpu_blocks,
+        pool_bytes=config.num_gpu_blocks * view.bytes_per_block,
+        pool_tokens=config.num_gpu_blocks * view.bytes_per_block // common["bytes_per_token"],
+    )
 
 
 @lru_cache(maxsize=64)
@@ -141,5 +154,6 @@ def catalogue_kv(name: str, block_size: int) -> CatalogueKv:
         blocks = kv_bytes // common["bytes_per_block"]
         return GpuPool(percent / 100, kv_bytes, blocks, blocks * block_size, memory * (100 - percent) // 100)
 
-    return CatalogueKv(**common, gpu=gpu.name, gpu_memory_bytes=memory,
-                       at_utilization={str(p): pool(p) for p in UTILIZATIONS})
+    return CatalogueKv(
+        **common, gpu=gpu.name, gpu_memory_bytes=memory, at_utilization={str(p): pool(p) for p in UTILIZATIONS}
+    )

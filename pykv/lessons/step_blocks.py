@@ -8,7 +8,7 @@ FieldError naming the field that is wrong.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal, Optional, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
@@ -18,8 +18,17 @@ from pykv.lessons.limits import MAX_NAME_CHARS, MAX_PATH_CHARS, MAX_PROMPT_CHARS
 from pykv.lessons.model_base import NAME, StrictModel, pydantic_problems
 from pykv.lessons.workload_spec import WorkloadSpec
 
-OPERATORS = ("equals", "not_equals", "at_least", "at_most", "greater_than", "less_than", "contains", "not_contains",
-             "is_none")
+OPERATORS = (
+    "equals",
+    "not_equals",
+    "at_least",
+    "at_most",
+    "greater_than",
+    "less_than",
+    "contains",
+    "not_contains",
+    "is_none",
+)
 NUMERIC_OPERATORS = ("at_least", "at_most", "greater_than", "less_than")
 
 
@@ -30,7 +39,7 @@ class ValueOf(StrictModel):
     """An operand read from the state: ``{value_of: PATH, times: FACTOR}``."""
 
     value_of: str = Field(max_length=MAX_PATH_CHARS)
-    times: Optional[float] = Field(default=None, allow_inf_nan=False)
+    times: float | None = Field(default=None, allow_inf_nan=False)
 
     def describe(self) -> str:
         return self.value_of + (f" × {self.times:g}" if self.times is not None else "")
@@ -42,7 +51,7 @@ class Check(StrictModel):
     that: str
     op: str
     operand: Any = None
-    why: Optional[str] = None
+    why: str | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> "Check":
@@ -51,16 +60,21 @@ class Check(StrictModel):
         if "that" not in raw:
             raise FieldError("that", "missing: a check needs 'that: PATH' (what to look at)")
         if not isinstance(raw["that"], str) or not raw["that"] or len(raw["that"]) > MAX_PATH_CHARS:
-            raise FieldError("that", f"must be a value path such as request.a.status (at most {MAX_PATH_CHARS} "
-                                     f"characters), got {shown(raw['that'])}")
+            raise FieldError(
+                "that",
+                f"must be a value path such as request.a.status (at most {MAX_PATH_CHARS} "
+                f"characters), got {shown(raw['that'])}",
+            )
         ops = [k for k in raw if k in OPERATORS]
         for key in raw:
             if key not in OPERATORS and key not in ("that", "why"):
-                raise FieldError(clip(str(key), 40), f"unknown operator {shown(key)}; use one of "
-                                                     f"{', '.join(OPERATORS)}")
+                raise FieldError(
+                    clip(str(key), 40), f"unknown operator {shown(key)}; use one of {', '.join(OPERATORS)}"
+                )
         if len(ops) != 1:
-            raise FieldError("that", f"a check takes exactly one operator ({', '.join(OPERATORS)}); got "
-                                     f"{', '.join(ops) or 'none'}")
+            raise FieldError(
+                "that", f"a check takes exactly one operator ({', '.join(OPERATORS)}); got {', '.join(ops) or 'none'}"
+            )
         op, operand = ops[0], raw[ops[0]]
         if isinstance(operand, dict):
             try:
@@ -98,7 +112,7 @@ class StepAction(StrictModel):
 
 class RunUntil(StrictModel):
     kind: ClassVar[str] = "run_until"
-    until: Union[Literal["preemption", "end"], Check]
+    until: Literal["preemption", "end"] | Check
 
     def describe(self) -> str:
         return f"run until {self.until.describe() if isinstance(self.until, Check) else self.until}"
@@ -127,7 +141,7 @@ class RunAction(StrictModel):
     kind: ClassVar[str] = "run"
     name: str = Field(pattern=NAME, max_length=MAX_NAME_CHARS)
     config: dict[str, Any] = Field(default_factory=dict)
-    workload: Optional[WorkloadSpec] = None
+    workload: WorkloadSpec | None = None
 
     def describe(self) -> str:
         changes = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
@@ -144,7 +158,7 @@ class Tokenize(StrictModel):
         return f"tokenize {self.name}: {clip(repr(self.a), 100)} vs {clip(repr(self.b), 100)}"
 
 
-Action = Union[StepAction, RunUntil, AddRequest, Configure, RunAction, Tokenize]
+Action = StepAction | RunUntil | AddRequest | Configure | RunAction | Tokenize
 ACTIONS: dict[str, type] = {a.kind: a for a in (StepAction, RunUntil, AddRequest, Configure, RunAction, Tokenize)}
 
 
@@ -152,7 +166,7 @@ def parse_action(raw: Any) -> Action:
     """One ``- key: value`` item of an ``actions`` block; FieldError names the part that is wrong."""
     if not isinstance(raw, dict) or len(raw) != 1:
         raise FieldError("", f"an action is a mapping with exactly one key ({', '.join(ACTIONS)}), got {shown(raw)}")
-    (key, value), = raw.items()
+    ((key, value),) = raw.items()
     if key not in ACTIONS:
         raise FieldError(clip(str(key), 40), f"unknown action {shown(key)}; use one of {', '.join(ACTIONS)}")
     try:
@@ -167,8 +181,9 @@ def parse_action(raw: Any) -> Action:
                 except FieldError as e:
                     raise FieldError(f"{key}.{e.field}" if e.field else key, e.problem) from None
             if value not in ("preemption", "end"):
-                raise FieldError(key, f"takes preemption, end or a check {{that: PATH, <op>: VALUE}}; got "
-                                      f"{shown(value)}")
+                raise FieldError(
+                    key, f"takes preemption, end or a check {{that: PATH, <op>: VALUE}}; got {shown(value)}"
+                )
             return RunUntil(until=value)
         if key == "configure":
             if not isinstance(value, dict) or not value:

@@ -11,7 +11,7 @@ sequences have in common::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pykv.engine.model.loader import LoadedModel
@@ -25,7 +25,7 @@ class TokenDiff:
     b: list[int]
     a_pieces: list[str]  # each token decoded on its own
     b_pieces: list[str]
-    first_difference: Optional[int]  # first index where they differ; None if the sequences are equal
+    first_difference: int | None  # first index where they differ; None if the sequences are equal
     common_prefix_tokens: int
     block_size: int  # the config's block size when tokenized
     full_blocks_shared: int  # common_prefix_tokens // block_size
@@ -38,7 +38,14 @@ def tokenize_pair(loaded: LoadedModel, a: str, b: str, block_size: int) -> Token
         common += 1
     first = None if ids_a == ids_b else common
     return TokenDiff(
-        a_text=a, b_text=b, a=ids_a, b=ids_b, a_pieces=[loaded.decode([t]) for t in ids_a],
-        b_pieces=[loaded.decode([t]) for t in ids_b], first_difference=first, common_prefix_tokens=common,
-        block_size=block_size, full_blocks_shared=common // block_size,
+        a_text=a,
+        b_text=b,
+        a=ids_a,
+        b=ids_b,
+        a_pieces=[loaded.decode([t]) for t in ids_a],
+        b_pieces=[loaded.decode([t]) for t in ids_b],
+        first_difference=first,
+        common_prefix_tokens=common,
+        block_size=block_size,
+        full_blocks_shared=common // block_size,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -30,9 +30,9 @@ from pykv.lessons.model_base import NAME, PATTERN_HINTS, StrictModel, pydantic_p
 class WorkloadSpec(StrictModel):
     """Exactly one of ``preset`` (+ ``args``) or explicit ``requests``."""
 
-    preset: Optional[str] = None
+    preset: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
-    requests: Optional[list[WorkloadRequest]] = None
+    requests: list[WorkloadRequest] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> "WorkloadSpec":
@@ -53,17 +53,23 @@ class WorkloadSpec(StrictModel):
             takes = [p for p in inspect.signature(PRESETS[self.preset]).parameters if p != "seed"]
             for name, value in self.args.items():
                 if name not in takes:
-                    raise FieldError(f"args.{clip(name, 40)}", f"preset {self.preset!r} takes no argument "
-                                                               f"{shown(name)} (it takes {', '.join(takes)})")
+                    raise FieldError(
+                        f"args.{clip(name, 40)}",
+                        f"preset {self.preset!r} takes no argument {shown(name)} (it takes {', '.join(takes)})",
+                    )
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise FieldError(f"args.{name}", f"must be a whole number, got {shown(value)}")
                 low, high = PRESET_ARGS.get(name, (0, MAX_STEPS))
                 if name == "n" and value < low:
-                    raise FieldError("args", f"preset {self.preset!r} rejects these args: these args give no "
-                                             f"requests (n must be at least {low})")
+                    raise FieldError(
+                        "args",
+                        f"preset {self.preset!r} rejects these args: these args give no "
+                        f"requests (n must be at least {low})",
+                    )
                 if not low <= value <= high:
-                    raise FieldError(f"args.{name}", f"{name}={shown(value)} is out of a lesson's range: use {low} "
-                                                     f"to {high}")
+                    raise FieldError(
+                        f"args.{name}", f"{name}={shown(value)} is out of a lesson's range: use {low} to {high}"
+                    )
             try:
                 workload = make_workload(self.preset, seed=seed, **self.args)
             except ValidationError as e:
@@ -84,8 +90,10 @@ class WorkloadSpec(StrictModel):
         seen: set[str] = set()
         for i, r in enumerate(named):
             if not re.fullmatch(NAME, r.request_id) or len(r.request_id) > MAX_NAME_CHARS:
-                raise FieldError(f"requests[{i}].request_id", f"{shown(r.request_id)} {PATTERN_HINTS[NAME]}, at "
-                                                              f"most {MAX_NAME_CHARS} characters")
+                raise FieldError(
+                    f"requests[{i}].request_id",
+                    f"{shown(r.request_id)} {PATTERN_HINTS[NAME]}, at most {MAX_NAME_CHARS} characters",
+                )
             if r.request_id in seen:
                 raise FieldError(f"requests[{i}].request_id", f"request id {shown(r.request_id)} is used twice")
             seen.add(r.request_id)
@@ -103,10 +111,13 @@ def _check_requests(requests: list[WorkloadRequest]) -> None:
             raise FieldError(f"requests[{i}].prompt", f"{len(r.prompt)} characters; at most {MAX_PROMPT_CHARS}")
         if r.prompt_token_ids is not None:
             if len(r.prompt_token_ids) > MAX_PROMPT_TOKEN_IDS:
-                raise FieldError(f"requests[{i}].prompt_token_ids", f"{len(r.prompt_token_ids)} token ids; at most "
-                                                                    f"{MAX_PROMPT_TOKEN_IDS}")
+                raise FieldError(
+                    f"requests[{i}].prompt_token_ids",
+                    f"{len(r.prompt_token_ids)} token ids; at most {MAX_PROMPT_TOKEN_IDS}",
+                )
             if any(t < 0 or t >= 2**31 for t in r.prompt_token_ids):
                 raise FieldError(f"requests[{i}].prompt_token_ids", "token ids are whole numbers from 0 to 2**31 - 1")
         if r.arrival_step > MAX_ARRIVAL_STEP:
-            raise FieldError(f"requests[{i}].arrival_step", f"{r.arrival_step} is above a lesson's limit of "
-                                                            f"{MAX_ARRIVAL_STEP}")
+            raise FieldError(
+                f"requests[{i}].arrival_step", f"{r.arrival_step} is above a lesson's limit of {MAX_ARRIVAL_STEP}"
+            )

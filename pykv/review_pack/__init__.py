@@ -15,5 +15,14 @@ from pykv.review_pack.record import RunRecord, record_from_lab
 from pykv.review_pack.run import run_pack
 from pykv.review_pack.sweep import sweep_pack
 
-__all__ = ["ReviewPack", "RunRecord", "Section", "build_zip", "lesson_pack", "record_from_lab", "render_html",
-           "run_pack", "sweep_pack"]
+__all__ = [
+    "ReviewPack",
+    "RunRecord",
+    "Section",
+    "build_zip",
+    "lesson_pack",
+    "record_from_lab",
+    "render_html",
+    "run_pack",
+    "sweep_pack",
+]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from typing import Optional
 from urllib.parse import parse_qsl, urlencode
 
 from pykv.review_pack.export import DEFAULT_WIDTH, ExportUnavailable, export_image
@@ -17,15 +16,20 @@ PNG_SCALE = 2
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], Optional[str]]:
+def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], str | None]:
     """``figures/NAME.svg`` and ``.png`` for every figure, or ({}, why) when static export is unavailable."""
     out: dict[str, bytes] = {}
     try:
         for f in pack.figures():
             for fmt in ("svg", "png"):
                 out[f"figures/{f.name}.{fmt}"] = export_image(
-                    f.figure, fmt, scale=PNG_SCALE if fmt == "png" else 1, caption=f.caption,
-                    link=link_at_step(pack.link, f.step), width=export_width(f))
+                    f.figure,
+                    fmt,
+                    scale=PNG_SCALE if fmt == "png" else 1,
+                    caption=f.caption,
+                    link=link_at_step(pack.link, f.step),
+                    width=export_width(f),
+                )
     except ExportUnavailable as e:
         return {}, str(e) or type(e).__name__
     return out, None
@@ -36,7 +40,7 @@ def export_width(f: PackFigure) -> int:
     return PAGE_WIDTH_PX if f.half else DEFAULT_WIDTH
 
 
-def link_at_step(link: Optional[str], step: Optional[int]) -> Optional[str]:
+def link_at_step(link: str | None, step: int | None) -> str | None:
     """The pack's deep link opened at ``step`` instead (a grid of an early step must not link to the last)."""
     if link is None or step is None:
         return link
@@ -45,25 +49,35 @@ def link_at_step(link: Optional[str], step: Optional[int]) -> Optional[str]:
     return f"{base}?{urlencode(params)}"
 
 
-def readme(pack: ReviewPack, names: list[str], problem: Optional[str]) -> str:
-    lines = [pack.title, "", pack.subtitle, "", f"{HTML_NAME}: the whole pack as one page; it needs no network "
-             "(plotly.js is inside) and prints to PDF one section per page.", ""]
+def readme(pack: ReviewPack, names: list[str], problem: str | None) -> str:
+    lines = [
+        pack.title,
+        "",
+        pack.subtitle,
+        "",
+        f"{HTML_NAME}: the whole pack as one page; it needs no network "
+        "(plotly.js is inside) and prints to PDF one section per page.",
+        "",
+    ]
     if problem:
-        lines += ["NO SVG/PNG FIGURES IN THIS ZIP: static export could not run where the pack was made.",
-                  f"Why: {problem}", f"Every figure is still in {HTML_NAME} (interactive), and every table is in "
-                  "the CSVs.", ""]
+        lines += [
+            "NO SVG/PNG FIGURES IN THIS ZIP: static export could not run where the pack was made.",
+            f"Why: {problem}",
+            f"Every figure is still in {HTML_NAME} (interactive), and every table is in the CSVs.",
+            "",
+        ]
     if pack.link:
         lines += [f"Playground link (relative to the lab's address): {pack.link}", ""]
     lines += ["Files:"] + [f"  {name}" for name in names]
     return "\n".join(lines) + "\n"
 
 
-def build_zip(pack: ReviewPack, html: Optional[bytes] = None) -> bytes:
+def build_zip(pack: ReviewPack, html: bytes | None = None) -> bytes:
     """The zip's bytes. ``html`` is the page if already rendered (else it is rendered here)."""
     return bundle(pack, html)[0]
 
 
-def bundle(pack: ReviewPack, html: Optional[bytes] = None) -> tuple[bytes, Optional[str]]:
+def bundle(pack: ReviewPack, html: bytes | None = None) -> tuple[bytes, str | None]:
     """(the zip's bytes, why it has no SVG/PNG figures or None)."""
     figures, problem = export_figures(pack)
     members: dict[str, bytes] = {HTML_NAME: html if html is not None else render_html(pack)}

@@ -5,7 +5,6 @@ host."""
 
 from __future__ import annotations
 
-from typing import Optional
 from urllib.parse import urlencode
 
 from pykv.border.config import EngineConfig, knobs
@@ -15,7 +14,7 @@ from pykv.lab.lab import lab_config
 APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says
 
 
-def playground_query(config: EngineConfig, preset: Optional[str], step: int) -> str:
+def playground_query(config: EngineConfig, preset: str | None, step: int) -> str:
     """``?preset=storm&step=42&num_gpu_blocks=24...``: exactly what the Playground writes for this view."""
     base = lab_config(model=config.model)
     query = {"preset": preset or "none", "step": str(step)}
@@ -26,8 +25,13 @@ def playground_query(config: EngineConfig, preset: Optional[str], step: int) -> 
     return "?" + urlencode(query)
 
 
-def link_caveats(config: EngineConfig, file_workload: bool = False, seed: int = 0,
-                 preset_args: Optional[dict] = None, manual_requests: int = 0) -> list[str]:
+def link_caveats(
+    config: EngineConfig,
+    file_workload: bool = False,
+    seed: int = 0,
+    preset_args: dict | None = None,
+    manual_requests: int = 0,
+) -> list[str]:
     """Why the Playground, opened on :func:`playground_query`, would not replay this run exactly (empty: it would).
     ``file_workload``: the workload came from a file or a lesson, not from a preset."""
     notes = []
@@ -41,14 +45,23 @@ def link_caveats(config: EngineConfig, file_workload: bool = False, seed: int = 
     if manual_requests:
         notes.append(f"{manual_requests} request(s) added by hand are not in the link.")
     base, url = lab_config(model=config.model), {spec.name for spec in knobs("url")}
-    hidden = [f"{spec.name}={knob_text(getattr(config, spec.name))}" for spec in knobs()
-              if spec.name not in url and spec.name not in APP_OWNED_NOTE
-              and getattr(config, spec.name) != getattr(base, spec.name)]
+    hidden = [
+        f"{spec.name}={knob_text(getattr(config, spec.name))}"
+        for spec in knobs()
+        if spec.name not in url
+        and spec.name not in APP_OWNED_NOTE
+        and getattr(config, spec.name) != getattr(base, spec.name)
+    ]
     if hidden:
         notes.append("Not in the link (the Playground does not set these): " + ", ".join(hidden) + ".")
-    over = [f"{spec.name}={getattr(config, spec.name)} (the app allows at most {spec.maximum})" for spec in knobs("url")
-            if isinstance(getattr(config, spec.name), int) and not isinstance(getattr(config, spec.name), bool)
-            and spec.maximum is not None and getattr(config, spec.name) > spec.maximum]
+    over = [
+        f"{spec.name}={getattr(config, spec.name)} (the app allows at most {spec.maximum})"
+        for spec in knobs("url")
+        if isinstance(getattr(config, spec.name), int)
+        and not isinstance(getattr(config, spec.name), bool)
+        and spec.maximum is not None
+        and getattr(config, spec.name) > spec.maximum
+    ]
     if over:
         notes.append("Over the app's limits, so the link's value is refused: " + ", ".join(over) + ".")
     return notes

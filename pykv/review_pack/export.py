@@ -28,7 +28,7 @@ import shutil
 import textwrap
 import threading
 import time
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import plotly.graph_objects as go
 
@@ -64,7 +64,8 @@ def _why(e: BaseException) -> str:
 
 # ---- the figure that is exported ------------------------------------------------------------------------
 
-def caption_lines(caption: str, link: Optional[str], width: int, link_label: str = "link") -> list[str]:
+
+def caption_lines(caption: str, link: str | None, width: int, link_label: str = "link") -> list[str]:
     """The caption (wrapped to ``width`` px) and the link (broken only where it would not fit, and then only before
     a query's ``&`` or a command's `` --``), escaped for plotly's text."""
     chars = max(40, int((width - 2 * PAD_PX) / (CAPTION_FONT_PX * CHAR_EM)))
@@ -85,8 +86,15 @@ def link_lines(text: str, chars: int) -> list[str]:
     return lines
 
 
-def export_figure(fig: go.Figure, *, caption: str, link: Optional[str] = None, width: int = DEFAULT_WIDTH,
-                  height: Optional[int] = None, link_label: str = "link") -> go.Figure:
+def export_figure(
+    fig: go.Figure,
+    *,
+    caption: str,
+    link: str | None = None,
+    width: int = DEFAULT_WIDTH,
+    height: int | None = None,
+    link_label: str = "link",
+) -> go.Figure:
     """A copy of ``fig`` on the light template, ``width`` x (its height + the caption's lines) px, with the
     caption and link as the title's subtitle (under any subtitle it had), fitted to ``width``
     (:func:`pykv.review_pack.fit.fit_width`). ``fig`` itself is not changed.
@@ -105,9 +113,11 @@ def export_figure(fig: go.Figure, *, caption: str, link: Optional[str] = None, w
     margin = {side: getattr(out.layout.margin, side) for side in "lrt"}
     margin = {side: getattr(light.layout.margin, side) if m is None else m for side, m in margin.items()}
     out.update_layout(
-        template=light, width=width, height=base_height + CAPTION_LINE_PX * len(lines) + 8,
-        autosize=False, margin=dict(l=margin["l"] + PAD_PX, r=margin["r"] + PAD_PX,
-                                    t=margin["t"] + CAPTION_LINE_PX * len(lines)),
+        template=light,
+        width=width,
+        height=base_height + CAPTION_LINE_PX * len(lines) + 8,
+        autosize=False,
+        margin=dict(l=margin["l"] + PAD_PX, r=margin["r"] + PAD_PX, t=margin["t"] + CAPTION_LINE_PX * len(lines)),
         title=dict(subtitle=dict(text=subtitle, font=dict(size=CAPTION_FONT_PX))),
     )
     return fit_width(out, width)  # the title clear of the plot, long lines wrapped, a wide legend under the plot
@@ -130,7 +140,7 @@ def normalise_svg(svg: bytes) -> bytes:
         return svg
     # id="x" and every "#x": url(#x), url("#x") (also as &quot;#x in a style), href="#x"
     alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))  # longest first
-    pattern = re.compile(r'(\bid="|#)(' + alternatives + r')(?![\w-])')
+    pattern = re.compile(r'(\bid="|#)(' + alternatives + r")(?![\w-])")
     return pattern.sub(lambda m: m.group(1) + names[m.group(2)], text).encode("utf-8")
 
 
@@ -140,9 +150,9 @@ def normalise_png(png: bytes) -> bytes:
         raise ExportUnavailable("the browser returned something that is not a PNG")
     out, i = [png[:8]], 8
     while i + 8 <= len(png):
-        length = int.from_bytes(png[i:i + 4], "big")
+        length = int.from_bytes(png[i : i + 4], "big")
         end = i + 12 + length
-        if png[i + 4:i + 8] not in _PNG_DROP:
+        if png[i + 4 : i + 8] not in _PNG_DROP:
             out.append(png[i:end])
         i = end
     return b"".join(out)
@@ -155,7 +165,8 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 # ---- the browser ---------------------------------------------------------------------------------------
 
-def browser_path() -> Optional[str]:
+
+def browser_path() -> str | None:
     """``BROWSER_PATH`` if set (kaleido's own variable), else Debian's Chromium, else one on PATH."""
     if path := os.environ.get("BROWSER_PATH"):
         return path
@@ -164,7 +175,7 @@ def browser_path() -> Optional[str]:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def static_export_problem() -> Optional[str]:
+def static_export_problem() -> str | None:
     """Why SVG/PNG export cannot run here (one line), or None; starts nothing (cheap on every rerun)."""
     try:
         import kaleido  # noqa: F401  (kaleido warns at import about a plotly it does not know: once)
@@ -187,13 +198,13 @@ class _Browser:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._kaleido: Any = None
-        self._path: Optional[str] = None
-        self._failure: Optional[tuple[float, str]] = None  # (when, one line)
+        self._path: str | None = None
+        self._failure: tuple[float, str] | None = None  # (when, one line)
 
     @property
-    def last_failure(self) -> Optional[str]:
+    def last_failure(self) -> str | None:
         if self._failure and time.monotonic() - self._failure[0] < FAILURE_MEMORY_S:
             return self._failure[1]
         return None
@@ -235,7 +246,7 @@ class _Browser:
             threading.Thread(target=self._loop.run_forever, name="pykv-export-browser", daemon=True).start()
         return self._loop
 
-    def _open(self, path: Optional[str]):
+    def _open(self, path: str | None):
         if self._kaleido is not None and path == self._path:
             return self._kaleido
         self._close()
@@ -282,9 +293,19 @@ atexit.register(_BROWSER.close)
 
 # ---- the exports ---------------------------------------------------------------------------------------
 
-def export_image(fig: go.Figure, fmt: Literal["svg", "png"], *, scale: int = 1, caption: str,
-                 link: Optional[str] = None, width: int = DEFAULT_WIDTH, height: Optional[int] = None,
-                 link_label: str = "link", timeout_s: float = RENDER_TIMEOUT_S) -> bytes:
+
+def export_image(
+    fig: go.Figure,
+    fmt: Literal["svg", "png"],
+    *,
+    scale: int = 1,
+    caption: str,
+    link: str | None = None,
+    width: int = DEFAULT_WIDTH,
+    height: int | None = None,
+    link_label: str = "link",
+    timeout_s: float = RENDER_TIMEOUT_S,
+) -> bytes:
     """``fig`` as SVG or PNG bytes (PNG: ``scale`` x the export's pixel size), captioned (see
     ``export_figure``). ExportUnavailable (one line) when static export cannot run here."""
     if fmt not in ("svg", "png"):
@@ -299,13 +320,22 @@ def export_image(fig: go.Figure, fmt: Literal["svg", "png"], *, scale: int = 1, 
     return normalise_svg(raw) if fmt == "svg" else normalise_png(raw)
 
 
-def export_html(fig: go.Figure, *, caption: str, link: Optional[str] = None, width: int = DEFAULT_WIDTH,
-                height: Optional[int] = None, link_label: str = "link", title: Optional[str] = None) -> bytes:
+def export_html(
+    fig: go.Figure,
+    *,
+    caption: str,
+    link: str | None = None,
+    width: int = DEFAULT_WIDTH,
+    height: int | None = None,
+    link_label: str = "link",
+    title: str | None = None,
+) -> bytes:
     """``fig`` as one HTML file that needs no network: plotly.js (~4.7 MB) is embedded. Captioned
     like the images; deterministic (a fixed div id, no timestamps)."""
     out = export_figure(fig, caption=caption, link=link, width=width, height=height, link_label=link_label)
-    page = out.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True, div_id=HTML_DIV_ID,
-                       config={"displaylogo": False})
+    page = out.to_html(
+        include_plotlyjs=True, include_mathjax=False, full_html=True, div_id=HTML_DIV_ID, config={"displaylogo": False}
+    )
     name = title or re.sub(r"<[^>]+>", "", out.layout.title.text or "pykv figure")
     charset = '<meta charset="utf-8" />'
     page = page.replace(charset, f"{charset}\n    <title>{html.escape(name)}</title>", 1)

@@ -24,7 +24,6 @@ import html
 import math
 import re
 import textwrap
-from typing import Optional
 
 import plotly.graph_objects as go
 
@@ -56,7 +55,7 @@ def measure(text: str, font_px: float) -> float:
     return max((len(plain(line)) * font_px * CHAR_EM for line in _BR.split(text or "")), default=0.0)
 
 
-def lines_of(text: Optional[str]) -> list[str]:
+def lines_of(text: str | None) -> list[str]:
     return _BR.split(text) if text else []
 
 
@@ -127,8 +126,14 @@ def _margin(fig: go.Figure, side: str) -> float:
 
 def _below_plot(a) -> bool:
     """An annotation at the paper's left edge, hanging under the plot (a key, a note)."""
-    return (a.xref == "paper" and (a.x or 0) == 0 and a.xanchor == "left" and a.yref == "paper"
-            and (a.y or 0) <= 0 and a.yanchor == "top")
+    return (
+        a.xref == "paper"
+        and (a.x or 0) == 0
+        and a.xanchor == "left"
+        and a.yref == "paper"
+        and (a.y or 0) <= 0
+        and a.yanchor == "top"
+    )
 
 
 def fit_width(fig: go.Figure, width: int) -> go.Figure:
@@ -148,11 +153,23 @@ def fit_width(fig: go.Figure, width: int) -> go.Figure:
         # plotly.js tops a title of n lines as if it had one (the others go up, off the figure): pad it down;
         # the top margin is set here (automargin would move the title again, off the figure)
         extra_lines = max(0, len(new_title) - 1) * title_px * LINE_EM
-        out.update_layout(title=dict(text="<br>".join(new_title), yref="container", y=1, yanchor="top",
-                                     pad=dict(t=TITLE_PAD_PX + extra_lines, l=PAD_PX), automargin=False,
-                                     subtitle=dict(text="<br>".join(new_subtitle) or None)))
-        needed = (TITLE_PAD_PX + len(new_title) * title_px * LINE_EM + len(new_subtitle) * subtitle_px * LINE_EM
-                  + TITLE_GAP_PX)
+        out.update_layout(
+            title=dict(
+                text="<br>".join(new_title),
+                yref="container",
+                y=1,
+                yanchor="top",
+                pad=dict(t=TITLE_PAD_PX + extra_lines, l=PAD_PX),
+                automargin=False,
+                subtitle=dict(text="<br>".join(new_subtitle) or None),
+            )
+        )
+        needed = (
+            TITLE_PAD_PX
+            + len(new_title) * title_px * LINE_EM
+            + len(new_subtitle) * subtitle_px * LINE_EM
+            + TITLE_GAP_PX
+        )
         margin_t = max(margin_t + grow_top, needed)
         grow_top = margin_t - _margin(fig, "t")
     plot_px = width - _margin(out, "l") - _margin(out, "r")
@@ -160,8 +177,17 @@ def fit_width(fig: go.Figure, width: int) -> go.Figure:
     if names and _one_legend(out) and _legend_beside(out) and _legend_width(out, names) > LEGEND_SHARE * width:
         rows = legend_rows(out, names, width - 2 * PAD_PX)
         grow_bottom += rows * LEGEND_ROW_PX + LEGEND_GAP_PX
-        out.update_layout(legend=dict(orientation="h", x=PAD_PX / width, xanchor="left", xref="container",
-                                      y=0, yanchor="bottom", yref="container"))
+        out.update_layout(
+            legend=dict(
+                orientation="h",
+                x=PAD_PX / width,
+                xanchor="left",
+                xref="container",
+                y=0,
+                yanchor="bottom",
+                yref="container",
+            )
+        )
         plot_px = width - _margin(out, "l") - PAD_PX  # the legend's room on the right is the plot's now
     notes = list(out.layout.annotations)
     for i, a in enumerate(notes):
@@ -172,8 +198,11 @@ def fit_width(fig: go.Figure, width: int) -> go.Figure:
                 notes[i] = go.layout.Annotation(a, text="<br>".join(wrapped))
                 grow_bottom += (len(wrapped) - 1) * size * LINE_EM
     margin_b = _margin(out, "b") + grow_bottom
-    out.update_layout(annotations=notes, height=math.ceil(height + grow_top + grow_bottom),
-                      margin=dict(t=math.ceil(margin_t), b=math.ceil(margin_b)))
+    out.update_layout(
+        annotations=notes,
+        height=math.ceil(height + grow_top + grow_bottom),
+        margin=dict(t=math.ceil(margin_t), b=math.ceil(margin_b)),
+    )
     return out
 
 

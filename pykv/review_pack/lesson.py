@@ -5,7 +5,7 @@ pass or fail, its side runs, and the block grid and queues after it), then the r
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Sequence
 from urllib.parse import urlencode
 
 from pykv.lessons import CheckResult, Lesson, StepState
@@ -17,8 +17,18 @@ from pykv.review_pack.run import grid_figures, run_files, run_sections, summary_
 from pykv.review_pack.text import markdown_html
 from pykv.viz import queues_figure
 
-RUN_COLUMNS = ("steps", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes", "swap_s", "wall_s",
-               "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
+RUN_COLUMNS = (
+    "steps",
+    "preemptions",
+    "recomputed_tokens",
+    "recompute_s",
+    "swapped_bytes",
+    "swap_s",
+    "wall_s",
+    "tokens_per_s",
+    "ttft_p50_s",
+    "tpot_p50_s",
+)
 
 
 def lesson_link(lesson: Lesson, step: int) -> str:
@@ -32,8 +42,10 @@ def check_html(c: CheckResult) -> str:
     elif c.error:
         line = f'<span class="fail">✗ fail</span> {esc(c.description)} — {esc(c.error)}'
     else:
-        line = (f'<span class="fail">✗ fail</span> {esc(c.description)} — got '
-                f"<code>{esc(format_short(c.actual))}</code>, expected <code>{esc(format_short(c.expected))}</code>")
+        line = (
+            f'<span class="fail">✗ fail</span> {esc(c.description)} — got '
+            f"<code>{esc(format_short(c.actual))}</code>, expected <code>{esc(format_short(c.expected))}</code>"
+        )
     return f"<li>{line}" + (f"<br><em>{esc(c.why)}</em>" if c.why else "") + "</li>"
 
 
@@ -49,9 +61,14 @@ def step_section(lesson: Lesson, state: StepState, previous: StepState | None) -
     if new_runs:
         device = ", ".join(sorted({run.device for run in new_runs.values()}))
         blocks.append(f"<h3>Side runs (each to completion on an engine of its own; measured on {esc(device)})</h3>")
-        blocks.append(table(["run", *RUN_COLUMNS], [(name, *(getattr(run, f) for f in RUN_COLUMNS))
-                                                     for name, run in new_runs.items()], "wide",
-                            even(["run", *RUN_COLUMNS])))
+        blocks.append(
+            table(
+                ["run", *RUN_COLUMNS],
+                [(name, *(getattr(run, f) for f in RUN_COLUMNS)) for name, run in new_runs.items()],
+                "wide",
+                even(["run", *RUN_COLUMNS]),
+            )
+        )
     lab, snap = state.lab, state.lab.view
     same = previous is not None and previous.lab is lab and previous.lab.view is snap
     if same:
@@ -61,13 +78,20 @@ def step_section(lesson: Lesson, state: StepState, previous: StepState | None) -
         caption = f"After lesson step {k}: engine step {snap.step}."
         # the pack's link is the lesson's (its step is the lesson step): each image links to lesson step k
         figs = [replace(f, step=k) for f in grid_figures(snap, prev_snap, f"lesson-step-{k}-grid", caption)]
-        figs.append(PackFigure(f"lesson-step-{k}-queues", f"Queues after lesson step {k} (engine step {snap.step}).",
-                               queues_figure(snap, changed=None), half=True, step=k))
+        figs.append(
+            PackFigure(
+                f"lesson-step-{k}-queues",
+                f"Queues after lesson step {k} (engine step {snap.step}).",
+                queues_figure(snap, changed=None),
+                half=True,
+                step=k,
+            )
+        )
         blocks.append(Figures(tuple(figs)))
     return Section(f"step-{k}", f"Step {k}: {state.step.title}", tuple(blocks))
 
 
-def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: Optional[RunRecord] = None) -> ReviewPack:
+def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: RunRecord | None = None) -> ReviewPack:
     """``states``: the lesson steps played so far, in order (``LessonPlayer.states``); ``record``: the last one's
     run, if taken already (else taken here from its Lab)."""
     n, played = len(lesson.steps), len(states)
@@ -76,14 +100,26 @@ def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: Optional[Ru
     record = replace(record or record_from_lab(states[-1].lab), preset=None, app_link=lesson_link(lesson, played))
     intro = para(lesson.summary) + para(
         f"{played} of {n} steps played; {len(checks) - failed} of {len(checks)} checks pass"
-        + (f", {failed} fail." if failed else ".") + f" Link: {lesson_link(lesson, played)}", "fail" if failed else "")
+        + (f", {failed} fail." if failed else ".")
+        + f" Link: {lesson_link(lesson, played)}",
+        "fail" if failed else "",
+    )
     sections = [step_section(lesson, s, states[i - 1] if i else None) for i, s in enumerate(states)]
     modelled = RunModelled(record)
     sections += run_sections(record, prefix="run-", modelled=modelled)
-    sections = [Section(s.id, (f"The run: {s.title[0].lower()}{s.title[1:]}" if s.id.startswith("run-") else s.title),
-                        s.blocks) for s in sections]  # "The run: modelled on H100-SXM + ...": names keep their case
+    sections = [
+        Section(s.id, (f"The run: {s.title[0].lower()}{s.title[1:]}" if s.id.startswith("run-") else s.title), s.blocks)
+        for s in sections
+    ]  # "The run: modelled on H100-SXM + ...": names keep their case
     csvs, files = run_files(record, modelled=modelled)
     p = record.config.profile
     subtitle = f"Lesson “{lesson.title}” on vLLM {p.release} rules ({p.name}), on {record.last.device}."
-    return ReviewPack(f"pykv lesson review pack: {lesson.title}", subtitle, tuple(sections),
-                      summary=intro + summary_html(record), link=lesson_link(lesson, played), csvs=csvs, files=files)
+    return ReviewPack(
+        f"pykv lesson review pack: {lesson.title}",
+        subtitle,
+        tuple(sections),
+        summary=intro + summary_html(record),
+        link=lesson_link(lesson, played),
+        csvs=csvs,
+        files=files,
+    )

@@ -28,15 +28,22 @@ MAX_ROWS = 500  # rows of one modelled table in the page (the CSVs in the zip ha
 
 
 def crossover_pack_figure(est: Estimate, block_size: int, name: str = "modelled-crossover") -> PackFigure:
-    return PackFigure(name, f"Recompute or swap for one victim, modelled on {est.label} (block size {block_size}): "
-                            "the Sweep page's crossover chart. Modelled, not measured.",
-                      crossover_figure(crossover_curves(est, block_size)))
+    return PackFigure(
+        name,
+        f"Recompute or swap for one victim, modelled on {est.label} (block size {block_size}): "
+        "the Sweep page's crossover chart. Modelled, not measured.",
+        crossover_figure(crossover_curves(est, block_size)),
+    )
 
 
 def target_blocks(est: Estimate) -> list[Block]:
     """The target named in full, and how the modelled figures are computed (the page's expander)."""
-    return ["<h3>The target</h3>", definition_list(target_facts(est)),
-            f"<h3>How the modelled figures are computed (modelled {est.label})</h3>", markdown_html(FORMULAS)]
+    return [
+        "<h3>The target</h3>",
+        definition_list(target_facts(est)),
+        f"<h3>How the modelled figures are computed (modelled {est.label})</h3>",
+        markdown_html(FORMULAS),
+    ]
 
 
 class RunModelled:
@@ -63,16 +70,33 @@ class RunModelled:
     def requests(self) -> pd.DataFrame:
         """Each request's modelled TTFT and TPOT (the Playground's columns), beside its engine-time ones."""
         times = request_times(self.record.snapshots, self.step_ms)
-        frame = with_modelled_times(requests_frame(self.record.last, engine_times(self.record.snapshots)), times,
-                                    self.label)
-        return frame[["request", "status", "output tokens", "preemptions", ENGINE_TTFT,
-                      f"TTFT ms (modelled {self.label})", f"TPOT ms (modelled {self.label})"]]
+        frame = with_modelled_times(
+            requests_frame(self.record.last, engine_times(self.record.snapshots)), times, self.label
+        )
+        return frame[
+            [
+                "request",
+                "status",
+                "output tokens",
+                "preemptions",
+                ENGINE_TTFT,
+                f"TTFT ms (modelled {self.label})",
+                f"TPOT ms (modelled {self.label})",
+            ]
+        ]
 
     def preemptions(self) -> pd.DataFrame:
         """Each preemption's modelled bill, the delay it made the others wait, and why a bill is 0 or small."""
         frame = with_modelled_bills(preemptions_frame(self.record.last), self.bills, self.label)
-        keep = ["step", "request_id", "mode", "num_tokens", f"bill ms (modelled {self.label})",
-                f"delay to others ms (modelled {self.label})", "why the bill is 0 or small"]
+        keep = [
+            "step",
+            "request_id",
+            "mode",
+            "num_tokens",
+            f"bill ms (modelled {self.label})",
+            f"delay to others ms (modelled {self.label})",
+            "why the bill is 0 or small",
+        ]
         return frame[keep].rename(columns={"request_id": "victim", "num_tokens": "tokens"})
 
 
@@ -86,21 +110,31 @@ def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled"
     bills_frame = m.preemptions()
     if len(bills_frame):
         notes = int((bills_frame["why the bill is 0 or small"] != "").sum())
-        blocks += [f"<h3>Each preemption's bill, modelled on {m.label}</h3>",
-                   para(f"{len(bills_frame)} preemptions priced on {m.label}"
-                        + (f"; {notes} bills are 0 or small, and the last column says why" if notes else "")
-                        + ". The measured costs are in the Preemption bill section."),
-                   frame_table(bills_frame.head(MAX_ROWS), "modelled wide")]
+        blocks += [
+            f"<h3>Each preemption's bill, modelled on {m.label}</h3>",
+            para(
+                f"{len(bills_frame)} preemptions priced on {m.label}"
+                + (f"; {notes} bills are 0 or small, and the last column says why" if notes else "")
+                + ". The measured costs are in the Preemption bill section."
+            ),
+            frame_table(bills_frame.head(MAX_ROWS), "modelled wide"),
+        ]
     requests = m.requests()
-    blocks += [f"<h3>Each request's TTFT and TPOT, modelled on {m.label}</h3>",
-               para(f"The run's own steps priced on {m.label}, added up from each request's arrival; the engine-time "
-                    f"(measured on {r.last.device}) columns are in the Requests section."),
-               frame_table(requests.head(MAX_ROWS), "modelled wide")]
+    blocks += [
+        f"<h3>Each request's TTFT and TPOT, modelled on {m.label}</h3>",
+        para(
+            f"The run's own steps priced on {m.label}, added up from each request's arrival; the engine-time "
+            f"(measured on {r.last.device}) columns are in the Requests section."
+        ),
+        frame_table(requests.head(MAX_ROWS), "modelled wide"),
+    ]
     blocks += [crossover_pack_figure(est, r.last.block_size, f"{prefix}modelled-crossover")]
     blocks += target_blocks(est)
     return Section(sid, f"Modelled on {m.label}", tuple(blocks))
 
 
 def run_modelled_csvs(m: RunModelled, prefix: str = "") -> dict[str, str]:
-    return {f"{prefix}modelled_requests.csv": m.requests().to_csv(index=False),
-            f"{prefix}modelled_preemptions.csv": m.preemptions().to_csv(index=False)}
+    return {
+        f"{prefix}modelled_requests.csv": m.requests().to_csv(index=False),
+        f"{prefix}modelled_preemptions.csv": m.preemptions().to_csv(index=False),
+    }

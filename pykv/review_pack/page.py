@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
 
@@ -32,7 +32,7 @@ class PackFigure:
     caption: str
     figure: go.Figure
     half: bool = False  # half the page width (small multiples)
-    step: Optional[int] = None  # the step drawn, where it is not the run's last (its exported link opens that step)
+    step: int | None = None  # the step drawn, where it is not the run's last (its exported link opens that step)
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Figures:
     items: tuple[PackFigure, ...]
 
 
-Block = Union[str, PackFigure, Figures]  # str: an HTML fragment built by this module's helpers
+Block = str | PackFigure | Figures  # str: an HTML fragment built by this module's helpers
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ReviewPack:
     subtitle: str
     sections: tuple[Section, ...]
     summary: str = ""  # an HTML fragment for the first page, under the title
-    link: Optional[str] = None  # a relative link into the app that reproduces the run (None: none does)
+    link: str | None = None  # a relative link into the app that reproduces the run (None: none does)
     csvs: dict[str, str] = field(default_factory=dict)  # file name -> CSV text
     files: dict[str, str] = field(default_factory=dict)  # other text files (the final snapshot's JSON)
 
@@ -75,6 +75,7 @@ class ReviewPack:
 
 
 # ---- fragments ---------------------------------------------------------------------------------
+
 
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
@@ -116,18 +117,22 @@ def plain_number(value: float) -> str:
     return f"{value:.{decimals}f}"
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "",
-          widths: Optional[Sequence[str]] = None) -> str:
+def table(
+    columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "", widths: Sequence[str] | None = None
+) -> str:
     """A plain table; numbers right-aligned; a header may break after an underscore. ``widths`` (CSS widths,
     one per column) fixes the layout, so no cell can push the table past the page."""
     head = "".join(f"<th>{esc(c).replace('_', '_<wbr>')}</th>" for c in columns)
     body = []
     for row in rows:
         cells = "".join(
-            f"<td><code>{esc(v)}</code></td>" if isinstance(v, Code)
+            f"<td><code>{esc(v)}</code></td>"
+            if isinstance(v, Code)
             else f'<td class="num">{esc(cell_text(v))}</td>'
             if isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            else f"<td>{esc(cell_text(v))}</td>" for v in row)
+            else f"<td>{esc(cell_text(v))}</td>"
+            for v in row
+        )
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{esc(cls)}"' if cls else ""
     cols = ""
@@ -156,7 +161,7 @@ def fitted(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str
     return [f"{100 * n / total:.3f}%" for n in need]
 
 
-def frame_table(frame, cls: str = "", widths: Optional[Sequence[str]] = None) -> str:
+def frame_table(frame, cls: str = "", widths: Sequence[str] | None = None) -> str:
     """A pandas DataFrame as :func:`table` (values as Python objects: NaN shows as a dash)."""
     rows = frame.astype(object).itertuples(index=False, name=None)
     return table([str(c) for c in frame.columns], rows, cls, widths)
@@ -233,9 +238,13 @@ def figure_width(f: PackFigure) -> int:
 
 def figure_div(f: PackFigure) -> str:
     """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column)."""
-    div = fit_width(f.figure, figure_width(f)).to_html(full_html=False, include_plotlyjs=False,
-                                                      div_id="fig-" + _ID.sub("-", f.name), config=PLOT_CONFIG,
-                                                      default_width="100%")
+    div = fit_width(f.figure, figure_width(f)).to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id="fig-" + _ID.sub("-", f.name),
+        config=PLOT_CONFIG,
+        default_width="100%",
+    )
     cls = "fig-half" if f.half else "fig-full"
     return f'<figure class="{cls}">{div}<figcaption>{esc(f.caption)}</figcaption></figure>'
 
@@ -252,12 +261,16 @@ def render_html(pack: ReviewPack) -> bytes:
     """The pack as one HTML page (UTF-8 bytes), the same bytes for the same pack."""
     toc = "".join(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>' for s in pack.sections)
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(pack.title)}</title>", f"<style>{CSS}</style>",
-        f'<script type="text/javascript">{plotly_js()}</script>', "</head><body><main>",
+        f"<title>{esc(pack.title)}</title>",
+        f"<style>{CSS}</style>",
+        f'<script type="text/javascript">{plotly_js()}</script>',
+        "</head><body><main>",
         f'<section class="first" id="top"><h1>{esc(pack.title)}</h1>{para(pack.subtitle, "muted")}',
-        pack.summary, f"<h3>Contents</h3><nav><ol>{toc}</ol></nav></section>",
+        pack.summary,
+        f"<h3>Contents</h3><nav><ol>{toc}</ol></nav></section>",
     ]
     for s in pack.sections:
         parts.append(f'<section id="{esc(s.id)}"><h2>{esc(s.title)}</h2>')

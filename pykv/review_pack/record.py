@@ -4,7 +4,6 @@ and the engine's Prometheus text after the last one, with what the link back int
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
@@ -23,16 +22,16 @@ class RunRecord:
     config: EngineConfig
     snapshots: tuple[Snapshot, ...]
     metrics_text: str
-    workload: Optional[Workload] = None
-    preset: Optional[str] = None  # the preset the workload came from (None: a file, a lesson, none)
+    workload: Workload | None = None
+    preset: str | None = None  # the preset the workload came from (None: a file, a lesson, none)
     preset_args: dict = field(default_factory=dict)  # preset arguments other than its defaults (n, max_tokens)
     seed: int = 0  # the workload's seed
     manual_requests: int = 0  # requests added by hand (the Playground's Add request)
     done: bool = True  # every request finished
-    note: Optional[str] = None  # why the run stopped where it did, when that is not its end
-    view_step: Optional[int] = None  # the step the app showed when the pack was asked for
-    app_link: Optional[str] = None  # a link into the app that stands for the run instead (a lesson's step)
-    max_model_len: Optional[int] = None  # the length the engine ran with (pykv fits an unset one to the pool)
+    note: str | None = None  # why the run stopped where it did, when that is not its end
+    view_step: int | None = None  # the step the app showed when the pack was asked for
+    app_link: str | None = None  # a link into the app that stands for the run instead (a lesson's step)
+    max_model_len: int | None = None  # the length the engine ran with (pykv fits an unset one to the pool)
     target: Target = DEFAULT_TARGET  # the GPU + model the pack's modelled section prices the schedule on
 
     @property
@@ -45,7 +44,7 @@ class RunRecord:
         return self.workload is not None and self.preset is None
 
     @property
-    def link(self) -> Optional[str]:
+    def link(self) -> str | None:
         """The Playground link to the run's last step (relative), or None where no link can name the workload."""
         return None if self.file_workload else playground_query(self.config, self.preset, self.last.step)
 
@@ -72,7 +71,16 @@ def record_from_lab(lab: Lab, **extra) -> RunRecord:
     else:
         metrics = metrics_from_snapshot(snapshots[-1])
     fitted, _ = fit_max_model_len(lab.config, lab.loaded.config.max_position_embeddings, snapshots[-1].bytes_per_block)
-    values = dict(config=lab.config, snapshots=snapshots, metrics_text=metrics, workload=lab.workload,
-                  preset=lab.preset, seed=lab.seed, manual_requests=len(lab.manual), done=lab.engine_done(),
-                  view_step=lab.cursor, max_model_len=fitted)
+    values = dict(
+        config=lab.config,
+        snapshots=snapshots,
+        metrics_text=metrics,
+        workload=lab.workload,
+        preset=lab.preset,
+        seed=lab.seed,
+        manual_requests=len(lab.manual),
+        done=lab.engine_done(),
+        view_step=lab.cursor,
+        max_model_len=fitted,
+    )
     return RunRecord(**(values | extra))

@@ -6,8 +6,6 @@ metrics at the end and the log lines; and the run's CSVs and final snapshot for 
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pandas as pd
 
 from pykv.border.metric_names import (
@@ -45,6 +43,7 @@ MAX_ROWS = 500  # rows of one table in the page (the CSVs in the zip have them a
 
 # ---- the numbers on the first page ---------------------------------------------------------------
 
+
 def _preemption_steps(snapshots: tuple[Snapshot, ...]) -> list[int]:
     return [i for i, s in enumerate(snapshots) if s.report and s.report.preempted]
 
@@ -55,11 +54,16 @@ def summary_html(r: RunRecord) -> str:
     finished = sum(req.status.startswith("finished") for req in last.requests)
     engine_s = sum(s.report.step_time_s for s in r.snapshots if s.report)
     items = [
-        ("vLLM release", p.label()), ("model", r.config.model), ("device (measured on)", last.device),
+        ("vLLM release", p.label()),
+        ("model", r.config.model),
+        ("device (measured on)", last.device),
         ("steps", f"{last.step}" + ("" if r.done else " (the run had not finished)")),
         ("requests", f"{len(last.requests)} arrived, {finished} finished"),
-        ("preemptions", f"{last.metric(PYKV_NUM_PREEMPTIONS):.0f} ({VLLM_NUM_PREEMPTIONS.sample} "
-                        f"{last.metric(VLLM_NUM_PREEMPTIONS):.0f})"),
+        (
+            "preemptions",
+            f"{last.metric(PYKV_NUM_PREEMPTIONS):.0f} ({VLLM_NUM_PREEMPTIONS.sample} "
+            f"{last.metric(VLLM_NUM_PREEMPTIONS):.0f})",
+        ),
         ("recomputed tokens", f"{last.metric(RECOMPUTED_TOKENS):.0f}"),
         ("swapped out", fmt_bytes(last.metric(SWAPPED_OUT_BYTES))),
         ("output tokens", f"{last.metric(GENERATION_TOKENS):.0f}"),
@@ -75,6 +79,7 @@ def summary_html(r: RunRecord) -> str:
 
 
 # ---- sections --------------------------------------------------------------------------------------
+
 
 def rows_cut(total: int) -> str:
     return f"The first {MAX_ROWS:,} of {total:,} rows; the zip has them all."
@@ -93,22 +98,39 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
         for i, q in enumerate(ordered[:MAX_ROWS]):
             prompt = q.prompt if q.prompt is not None else f"{len(q.prompt_token_ids)} token ids"
             shown = prompt if len(prompt) <= 48 else prompt[:47] + "…"
-            rows.append((i, q.request_id or "auto", q.arrival_step, q.max_tokens, "yes" if q.ignore_eos else "no",
-                         len(q.prompt) if q.prompt is not None else None, shown.replace("\n", "⏎")))
+            rows.append(
+                (
+                    i,
+                    q.request_id or "auto",
+                    q.arrival_step,
+                    q.max_tokens,
+                    "yes" if q.ignore_eos else "no",
+                    len(q.prompt) if q.prompt is not None else None,
+                    shown.replace("\n", "⏎"),
+                )
+            )
         blocks.append(table(["#", "id", "arrival step", "max_tokens", "ignore_eos", "prompt chars", "prompt"], rows))
         blocks += [para(rows_cut(len(ordered)), "muted")] if len(ordered) > MAX_ROWS else []
     tokens = [q.num_prompt_tokens for q in r.last.requests]
     if tokens:
-        blocks.append(para(f"Prompt lengths in tokens: {min(tokens)} to {max(tokens)}, {sum(tokens)} in all "
-                           f"({len(tokens)} requests arrived)."))
+        blocks.append(
+            para(
+                f"Prompt lengths in tokens: {min(tokens)} to {max(tokens)}, {sum(tokens)} in all "
+                f"({len(tokens)} requests arrived)."
+            )
+        )
     blocks.append("<h3>Link</h3>")
     link = r.link
     if r.app_link is not None:
         blocks.append(para("Append to the lab's address to open the same view in the app:"))
         blocks.append(code_block(r.app_link, "link"))
     elif link is None:
-        blocks.append(para("No Playground link reproduces this run: the workload is not a preset, and a link can "
-                           "only name a preset."))
+        blocks.append(
+            para(
+                "No Playground link reproduces this run: the workload is not a preset, and a link can "
+                "only name a preset."
+            )
+        )
     else:
         blocks.append(para("Append to the lab's address (the Playground page) to replay the run to its last step:"))
         blocks.append(code_block(link, "link"))
@@ -117,21 +139,25 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
 
 
 def timeline_section(r: RunRecord, prefix: str = "", sid: str = "timeline") -> Section:
-    fig = PackFigure(f"{prefix}timeline", f"Every step of the run, 0 to {r.last.step}.",
-                     timeline_figure(r.snapshots, len(r.snapshots) - 1))
+    fig = PackFigure(
+        f"{prefix}timeline",
+        f"Every step of the run, 0 to {r.last.step}.",
+        timeline_figure(r.snapshots, len(r.snapshots) - 1),
+    )
     return Section(sid, "Timeline", (fig,))
 
 
-def changed_blocks(previous: Optional[Snapshot], snapshot: Snapshot) -> Optional[set[tuple[str, int]]]:
+def changed_blocks(previous: Snapshot | None, snapshot: Snapshot) -> set[tuple[str, int]] | None:
     """Blocks whose state, owners, reference count, fill or hash changed since ``previous`` (a free block that only
     moved in the free queue has not changed, for a reader of a still picture)."""
     return None if previous is None else diff_snapshots(previous, snapshot).blocks  # the app's own rule
 
 
-def grid_figures(snapshot: Snapshot, previous: Optional[Snapshot], name: str, caption: str) -> list[PackFigure]:
+def grid_figures(snapshot: Snapshot, previous: Snapshot | None, name: str, caption: str) -> list[PackFigure]:
     """The device pool's grid at ``snapshot`` (blocks changed since ``previous`` outlined), and the CPU pool's."""
     changed = changed_blocks(previous, snapshot)
     step = snapshot.step
+
     def grid(pool: str):  # its legend wrapped to the page's half width (the narrowest it is drawn at)
         return block_grid_figure(snapshot, pool, changed, width=HALF_WIDTH_PX)
 
@@ -149,14 +175,22 @@ def grids_section(r: RunRecord, prefix: str = "", sid: str = "grids") -> Section
     snaps, picks = r.snapshots, _preemption_steps(r.snapshots)[:GRID_PREEMPTIONS]
     figs = []
     for i in picks:
-        figs += grid_figures(snaps[i], snaps[i - 1], f"{prefix}grid-step-{snaps[i].step}",
-                             f"Step {snaps[i].step}: {_preempted_text(snaps[i])} preempted; outlined: blocks changed.")
+        figs += grid_figures(
+            snaps[i],
+            snaps[i - 1],
+            f"{prefix}grid-step-{snaps[i].step}",
+            f"Step {snaps[i].step}: {_preempted_text(snaps[i])} preempted; outlined: blocks changed.",
+        )
     last = len(snaps) - 1
-    figs += grid_figures(snaps[last], snaps[last - 1] if last else None, f"{prefix}grid-last",
-                         f"Step {snaps[last].step}, the last.")
+    figs += grid_figures(
+        snaps[last], snaps[last - 1] if last else None, f"{prefix}grid-last", f"Step {snaps[last].step}, the last."
+    )
     total = len(_preemption_steps(snaps))
-    intro = (f"The device KV pool at the first {len(picks)} of the {total} steps that preempted, and at the last step."
-             if total else "No step preempted; the device KV pool at the last step.")
+    intro = (
+        f"The device KV pool at the first {len(picks)} of the {total} steps that preempted, and at the last step."
+        if total
+        else "No step preempted; the device KV pool at the last step."
+    )
     return Section(sid, "Block grids", (para(intro), Figures(tuple(figs))))
 
 
@@ -168,12 +202,32 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
         measured = ((p.swap_out_s or 0.0) + (p.swap_in_s or 0.0)) if p.mode == "swap" else p.recompute_s
         modelled = ((p.modelled_pcie_out_s or 0.0) + (p.modelled_pcie_in_s or 0.0)) if p.mode == "swap" else None
         mode = p.mode + (f" ({p.fallback})" if p.fallback else "")
-        rows.append({"step": p.step, "victim": p.request_id, "mode": mode,
-                     "blocks": p.num_blocks, "tokens": p.num_tokens, "KiB": round(p.num_bytes / 1024, 1),
-                     "recomputed tokens": p.recomputed_tokens, "measured ms": measured * 1e3,
-                     "modelled PCIe ms": None if modelled is None else modelled * 1e3, "steps lost": p.steps_lost})
-    columns = ["step", "victim", "mode", "blocks", "tokens", "KiB", "recomputed tokens", "measured ms",
-               "modelled PCIe ms", "steps lost"]
+        rows.append(
+            {
+                "step": p.step,
+                "victim": p.request_id,
+                "mode": mode,
+                "blocks": p.num_blocks,
+                "tokens": p.num_tokens,
+                "KiB": round(p.num_bytes / 1024, 1),
+                "recomputed tokens": p.recomputed_tokens,
+                "measured ms": measured * 1e3,
+                "modelled PCIe ms": None if modelled is None else modelled * 1e3,
+                "steps lost": p.steps_lost,
+            }
+        )
+    columns = [
+        "step",
+        "victim",
+        "mode",
+        "blocks",
+        "tokens",
+        "KiB",
+        "recomputed tokens",
+        "measured ms",
+        "modelled PCIe ms",
+        "steps lost",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -183,9 +237,12 @@ def bill_section(r: RunRecord, sid: str = "bill") -> Section:
         return Section(sid, "Preemption bill", (para("No preemption in this run."),))
     measured = frame["measured ms"].sum()
     modelled = frame["modelled PCIe ms"].dropna()
-    text = (f"{len(frame)} preemptions: {frame['tokens'].sum()} tokens lost, {measured:.2f} ms measured on "
-            f"{r.last.device}" + (f"; the swaps' copies modelled over PCIe: {modelled.sum():.3f} ms" if len(modelled)
-                                  else "") + ". A cost still being paid (a victim not yet back) shows what is known.")
+    text = (
+        f"{len(frame)} preemptions: {frame['tokens'].sum()} tokens lost, {measured:.2f} ms measured on "
+        f"{r.last.device}"
+        + (f"; the swaps' copies modelled over PCIe: {modelled.sum():.3f} ms" if len(modelled) else "")
+        + ". A cost still being paid (a victim not yet back) shows what is known."
+    )
     cut = [para(rows_cut(len(frame)), "muted")] if len(frame) > MAX_ROWS else []
     return Section(sid, "Preemption bill", (para(text), frame_table(frame.head(MAX_ROWS), "bill wide"), *cut))
 
@@ -195,8 +252,10 @@ def requests_table_frame(r: RunRecord) -> pd.DataFrame:
     engine = engine_times(r.snapshots)
     frame = requests_frame(r.last, engine)
     outputs = {o.request_id: o for s in r.snapshots if s.report for o in s.report.finished}
-    tpot = [None if rid not in engine or engine[rid].tpot_ms is None else round(engine[rid].tpot_ms, 3)
-            for rid in frame["request"]]
+    tpot = [
+        None if rid not in engine or engine[rid].tpot_ms is None else round(engine[rid].tpot_ms, 3)
+        for rid in frame["request"]
+    ]
     frame.insert(8, "TPOT ms (engine time)", tpot)
     frame.insert(9, "finish", [outputs[rid].finish_reason if rid in outputs else None for rid in frame["request"]])
     return frame
@@ -204,18 +263,38 @@ def requests_table_frame(r: RunRecord) -> pd.DataFrame:
 
 def requests_section(r: RunRecord, sid: str = "requests") -> Section:
     frame = requests_table_frame(r)
-    shown = frame.assign(**{"text so far": [t if len(t) <= TEXT_CHARS else t[: TEXT_CHARS - 1] + "…"
-                                            for t in frame["text so far"].str.replace("\n", "⏎")]})
+    shown = frame.assign(
+        **{
+            "text so far": [
+                t if len(t) <= TEXT_CHARS else t[: TEXT_CHARS - 1] + "…"
+                for t in frame["text so far"].str.replace("\n", "⏎")
+            ]
+        }
+    )
     cut = [para(rows_cut(len(shown)), "muted")] if len(shown) > MAX_ROWS else []
-    return Section(sid, "Requests", (para(f"TTFT and TPOT are engine time: the step times measured on {r.last.device}, "
-                                          "summed from each request's arrival (pauses between steps not counted)."),
-                                     frame_table(shown.head(MAX_ROWS), "requests wide"), *cut))
+    return Section(
+        sid,
+        "Requests",
+        (
+            para(
+                f"TTFT and TPOT are engine time: the step times measured on {r.last.device}, "
+                "summed from each request's arrival (pauses between steps not counted)."
+            ),
+            frame_table(shown.head(MAX_ROWS), "requests wide"),
+            *cut,
+        ),
+    )
 
 
 def metrics_section(r: RunRecord, sid: str = "metrics") -> Section:
-    return Section(sid, "Metrics at the end", (
-        para(f"The engine's Prometheus text after step {r.last.step}, as a /metrics endpoint would serve it."),
-        code_block(r.metrics_text, "metrics")))
+    return Section(
+        sid,
+        "Metrics at the end",
+        (
+            para(f"The engine's Prometheus text after step {r.last.step}, as a /metrics endpoint would serve it."),
+            code_block(r.metrics_text, "metrics"),
+        ),
+    )
 
 
 def log_lines(snapshots) -> list[str]:
@@ -227,30 +306,41 @@ def logs_section(r: RunRecord, sid: str = "logs") -> Section:
     if not lines:
         return Section(sid, "Log lines", (para("The run wrote no log line."),))
     cut = f" (the first {MAX_LOG_LINES:,} of {len(lines):,})" if len(lines) > MAX_LOG_LINES else ""
-    return Section(sid, "Log lines", (para(f"vLLM-style log lines, by step{cut}."),
-                                      code_block("\n".join(lines[:MAX_LOG_LINES]), "logs")))
+    return Section(
+        sid,
+        "Log lines",
+        (para(f"vLLM-style log lines, by step{cut}."), code_block("\n".join(lines[:MAX_LOG_LINES]), "logs")),
+    )
 
 
-def run_sections(r: RunRecord, prefix: str = "", modelled: Optional[RunModelled] = None) -> list[Section]:
+def run_sections(r: RunRecord, prefix: str = "", modelled: RunModelled | None = None) -> list[Section]:
     """Every section of one run; ``prefix`` keeps the anchors and file names of two runs in one pack apart;
     ``modelled``: the run priced on its target, where already made (else it is made here)."""
     return [
         config_section(r.config, r.last.bytes_per_block, prefix + "config", max_model_len=r.max_model_len),
-        workload_section(r, prefix + "workload"), timeline_section(r, prefix, prefix + "timeline"),
-        grids_section(r, prefix, prefix + "grids"), bill_section(r, prefix + "bill"),
+        workload_section(r, prefix + "workload"),
+        timeline_section(r, prefix, prefix + "timeline"),
+        grids_section(r, prefix, prefix + "grids"),
+        bill_section(r, prefix + "bill"),
         requests_section(r, prefix + "requests"),
         run_modelled_section(modelled or RunModelled(r), prefix, prefix + "modelled"),
-        metrics_section(r, prefix + "metrics"), logs_section(r, prefix + "logs"),
+        metrics_section(r, prefix + "metrics"),
+        logs_section(r, prefix + "logs"),
     ]
 
 
-def run_files(r: RunRecord, prefix: str = "", modelled: Optional[RunModelled] = None,
-              ) -> tuple[dict[str, str], dict[str, str]]:
+def run_files(
+    r: RunRecord,
+    prefix: str = "",
+    modelled: RunModelled | None = None,
+) -> tuple[dict[str, str], dict[str, str]]:
     """(CSVs, other files) of a run for the zip: requests, preemptions, their modelled columns, the final snapshot's
     JSON, the workload."""
-    csvs = {f"{prefix}requests.csv": requests_table_frame(r).to_csv(index=False),
-            f"{prefix}preemptions.csv": preemptions_frame(r.last).to_csv(index=False),
-            **run_modelled_csvs(modelled or RunModelled(r), prefix)}
+    csvs = {
+        f"{prefix}requests.csv": requests_table_frame(r).to_csv(index=False),
+        f"{prefix}preemptions.csv": preemptions_frame(r.last).to_csv(index=False),
+        **run_modelled_csvs(modelled or RunModelled(r), prefix),
+    }
     files = {f"{prefix}snapshot_step_{r.last.step}.json": r.last.to_json()}
     if r.workload is not None:  # python -m pykv run/report --workload workload.json runs it again
         files[f"{prefix}workload.json"] = r.workload.to_json()
@@ -259,9 +349,18 @@ def run_files(r: RunRecord, prefix: str = "", modelled: Optional[RunModelled] = 
 
 def run_pack(r: RunRecord, title: str = "pykv review pack") -> ReviewPack:
     p = r.config.profile
-    subtitle = (f"A run of {r.last.step} steps under vLLM {p.release} rules ({p.name}), {r.config.num_gpu_blocks} "
-                f"blocks x {r.config.block_size} tokens, preemption by {r.config.preemption_mode}, on {r.last.device}.")
+    subtitle = (
+        f"A run of {r.last.step} steps under vLLM {p.release} rules ({p.name}), {r.config.num_gpu_blocks} "
+        f"blocks x {r.config.block_size} tokens, preemption by {r.config.preemption_mode}, on {r.last.device}."
+    )
     modelled = RunModelled(r)
     csvs, files = run_files(r, modelled=modelled)
-    return ReviewPack(title, subtitle, tuple(run_sections(r, modelled=modelled)), summary=summary_html(r), link=r.link,
-                      csvs=csvs, files=files)
+    return ReviewPack(
+        title,
+        subtitle,
+        tuple(run_sections(r, modelled=modelled)),
+        summary=summary_html(r),
+        link=r.link,
+        csvs=csvs,
+        files=files,
+    )

@@ -16,7 +16,7 @@ def code(value: object) -> str:
     Backticks and line breaks (which could end the code span) are removed; long values are cut."""
     text = "".join(c if c.isprintable() else " " for c in str(value)).replace("`", "'")
     if len(text) > URL_ECHO_CHARS:
-        text = text[:URL_ECHO_CHARS - 1] + "…"
+        text = text[: URL_ECHO_CHARS - 1] + "…"
     return f"`{text}`" if text.strip() else "`(empty)`"
 
 
@@ -26,5 +26,6 @@ def plain(text: object) -> str:
     code, and every Markdown character elsewhere is backslash-escaped. Escaping alone is not enough:
     Streamlit's autolinker and its ``:material/...:`` parser see through ``https\\://``. Line breaks
     become spaces."""
-    return " ".join(code(word) if _RISKY.search(word) else _MARKDOWN_SPECIAL.sub(r"\\\1", word)
-                    for word in str(text).split())
+    return " ".join(
+        code(word) if _RISKY.search(word) else _MARKDOWN_SPECIAL.sub(r"\\\1", word) for word in str(text).split()
+    )

@@ -14,9 +14,23 @@ from pykv.viz.timeline import selected_step, timeline_figure
 from pykv.viz.token_diff import token_diff_figure, token_diff_frame
 
 __all__ = [
-    "REQUEST_PALETTE", "answers_figure", "block_grid_figure", "block_size_cost_figure", "block_tables_figure",
-    "engine_times", "metrics_strip", "narrate",
-    "preemption_cost_figure", "preemptions_frame", "queues_figure", "request_color", "requests_frame", "runs_figure",
-    "selected_step", "template", "timeline_figure",
-    "token_diff_figure", "token_diff_frame",
+    "REQUEST_PALETTE",
+    "answers_figure",
+    "block_grid_figure",
+    "block_size_cost_figure",
+    "block_tables_figure",
+    "engine_times",
+    "metrics_strip",
+    "narrate",
+    "preemption_cost_figure",
+    "preemptions_frame",
+    "queues_figure",
+    "request_color",
+    "requests_frame",
+    "runs_figure",
+    "selected_step",
+    "template",
+    "timeline_figure",
+    "token_diff_figure",
+    "token_diff_frame",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable, Optional
+from typing import Iterable
 
 import plotly.graph_objects as go
 
@@ -58,18 +58,22 @@ def tier_cell_text(block: BlockView) -> str:
 def tier_hover(block: BlockView) -> str:
     if block.block_hash is None:
         return f"<b>tier block {block.block_id}</b><br>empty"
-    return "<br>".join([
-        f"<b>tier block {block.block_id}</b> · CPU offloading tier",
-        f"hash: {block.block_hash[:12]}…",
-        f"eviction order: {block.free_queue_position} (0 = evicted next: the oldest request's tail)",
-        f"tokens: {block.tokens_filled}",
-    ])
+    return "<br>".join(
+        [
+            f"<b>tier block {block.block_id}</b> · CPU offloading tier",
+            f"hash: {block.block_hash[:12]}…",
+            f"eviction order: {block.free_queue_position} (0 = evicted next: the oldest request's tail)",
+            f"tokens: {block.tokens_filled}",
+        ]
+    )
 
 
 def block_hover(block: BlockView, pool_name: str) -> str:
     if block.state == "null":
-        return (f"<b>block {block.block_id}</b> · {pool_name}<br>the null block: vLLM V1's pool keeps it back "
-                "(never handed out, in no block table)")
+        return (
+            f"<b>block {block.block_id}</b> · {pool_name}<br>the null block: vLLM V1's pool keeps it back "
+            "(never handed out, in no block table)"
+        )
     owners = ", ".join(f"req {o} (logical {i})" for o, i in zip(block.owners, block.logical_index)) or "none"
     lines = [
         f"<b>block {block.block_id}</b> · {pool_name}",
@@ -89,13 +93,13 @@ LEGEND_SEP = "   "
 GRID_MARGIN_PX = 4
 
 
-def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: Optional[float] = None) -> list[str]:
+def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: float | None = None) -> list[str]:
     """A legend's lines (``(glyph, colour, label)`` entries): ``per_line`` entries a line, or, with ``width``
     (px), as many as fit in it (estimated: ``theme.text_px``), so no line runs past a narrow figure's edge. The
     legend is one annotation: one trace per entry would cost more than the whole grid to build."""
     items = [f'<span style="color:{color}">{glyph}</span> {label}' for glyph, color, label in entries]
     if width is None:
-        return [LEGEND_SEP.join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return [LEGEND_SEP.join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     lines: list[list[str]] = [[]]
     used = 0
     for item, (glyph, _, label) in zip(items, entries):
@@ -123,33 +127,79 @@ def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int
         hover[i // cols][i % cols] = hovers[i]
     k = max(1, len(palette) - 1)  # value j maps exactly to palette[j]
     scale = [[i / k, f] for i, f in enumerate(palette)] if len(palette) > 1 else [[0, palette[0]], [1, palette[0]]]
-    traces = [dict(type="heatmap", z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2,
-                   customdata=hover, hovertemplate="%{customdata}<extra></extra>", name=name, showlegend=False)]
+    traces = [
+        dict(
+            type="heatmap",
+            z=z,
+            zmin=0,
+            zmax=k,
+            colorscale=scale,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            name=name,
+            showlegend=False,
+        )
+    ]
     ink = {f: text_color_on(f) for f in palette}
     for color in ("#000000", "#FFFFFF"):
         cells = [i for i in range(n) if texts[i] and ink[fills[i]] == color]
-        traces.append(dict(type="scatter", mode="text", x=[i % cols for i in cells], y=[i // cols for i in cells],
-                           text=[texts[i] for i in cells], textfont=dict(color=color, size=11), hoverinfo="skip",
-                           showlegend=False, name=f"{name} labels"))
+        traces.append(
+            dict(
+                type="scatter",
+                mode="text",
+                x=[i % cols for i in cells],
+                y=[i // cols for i in cells],
+                text=[texts[i] for i in cells],
+                textfont=dict(color=color, size=11),
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"{name} labels",
+            )
+        )
     return traces
 
 
 def outline_shapes(cells: Iterable[int], cols: int, color: str) -> list[dict]:
     return [
-        dict(type="rect", x0=i % cols - 0.47, x1=i % cols + 0.47, y0=i // cols - 0.47, y1=i // cols + 0.47,
-             line=dict(color=color, width=2.5), fillcolor="rgba(0,0,0,0)", layer="above")
+        dict(
+            type="rect",
+            x0=i % cols - 0.47,
+            x1=i % cols + 0.47,
+            y0=i // cols - 0.47,
+            y1=i // cols + 0.47,
+            line=dict(color=color, width=2.5),
+            fillcolor="rgba(0,0,0,0)",
+            layer="above",
+        )
         for i in sorted(cells)
     ]
 
 
 def _empty(title: str, height: int, dark: bool, message: str) -> go.Figure:
-    return figure(title, height, dark, [], xaxis=HIDDEN_AXIS, yaxis=HIDDEN_AXIS, annotations=[
-        dict(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
+    return figure(
+        title,
+        height,
+        dark,
+        [],
+        xaxis=HIDDEN_AXIS,
+        yaxis=HIDDEN_AXIS,
+        annotations=[dict(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")],
+    )
 
 
-def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[set[tuple[str, int]]] = None,
-                      dark: bool = False, height: Optional[int] = None, legend: bool = True,
-                      cols: Optional[int] = None, width: Optional[int] = None) -> go.Figure:
+def block_grid_figure(
+    snapshot: Snapshot,
+    pool: str = "gpu",
+    changed: set[tuple[str, int]] | None = None,
+    dark: bool = False,
+    height: int | None = None,
+    legend: bool = True,
+    cols: int | None = None,
+    width: int | None = None,
+) -> go.Figure:
     """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline;
     ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer); ``width``: the px it is drawn at,
     where known (a review pack's small multiple), to which the legend wraps (else six entries a line)."""
@@ -161,43 +211,67 @@ def block_grid_figure(snapshot: Snapshot, pool: str = "gpu", changed: Optional[s
     short = SHORT_TITLES["offload" if tier else pool] if (tier or pool in SHORT_TITLES) else name
     # Short enough for a learner's 290 px grid column at 1280 px (a plotly title never wraps): the null block is
     # explained by its cell and the legend, not here.
-    title = f"{short} · {used}/{len(blocks) - nulls}" + (" blocks used" if pool == "gpu" else " stored" if tier
-                                                         else " used")
+    title = f"{short} · {used}/{len(blocks) - nulls}" + (
+        " blocks used" if pool == "gpu" else " stored" if tier else " used"
+    )
     cols = cols or (grid_columns(len(blocks)) if blocks else 1)
     rows = max(1, math.ceil(len(blocks) / cols))
     if not blocks:
-        return _empty(title, height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))), dark,
-                      "no blocks in this pool")
+        return _empty(
+            title, height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))), dark, "no blocks in this pool"
+        )
     c = colors(dark)
-    data = grid_traces([cell_fill(b, dark) for b in blocks],
-                       [tier_cell_text(b) if tier else cell_text(b) for b in blocks],
-                       [tier_hover(b) if tier else block_hover(b, name) for b in blocks], cols, name)
+    data = grid_traces(
+        [cell_fill(b, dark) for b in blocks],
+        [tier_cell_text(b) if tier else cell_text(b) for b in blocks],
+        [tier_hover(b) if tier else block_hover(b, name) for b in blocks],
+        cols,
+        name,
+    )
     annotations = []
     lines: list[str] = []
     if legend:
-        owners = sorted({o for b in blocks for o in b.owners},
-                        key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r))
+        owners = sorted(
+            {o for b in blocks for o in b.owners}, key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r)
+        )
         entries = [("■", request_color(o), f"req {o}") for o in owners]
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
         entries += [(NULL_MARK, c["muted"], "null block (not counted)")] if nulls else []
         entries += [("<b>□</b>", c["outline"], "changed this step")]
         lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX)
-        annotations.append(dict(text="<br>".join(lines), x=0, y=0, xref="paper", yref="paper", xanchor="left",
-                                yanchor="top", yshift=-4, showarrow=False, align="left",
-                                font=dict(size=LEGEND_FONT_PX)))
+        annotations.append(
+            dict(
+                text="<br>".join(lines),
+                x=0,
+                y=0,
+                xref="paper",
+                yref="paper",
+                xanchor="left",
+                yanchor="top",
+                yshift=-4,
+                showarrow=False,
+                align="left",
+                font=dict(size=LEGEND_FONT_PX),
+            )
+        )
     legend_px = max(70, 38 + LEGEND_LINE_PX * len(lines)) if legend else 0  # up to two lines: the 70 px it had
     height = height or max(160, min(520 + max(0, legend_px - 70), 60 + rows * 26 + legend_px))
     marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]
     return figure(
-        title, height, dark, data, shapes=outline_shapes(marked, cols, c["outline"]), showlegend=False,
-        annotations=annotations, xaxis=HIDDEN_AXIS | dict(range=[-0.5, cols - 0.5]),
+        title,
+        height,
+        dark,
+        data,
+        shapes=outline_shapes(marked, cols, c["outline"]),
+        showlegend=False,
+        annotations=annotations,
+        xaxis=HIDDEN_AXIS | dict(range=[-0.5, cols - 0.5]),
         yaxis=HIDDEN_AXIS | dict(range=[rows - 0.5, -0.5]),
         margin=dict(l=GRID_MARGIN_PX, r=GRID_MARGIN_PX, t=30, b=16 + LEGEND_LINE_PX * len(lines)),
     )
 
 
-def block_tables_figure(snapshot: Snapshot, dark: bool = False,
-                        changed_requests: Optional[set[str]] = None) -> go.Figure:
+def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests: set[str] | None = None) -> go.Figure:
     """Rows = requests holding blocks; column j = logical block j; cell text = physical block id."""
     holders = [r for r in snapshot.requests if r.block_table]
     title = "Block tables · logical block → physical block"
@@ -212,26 +286,59 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False,
         pool = r.pool or "gpu"
         for j in range(width):
             if j >= len(r.block_table):
-                fills.append(c["free"]), texts.append(""), hovers.append(
-                    f"req {r.request_id} · logical {j}: not allocated")
+                (
+                    fills.append(c["free"]),
+                    texts.append(""),
+                    hovers.append(f"req {r.request_id} · logical {j}: not allocated"),
+                )
                 continue
             block_id = r.block_table[j]
             block = by_id.get((pool, block_id))
             shared = block is not None and block.ref_cnt > 1
             fills.append(request_color(r.request_id))
             texts.append(f"{'c' if pool == 'cpu' else ''}{block_id}{'*' if shared else ''}")
-            hovers.append(f"req {r.request_id} · logical {j} → {POOL_TITLES[pool].lower()} block {block_id}"
-                          + (f"<br>ref {block.ref_cnt}, tokens {block.tokens_filled}" if block else ""))
+            hovers.append(
+                f"req {r.request_id} · logical {j} → {POOL_TITLES[pool].lower()} block {block_id}"
+                + (f"<br>ref {block.ref_cnt}, tokens {block.tokens_filled}" if block else "")
+            )
     rows = [i for i, r in enumerate(holders) if changed_requests and r.request_id in changed_requests]
     labels = [f"req {r.request_id}{' (CPU)' if r.pool == 'cpu' else ''}" for r in holders]
     return figure(
-        title, height, dark, grid_traces(fills, texts, hovers, width, "block tables"), showlegend=False,
+        title,
+        height,
+        dark,
+        grid_traces(fills, texts, hovers, width, "block tables"),
+        showlegend=False,
         subtitle="columns: logical block · cells: physical block id (c = CPU pool, * = shared)",
-        shapes=[dict(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5,
-                     line=dict(color=c["outline"], width=1.5), fillcolor="rgba(0,0,0,0)", layer="above") for i in rows],
-        xaxis=dict(fixedrange=True, range=[-0.5, width - 0.5], side="top", tickmode="linear",
-                   dtick=1 if width <= 24 else 4, showgrid=False),
-        yaxis=dict(fixedrange=True, range=[len(holders) - 0.5, -0.5], automargin=True, tickmode="array", showgrid=False,
-                   tickvals=list(range(len(holders))), ticktext=labels),
+        shapes=[
+            dict(
+                type="rect",
+                x0=-0.5,
+                x1=width - 0.5,
+                y0=i - 0.5,
+                y1=i + 0.5,
+                line=dict(color=c["outline"], width=1.5),
+                fillcolor="rgba(0,0,0,0)",
+                layer="above",
+            )
+            for i in rows
+        ],
+        xaxis=dict(
+            fixedrange=True,
+            range=[-0.5, width - 0.5],
+            side="top",
+            tickmode="linear",
+            dtick=1 if width <= 24 else 4,
+            showgrid=False,
+        ),
+        yaxis=dict(
+            fixedrange=True,
+            range=[len(holders) - 0.5, -0.5],
+            automargin=True,
+            tickmode="array",
+            showgrid=False,
+            tickvals=list(range(len(holders))),
+            ticktext=labels,
+        ),
         margin=dict(l=4 + tick_label_margin(labels), r=4, t=86, b=4),
     )

@@ -5,14 +5,17 @@ measured or modelled; and the command line that reproduces a sweep. Pure text fr
 from __future__ import annotations
 
 import shlex
-from typing import Iterable, Optional
+from typing import Iterable
 
 from pykv.border.config import EngineConfig
 from pykv.border.knob_table import knob_text
 from pykv.border.pcie import PCIE_GBPS
 
-SWEEP_AXIS_FLAGS = {"num_gpu_blocks": "--pool-sizes", "block_size": "--block-sizes",
-                    "max_num_seqs": "--max-num-seqs-values"}
+SWEEP_AXIS_FLAGS = {
+    "num_gpu_blocks": "--pool-sizes",
+    "block_size": "--block-sizes",
+    "max_num_seqs": "--max-num-seqs-values",
+}
 
 
 def config_summary(config: EngineConfig) -> str:
@@ -21,46 +24,75 @@ def config_summary(config: EngineConfig) -> str:
     mode = f"preemption {config.preemption_mode}"
     if config.preemption_mode != "recompute" and config.num_cpu_blocks is not None:
         mode += f" ({config.num_cpu_blocks} CPU blocks)"
-    parts = [f"vLLM {p.release} rules ({p.name})", f"{config.num_gpu_blocks} blocks × {config.block_size} tokens",
-             f"max_num_seqs {config.max_num_seqs}", f"budget {config.max_num_batched_tokens} tokens/step", mode]
+    parts = [
+        f"vLLM {p.release} rules ({p.name})",
+        f"{config.num_gpu_blocks} blocks × {config.block_size} tokens",
+        f"max_num_seqs {config.max_num_seqs}",
+        f"budget {config.max_num_batched_tokens} tokens/step",
+        mode,
+    ]
     if config.enable_prefix_caching:
         parts.append("prefix caching")
     return " · ".join(parts)
 
 
-def state_caption(config: EngineConfig, device: str, *, preset: Optional[str], step: int,
-                  manual_requests: int = 0) -> str:
+def state_caption(config: EngineConfig, device: str, *, preset: str | None, step: int, manual_requests: int = 0) -> str:
     """The caption of a figure of engine state (block grids, queues, block tables): nothing timed in it."""
     workload = f"preset {preset}" if preset else "no preset"
     extra = f" + {manual_requests} request(s) added by hand" if manual_requests else ""
-    return (f"pykv engine state after step {step} ({workload}{extra}) on {device} · model {config.model} · "
-            f"{config_summary(config)}")
+    return (
+        f"pykv engine state after step {step} ({workload}{extra}) on {device} · model {config.model} · "
+        f"{config_summary(config)}"
+    )
 
 
-def sweep_caption(base: EngineConfig, device: str, *, workload: str, workload_args: dict, axis: str,
-                  values: Iterable[int], modes: Iterable[str], runs: int, total: int,
-                  policies: Iterable[str] = ("last",)) -> str:
+def sweep_caption(
+    base: EngineConfig,
+    device: str,
+    *,
+    workload: str,
+    workload_args: dict,
+    axis: str,
+    values: Iterable[int],
+    modes: Iterable[str],
+    runs: int,
+    total: int,
+    policies: Iterable[str] = ("last",),
+) -> str:
     """The caption of a sweep chart: times measured on ``device``, PCIe times modelled."""
     sized = ", ".join(f"{k}={v}" for k, v in sorted(workload_args.items()))
     stopped = f" (stopped: {runs} of {total} runs)" if runs < total else f" ({runs} runs)"
     policies = tuple(policies)
     by = "" if policies == ("last",) else f" × victim policies {', '.join(policies)}"
-    return (f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{by}{stopped} · "
-            f"workload {workload} ({sized}) · model {base.model} · base: {config_summary(base)} · "
-            f"times measured on {device}; PCIe times modelled, not measured")
+    return (
+        f"pykv sweep of {axis} over {', '.join(map(str, values))} × modes {', '.join(modes)}{by}{stopped} · "
+        f"workload {workload} ({sized}) · model {base.model} · base: {config_summary(base)} · "
+        f"times measured on {device}; PCIe times modelled, not measured"
+    )
 
 
 def sweep_costs_note(base: EngineConfig, device: str) -> str:
     """The line under the Sweep page's charts (and the sweep pack's): how each preemption's cost is measured, and
     the PCIe model."""
-    return (f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
-            f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
-            f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {base.pcie_copy_overhead_us:g} µs per copy issued. "
-            f"Measured on {device}.")
+    return (
+        f"Recompute's cost is the forward time of its re-prefill, shared out by token count; swap's is the "
+        f"measured copy-out + copy-in. Modelled PCIe: bytes / ({PCIE_GBPS['gen4']:g} GB/s Gen4, "
+        f"{PCIE_GBPS['gen5']:g} GB/s Gen5) + {base.pcie_copy_overhead_us:g} µs per copy issued. "
+        f"Measured on {device}."
+    )
 
 
-def sweep_command(base: EngineConfig, *, workload: str, workload_args: dict, axis: str, values: Iterable[int],
-                  modes: Iterable[str], seed: int = 0, policies: Iterable[str] = ("last",)) -> str:
+def sweep_command(
+    base: EngineConfig,
+    *,
+    workload: str,
+    workload_args: dict,
+    axis: str,
+    values: Iterable[int],
+    modes: Iterable[str],
+    seed: int = 0,
+    policies: Iterable[str] = ("last",),
+) -> str:
     """``python -m pykv sweep ...`` that runs the same sweep headless (the Sweep page has no URL)."""
     args = ["python -m pykv sweep", "--workload", workload]
     if "n" in workload_args:

@@ -7,7 +7,7 @@ a reader must never take a modelled number for a measured one. Pure functions of
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pandas as pd
 
@@ -15,44 +15,70 @@ from pykv.border.snapshot import Snapshot
 from pykv.border.units import fmt_bytes
 from pykv.gpu_model.schedule import ModelledBill, RequestTimes
 
-MODELLED_ONE_LINE = ("The tiny model still produces the tokens; the modelled figures price its real schedule (which "
-                     "requests run, how many tokens each step prefills and decodes, what each swap moves) on {label}.")
+MODELLED_ONE_LINE = (
+    "The tiny model still produces the tokens; the modelled figures price its real schedule (which "
+    "requests run, how many tokens each step prefills and decodes, what each swap moves) on {label}."
+)
 
 
-def fmt_model_ms(ms: Optional[float]) -> str:
+def fmt_model_ms(ms: float | None) -> str:
     if ms is None:
         return "—"
     return f"{ms / 1e3:.2f} s" if ms >= 10_000 else f"{ms:.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
 
 
-def modelled_strip(label: str, step_ms: Optional[float], tokens: Optional[int], clock_ms: float,
-                   bills: Sequence[ModelledBill]) -> list[tuple[str, str, str]]:
+def modelled_strip(
+    label: str, step_ms: float | None, tokens: int | None, clock_ms: float, bills: Sequence[ModelledBill]
+) -> list[tuple[str, str, str]]:
     """(label, value, help) of the modelled metrics: this step, its tokens/s, the clock, the preemption bill."""
     tps = tokens / (step_ms * 1e-3) if step_ms and tokens else None
     billed = sum(b.modelled_ms for b in bills)
     delay = sum(b.delay_to_others_ms for b in bills)
     open_bills = [b for b in bills if b.note]
     bill_value = fmt_model_ms(billed) + (f" · {len(open_bills)} open" if open_bills else "")
-    open_help = ("" if not open_bills else f" {len(open_bills)} of {len(bills)} bills are 0 or near 0 for now: "
-                 + "; ".join(f"req {b.request_id} (step {b.step}): {b.note}" for b in open_bills[:4])
-                 + ("; ..." if len(open_bills) > 4 else "") + ".")
+    open_help = (
+        ""
+        if not open_bills
+        else f" {len(open_bills)} of {len(bills)} bills are 0 or near 0 for now: "
+        + "; ".join(f"req {b.request_id} (step {b.step}): {b.note}" for b in open_bills[:4])
+        + ("; ..." if len(open_bills) > 4 else "")
+        + "."
+    )
     return [
-        (f"Step time (modelled {label})", fmt_model_ms(step_ms),
-         f"Modelled, not measured: this step's chunks and copies priced on {label} (roofline per phase + overheads; "
-         "the formulas are in 'How the modelled figures are computed')."),
-        (f"Tokens/s (modelled {label})", "—" if tps is None else f"{tps:,.0f}",
-         f"Modelled: tokens this step / the modelled step time on {label}."),
-        (f"Clock (modelled {label})", fmt_model_ms(clock_ms),
-         f"Modelled: every step so far priced on {label}, added up: how long this schedule would have taken there."),
-        (f"Preemption bill (modelled {label})", bill_value,
-         f"Modelled on {label}: re-prefills and swap copies so far, billed when they happen (a victim's re-prefill "
-         f"is billed in the steps that redo it, not when it is preempted); they also delayed the other requests in "
-         f"the same steps by {fmt_model_ms(delay)} in all (each waited that long for its token).{open_help}"),
+        (
+            f"Step time (modelled {label})",
+            fmt_model_ms(step_ms),
+            f"Modelled, not measured: this step's chunks and copies priced on {label} (roofline per phase + overheads; "
+            "the formulas are in 'How the modelled figures are computed').",
+        ),
+        (
+            f"Tokens/s (modelled {label})",
+            "—" if tps is None else f"{tps:,.0f}",
+            f"Modelled: tokens this step / the modelled step time on {label}.",
+        ),
+        (
+            f"Clock (modelled {label})",
+            fmt_model_ms(clock_ms),
+            f"Modelled: every step so far priced on {label}, added up: how long this schedule would have taken there.",
+        ),
+        (
+            f"Preemption bill (modelled {label})",
+            bill_value,
+            f"Modelled on {label}: re-prefills and swap copies so far, billed when they happen (a victim's re-prefill "
+            f"is billed in the steps that redo it, not when it is preempted); they also delayed the other requests in "
+            f"the same steps by {fmt_model_ms(delay)} in all (each waited that long for its token).{open_help}",
+        ),
     ]
 
 
-def modelled_narration(snapshot: Snapshot, label: str, bills: Sequence[ModelledBill], kv_bytes_per_token: int,
-                       per_token_us: float, link: str) -> list[str]:
+def modelled_narration(
+    snapshot: Snapshot,
+    label: str,
+    bills: Sequence[ModelledBill],
+    kv_bytes_per_token: int,
+    per_token_us: float,
+    link: str,
+) -> list[str]:
     """Sentences on what this step's preemptions, swaps and re-prefills cost on the target (modelled)."""
     report = snapshot.report
     if report is None:
@@ -60,21 +86,26 @@ def modelled_narration(snapshot: Snapshot, label: str, bills: Sequence[ModelledB
     lines = []
     for b in bills:
         if b.step == report.step and b.mode == "recompute":
-            lines.append(f"Modelled {label}: re-prefilling req {b.request_id}'s {b.tokens} tokens will cost about "
-                         f"{fmt_model_ms(b.seed_formula_ms)} ({b.tokens} × {per_token_us:.0f} µs per prefill token); "
-                         "the Preemption bill counts it in the steps that redo it, so it stays unchanged this step.")
+            lines.append(
+                f"Modelled {label}: re-prefilling req {b.request_id}'s {b.tokens} tokens will cost about "
+                f"{fmt_model_ms(b.seed_formula_ms)} ({b.tokens} × {per_token_us:.0f} µs per prefill token); "
+                "the Preemption bill counts it in the steps that redo it, so it stays unchanged this step."
+            )
         elif report.step in b.steps and b.mode == "recompute":
             paid = b.step_ms[b.steps.index(report.step)]
             waited = [r for r in report.scheduled if r != b.request_id]
             who = f"; {', '.join(f'req {r}' for r in waited)} waited for it" if waited else ""
-            lines.append(f"Modelled {label}: req {b.request_id}'s re-prefill adds {fmt_model_ms(paid)} to this step"
-                         f"{who}.")
+            lines.append(
+                f"Modelled {label}: req {b.request_id}'s re-prefill adds {fmt_model_ms(paid)} to this step{who}."
+            )
         elif report.step in b.steps and b.mode == "swap":
             paid = b.step_ms[b.steps.index(report.step)]
             way = "out" if b.step == report.step else "back in"
-            lines.append(f"Modelled {label}: copying req {b.request_id}'s {b.tokens} tokens "
-                         f"({fmt_bytes(b.tokens * kv_bytes_per_token)} of KV) {way} over {link} takes "
-                         f"{fmt_model_ms(paid)}.")
+            lines.append(
+                f"Modelled {label}: copying req {b.request_id}'s {b.tokens} tokens "
+                f"({fmt_bytes(b.tokens * kv_bytes_per_token)} of KV) {way} over {link} takes "
+                f"{fmt_model_ms(paid)}."
+            )
     return lines
 
 
@@ -95,7 +126,8 @@ def with_modelled_bills(frame: pd.DataFrame, bills: Sequence[ModelledBill], labe
     keys = list(zip(out["step"], out["request_id"].astype(str))) if len(out) else []
     found = [by_key.get(k) for k in keys]
     out[f"bill ms (modelled {label})"] = [None if b is None else round(b.modelled_ms, 3) for b in found]
-    out[f"delay to others ms (modelled {label})"] = [None if b is None else round(b.delay_to_others_ms, 3)
-                                                     for b in found]
+    out[f"delay to others ms (modelled {label})"] = [
+        None if b is None else round(b.delay_to_others_ms, 3) for b in found
+    ]
     out["why the bill is 0 or small"] = [(b.note or "") if b is not None else "" for b in found]
     return out

@@ -6,7 +6,7 @@ named "modelled <GPU> + <model>".
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,12 +17,20 @@ from pykv.gpu_model.schedule import bills, run_totals
 from pykv.viz.sweep_charts import AXIS_LABELS, MARGIN, MODE_COLORS, _device, _empty, _trace
 from pykv.viz.theme import colors, figure, log_axis
 
-MODELLED_RUNS_NOTE = ("Modelled on {label}: each run's own steps (the chunks it scheduled, the copies it made) priced "
-                      "on the target and added up; modelled tokens/s = output tokens / that time. The measured line is "
-                      "this machine's, where a step's fixed cost dominates; on the GPU a preemption storm costs real "
-                      "throughput.")
-MODELLED_RUN_COLUMNS = ["modelled_target", "modelled_s", "modelled_tokens_per_s", "modelled_recompute_s",
-                        "modelled_swap_s", "modelled_delay_to_others_s"]
+MODELLED_RUNS_NOTE = (
+    "Modelled on {label}: each run's own steps (the chunks it scheduled, the copies it made) priced "
+    "on the target and added up; modelled tokens/s = output tokens / that time. The measured line is "
+    "this machine's, where a step's fixed cost dominates; on the GPU a preemption storm costs real "
+    "throughput."
+)
+MODELLED_RUN_COLUMNS = [
+    "modelled_target",
+    "modelled_s",
+    "modelled_tokens_per_s",
+    "modelled_recompute_s",
+    "modelled_swap_s",
+    "modelled_delay_to_others_s",
+]
 
 
 def modelled_run_columns(rows: Sequence[dict], est: Estimate) -> pd.DataFrame:
@@ -34,7 +42,7 @@ def modelled_run_columns(rows: Sequence[dict], est: Estimate) -> pd.DataFrame:
     return pd.DataFrame(out, columns=MODELLED_RUN_COLUMNS)
 
 
-def modelled_cost_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[Optional[float]]:
+def modelled_cost_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[float | None]:
     """Each preemption row's modelled bill in seconds (same order as ``costs``)."""
     priced = _bills_by_row(rows, est)
     found = [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
@@ -49,57 +57,125 @@ def modelled_note_column(rows: Sequence[dict], costs: Sequence[dict], est: Estim
 
 
 def _bills_by_row(rows: Sequence[dict], est: Estimate) -> dict:
-    return {(row["mode"], row["value"], b.step, b.request_id): b
-            for row in rows for b in bills(est, row.get("reports") or [], row["block_size"])}
+    return {
+        (row["mode"], row["value"], b.step, b.request_id): b
+        for row in rows
+        for b in bills(est, row.get("reports") or [], row["block_size"])
+    }
 
 
-def modelled_runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: Optional[int] = None,
-                         height: int = 480) -> go.Figure:
+def modelled_runs_figure(
+    runs: pd.DataFrame, dark: bool = False, capacity: int | None = None, height: int = 480
+) -> go.Figure:
     """Output tokens/s per mode against the swept axis: measured on this device (top) and modelled on the
     target (bottom), from the very same schedules."""
     axis = runs["axis"].iloc[0] if len(runs) else "num_gpu_blocks"
     label = runs["modelled_target"].iloc[0] if len(runs) else "the target"
     title = f"Throughput per mode: measured on this machine, and the same schedules modelled on {label}."
-    subtitle = (f"Top, solid: measured on {_device(runs) if len(runs) else '-'}. Bottom, dashed and hollow: modelled "
-                f"{label}, not measured (the tiny model produced the tokens).")
+    subtitle = (
+        f"Top, solid: measured on {_device(runs) if len(runs) else '-'}. Bottom, dashed and hollow: modelled "
+        f"{label}, not measured (the tiny model produced the tokens)."
+    )
     if runs.empty:
         return _empty(title, subtitle, dark, height, "No runs yet.")
     data = []
     for mode, group in runs.sort_values("value").groupby("mode", sort=False):
         data.append(_trace(f"{mode}, measured", group["value"], group["tokens_per_s"], mode, "tok/s"))
-        data.append(_trace(f"{mode}, modelled {label}", group["value"], group["modelled_tokens_per_s"], mode, "tok/s",
-                           modelled="gen5", yaxis="y2"))
-    axes = {"yaxis": dict(title=dict(text="tokens/s, measured"), rangemode="tozero", domain=[0.56, 1]),
-            "yaxis2": dict(title=dict(text="tokens/s, modelled"), rangemode="tozero", domain=[0, 0.44], anchor="x")}
+        data.append(
+            _trace(
+                f"{mode}, modelled {label}",
+                group["value"],
+                group["modelled_tokens_per_s"],
+                mode,
+                "tok/s",
+                modelled="gen5",
+                yaxis="y2",
+            )
+        )
+    axes = {
+        "yaxis": dict(title=dict(text="tokens/s, measured"), rangemode="tozero", domain=[0.56, 1]),
+        "yaxis2": dict(title=dict(text="tokens/s, modelled"), rangemode="tozero", domain=[0, 0.44], anchor="x"),
+    }
     marks = {}
     if capacity is not None:
         muted = colors(dark)["muted"]
-        marks = dict(shapes=[dict(type="line", x0=capacity, x1=capacity, y0=0, y1=1, xref="x", yref="paper",
-                                  line=dict(color=muted, dash="dot", width=1))])
-    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN, hovermode="x unified",
-                  # the shared x axis under the bottom panel: anchored to the top one, its title sat between the two
-                  xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"), **axes, **marks)
+        marks = dict(
+            shapes=[
+                dict(
+                    type="line",
+                    x0=capacity,
+                    x1=capacity,
+                    y0=0,
+                    y1=1,
+                    xref="x",
+                    yref="paper",
+                    line=dict(color=muted, dash="dot", width=1),
+                )
+            ]
+        )
+    return figure(
+        title,
+        height,
+        dark,
+        data,
+        subtitle=subtitle,
+        margin=MARGIN,
+        hovermode="x unified",
+        # the shared x axis under the bottom panel: anchored to the top one, its title sat between the two
+        xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"),
+        **axes,
+        **marks,
+    )
 
 
 def crossover_figure(curves: CrossoverCurves, dark: bool = False, height: int = 440) -> go.Figure:
     """Recompute vs swap for one victim on the target, by its length (log-log), crossovers marked."""
     title = f"Recompute or swap? One victim's cost by its length, modelled {curves.target}."
-    subtitle = (f"Modelled, not measured. Recompute: what its re-prefill adds to a step of {curves.batch} decodes at "
-                f"{curves.context} tokens (dotted: alone). Swap: out + back in, block {curves.block_size}.")
-    lines = [("recompute (in a batch)", curves.recompute_ms, "recompute", "solid"),
-             ("recompute alone", curves.recompute_alone_ms, "recompute", "dot"),
-             ("swap, batched copies", curves.swap_batched_ms, "swap", "dash"),
-             ("swap, per-block copies", curves.swap_per_block_ms, "swap per-block", "dash")]
-    data = [dict(type="scatter", x=curves.lengths, y=y, name=f"{name}, modelled", mode="lines+markers",
-                 line=dict(color=MODE_COLORS[mode], dash=dash, width=2),
-                 marker=dict(color=MODE_COLORS[mode], symbol="circle-open", size=7),
-                 hovertemplate=f"{name} (modelled)<br>%{{x}} tokens<br>%{{y:.3g}} ms<extra></extra>")
-            for name, y, mode, dash in lines]
+    subtitle = (
+        f"Modelled, not measured. Recompute: what its re-prefill adds to a step of {curves.batch} decodes at "
+        f"{curves.context} tokens (dotted: alone). Swap: out + back in, block {curves.block_size}."
+    )
+    lines = [
+        ("recompute (in a batch)", curves.recompute_ms, "recompute", "solid"),
+        ("recompute alone", curves.recompute_alone_ms, "recompute", "dot"),
+        ("swap, batched copies", curves.swap_batched_ms, "swap", "dash"),
+        ("swap, per-block copies", curves.swap_per_block_ms, "swap per-block", "dash"),
+    ]
+    data = [
+        dict(
+            type="scatter",
+            x=curves.lengths,
+            y=y,
+            name=f"{name}, modelled",
+            mode="lines+markers",
+            line=dict(color=MODE_COLORS[mode], dash=dash, width=2),
+            marker=dict(color=MODE_COLORS[mode], symbol="circle-open", size=7),
+            hovertemplate=f"{name} (modelled)<br>%{{x}} tokens<br>%{{y:.3g}} ms<extra></extra>",
+        )
+        for name, y, mode, dash in lines
+    ]
     notes = []
     for what, length in (("batched swap", curves.batched_from), ("per-block swap", curves.per_block_from)):
         notes.append(f"{what} cheaper from {length:,} tokens" if length else f"{what} never cheaper here")
-    note = dict(text="; ".join(notes), showarrow=False, x=0.01, y=0.99, xref="paper", yref="paper", xanchor="left",
-                yanchor="top", font=dict(color=colors(dark)["muted"], size=12))
-    return figure(title, height, dark, data, subtitle=subtitle, margin=MARGIN, annotations=[note],
-                  xaxis=log_axis("victim's sequence length (tokens)", curves.lengths),
-                  yaxis=log_axis("ms per preemption (log scale)", [y for t in data for y in t["y"]]))
+    note = dict(
+        text="; ".join(notes),
+        showarrow=False,
+        x=0.01,
+        y=0.99,
+        xref="paper",
+        yref="paper",
+        xanchor="left",
+        yanchor="top",
+        font=dict(color=colors(dark)["muted"], size=12),
+    )
+    return figure(
+        title,
+        height,
+        dark,
+        data,
+        subtitle=subtitle,
+        margin=MARGIN,
+        annotations=[note],
+        xaxis=log_axis("victim's sequence length (tokens)", curves.lengths),
+        yaxis=log_axis("ms per preemption (log scale)", [y for t in data for y in t["y"]]),
+    )

@@ -5,8 +5,6 @@ Measured figures name the device they were measured on; modelled PCIe figures sa
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pykv.border.metric_names import (
     PYKV_NUM_PREEMPTIONS,
     RECOMPUTE_TAX,
@@ -19,7 +17,7 @@ from pykv.border.step_report import OffloadTransfer, PreemptionView
 from pykv.border.units import fmt_bytes
 
 
-def fmt_ms(seconds: Optional[float]) -> str:
+def fmt_ms(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds * 1e3:.2f} ms"
 
 
@@ -28,8 +26,10 @@ def describe_preemption(p: PreemptionView, block_size: int) -> str:
     if p.mode == "abort":
         return f"req {rid} aborted: {p.reason or 'no room left to preempt it into'}."
     if p.mode == "swap":
-        text = (f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)} copied, "
-                f"{fmt_ms(p.swap_out_s)} measured on {p.device}")
+        text = (
+            f"req {rid} swapped out: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)} copied, "
+            f"{fmt_ms(p.swap_out_s)} measured on {p.device}"
+        )
         if p.modelled_pcie_out_s is not None:
             text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_out_s)})"
         return text + "."
@@ -43,12 +43,14 @@ def describe_offload(t: OffloadTransfer) -> str:
     where = "device → CPU tier" if t.direction == "store" else "CPU tier → device"
     verb = "stored" if t.direction == "store" else "loaded"
     rate = f", {t.bandwidth / 1e9:.2f} GB/s" if t.bandwidth else ""
-    return (f"{t.num_blocks} block(s) {verb} ({where}): {fmt_bytes(t.num_bytes)}, {fmt_ms(t.seconds)} measured on "
-            f"{t.device}{rate} (these bytes modelled over PCIe: {fmt_ms(t.modelled_pcie_s)}).")
+    return (
+        f"{t.num_blocks} block(s) {verb} ({where}): {fmt_bytes(t.num_bytes)}, {fmt_ms(t.seconds)} measured on "
+        f"{t.device}{rate} (these bytes modelled over PCIe: {fmt_ms(t.modelled_pcie_s)})."
+    )
 
 
 def counted(n: int, noun: str) -> str:
-    """"1 token", "2 tokens", "0 decodes"."""
+    """ "1 token", "2 tokens", "0 decodes"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
@@ -75,46 +77,62 @@ def narrate(snapshot: Snapshot) -> list[str]:
         if c.start == 0 or c.num_cached_tokens:
             note = f"req {c.request_id} prefilled tokens {c.start}–{c.start + c.num_new_tokens - 1}"
             if c.num_cached_tokens:
-                note += (f", after reusing {c.num_cached_tokens} cached prompt tokens "
-                         f"({c.num_cached_tokens // max(1, snapshot.block_size)} blocks) from the prefix cache")
+                note += (
+                    f", after reusing {c.num_cached_tokens} cached prompt tokens "
+                    f"({c.num_cached_tokens // max(1, snapshot.block_size)} blocks) from the prefix cache"
+                )
             lines.append(note + ".")
     for c in chunks:
         if c.num_loaded_tokens:
-            lines.append(f"req {c.request_id} loaded {c.num_loaded_tokens} tokens "
-                         f"({c.num_loaded_tokens // max(1, snapshot.block_size)} blocks) from the CPU offloading tier "
-                         "instead of recomputing them.")
+            lines.append(
+                f"req {c.request_id} loaded {c.num_loaded_tokens} tokens "
+                f"({c.num_loaded_tokens // max(1, snapshot.block_size)} blocks) from the CPU offloading tier "
+                "instead of recomputing them."
+            )
     for c in report.copy_on_write:
-        lines.append(f"req {c.request_id} copied shared block {c.src_block} to block {c.dst_block} before appending "
-                     "to it (copy on write): the other sequences keep the original.")
+        lines.append(
+            f"req {c.request_id} copied shared block {c.src_block} to block {c.dst_block} before appending "
+            "to it (copy on write): the other sequences keep the original."
+        )
     for p in report.preempted:
         lines.append(describe_preemption(p, snapshot.block_size))
         if p.why is not None and p.mode != "abort":
             lines.append(f"req {p.request_id} was chosen because {p.why}.")
     for c in chunks:
         if c.orphaned:
-            lines.append(f"req {c.request_id} was scheduled earlier in this step, then preempted: vLLM 0.10.2 leaves "
-                         f"its {counted(c.num_new_tokens, 'token')} in the batch, charged to the budget, and counts "
-                         f"them as computed, so it will resume at token {c.num_new_tokens} without their KV "
-                         "(pykv computes nothing for them; vLLM 0.11.1 takes the chunk back).")
+            lines.append(
+                f"req {c.request_id} was scheduled earlier in this step, then preempted: vLLM 0.10.2 leaves "
+                f"its {counted(c.num_new_tokens, 'token')} in the batch, charged to the budget, and counts "
+                f"them as computed, so it will resume at token {c.num_new_tokens} without their KV "
+                "(pykv computes nothing for them; vLLM 0.11.1 takes the chunk back)."
+            )
     lines += [describe_offload(t) for t in report.offload]
     if report.recomputed_tokens and report.recompute_tax is not None:
-        lines.append(f"Recompute tax this step: {report.recomputed_tokens} of the prefill tokens "
-                     f"({report.recompute_tax:.0%}) recomputed KV a preemption had dropped.")
+        lines.append(
+            f"Recompute tax this step: {report.recomputed_tokens} of the prefill tokens "
+            f"({report.recompute_tax:.0%}) recomputed KV a preemption had dropped."
+        )
     for p in report.swapped_in:
-        text = (f"req {p.request_id} swapped back in: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
-                f"{fmt_ms(p.swap_in_s)} measured on {p.device}")
+        text = (
+            f"req {p.request_id} swapped back in: {p.num_blocks} blocks, {fmt_bytes(p.num_bytes)}, "
+            f"{fmt_ms(p.swap_in_s)} measured on {p.device}"
+        )
         if p.modelled_pcie_in_s is not None:
             text += f" (this model's {fmt_bytes(p.num_bytes)} modelled over PCIe: {fmt_ms(p.modelled_pcie_in_s)})"
         lines.append(text + ".")
         view = next((r for r in snapshot.requests if r.request_id == p.request_id), None)
         # two or more tokens still to compute after the step: it came back chunked (one left may be a new token)
         if view is not None and view.num_computed_tokens + 1 < view.num_prompt_tokens + view.num_output_tokens:
-            lines.append(f"req {p.request_id} came back with only part of the tokens it lacks: vLLM 0.6.3 never "
-                         "chunks a swap-in, and with more left than max_num_batched_tokens it would have stayed "
-                         "swapped for good; pykv chunks it once nothing else runs.")
+            lines.append(
+                f"req {p.request_id} came back with only part of the tokens it lacks: vLLM 0.6.3 never "
+                "chunks a swap-in, and with more left than max_num_batched_tokens it would have stayed "
+                "swapped for good; pykv chunks it once nothing else runs."
+            )
     for parent, children in report.forked.items():
-        lines.append(f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
-                     f"they share all its blocks (reference count {len(children) + 1} each).")
+        lines.append(
+            f"req {parent} forked {len(children)} sequence(s) ({', '.join(children)}) on its first token: "
+            f"they share all its blocks (reference count {len(children) + 1} each)."
+        )
     for out in report.finished:
         text = f"req {out.request_id} finished ({out.finish_reason}): {len(out.output_token_ids)} tokens"
         if out.num_preemptions:
@@ -135,18 +153,33 @@ def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
     recomputed, tax = RECOMPUTED_TOKENS.sample, RECOMPUTE_TAX.sample
     return [
         ("KV usage", f"{snapshot.metric(usage) * 100:.0f}%", f"{usage.sample} — device pool blocks in use."),
-        ("Preemptions", f"{snapshot.metric(PYKV_NUM_PREEMPTIONS):.0f}",
-         f"{pykv_count} — all modes, counted when they happen. {vllm_count} reads "
-         f"{snapshot.metric(VLLM_NUM_PREEMPTIONS):.0f}" + ("" if snapshot.vllm_profile == "v0.6" else
-                                                          " (V1 counts a preemption on the request's next output)")
-         + "."),
-        ("Recomputed tokens", f"{snapshot.metric(RECOMPUTED_TOKENS):.0f} · tax {snapshot.metric(RECOMPUTE_TAX):.0%}",
-         f"{recomputed} — tokens re-prefilled after recompute preemptions; {tax} — their "
-         "share of all prefill tokens so far (the recompute tax)."),
-        ("Swapped out", fmt_bytes(snapshot.metric(SWAPPED_OUT_BYTES)),
-         f"{SWAPPED_OUT_BYTES.sample} — KV bytes copied device → CPU."),
-        (f"Tokens/s ({device})", "—" if tps is None else f"{tps:,.0f}",
-         f"Tokens this step / measured step time on {device}."),
-        (f"Step time ({device})", fmt_ms(step_s),
-         f"Measured wall time of the last step on {device}: schedule + copies + forward + sample."),
+        (
+            "Preemptions",
+            f"{snapshot.metric(PYKV_NUM_PREEMPTIONS):.0f}",
+            f"{pykv_count} — all modes, counted when they happen. {vllm_count} reads "
+            f"{snapshot.metric(VLLM_NUM_PREEMPTIONS):.0f}"
+            + ("" if snapshot.vllm_profile == "v0.6" else " (V1 counts a preemption on the request's next output)")
+            + ".",
+        ),
+        (
+            "Recomputed tokens",
+            f"{snapshot.metric(RECOMPUTED_TOKENS):.0f} · tax {snapshot.metric(RECOMPUTE_TAX):.0%}",
+            f"{recomputed} — tokens re-prefilled after recompute preemptions; {tax} — their "
+            "share of all prefill tokens so far (the recompute tax).",
+        ),
+        (
+            "Swapped out",
+            fmt_bytes(snapshot.metric(SWAPPED_OUT_BYTES)),
+            f"{SWAPPED_OUT_BYTES.sample} — KV bytes copied device → CPU.",
+        ),
+        (
+            f"Tokens/s ({device})",
+            "—" if tps is None else f"{tps:,.0f}",
+            f"Tokens this step / measured step time on {device}.",
+        ),
+        (
+            f"Step time ({device})",
+            fmt_ms(step_s),
+            f"Measured wall time of the last step on {device}: schedule + copies + forward + sample.",
+        ),
     ]

@@ -11,7 +11,7 @@ it. Pure function of plain data: no Streamlit, no lesson objects.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -31,8 +31,13 @@ def _whole_step(most: int, ticks: int = 6) -> int:
     return step
 
 
-def answers_figure(choices: Sequence[str], counts: Mapping[str, int], correct: Optional[str],
-                   dark: bool = False, height: Optional[int] = None) -> go.Figure:
+def answers_figure(
+    choices: Sequence[str],
+    counts: Mapping[str, int],
+    correct: str | None,
+    dark: bool = False,
+    height: int | None = None,
+) -> go.Figure:
     """Bars of ``counts`` (answers per choice; a choice missing from it has 0, a key that is no choice is
     ignored) in ``choices`` order, top to bottom. ``correct`` None: not revealed yet, all bars alike;
     otherwise the choice to highlight. ValueError on repeated choices, a negative count or a
@@ -52,18 +57,47 @@ def answers_figure(choices: Sequence[str], counts: Mapping[str, int], correct: O
     outlines = [c["outline"] if choice == correct else "rgba(0,0,0,0)" for choice in choices]
     texts = [f"{v} {TICK}" if choice == correct else str(v) for choice, v in zip(choices, values)]
     shares = [v / total if total else 0.0 for v in values]
-    bar = dict(type="bar", orientation="h", x=values, y=choices, text=texts, textposition="outside",
-               cliponaxis=False, textfont=dict(color=c["font"]), customdata=shares,
-               marker=dict(color=fills, line=dict(color=outlines, width=2)),
-               hovertemplate="%{y}: %{x} answers (%{customdata:.0%})<extra></extra>")
+    bar = dict(
+        type="bar",
+        orientation="h",
+        x=values,
+        y=choices,
+        text=texts,
+        textposition="outside",
+        cliponaxis=False,
+        textfont=dict(color=c["font"]),
+        customdata=shares,
+        marker=dict(color=fills, line=dict(color=outlines, width=2)),
+        hovertemplate="%{y}: %{x} answers (%{customdata:.0%})<extra></extra>",
+    )
     answers = f"{total} answer{'s' if total != 1 else ''}"
     subtitle = f"{answers} · right answer: {TICK} {correct}" if revealed else f"{answers} · not revealed yet"
-    layout = dict(subtitle=subtitle, bargap=0.3, showlegend=False,
-                  margin=dict(l=8, r=48, t=56, b=8),
-                  xaxis=dict(rangemode="tozero", range=None if total else [0, 1], tick0=0,
-                             dtick=_whole_step(max(values)), tickformat="d", automargin=True, showgrid=True),
-                  yaxis=dict(type="category", autorange="reversed", automargin=True, ticksuffix="  "))
+    layout = dict(
+        subtitle=subtitle,
+        bargap=0.3,
+        showlegend=False,
+        margin=dict(l=8, r=48, t=56, b=8),
+        xaxis=dict(
+            rangemode="tozero",
+            range=None if total else [0, 1],
+            tick0=0,
+            dtick=_whole_step(max(values)),
+            tickformat="d",
+            automargin=True,
+            showgrid=True,
+        ),
+        yaxis=dict(type="category", autorange="reversed", automargin=True, ticksuffix="  "),
+    )
     if not total:
-        layout["annotations"] = [dict(text="No answers yet.", showarrow=False, x=0.5, y=0.5, xref="paper",
-                                      yref="paper", font=dict(color=c["muted"]))]
+        layout["annotations"] = [
+            dict(
+                text="No answers yet.",
+                showarrow=False,
+                x=0.5,
+                y=0.5,
+                xref="paper",
+                yref="paper",
+                font=dict(color=c["muted"]),
+            )
+        ]
     return figure("The room's answers", height or 90 + 40 * len(choices), dark, [bar], **layout)

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from pykv.border.snapshot import Snapshot
 from pykv.gpu_model.schedule import RequestTimes, request_times
 
-REQUEST_COLUMNS = ["request", "status", "prompt tokens", "output tokens", "preemptions", "recomputed tokens",
-                   "swapped KiB", "TTFT ms", "text so far"]
+REQUEST_COLUMNS = [
+    "request",
+    "status",
+    "prompt tokens",
+    "output tokens",
+    "preemptions",
+    "recomputed tokens",
+    "swapped KiB",
+    "TTFT ms",
+    "text so far",
+]
 
 
 ENGINE_TTFT = "TTFT ms (engine time)"
@@ -24,18 +33,28 @@ def engine_times(snapshots: Sequence[Snapshot]) -> dict[str, RequestTimes]:
     return request_times(snapshots, step_ms)
 
 
-def requests_frame(snapshot: Snapshot, engine: Optional[dict[str, RequestTimes]] = None) -> pd.DataFrame:
+def requests_frame(snapshot: Snapshot, engine: dict[str, RequestTimes] | None = None) -> pd.DataFrame:
     """The requests table. ``engine`` (from :func:`engine_times`): the TTFT column is engine time, named so;
     else the measured wall time from add_request to the first token."""
-    def ttft(r) -> Optional[float]:
+
+    def ttft(r) -> float | None:
         if engine is not None:
             t = engine.get(r.request_id)
             return None if t is None or t.ttft_ms is None else round(t.ttft_ms, 2)
         return None if r.ttft_s is None else round(r.ttft_s * 1e3, 2)
 
     rows = [
-        [r.request_id, r.status, r.num_prompt_tokens, r.num_output_tokens, r.num_preemptions, r.recomputed_tokens,
-         round(r.swapped_bytes / 1024, 1), ttft(r), r.text]
+        [
+            r.request_id,
+            r.status,
+            r.num_prompt_tokens,
+            r.num_output_tokens,
+            r.num_preemptions,
+            r.recomputed_tokens,
+            round(r.swapped_bytes / 1024, 1),
+            ttft(r),
+            r.text,
+        ]
         for r in snapshot.requests
     ]
     columns = list(REQUEST_COLUMNS)
@@ -46,7 +65,21 @@ def requests_frame(snapshot: Snapshot, engine: Optional[dict[str, RequestTimes]]
 
 def preemptions_frame(snapshot: Snapshot) -> pd.DataFrame:
     """Every preemption so far with its measured cost (and the modelled PCIe figure for swaps)."""
-    cols = ["step", "request_id", "mode", "num_blocks", "num_tokens", "num_bytes", "device", "fallback",
-            "swap_out_s", "swap_in_s", "modelled_pcie_out_s", "modelled_pcie_in_s", "recomputed_tokens",
-            "recompute_s", "steps_lost"]
+    cols = [
+        "step",
+        "request_id",
+        "mode",
+        "num_blocks",
+        "num_tokens",
+        "num_bytes",
+        "device",
+        "fallback",
+        "swap_out_s",
+        "swap_in_s",
+        "modelled_pcie_out_s",
+        "modelled_pcie_in_s",
+        "recomputed_tokens",
+        "recompute_s",
+        "steps_lost",
+    ]
     return pd.DataFrame([{k: getattr(p, k) for k in cols} for p in snapshot.preemptions], columns=cols)

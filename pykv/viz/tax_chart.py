@@ -20,23 +20,60 @@ TITLE = "The recompute tax: the share of prefill work that redid work already do
 def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 460) -> go.Figure:
     axis = runs["axis"].iloc[0] if len(runs) else "num_gpu_blocks"
     devices = ", ".join(sorted(runs["device"].astype(str).unique())) if len(runs) else "—"
-    subtitle = (f"Top: share of prefill tokens (counted). Bottom: share of prefill forward time (measured on "
-                f"{devices}). 0% = no token was ever computed twice.")
+    subtitle = (
+        f"Top: share of prefill tokens (counted). Bottom: share of prefill forward time (measured on "
+        f"{devices}). 0% = no token was ever computed twice."
+    )
     if runs.empty:
-        return figure(TITLE, height, dark, [], subtitle=subtitle, margin=MARGIN, annotations=[
-            dict(text="No runs yet.", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                 font=dict(color=colors(dark)["muted"]))])
+        return figure(
+            TITLE,
+            height,
+            dark,
+            [],
+            subtitle=subtitle,
+            margin=MARGIN,
+            annotations=[
+                dict(
+                    text="No runs yet.",
+                    showarrow=False,
+                    x=0.5,
+                    y=0.5,
+                    xref="paper",
+                    yref="paper",
+                    font=dict(color=colors(dark)["muted"]),
+                )
+            ],
+        )
     data = []
     for label, group in runs.sort_values("value").groupby("mode", sort=False):
         base_mode = str(label).split(" · ")[0]
         policy = str(group["preemption_victim"].iloc[0])
         line = dict(color=MODE_COLORS.get(base_mode), width=2, dash=POLICY_DASH.get(policy, "solid"))
         for i, column in enumerate(("recompute_tax", "recompute_tax_time")):
-            data.append(dict(type="scatter", x=list(group["value"]), y=list(group[column] * 100), name=str(label),
-                             legendgroup=str(label), showlegend=i == 0, mode="lines+markers", line=line,
-                             marker=dict(color=line["color"], size=7), yaxis="y2" if i else "y",
-                             hovertemplate=f"{label}<br>x=%{{x}}<br>%{{y:.1f}}%<extra></extra>"))
-    return figure(TITLE, height, dark, data, subtitle=subtitle, margin=MARGIN, hovermode="x unified",
-                  xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"),
-                  yaxis=dict(title=dict(text="% of prefill tokens"), rangemode="tozero", domain=[0.55, 1]),
-                  yaxis2=dict(title=dict(text="% of prefill time"), rangemode="tozero", domain=[0, 0.45]))
+            data.append(
+                dict(
+                    type="scatter",
+                    x=list(group["value"]),
+                    y=list(group[column] * 100),
+                    name=str(label),
+                    legendgroup=str(label),
+                    showlegend=i == 0,
+                    mode="lines+markers",
+                    line=line,
+                    marker=dict(color=line["color"], size=7),
+                    yaxis="y2" if i else "y",
+                    hovertemplate=f"{label}<br>x=%{{x}}<br>%{{y:.1f}}%<extra></extra>",
+                )
+            )
+    return figure(
+        TITLE,
+        height,
+        dark,
+        data,
+        subtitle=subtitle,
+        margin=MARGIN,
+        hovermode="x unified",
+        xaxis=dict(title=dict(text=AXIS_LABELS[axis]), anchor="y2"),
+        yaxis=dict(title=dict(text="% of prefill tokens"), rangemode="tozero", domain=[0.55, 1]),
+        yaxis2=dict(title=dict(text="% of prefill time"), rangemode="tozero", domain=[0, 0.45]),
+    )

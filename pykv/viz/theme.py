@@ -22,7 +22,6 @@ import math
 import os
 import zlib
 from functools import lru_cache
-from typing import Optional
 
 import plotly.graph_objects as go
 
@@ -32,17 +31,45 @@ VALIDATE_ENV = "PYKV_VALIDATE_FIGURES"  # "1": figure() validates what it builds
 
 # 16 colours for 16 concurrent requests (see the module docstring), ordered so that neighbouring ids differ most.
 REQUEST_PALETTE = (
-    "#AA3377", "#F0E442", "#99DDFF", "#117733", "#332288", "#D55E00", "#77AADD", "#EEDD88",
-    "#663333", "#FFAABB", "#0077BB", "#E69F00", "#222255", "#EE6677", "#CC79A7", "#EE8866",
+    "#AA3377",
+    "#F0E442",
+    "#99DDFF",
+    "#117733",
+    "#332288",
+    "#D55E00",
+    "#77AADD",
+    "#EEDD88",
+    "#663333",
+    "#FFAABB",
+    "#0077BB",
+    "#E69F00",
+    "#222255",
+    "#EE6677",
+    "#CC79A7",
+    "#EE8866",
 )
 
 LIGHT = {
-    "paper": "#FFFFFF", "plot": "#FFFFFF", "font": "#1F2330", "grid": "#E3E5EA", "muted": "#5B6170",
-    "free": "#F1F2F5", "cached": "#A9AFBC", "outline": "#000000", "lane": "#F6F7F9",
+    "paper": "#FFFFFF",
+    "plot": "#FFFFFF",
+    "font": "#1F2330",
+    "grid": "#E3E5EA",
+    "muted": "#5B6170",
+    "free": "#F1F2F5",
+    "cached": "#A9AFBC",
+    "outline": "#000000",
+    "lane": "#F6F7F9",
 }
 DARK = {
-    "paper": "#0E1117", "plot": "#0E1117", "font": "#E6E8EE", "grid": "#2B303B", "muted": "#A3A9B7",
-    "free": "#222631", "cached": "#626A7C", "outline": "#FFFFFF", "lane": "#161A22",
+    "paper": "#0E1117",
+    "plot": "#0E1117",
+    "font": "#E6E8EE",
+    "grid": "#2B303B",
+    "muted": "#A3A9B7",
+    "free": "#222631",
+    "cached": "#626A7C",
+    "outline": "#FFFFFF",
+    "lane": "#161A22",
 }
 
 
@@ -82,7 +109,7 @@ def request_color(request_id: str) -> str:
 
 def text_color_on(fill: str) -> str:
     """Black or white, whichever reads better on ``fill`` (WCAG relative luminance)."""
-    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    r, g, b = (int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5))
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
     luminance = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
     return "#000000" if luminance > 0.22 else "#FFFFFF"
@@ -91,18 +118,27 @@ def text_color_on(fill: str) -> str:
 @lru_cache(maxsize=2)
 def template(dark: bool = False) -> go.layout.Template:
     c = colors(dark)
-    axis = dict(gridcolor=c["grid"], zerolinecolor=c["grid"], linecolor=c["grid"], tickcolor=c["grid"],
-                title=dict(font=dict(color=c["muted"])))
-    return go.layout.Template(layout=go.Layout(
-        paper_bgcolor=c["paper"], plot_bgcolor=c["plot"],
-        font=dict(family="Inter, 'Source Sans Pro', Helvetica, Arial, sans-serif", size=12, color=c["font"]),
-        colorway=list(REQUEST_PALETTE),
-        xaxis=axis, yaxis=axis,
-        hoverlabel=dict(bgcolor=c["paper"], font=dict(color=c["font"]), bordercolor=c["muted"]),
-        legend=dict(bgcolor="rgba(0,0,0,0)", font=dict(color=c["font"])),
-        margin=dict(l=8, r=8, t=36, b=8),
-        title=dict(font=dict(size=14, color=c["font"]), x=0, xanchor="left"),
-    ))
+    axis = dict(
+        gridcolor=c["grid"],
+        zerolinecolor=c["grid"],
+        linecolor=c["grid"],
+        tickcolor=c["grid"],
+        title=dict(font=dict(color=c["muted"])),
+    )
+    return go.layout.Template(
+        layout=go.Layout(
+            paper_bgcolor=c["paper"],
+            plot_bgcolor=c["plot"],
+            font=dict(family="Inter, 'Source Sans Pro', Helvetica, Arial, sans-serif", size=12, color=c["font"]),
+            colorway=list(REQUEST_PALETTE),
+            xaxis=axis,
+            yaxis=axis,
+            hoverlabel=dict(bgcolor=c["paper"], font=dict(color=c["font"]), bordercolor=c["muted"]),
+            legend=dict(bgcolor="rgba(0,0,0,0)", font=dict(color=c["font"])),
+            margin=dict(l=8, r=8, t=36, b=8),
+            title=dict(font=dict(size=14, color=c["font"]), x=0, xanchor="left"),
+        )
+    )
 
 
 @lru_cache(maxsize=2)
@@ -111,8 +147,7 @@ def template_spec(dark: bool = False) -> dict:
     return template(dark).to_plotly_json()
 
 
-def figure(title: str, height: int, dark: bool, data: list[dict], subtitle: Optional[str] = None,
-           **layout) -> go.Figure:
+def figure(title: str, height: int, dark: bool, data: list[dict], subtitle: str | None = None, **layout) -> go.Figure:
     """A figure from trace and layout dicts, on the project's template: a ``SpecFigure``, which the app serves
     without ever building plotly's objects (``spec_figure``), and which becomes a full ``go.Figure`` where
     anything asks for more. Not validated where the app serves it: plotly's validation was two thirds of a

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -35,12 +35,26 @@ from pykv.viz.theme import colors, figure, text_color_on, tick_label_margin
 # colour; recompute shares the recomputed tokens'.
 MODE_COLOR = {"recompute": "#D55E00", "swap": "#56B4E9", "abort": "#CC79A7"}
 MODES = tuple(MODE_LETTER)  # lane order of the preemption panel, top to bottom
-SERIES_COLOR = {"gpu": "#0072B2", "cpu": "#56B4E9", "running": "#009E73", "waiting": "#E69F00",
-                "swapped": "#56B4E9", "recomputed": "#D55E00", "tokens": "#0072B2", "throughput": "#009E73"}
+SERIES_COLOR = {
+    "gpu": "#0072B2",
+    "cpu": "#56B4E9",
+    "running": "#009E73",
+    "waiting": "#E69F00",
+    "swapped": "#56B4E9",
+    "recomputed": "#D55E00",
+    "tokens": "#0072B2",
+    "throughput": "#009E73",
+}
 SERIES = tuple(SERIES_COLOR)
 # (panel, relative height); the preemption panel is a strip of one lane per mode seen.
-PANELS = (("kv", 1.0), ("queues", 1.0), ("preemptions", 0.55), ("recomputed", 0.75), ("tokens", 0.75),
-          ("throughput", 0.75))
+PANELS = (
+    ("kv", 1.0),
+    ("queues", 1.0),
+    ("preemptions", 0.55),
+    ("recomputed", 0.75),
+    ("tokens", 0.75),
+    ("throughput", 0.75),
+)
 ROW = {name: i + 1 for i, (name, _) in enumerate(PANELS)}
 GAP_PX = 20  # between panels: room for the next panel's title
 # left: the panels' tick labels, which plotly keeps to 4 characters at nticks=3 ("5000", "10k", "100k", "2M");
@@ -85,8 +99,9 @@ def timeline_series(history: Sequence[Snapshot]) -> TimelineSeries:
         q, report = snap.queues, snap.report
         cpu = cpu_usage(snap) * 100 if has_cpu else nan
         swapped = len(q.get("swapped", ()))
-        has_swapped = has_swapped or swapped > 0 or (not has_swapped and snap.optional_metric(NUM_REQUESTS_SWAPPED)
-                                                     is not None)
+        has_swapped = (
+            has_swapped or swapped > 0 or (not has_swapped and snap.optional_metric(NUM_REQUESTS_SWAPPED) is not None)
+        )
         tokens = throughput = nan  # step 0 ran nothing: gaps
         if report is not None:
             tokens = report.num_batched_tokens
@@ -95,8 +110,18 @@ def timeline_series(history: Sequence[Snapshot]) -> TimelineSeries:
             for p in report.preempted:
                 events.setdefault(p.mode, {}).setdefault(i, []).append(p.request_id)
         usage = usage_of.get(snap.vllm_profile) or usage_of.setdefault(snap.vllm_profile, snap.kv_usage_metric())
-        rows.append((snap.metric(usage) * 100, cpu, len(q.get("running", ())),
-                     len(q.get("waiting", ())), swapped, snap.metric(RECOMPUTED_TOKENS), tokens, throughput))
+        rows.append(
+            (
+                snap.metric(usage) * 100,
+                cpu,
+                len(q.get("running", ())),
+                len(q.get("waiting", ())),
+                swapped,
+                snap.metric(RECOMPUTED_TOKENS),
+                tokens,
+                throughput,
+            )
+        )
     table = np.array(rows, dtype=np.float32).reshape(len(rows), len(SERIES))
     cols = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(SERIES)}
     last = history[-1] if history else None
@@ -124,15 +149,28 @@ def _domains(height: int) -> list[tuple[float, float]]:
     return domains
 
 
-def _line(y: np.ndarray, panel: str, name: str, color: str, hover: str, legend: Optional[str] = None,
-          fill: bool = False) -> dict:
+def _line(
+    y: np.ndarray, panel: str, name: str, color: str, hover: str, legend: str | None = None, fill: bool = False
+) -> dict:
     """A series indexed by step, placed by x0 = 0, dx = 1 (no x array to send)."""
     xa, ya, _, _ = _axes(ROW[panel])
-    return dict(type="scatter", x0=0, dx=1, y=y, xaxis=xa, yaxis=ya, name=name, mode="lines+markers",
-                line=dict(color=color, width=1.6), marker=dict(color=color, size=4),
-                fill="tozeroy" if fill else None, showlegend=legend is not None, legend=legend or "legend",
-                hovertemplate=f"step %{{x}} · {hover}<extra></extra>",
-                unselected=dict(marker=dict(opacity=1)))  # a click must not grey out every other point
+    return dict(
+        type="scatter",
+        x0=0,
+        dx=1,
+        y=y,
+        xaxis=xa,
+        yaxis=ya,
+        name=name,
+        mode="lines+markers",
+        line=dict(color=color, width=1.6),
+        marker=dict(color=color, size=4),
+        fill="tozeroy" if fill else None,
+        showlegend=legend is not None,
+        legend=legend or "legend",
+        hovertemplate=f"step %{{x}} · {hover}<extra></extra>",
+        unselected=dict(marker=dict(opacity=1)),
+    )  # a click must not grey out every other point
 
 
 # Up to this many steps a 12 px square per step fits a ~1000 px timeline; past it neighbours overlap ("RR"), so
@@ -149,14 +187,26 @@ def _preemption_traces(events: dict[str, dict[int, list[str]]], lanes: list[str]
         at = events.get(mode, {})
         color = MODE_COLOR.get(mode, "#999999")
         letter = MODE_LETTER.get(mode, "?")
-        traces.append(dict(
-            type="scatter", x=np.fromiter(at, dtype=np.int32, count=len(at)), y=np.full(len(at), lane, np.int8),
-            xaxis=xa, yaxis=ya, mode="markers+text" if lettered else "markers", name=f"{letter} = {mode}",
-            legend="legend3", showlegend=bool(at), text=[letter] * len(at) if lettered else None,
-            textposition="middle center", textfont=dict(color=text_color_on(color), size=9),
-            marker=dict(symbol="square", size=12 if lettered else 7, color=color, line=dict(width=0)),
-            hovertext=[f"{len(ids)}× {mode}: req {html.escape(', '.join(ids))}" for ids in at.values()],
-            hovertemplate="step %{x} · %{hovertext}<extra></extra>", unselected=dict(marker=dict(opacity=1))))
+        traces.append(
+            dict(
+                type="scatter",
+                x=np.fromiter(at, dtype=np.int32, count=len(at)),
+                y=np.full(len(at), lane, np.int8),
+                xaxis=xa,
+                yaxis=ya,
+                mode="markers+text" if lettered else "markers",
+                name=f"{letter} = {mode}",
+                legend="legend3",
+                showlegend=bool(at),
+                text=[letter] * len(at) if lettered else None,
+                textposition="middle center",
+                textfont=dict(color=text_color_on(color), size=9),
+                marker=dict(symbol="square", size=12 if lettered else 7, color=color, line=dict(width=0)),
+                hovertext=[f"{len(ids)}× {mode}: req {html.escape(', '.join(ids))}" for ids in at.values()],
+                hovertemplate="step %{x} · %{hovertext}<extra></extra>",
+                unselected=dict(marker=dict(opacity=1)),
+            )
+        )
     return traces
 
 
@@ -175,16 +225,31 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
     lanes = [mode for mode in s.events if s.events[mode]] or ["recompute"]  # modes seen, in MODES order
     data += _preemption_traces(s.events, lanes, n)
     data += [
-        _line(cols["recomputed"], "recomputed", "recomputed tokens", SERIES_COLOR["recomputed"],
-              "%{y:,.0f} tokens recomputed so far"),
+        _line(
+            cols["recomputed"],
+            "recomputed",
+            "recomputed tokens",
+            SERIES_COLOR["recomputed"],
+            "%{y:,.0f} tokens recomputed so far",
+        ),
         _line(cols["tokens"], "tokens", "tokens per step", SERIES_COLOR["tokens"], "%{y:,.0f} tokens this step"),
-        _line(cols["throughput"], "throughput", "throughput", SERIES_COLOR["throughput"],
-              f"%{{y:,.0f}} tokens/s measured on {s.device}"),
+        _line(
+            cols["throughput"],
+            "throughput",
+            "throughput",
+            SERIES_COLOR["throughput"],
+            f"%{{y:,.0f}} tokens/s measured on {s.device}",
+        ),
     ]
 
-    titles = {"kv": "KV usage (%)", "queues": "Queues (requests)", "preemptions": "Preemptions, by mode",
-              "recomputed": "Recomputed tokens (cumulative)", "tokens": "Tokens per step",
-              "throughput": f"Throughput (tokens/s, measured on {s.device})"}
+    titles = {
+        "kv": "KV usage (%)",
+        "queues": "Queues (requests)",
+        "preemptions": "Preemptions, by mode",
+        "recomputed": "Recomputed tokens (cumulative)",
+        "tokens": "Tokens per step",
+        "throughput": f"Throughput (tokens/s, measured on {s.device})",
+    }
     last_x = max(n - 1, MIN_STEPS_SHOWN)
     layout: dict[str, Any] = {}
     annotations = []
@@ -192,34 +257,94 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
         xa, ya, xkey, ykey = _axes(row)
         bottom, top = domains[row - 1]
         bottom_row = row == len(PANELS)
-        layout[xkey] = dict(anchor=ya, domain=[0, 1], range=[-0.5, last_x + 0.5], showticklabels=bottom_row,
-                            title=dict(text="step") if bottom_row else None, **({"matches": "x"} if row > 1 else {}))
-        layout[ykey] = dict(anchor=xa, domain=[bottom, top], automargin=True, nticks=3, fixedrange=True,
-                            autorangeoptions=dict(include=[0, 4]))  # an all-zero panel reads 0..4, not 0..1
-        annotations.append(dict(text=titles[name], xref="paper", yref="paper", x=0, y=top, xanchor="left",
-                                yanchor="bottom", showarrow=False, font=dict(size=11, color=c["muted"])))
+        layout[xkey] = dict(
+            anchor=ya,
+            domain=[0, 1],
+            range=[-0.5, last_x + 0.5],
+            showticklabels=bottom_row,
+            title=dict(text="step") if bottom_row else None,
+            **({"matches": "x"} if row > 1 else {}),
+        )
+        layout[ykey] = dict(
+            anchor=xa,
+            domain=[bottom, top],
+            automargin=True,
+            nticks=3,
+            fixedrange=True,
+            autorangeoptions=dict(include=[0, 4]),
+        )  # an all-zero panel reads 0..4, not 0..1
+        annotations.append(
+            dict(
+                text=titles[name],
+                xref="paper",
+                yref="paper",
+                x=0,
+                y=top,
+                xanchor="left",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=11, color=c["muted"]),
+            )
+        )
     layout["yaxis"] = layout["yaxis"] | dict(range=[0, 105], tickvals=[0, 50, 100], nticks=None, autorangeoptions=None)
     pre = _axes(ROW["preemptions"])[3]
-    layout[pre] = layout[pre] | dict(range=[len(lanes) - 0.4, -0.6], tickvals=list(range(len(lanes))), nticks=None,
-                                     ticktext=[MODE_LETTER.get(m, "?") for m in lanes], autorangeoptions=None,
-                                     showgrid=False, zeroline=False)
+    layout[pre] = layout[pre] | dict(
+        range=[len(lanes) - 0.4, -0.6],
+        tickvals=list(range(len(lanes))),
+        nticks=None,
+        ticktext=[MODE_LETTER.get(m, "?") for m in lanes],
+        autorangeoptions=None,
+        showgrid=False,
+        zeroline=False,
+    )
     if not any(s.events.values()):
         middle = sum(domains[ROW["preemptions"] - 1]) / 2
-        annotations.append(dict(text="none yet", xref="paper", yref="paper", x=0.5, y=middle, showarrow=False,
-                                font=dict(size=10, color=c["muted"])))
+        annotations.append(
+            dict(
+                text="none yet",
+                xref="paper",
+                yref="paper",
+                x=0.5,
+                y=middle,
+                showarrow=False,
+                font=dict(size=10, color=c["muted"]),
+            )
+        )
     for legend, panel in (("legend", "kv"), ("legend2", "queues"), ("legend3", "preemptions")):
-        layout[legend] = dict(x=1.01, xanchor="left", y=domains[ROW[panel] - 1][1], yanchor="top",
-                              font=dict(size=10), tracegroupgap=0)  # beside its panel
+        layout[legend] = dict(
+            x=1.01, xanchor="left", y=domains[ROW[panel] - 1][1], yanchor="top", font=dict(size=10), tracegroupgap=0
+        )  # beside its panel
 
     cursor = min(max(cursor, 0), max(n - 1, 0))
-    shapes = [dict(type="line", xref="x", yref="paper", x0=cursor, x1=cursor, y0=0, y1=1, layer="above",
-                   line=dict(color=c["font"], width=1.5, dash="dash"))]
-    return figure(f"Run timeline · step {cursor} of {max(n - 1, 0)} recorded (dashed line)", height, dark, data,
-                  annotations=annotations, shapes=shapes, hovermode="closest", margin=MARGIN,
-                  clickmode="event+select", dragmode=False, **layout)
+    shapes = [
+        dict(
+            type="line",
+            xref="x",
+            yref="paper",
+            x0=cursor,
+            x1=cursor,
+            y0=0,
+            y1=1,
+            layer="above",
+            line=dict(color=c["font"], width=1.5, dash="dash"),
+        )
+    ]
+    return figure(
+        f"Run timeline · step {cursor} of {max(n - 1, 0)} recorded (dashed line)",
+        height,
+        dark,
+        data,
+        annotations=annotations,
+        shapes=shapes,
+        hovermode="closest",
+        margin=MARGIN,
+        clickmode="event+select",
+        dragmode=False,
+        **layout,
+    )
 
 
-def selected_step(selection: Optional[dict]) -> Optional[int]:
+def selected_step(selection: dict | None) -> int | None:
     """The step a timeline click selected, from ``st.plotly_chart(..., on_select=...)``'s state
     (``{"selection": {"points": [{"x": ..., "customdata": ...}, ...]}}``); None when nothing (or
     nothing that reads as a step: a whole number >= 0) is selected. With several points (shift-click)

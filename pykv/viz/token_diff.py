@@ -18,7 +18,7 @@ Pure functions: no Streamlit.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -29,7 +29,7 @@ ACCENTS = ("#E69F00", "#56B4E9")  # Okabe-Ito orange (a), sky blue (b)
 FRAME_COLUMNS = ["position", "a token", "a piece", "b token", "b piece", "same", "in common prefix"]
 
 
-def first_difference(a: Sequence[int], b: Sequence[int]) -> Optional[int]:
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
     """Index of the first position where the sequences differ (a length mismatch counts); None if equal."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
@@ -47,36 +47,55 @@ def full_blocks_shared(a: Sequence[int], b: Sequence[int], block_size: int) -> i
     return common_prefix(a, b) // block_size
 
 
-def show_piece(piece: Optional[str], width: int = 6) -> str:
+def show_piece(piece: str | None, width: int = 6) -> str:
     """A decoded piece made visible: space as ·, newline as ↵, tab as →; long pieces cut with …."""
     if piece is None:
         return ""
     text = piece.replace(" ", "·").replace("\n", "↵").replace("\t", "→")
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _pieces(ids: Sequence[int], pieces: Optional[Sequence[str]]) -> list[str]:
+def _pieces(ids: Sequence[int], pieces: Sequence[str] | None) -> list[str]:
     return list(pieces) if pieces is not None and len(pieces) == len(ids) else [str(t) for t in ids]
 
 
-def token_diff_frame(a: Sequence[int], b: Sequence[int], a_pieces: Optional[Sequence[str]] = None,
-                     b_pieces: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def token_diff_frame(
+    a: Sequence[int], b: Sequence[int], a_pieces: Sequence[str] | None = None, b_pieces: Sequence[str] | None = None
+) -> pd.DataFrame:
     """One row per position (the longer sequence's length); a missing token is None."""
     pa, pb = _pieces(a, a_pieces), _pieces(b, b_pieces)
     prefix = common_prefix(a, b)
     rows = []
     for i in range(max(len(a), len(b))):
         ta, tb = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
-        rows.append([i, ta, pa[i] if i < len(a) else None, tb, pb[i] if i < len(b) else None,
-                     ta is not None and ta == tb, i < prefix])
+        rows.append(
+            [
+                i,
+                ta,
+                pa[i] if i < len(a) else None,
+                tb,
+                pb[i] if i < len(b) else None,
+                ta is not None and ta == tb,
+                i < prefix,
+            ]
+        )
     frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
     return frame.astype({"a token": "Int64", "b token": "Int64"})
 
 
-def token_diff_figure(a: Sequence[int], b: Sequence[int], a_pieces: Optional[Sequence[str]] = None,
-                      b_pieces: Optional[Sequence[str]] = None, *, block_size: Optional[int] = None,
-                      labels: tuple[str, str] = ("a", "b"), dark: bool = False, height: Optional[int] = None,
-                      per_row: Optional[int] = None, title: Optional[str] = None) -> go.Figure:
+def token_diff_figure(
+    a: Sequence[int],
+    b: Sequence[int],
+    a_pieces: Sequence[str] | None = None,
+    b_pieces: Sequence[str] | None = None,
+    *,
+    block_size: int | None = None,
+    labels: tuple[str, str] = ("a", "b"),
+    dark: bool = False,
+    height: int | None = None,
+    per_row: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
     """The two sequences as row pairs; block boundaries (if ``block_size``) as dotted lines."""
     c = colors(dark)
     n = max(len(a), len(b))
@@ -102,8 +121,10 @@ def token_diff_figure(a: Sequence[int], b: Sequence[int], a_pieces: Optional[Seq
             same = i < len(other) and other[i] == tok
             fills.append(c["cached"] if i < prefix else ACCENTS[s])
             texts.append(show_piece(pieces[i]))
-            hovers.append(f"<b>{name}</b> token {i}: id {tok}<br>piece {pieces[i]!r}<br>"
-                          + ("in the common prefix" if i < prefix else "same id as the other" if same else "differs"))
+            hovers.append(
+                f"<b>{name}</b> token {i}: id {tok}<br>piece {pieces[i]!r}<br>"
+                + ("in the common prefix" if i < prefix else "same id as the other" if same else "differs")
+            )
             xs.append(i % per_row)
             ys.append((i // per_row) * 3 + s)
             if i == diff:
@@ -118,24 +139,80 @@ def token_diff_figure(a: Sequence[int], b: Sequence[int], a_pieces: Optional[Seq
         z[ys[j]][xs[j]], hover[ys[j]][xs[j]] = index[fill], hovers[j]
     k = max(1, len(palette) - 1)  # value j maps exactly to palette[j]
     scale = [[j / k, f] for j, f in enumerate(palette)] if len(palette) > 1 else [[0, palette[0]], [1, palette[0]]]
-    data: list[dict] = [dict(type="heatmap", z=z, zmin=0, zmax=k, colorscale=scale, showscale=False, xgap=2, ygap=2,
-                             customdata=hover, hovertemplate="%{customdata}<extra></extra>", name="tokens")]
+    data: list[dict] = [
+        dict(
+            type="heatmap",
+            z=z,
+            zmin=0,
+            zmax=k,
+            colorscale=scale,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            name="tokens",
+        )
+    ]
     for ink in ("#000000", "#FFFFFF"):
         cells = [j for j, f in enumerate(fills) if texts[j] and text_color_on(f) == ink]
-        data.append(dict(type="scatter", mode="text", x=[xs[j] for j in cells], y=[ys[j] for j in cells],
-                         text=[texts[j] for j in cells], textfont=dict(color=ink, size=10), hoverinfo="skip",
-                         showlegend=False, name="pieces"))
-    shapes = [dict(type="rect", x0=x - 0.46, x1=x + 0.46, y0=y - 0.42, y1=y + 0.42, layer="above",
-                   line=dict(color=c["outline"], width=2.5)) for x, y in firsts]
+        data.append(
+            dict(
+                type="scatter",
+                mode="text",
+                x=[xs[j] for j in cells],
+                y=[ys[j] for j in cells],
+                text=[texts[j] for j in cells],
+                textfont=dict(color=ink, size=10),
+                hoverinfo="skip",
+                showlegend=False,
+                name="pieces",
+            )
+        )
+    shapes = [
+        dict(
+            type="rect",
+            x0=x - 0.46,
+            x1=x + 0.46,
+            y0=y - 0.42,
+            y1=y + 0.42,
+            layer="above",
+            line=dict(color=c["outline"], width=2.5),
+        )
+        for x, y in firsts
+    ]
     if block_size:
-        shapes += [dict(type="line", x0=x - 0.5, x1=x - 0.5, y0=-0.5, y1=rows - 0.5,
-                        line=dict(color=c["muted"], width=1, dash="dot"))
-                   for x in range(block_size, per_row, block_size)]
+        shapes += [
+            dict(
+                type="line",
+                x0=x - 0.5,
+                x1=x - 0.5,
+                y0=-0.5,
+                y1=rows - 0.5,
+                line=dict(color=c["muted"], width=1, dash="dot"),
+            )
+            for x in range(block_size, per_row, block_size)
+        ]
     tickvals = [k * 3 + s for k in range(chunks) for s in (0, 1)]
     ticktext = [f"{labels[s]} {k * per_row}–{min(n, (k + 1) * per_row) - 1}" for k in range(chunks) for s in (0, 1)]
     annotations = [] if n else [dict(text="no tokens", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")]
-    return figure(title, height, dark, data, shapes=shapes, annotations=annotations,
-                  xaxis=dict(visible=False, fixedrange=True, range=[-0.6, per_row - 0.4]),
-                  yaxis=dict(autorange="reversed", fixedrange=True, tickvals=tickvals, ticktext=ticktext,
-                             showgrid=False, zeroline=False, ticks="", showline=False),
-                  margin=dict(l=64, r=8, t=40, b=8))
+    return figure(
+        title,
+        height,
+        dark,
+        data,
+        shapes=shapes,
+        annotations=annotations,
+        xaxis=dict(visible=False, fixedrange=True, range=[-0.6, per_row - 0.4]),
+        yaxis=dict(
+            autorange="reversed",
+            fixedrange=True,
+            tickvals=tickvals,
+            ticktext=ticktext,
+            showgrid=False,
+            zeroline=False,
+            ticks="",
+            showline=False,
+        ),
+        margin=dict(l=64, r=8, t=40, b=8),
+    )

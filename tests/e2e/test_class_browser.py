@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Optional
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -31,7 +30,7 @@ def lesson():
     return next(lesson for lesson in lessons if len(lesson.steps) >= 3)
 
 
-def open_page(browser, url: str, traffic: Optional[list[str]] = None):
+def open_page(browser, url: str, traffic: list[str] | None = None):
     """``traffic``: gets "rerun" for every message the page sends on Streamlit's websocket and "poll" for every
     request of its long poll."""
     context = browser.new_context(viewport=VIEWPORT)
@@ -94,7 +93,8 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_a
         learners[1].wait_for_timeout(3_000)  # a class standing still: the page waits on its one held poll
         assert traffic.count("rerun") == 0 and traffic.count("poll") <= 1, traffic
         teacher.locator(".st-key-class_panel").filter(has_text=re.compile(r"2\s*connected")).wait_for(
-            timeout=FOLLOW_MS)  # the instructor's counts (refreshed every few seconds)
+            timeout=FOLLOW_MS
+        )  # the instructor's counts (refreshed every few seconds)
 
         explorer = learners[1]
         click(explorer, "Explore on my own")

@@ -41,11 +41,13 @@ def _steps() -> list[tuple[str, int]]:
     def last_core(lesson, step):
         return lesson.takeaway and step is [s for s in lesson.steps if not s.optional][-1]
 
-    return sorted({
-        _first_step(lessons, lambda lesson, step: any(isinstance(a, RunAction) for a in step.actions)),
-        _first_step(lessons, lambda lesson, step: any(isinstance(a, Tokenize) for a in step.actions)),
-        _first_step(lessons, last_core),
-    })
+    return sorted(
+        {
+            _first_step(lessons, lambda lesson, step: any(isinstance(a, RunAction) for a in step.actions)),
+            _first_step(lessons, lambda lesson, step: any(isinstance(a, Tokenize) for a in step.actions)),
+            _first_step(lessons, last_core),
+        }
+    )
 
 
 def _layout(page, url: str, lesson_id: str, step: int) -> list[dict]:
@@ -65,8 +67,11 @@ def _layout(page, url: str, lesson_id: str, step: int) -> list[dict]:
 STEPS = _steps()
 
 
-@pytest.mark.parametrize("lesson_id,step", STEPS or [(None, 0)],
-                         ids=[f"{lesson_id}-step{step}" for lesson_id, step in STEPS] or ["no-lessons"])
+@pytest.mark.parametrize(
+    "lesson_id,step",
+    STEPS or [(None, 0)],
+    ids=[f"{lesson_id}-step{step}" for lesson_id, step in STEPS] or ["no-lessons"],
+)
 def test_a_probed_projector_step_is_laid_out_as_the_real_one(browser, tiny_app_url, tiny_probe_url, lesson_id, step):
     if lesson_id is None:
         pytest.skip("the course has no lessons")

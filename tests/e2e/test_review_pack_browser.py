@@ -22,8 +22,14 @@ A4_CONTENT_PX = (297 - 2 * 12) / 25.4 * 96  # the page's height less its 12 mm m
 @pytest.fixture(scope="module")
 def review(random_llama, random_llama_path, tmp_path_factory):
     """A v0.6 swap run with preemptions on the random checkpoint, as a pack on disk: (path, pack)."""
-    config = lab_config(model=str(random_llama_path), vllm_profile="v0.6", num_gpu_blocks=24, block_size=8,
-                        preemption_mode="swap", num_cpu_blocks=48)
+    config = lab_config(
+        model=str(random_llama_path),
+        vllm_profile="v0.6",
+        num_gpu_blocks=24,
+        block_size=8,
+        preemption_mode="swap",
+        num_cpu_blocks=48,
+    )
     lab = Lab(config, random_llama, workload=make_workload("storm", n=4, max_tokens=24))
     lab.goto(60)
     pack = run_pack(record_from_lab(lab, preset="storm", preset_args={"n": 4, "max_tokens": 24}))
@@ -51,14 +57,16 @@ def test_the_pack_draws_every_figure_offline_and_prints_a_page_run_per_section(b
     try:
         page.goto(path.as_uri())
         figures = len(pack.figures())
-        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}",
-                               timeout=30_000)
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}", timeout=30_000
+        )
         assert page.locator(".js-plotly-plot").count() == figures
         assert page.locator(".main-svg").count() >= figures  # plotly draws 2-3 layers per figure
         assert page.locator("section h2").count() == len(pack.sections)
         page.emulate_media(media="print")
-        heights = page.evaluate("() => [...document.querySelectorAll('main > section')]"
-                                ".map(s => s.getBoundingClientRect().height)")
+        heights = page.evaluate(
+            "() => [...document.querySelectorAll('main > section')].map(s => s.getBoundingClientRect().height)"
+        )
         expected = sum(max(1, math.ceil(h / A4_CONTENT_PX)) for h in heights)
         pdf = page.pdf(prefer_css_page_size=True, print_background=True)
         (artifacts / "review_pack.pdf").write_bytes(pdf)
@@ -99,8 +107,9 @@ def test_every_figure_keeps_its_text_and_legend_within_its_box(browser, request,
     page = context.new_page()
     try:
         page.goto(path.as_uri())
-        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= "
-                               f"{len(pack.figures())}", timeout=30_000)
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(pack.figures())}", timeout=30_000
+        )
         assert page.evaluate(OUTSIDE) == []
     finally:
         context.close()

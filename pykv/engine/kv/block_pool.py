@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
 BlockHash = int
 
@@ -31,9 +31,9 @@ class Block:
 
     block_id: int
     ref_cnt: int = 0  # changed by BlockPool only
-    block_hash: Optional[BlockHash] = None  # changed by BlockPool only
+    block_hash: BlockHash | None = None  # changed by BlockPool only
     num_tokens_filled: int = 0  # set by KVCacheManager for display: how many slots hold KV
-    computed_by: Optional[str] = None  # set by KVCacheManager: the request whose KV fills it
+    computed_by: str | None = None  # set by KVCacheManager: the request whose KV fills it
 
     @property
     def is_free(self) -> bool:
@@ -64,7 +64,7 @@ class BlockPool:
 
     def __init__(self, num_blocks: int, *, null_block: bool = False, free_unhashed_first: bool = False) -> None:
         self.blocks = [Block(i) for i in range(num_blocks)]
-        self.null_block: Optional[int] = 0 if null_block and num_blocks else None  # fixed at construction
+        self.null_block: int | None = 0 if null_block and num_blocks else None  # fixed at construction
         self.free_unhashed_first = free_unhashed_first
         first = 0 if self.null_block is None else 1
         # block_id -> None, in eviction order (front = next to hand out)
@@ -122,7 +122,7 @@ class BlockPool:
         for block_id in block_ids:
             self.free_queue.move_to_end(block_id)
 
-    def lookup(self, block_hash: BlockHash) -> Optional[int]:
+    def lookup(self, block_hash: BlockHash) -> int | None:
         return self.cached.get(block_hash)
 
     def touch(self, block_ids: Iterable[int]) -> None:
@@ -179,7 +179,8 @@ class BlockPool:
         for block in self.blocks:
             assert block.ref_cnt == refs[block.block_id], (
                 f"{pool_name} block {block.block_id}: ref count {block.ref_cnt} but held by {refs[block.block_id]} "
-                "block tables")
+                "block tables"
+            )
 
     def check_invariants(self) -> None:
         if self.null_block is not None:

@@ -27,8 +27,16 @@ class CacheEngine:
     CUDA (pageable memory would halve the PCIe bandwidth).
     """
 
-    def __init__(self, model: ModelConfig, num_gpu_blocks: int, num_cpu_blocks: int, block_size: int,
-                 dtype: str, device: str, swap_copy: str = "batched") -> None:
+    def __init__(
+        self,
+        model: ModelConfig,
+        num_gpu_blocks: int,
+        num_cpu_blocks: int,
+        block_size: int,
+        dtype: str,
+        device: str,
+        swap_copy: str = "batched",
+    ) -> None:
         self.block_size = block_size
         self.device = device
         self.swap_copy = swap_copy

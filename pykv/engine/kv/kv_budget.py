@@ -4,7 +4,6 @@ gets a message with the largest allowed value instead of a MemoryError (or the m
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import torch
 
@@ -20,9 +19,12 @@ def cpu_pool_blocks(config: EngineConfig, bytes_per_block: int) -> int:
     if config.kv_offloading_size is not None:
         blocks = int(config.kv_offloading_size * 2**30) // bytes_per_block
         if blocks < 1:
-            raise ConfigError("kv_offloading_size", f"kv_offloading_size={config.kv_offloading_size:g} GiB is under "
-                              f"one KV block ({bytes_per_block:,} B on this model): give at least "
-                              f"{bytes_per_block / 2**30:.3g} GiB, or set num_offload_blocks.")
+            raise ConfigError(
+                "kv_offloading_size",
+                f"kv_offloading_size={config.kv_offloading_size:g} GiB is under "
+                f"one KV block ({bytes_per_block:,} B on this model): give at least "
+                f"{bytes_per_block / 2**30:.3g} GiB, or set num_offload_blocks.",
+            )
         return blocks
     if config.num_cpu_blocks is not None:
         return config.num_cpu_blocks
@@ -39,28 +41,33 @@ def check_pool_budget(config: EngineConfig, bytes_per_block: int, num_cpu_blocks
             "num_gpu_blocks",
             f"num_gpu_blocks={config.num_gpu_blocks} needs {_gib(config.num_gpu_blocks * bytes_per_block)} "
             f"of KV cache ({bytes_per_block} B per block) but the device pool's budget is "
-            f"{_gib(gpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).")
+            f"{_gib(gpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+        )
     cpu_budget = kv_pool_budget("cpu")
     largest = min(MAX_POOL_BLOCKS, cpu_budget // bytes_per_block)
     if num_cpu_blocks > largest:
         if config.num_offload_blocks is not None or config.kv_offloading_size is not None:
             name = "num_offload_blocks" if config.num_offload_blocks is not None else "kv_offloading_size"
             raise ConfigError(
-                name, f"The CPU offloading tier of {num_cpu_blocks} blocks needs "
+                name,
+                f"The CPU offloading tier of {num_cpu_blocks} blocks needs "
                 f"{_gib(num_cpu_blocks * bytes_per_block)} ({bytes_per_block} B per block) but its budget is "
-                f"{_gib(cpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).")
+                f"{_gib(cpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+            )
         if config.num_cpu_blocks is None:
             most = largest * bytes_per_block / 2**30
             raise ConfigError(
                 "swap_space",
                 f"swap_space={config.swap_space:g} GiB makes {num_cpu_blocks} CPU blocks but at most {largest} "
                 f"fit ({_gib(cpu_budget)} budget, {bytes_per_block} B per block): set swap_space to at most "
-                f"{most:.3f} or set num_cpu_blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).")
+                f"{most:.3f} or set num_cpu_blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+            )
         raise ConfigError(
             "num_cpu_blocks",
             f"num_cpu_blocks={num_cpu_blocks} needs {_gib(num_cpu_blocks * bytes_per_block)} of CPU swap "
             f"pool ({bytes_per_block} B per block) but its budget is {_gib(cpu_budget)}: use at most "
-            f"{largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).")
+            f"{largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+        )
 
 
 def kv_pool_budget(device: str) -> int:
@@ -77,7 +84,7 @@ def kv_pool_budget(device: str) -> int:
     return MAX_KV_BYTES if available is None else min(MAX_KV_BYTES, available // 2)
 
 
-def _available_ram() -> Optional[int]:
+def _available_ram() -> int | None:
     """MemAvailable from /proc/meminfo (Linux), in bytes; None where it cannot be read."""
     try:
         with open("/proc/meminfo") as f:

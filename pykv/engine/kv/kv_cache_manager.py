@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Sequence
 
 from pykv.border.request import Request
 from pykv.engine.kv.block_copy import Allocation, BlockCopy, CopyKind
@@ -13,7 +13,7 @@ from pykv.engine.kv.prefix_stats import PrefixCacheStats
 from pykv.engine.kv.swap_space import SwapSpace
 
 
-def hash_block_tokens(parent: Optional[BlockHash], token_ids: Sequence[int]) -> BlockHash:
+def hash_block_tokens(parent: BlockHash | None, token_ids: Sequence[int]) -> BlockHash:
     """Chained block hash: a block's hash covers every token before it too, so equal hashes mean
     equal prefixes up to 64-bit collisions. vLLM 0.6 hashed the same way with Python's builtin hash; V1
     hashes with SHA-256 over pickled (parent, tokens, extra keys such as LoRA and cache salt), from a seed.
@@ -38,8 +38,14 @@ class KVCacheManager:
     pool. Every copy it decides is returned to the caller as a ``BlockCopy``; nothing is queued on the side.
     """
 
-    def __init__(self, pool: BlockPool, block_size: int, enable_prefix_caching: bool,
-                 cpu_pool: Optional[BlockPool] = None, offload: bool = False) -> None:
+    def __init__(
+        self,
+        pool: BlockPool,
+        block_size: int,
+        enable_prefix_caching: bool,
+        cpu_pool: BlockPool | None = None,
+        offload: bool = False,
+    ) -> None:
         self.pool = pool
         self.cpu_pool = cpu_pool or BlockPool(0)  # V0: the swap pool; V1 with offloading: the tier's blocks
         self.offload = OffloadTier(self.cpu_pool, block_size) if offload else None
@@ -84,8 +90,15 @@ class KVCacheManager:
         num_new = max(cdiv(num_tokens, self.block_size) - len(table) - len(new_computed_blocks), 0)
         return num_new + sum(1 for b in new_computed_blocks if self.pool.blocks[b].ref_cnt == 0)
 
-    def allocate_slots(self, request: Request, num_new_tokens: int, new_computed_blocks: Sequence[int] = (), *,
-                       num_reserved_tokens: int = 0, keep_free: int = 0) -> Optional[Allocation]:
+    def allocate_slots(
+        self,
+        request: Request,
+        num_new_tokens: int,
+        new_computed_blocks: Sequence[int] = (),
+        *,
+        num_reserved_tokens: int = 0,
+        keep_free: int = 0,
+    ) -> Allocation | None:
         """Make room for ``num_new_tokens`` more tokens of ``request``.
 
         ``new_computed_blocks`` are prefix-cache hits for a request being admitted; they cover the
@@ -115,7 +128,7 @@ class KVCacheManager:
             self._register_full_blocks(request, table, total)
         return Allocation(new_blocks, cow)
 
-    def _shared_tail(self, request: Request) -> Optional[int]:
+    def _shared_tail(self, request: Request) -> int | None:
         """The index of the partly filled block the request writes next, if other sequences share it (a forked
         sequence's last prompt block); None otherwise."""
         table, i = self.block_tables.get(request.request_id, ()), request.num_computed_tokens // self.block_size
@@ -163,17 +176,23 @@ class KVCacheManager:
             return
         s, hits = self.prefix_stats, len(hit_blocks) * self.block_size
         if not admitted:
-            self.prefix_stats = replace(s, unadmitted_queries=s.unadmitted_queries + request.num_tokens,
-                                        unadmitted_hits=s.unadmitted_hits + hits)
+            self.prefix_stats = replace(
+                s,
+                unadmitted_queries=s.unadmitted_queries + request.num_tokens,
+                unadmitted_hits=s.unadmitted_hits + hits,
+            )
             return
         own = sum(1 for b in hit_blocks if self.pool.blocks[b].computed_by == request.request_id)
         preempted = request.num_preemptions > 0
         self.prefix_stats = replace(
-            s, queries=s.queries + request.num_tokens, hits=s.hits + hits,
+            s,
+            queries=s.queries + request.num_tokens,
+            hits=s.hits + hits,
             hits_own=s.hits_own + own * self.block_size,
             hits_shared=s.hits_shared + (len(hit_blocks) - own) * self.block_size,
             preempted_queries=s.preempted_queries + (request.num_tokens if preempted else 0),
-            preempted_hits=s.preempted_hits + (hits if preempted else 0))
+            preempted_hits=s.preempted_hits + (hits if preempted else 0),
+        )
 
     def record_external_lookup(self, request: Request, num_local_tokens: int, num_loaded_tokens: int) -> None:
         """Count one lookup in the offloading tier (vLLM 0.33.0 ``Scheduler.schedule``: queries are the tokens past
@@ -181,8 +200,11 @@ class KVCacheManager:
         if request.num_preemptions:
             return  # a re-admission (its loads still count in pykv:offload_loaded_tokens)
         s = self.prefix_stats
-        self.prefix_stats = replace(s, external_queries=s.external_queries + request.num_tokens - num_local_tokens,
-                                    external_hits=s.external_hits + num_loaded_tokens)
+        self.prefix_stats = replace(
+            s,
+            external_queries=s.external_queries + request.num_tokens - num_local_tokens,
+            external_hits=s.external_hits + num_loaded_tokens,
+        )
 
     def make_prefix_cache_stats(self) -> PrefixCacheStats:
         """Get (and reset) the prefix-cache stats since the last call (vLLM V1's hand-over of per-step deltas)."""
@@ -194,7 +216,7 @@ class KVCacheManager:
         chunk that never ran (a victim unscheduled in the step that allocated it) loses its hash with its last
         holder: nobody may hit KV that was never computed."""
         table = self.block_tables.pop(request.request_id, [])
-        for block_id in table[request.num_computed_tokens // self.block_size:]:
+        for block_id in table[request.num_computed_tokens // self.block_size :]:
             if self.pool.blocks[block_id].ref_cnt == 1:
                 self.pool.uncache(block_id)
         self.pool.free(reversed(table))
@@ -226,9 +248,9 @@ class KVCacheManager:
         pins and ranks them, see ``OffloadTier.load``)."""
         assert self.offload is not None, "no offloading tier"
         table = self.block_tables[request.request_id]
-        hashes = self.block_hashes(request)[num_local_blocks:num_local_blocks + len(tier_blocks)]
+        hashes = self.block_hashes(request)[num_local_blocks : num_local_blocks + len(tier_blocks)]
         assert self.offload.load(request.request_id, num_local_blocks, hashes) == list(tier_blocks)
-        pairs = zip(tier_blocks, table[num_local_blocks:num_local_blocks + len(tier_blocks)])
+        pairs = zip(tier_blocks, table[num_local_blocks : num_local_blocks + len(tier_blocks)])
         return BlockCopy(CopyKind.OFFLOAD_LOAD, request.request_id, tuple(pairs))
 
     def offload_stores(self, computed: Sequence[tuple[Request, int]]) -> tuple[list[tuple[int, int]], int]:
@@ -239,16 +261,22 @@ class KVCacheManager:
         if self.offload is None:
             return [], 0
         refused = self.offload.num_failed_stores
-        copies = [copy for request, num_computed in computed
-                  for copy in self.offload.offer(request.request_id, self.block_hashes(request),
-                                                 self.block_tables[request.request_id],
-                                                 min(num_computed, request.num_prompt_tokens))]
+        copies = [
+            copy
+            for request, num_computed in computed
+            for copy in self.offload.offer(
+                request.request_id,
+                self.block_hashes(request),
+                self.block_tables[request.request_id],
+                min(num_computed, request.num_prompt_tokens),
+            )
+        ]
         self.offload.end_step()
         return copies, self.offload.num_failed_stores - refused
 
     # ---- swapping (V0) -------------------------------------------------------------------------
 
-    def swap_out(self, group: Sequence[Request]) -> Optional[list[BlockCopy]]:
+    def swap_out(self, group: Sequence[Request]) -> list[BlockCopy] | None:
         """Move a group's block tables to the swap space (see ``SwapSpace``); the device blocks only lose a
         reference (a prefix-cached one shared with another request stays). Returns one copy per request, or
         None (changing nothing) when the swap space lacks room."""

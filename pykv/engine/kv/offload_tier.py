@@ -65,7 +65,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Optional, Sequence
+from typing import Sequence
 
 from pykv.engine.kv.block_pool import BlockHash, BlockPool
 
@@ -76,7 +76,7 @@ Rank = tuple[int, int]  # (request rank or fresh rank, -position): the smallest 
 class _RequestState:
     """One request's view of the tier, kept until it finishes, across preemptions (vLLM's ``ReqContext``)."""
 
-    rank: Optional[int] = None  # given at its first offer or load (LRUCachePolicy._get_request_rank)
+    rank: int | None = None  # given at its first offer or load (LRUCachePolicy._get_request_rank)
     seen: dict[BlockHash, int] = field(default_factory=dict)  # blocks it stored, loaded or offered -> block index
     next_block: int = 0  # the first block it has not stored yet (vLLM's next_stored_chunk_idx)
 
@@ -124,8 +124,9 @@ class OffloadTier:
         state.next_block = first_block + len(hashes)
         return ids
 
-    def offer(self, request_id: str, hashes: Sequence[BlockHash], table: Sequence[int],
-              num_offloadable: int) -> list[tuple[int, int]]:
+    def offer(
+        self, request_id: str, hashes: Sequence[BlockHash], table: Sequence[int], num_offloadable: int
+    ) -> list[tuple[int, int]]:
         """Offer the request's full blocks within its first ``num_offloadable`` tokens from the first it has not stored
         yet (``_build_store_jobs``); on success its index moves past them, on a refusal it stays and the same blocks
         are offered next time. Returns the copies ``[(device block, tier block), ...]``."""
@@ -137,7 +138,7 @@ class OffloadTier:
         state.next_block = max(state.next_block, num_full)
         return copies
 
-    def store(self, request_id: str, blocks: Sequence[tuple[int, BlockHash, int]]) -> Optional[list[tuple[int, int]]]:
+    def store(self, request_id: str, blocks: Sequence[tuple[int, BlockHash, int]]) -> list[tuple[int, int]] | None:
         """Store the request's ``blocks`` ``[(block index, hash, device block), ...]``, head to tail, all or nothing
         (``CPUOffloadingManager.prepare_store``): the ones the tier lacks go to empty tier blocks first, then to the
         lowest-ranked blocks neither pinned nor among ``blocks``. Returns the copies ``[(device block, tier block),
@@ -256,7 +257,7 @@ class OffloadTier:
         block_id = self.pool.lookup(block_hash)
         return block_id is not None and self.pool.blocks[block_id].ref_cnt == 0
 
-    def _victims(self, n: int, protected: set[BlockHash]) -> Optional[list[BlockHash]]:
+    def _victims(self, n: int, protected: set[BlockHash]) -> list[BlockHash] | None:
         """The ``n`` lowest-ranked blocks neither pinned nor ``protected`` (``LRUCachePolicy.evict``), or None, changing
         nothing, if there are fewer."""
         selected: dict[BlockHash, Rank] = {}
@@ -281,6 +282,6 @@ class OffloadTier:
         assert stored == self._ranks.keys(), "a stored block without a rank, or a rank without a block"
         assert self._num_empty == self.pool.num_blocks - len(stored), "the empty count drifted"
         order = [self.pool.blocks[b].block_hash for b in self.pool.free_queue]
-        assert order[:self._num_empty] == [None] * self._num_empty, "an empty block behind a stored one"
-        ranks = [self._ranks[h] for h in order[self._num_empty:] if h is not None]
+        assert order[: self._num_empty] == [None] * self._num_empty, "an empty block behind a stored one"
+        ranks = [self._ranks[h] for h in order[self._num_empty :] if h is not None]
         assert ranks == sorted(ranks), "the free queue is not in eviction order"

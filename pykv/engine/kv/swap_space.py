@@ -21,8 +21,9 @@ class SwapSpace:
         self.block_size = block_size
         self.block_tables: dict[str, list[int]] = {}  # swapped-out request id -> CPU block ids; changed here only
 
-    def store(self, group: Sequence[Request], device_tables: dict[str, list[int]]
-              ) -> dict[str, list[tuple[int, int]]] | None:
+    def store(
+        self, group: Sequence[Request], device_tables: dict[str, list[int]]
+    ) -> dict[str, list[tuple[int, int]]] | None:
         """Take CPU blocks for the group's device tables; returns each request's copies ``[(device, cpu), ...]``, or
         None (changing nothing) when the pool lacks room. Room means what vLLM 0.6.3.post1 ``_can_swap`` counts for
         each sequence: its table's full blocks and the blocks its next token touches."""

@@ -11,7 +11,7 @@ import importlib.util
 import os
 import threading
 from dataclasses import dataclass, replace
-from typing import Callable, Literal, Optional
+from typing import Callable, Literal
 
 import torch
 
@@ -30,7 +30,7 @@ class AttentionBackend:
     prefill: Callable[..., torch.Tensor]
     decode: Callable[..., torch.Tensor]
     how: Literal["torch", "compiled", "interpreted"] = "torch"
-    later_layers: Optional["AttentionBackend"] = None  # the backend of every layer after the first (None: this one)
+    later_layers: "AttentionBackend" | None = None  # the backend of every layer after the first (None: this one)
 
     def for_layer(self, index: int) -> "AttentionBackend":
         return self if index == 0 or self.later_layers is None else self.later_layers
@@ -142,8 +142,9 @@ def _triton_backend(device: str) -> AttentionBackend:
     try:
         from pykv_kernels import triton_backend as tb
     except RuntimeError as e:  # the interpreter could not be switched on in time (pykv_kernels.launch_utils)
-        raise ValueError(f"attention_backend='triton' on device={device!r}: {e}; or use attention_backend='torch'.") \
-            from None
+        raise ValueError(
+            f"attention_backend='triton' on device={device!r}: {e}; or use attention_backend='torch'."
+        ) from None
 
     if not device.startswith("cuda") and not tb.interpreted():
         raise ValueError(
@@ -152,10 +153,16 @@ def _triton_backend(device: str) -> AttentionBackend:
             "TRITON_INTERPRET=1, use device='cuda', or use attention_backend='torch'."
         )
     if not tb.interpreted():
-        return AttentionBackend("triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention,
-                                "compiled")
-    return AttentionBackend("triton", _one_at_a_time(tb.store_kv), _one_at_a_time(tb.paged_prefill_attention),
-                            _one_at_a_time(tb.paged_decode_attention), "interpreted")
+        return AttentionBackend(
+            "triton", tb.store_kv, tb.paged_prefill_attention, tb.paged_decode_attention, "compiled"
+        )
+    return AttentionBackend(
+        "triton",
+        _one_at_a_time(tb.store_kv),
+        _one_at_a_time(tb.paged_prefill_attention),
+        _one_at_a_time(tb.paged_decode_attention),
+        "interpreted",
+    )
 
 
 # Triton's interpreter is not thread-safe: a launch patches triton.language process-wide while it runs, so two

@@ -107,8 +107,9 @@ def load_model(model: str = "tiny", device: str = "cpu", dtype: str = "float32")
     config_file, tokenizer_file = path / "config.json", path / "tokenizer.json"
     for needed in (config_file, tokenizer_file):
         if not needed.exists():
-            raise ValueError(f"{path} has no {needed.name}; "
-                             "a checkpoint folder needs config.json, safetensors and tokenizer.json.")
+            raise ValueError(
+                f"{path} has no {needed.name}; a checkpoint folder needs config.json, safetensors and tokenizer.json."
+            )
     raw = json.loads(config_file.read_text())
     cfg = parse_config(raw, path)
 

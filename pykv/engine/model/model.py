@@ -120,8 +120,9 @@ class CausalLM(nn.Module):
         super().__init__()
         self.config = cfg
         # An empty table (the checkpoint fills it): a random init of a meta tensor imports torch._dynamo too.
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size,
-                                         _weight=torch.empty(cfg.vocab_size, cfg.hidden_size))
+        self.embed_tokens = nn.Embedding(
+            cfg.vocab_size, cfg.hidden_size, _weight=torch.empty(cfg.vocab_size, cfg.hidden_size)
+        )
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = RowStableLinear(cfg.hidden_size, cfg.vocab_size, bias=False)

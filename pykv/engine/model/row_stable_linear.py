@@ -38,6 +38,7 @@ def row_stable_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     out = torch.bmm(tiles, weight.t().expand(len(tiles), -1, -1)).view(padded_rows, len(weight))[:rows]
     return out if bias is None else out + bias
 
+
 class RowStableLinear(nn.Linear):
     """``nn.Linear`` (same parameters, so checkpoints load as they are) computed by ``row_stable_linear``."""
 

@@ -3,7 +3,7 @@ seeded generator (so a sampled request is reproducible too)."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 
@@ -13,7 +13,7 @@ from pykv.border.request import SamplingParams
 def sample(
     logits: torch.Tensor,  # (num_sampled, vocab) fp32
     params: Sequence[SamplingParams],
-    generators: Sequence[Optional[torch.Generator]],
+    generators: Sequence[torch.Generator | None],
 ) -> list[int]:
     greedy = logits.argmax(dim=-1).tolist()
     tokens = []

@@ -10,7 +10,6 @@ cache still held at re-admission are not recomputed and are counted apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
 
 from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.step_report import PreemptionView, ScheduledChunk
@@ -29,7 +28,7 @@ class RecomputeStats:
     prefill_seconds: float = 0.0  # forward time apportioned to them
 
 
-def recompute_tax(recomputed: float, prefill: float) -> Optional[float]:
+def recompute_tax(recomputed: float, prefill: float) -> float | None:
     """The share of prefill work that recomputed tokens already computed once; None before any prefill."""
     return recomputed / prefill if prefill > 0 else None
 
@@ -50,19 +49,30 @@ class CostLedger:
         self._recompute_tokens, self._recompute_s = 0, 0.0  # since the last make_recompute_stats()
         self._prefill_s = 0.0  # forward time of all prefill tokens, since the last make_recompute_stats()
 
-    def on_preempt(self, event: PreemptionEvent, swap_out: Optional[CopyTiming]) -> PreemptionView:
+    def on_preempt(self, event: PreemptionEvent, swap_out: CopyTiming | None) -> PreemptionView:
         swap = {}
         if swap_out is not None:
-            swap = dict(swap_out_s=swap_out.seconds, swap_copies=swap_out.num_copies,
-                        blocks_copied=swap_out.num_bytes // self.bytes_per_block,
-                        modelled_pcie_out_s=modelled_copy_seconds(swap_out.num_bytes, swap_out.num_copies,
-                                                                  self.bandwidth, self.overhead))
+            swap = dict(
+                swap_out_s=swap_out.seconds,
+                swap_copies=swap_out.num_copies,
+                blocks_copied=swap_out.num_bytes // self.bytes_per_block,
+                modelled_pcie_out_s=modelled_copy_seconds(
+                    swap_out.num_bytes, swap_out.num_copies, self.bandwidth, self.overhead
+                ),
+            )
         record = PreemptionView(
-            step=event.step, request_id=event.request_id, mode=event.mode, num_blocks=event.num_blocks,
-            num_tokens=event.num_tokens, device=self.device,
+            step=event.step,
+            request_id=event.request_id,
+            mode=event.mode,
+            num_blocks=event.num_blocks,
+            num_tokens=event.num_tokens,
+            device=self.device,
             # a swap bills the bytes it copied (a block shared with a sibling sequence crosses once)
             num_bytes=swap_out.num_bytes if swap_out is not None else event.num_blocks * self.bytes_per_block,
-            fallback=event.fallback, reason=event.reason, why=event.why, **swap,
+            fallback=event.fallback,
+            reason=event.reason,
+            why=event.why,
+            **swap,
         )
         self.records.append(record)
         if event.mode != "abort":
@@ -72,10 +82,14 @@ class CostLedger:
     def on_swap_in(self, request_id: str, timing: CopyTiming, step: int) -> PreemptionView:
         index = self.open.pop(request_id)
         record = self.records[index] = replace(
-            self.records[index], swap_in_s=timing.seconds,
-            modelled_pcie_in_s=modelled_copy_seconds(timing.num_bytes, timing.num_copies, self.bandwidth,
-                                                     self.overhead),
-            recovered_step=step, steps_lost=step - self.records[index].step)
+            self.records[index],
+            swap_in_s=timing.seconds,
+            modelled_pcie_in_s=modelled_copy_seconds(
+                timing.num_bytes, timing.num_copies, self.bandwidth, self.overhead
+            ),
+            recovered_step=step,
+            steps_lost=step - self.records[index].step,
+        )
         return record
 
     def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
@@ -96,12 +110,16 @@ class CostLedger:
             self.records[index] = replace(
                 record,
                 prefix_hit_tokens=record.prefix_hit_tokens + min(chunk.num_cached_tokens, record.num_tokens),
-                loaded_tokens=record.loaded_tokens + max(0, min(chunk.num_cached_tokens + chunk.num_loaded_tokens,
-                                                                record.num_tokens) - chunk.num_cached_tokens),
+                loaded_tokens=record.loaded_tokens
+                + max(
+                    0,
+                    min(chunk.num_cached_tokens + chunk.num_loaded_tokens, record.num_tokens) - chunk.num_cached_tokens,
+                ),
                 recomputed_tokens=record.recomputed_tokens + redone,
                 recompute_s=record.recompute_s + forward_s * redone / total,
                 recovered_step=step if recovered else record.recovered_step,
-                steps_lost=step - record.step if recovered else record.steps_lost)
+                steps_lost=step - record.step if recovered else record.steps_lost,
+            )
             self._recompute_tokens += redone
             self._recompute_s += forward_s * redone / total
             if recovered:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional, Union
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -32,15 +31,16 @@ class EngineMetrics:
     in the exposition (``vllm:num_preemptions_total``), exactly as vLLM's do. Metrics a profile's release lacks
     are not registered at all. Only the observer updates them, from its own running totals."""
 
-    def __init__(self, profile: Optional[VllmProfile] = None) -> None:
+    def __init__(self, profile: VllmProfile | None = None) -> None:
         p = self.profile = profile or PROFILES[DEFAULT_PROFILE]
         r = self.registry = CollectorRegistry()
-        self._series: dict[Metric, Union[Counter, Gauge, Histogram]] = {}
+        self._series: dict[Metric, Counter | Gauge | Histogram] = {}
         for metric in METRICS:
             if not metric.exported_by(p):
                 continue
-            help_text = PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill \
-                else metric.help
+            help_text = (
+                PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill else metric.help
+            )
             if metric.kind is MetricKind.HISTOGRAM:
                 series = Histogram(metric.name, help_text, buckets=metric.buckets, registry=r)
             else:
@@ -59,13 +59,13 @@ class EngineMetrics:
     def observe(self, metric: Metric, value: float) -> None:
         self._series[metric].observe(value)  # type: ignore[union-attr]
 
-    def value(self, metric: Union[Metric, str]) -> float:
+    def value(self, metric: Metric | str) -> float:
         """A sample's current value, by the table's entry or its exposition name (``vllm:num_preemptions_total``);
         UnknownMetricError for a name the table lacks, MetricNotExportedError for one this profile does not
         export (ask with ``optional_value``). For tests and exports: totals come from ``LLMEngine.totals()``."""
         return read_metric(self.as_dict(), metric, self.profile)
 
-    def optional_value(self, metric: Union[Metric, str]) -> Optional[float]:
+    def optional_value(self, metric: Metric | str) -> float | None:
         """As ``value``, but None where this profile does not export the metric."""
         return read_optional(self.as_dict(), metric, self.profile)
 
@@ -102,11 +102,13 @@ def sglang_retract_line(num_retracted: int, tokens_freed: int) -> str:
     """SGLang's warning when it retracts requests (sglang 0.5.23 ``python/sglang/srt/managers/scheduler.py``), shown
     with ``preemption_victim="sglang"``, labelled as SGLang's; SGLang's ``#new_token_ratio`` part has no pykv
     counterpart and is left out."""
-    return (f"[SGLang's log line] KV cache pool is full. Retract requests. #retracted_reqs: {num_retracted}, "
-            f"#new_tokens_gained: {tokens_freed}")
+    return (
+        f"[SGLang's log line] KV cache pool is full. Retract requests. #retracted_reqs: {num_retracted}, "
+        f"#new_tokens_gained: {tokens_freed}"
+    )
 
 
-def pykv_preemption_note(request_id: str, mode: str, fallback: Optional[str], reason: Optional[str]) -> Optional[str]:
+def pykv_preemption_note(request_id: str, mode: str, fallback: str | None, reason: str | None) -> str | None:
     """pykv's own line where it departs from vLLM: a swap that fell back, or a victim aborted."""
     if mode == "abort":
         return f"pykv: request {request_id} aborted instead of preempted: {reason or 'no room to preempt it'}"
@@ -127,10 +129,10 @@ class StatsWindow:
     prompt_tps: float
     generation_tps: float
     preemptions: int  # in this window (V1's count)
-    prefix_hit_rate: Optional[float]  # 0-1 over every lookup so far; None: prefix caching off
+    prefix_hit_rate: float | None  # 0-1 over every lookup so far; None: prefix caching off
     device_name: str  # "GPU" or "CPU": the device pool's, as V1 names it
-    external_hit_rate: Optional[float] = None  # the offloading tier's, 0-1 over its lookups so far; None: none yet
-    transfers: Optional[dict[str, float]] = None  # the tier's copies this window, by vLLM's key (kv_transfer_line)
+    external_hit_rate: float | None = None  # the offloading tier's, 0-1 over its lookups so far; None: none yet
+    transfers: dict[str, float] | None = None  # the tier's copies this window, by vLLM's key (kv_transfer_line)
 
 
 def kv_transfer_line(transfers: dict[str, float]) -> str:
@@ -147,19 +149,25 @@ def stats_log_lines(fmt: str, w: StatsWindow) -> list[str]:
     """The periodic stats line(s) in a release's words: V0 (vllm/engine/metrics.py, LoggingStatLogger.log),
     V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.33 with the offloading tier adds the
     external hit rate and a second line, the KV transfers)."""
-    throughput = (f"Avg prompt throughput: {w.prompt_tps:.1f} tokens/s, "
-                  f"Avg generation throughput: {w.generation_tps:.1f} tokens/s, ")
+    throughput = (
+        f"Avg prompt throughput: {w.prompt_tps:.1f} tokens/s, "
+        f"Avg generation throughput: {w.generation_tps:.1f} tokens/s, "
+    )
     if fmt == "v0":
-        lines = [throughput + f"Running: {w.running} reqs, Swapped: {w.swapped} reqs, Pending: {w.waiting} reqs, "
-                              f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, "
-                              f"CPU KV cache usage: {w.cpu_usage * 100:.1f}%."]
+        lines = [
+            throughput + f"Running: {w.running} reqs, Swapped: {w.swapped} reqs, Pending: {w.waiting} reqs, "
+            f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, "
+            f"CPU KV cache usage: {w.cpu_usage * 100:.1f}%."
+        ]
         if w.prefix_hit_rate is not None:
             lines.append(f"Prefix cache hit rate: GPU: {w.prefix_hit_rate * 100:.2f}%, CPU: 0.00%")
         return lines
     if fmt == "v0.10":
-        return ["Engine 000: " + throughput + f"Running: {w.running} reqs, Waiting: {w.waiting} reqs, "
-                f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, Prefix cache hit rate: "
-                f"{(w.prefix_hit_rate or 0.0) * 100:.1f}%"]
+        return [
+            "Engine 000: " + throughput + f"Running: {w.running} reqs, Waiting: {w.waiting} reqs, "
+            f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, Prefix cache hit rate: "
+            f"{(w.prefix_hit_rate or 0.0) * 100:.1f}%"
+        ]
     parts = [throughput + f"Running: {w.running} reqs", f"Waiting: {w.waiting} reqs"]
     if w.preemptions > 0:
         parts.append(f"Preemptions: {w.preemptions}")

@@ -15,7 +15,6 @@ lab stepped by hand, the pauses between clicks would drown the figure).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from pykv.border import metric_names as names
 from pykv.border.config import EngineConfig
@@ -94,8 +93,12 @@ class StepObserver:
                 continue
             key = f"vllm:kv_offload_{direction}"
             num_bytes = sum(t.num_bytes for t in copies)
-            for name, value in ((f"{key}_bytes", num_bytes), (f"{key}_time", sum(t.seconds for t in copies)),
-                                (f"{key}_size_count", len(copies)), (f"{key}_size_sum", num_bytes)):
+            for name, value in (
+                (f"{key}_bytes", num_bytes),
+                (f"{key}_time", sum(t.seconds for t in copies)),
+                (f"{key}_size_count", len(copies)),
+                (f"{key}_size_sum", num_bytes),
+            ):
                 w[name] = w.get(name, 0) + value
 
     def after_step(self, o: StepOutcome) -> list[str]:
@@ -110,14 +113,18 @@ class StepObserver:
         self._publish(delta, o)
         # 0.33's line counts each prompt's tokens computed at its first admission, at its first token
         # (_track_iteration_stats); older lines, what vllm:prompt_tokens counts.
-        self._window_prompt += (o.output_events.first_token_computed_prompts
-                                if self.profile.stats_prompt_computed_once else delta.prompt_tokens)
+        self._window_prompt += (
+            o.output_events.first_token_computed_prompts
+            if self.profile.stats_prompt_computed_once
+            else delta.prompt_tokens
+        )
         self._window_generation += delta.generation_tokens
         self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s
         self._add_transfers(o)
-        due = (self.every_steps is not None and o.step % self.every_steps == 0) or \
-              (self.every_s is not None and self._window_engine_s > self.every_s)  # V0's strict ">"
+        due = (self.every_steps is not None and o.step % self.every_steps == 0) or (
+            self.every_s is not None and self._window_engine_s > self.every_s
+        )  # V0's strict ">"
         if due:
             lines += self._stats_lines(o)
         return lines
@@ -155,20 +162,30 @@ class StepObserver:
         stores = [t for t in o.offload if t.direction == "store"]
         loads = [t for t in o.offload if t.direction == "load"]
         return EngineTotals(
-            preemptions=len(o.preempted), release_preemptions=reported, prompt_tokens=prompt,
+            preemptions=len(o.preempted),
+            release_preemptions=reported,
+            prompt_tokens=prompt,
             generation_tokens=o.num_sampled,
             prefill_tokens=sum(c.num_new_tokens for c in o.chunks if c.is_prefill and not c.orphaned),
-            prefix_queries=pc.queries, prefix_hits_own=pc.hits_own, prefix_hits_shared=pc.hits_shared,
-            release_prefix_queries=queries, release_prefix_hits=hits,
-            recomputed_tokens=o.recompute.tokens, recompute_s=o.recompute.seconds,
+            prefix_queries=pc.queries,
+            prefix_hits_own=pc.hits_own,
+            prefix_hits_shared=pc.hits_shared,
+            release_prefix_queries=queries,
+            release_prefix_hits=hits,
+            recomputed_tokens=o.recompute.tokens,
+            recompute_s=o.recompute.seconds,
             prefill_s=o.recompute.prefill_seconds,
-            swapped_out_bytes=sum(c.num_bytes for c in swaps), swap_out_s=sum(c.swap_out_s or 0.0 for c in swaps),
+            swapped_out_bytes=sum(c.num_bytes for c in swaps),
+            swap_out_s=sum(c.swap_out_s or 0.0 for c in swaps),
             swapped_in_bytes=sum(c.num_bytes for c in o.swapped_in),  # the same blocks come back
             swap_in_s=sum(c.swap_in_s or 0.0 for c in o.swapped_in),
-            external_queries=pc.external_queries if offload else 0, external_hits=pc.external_hits if offload else 0,
+            external_queries=pc.external_queries if offload else 0,
+            external_hits=pc.external_hits if offload else 0,
             offload_loaded_tokens=sum(c.num_loaded_tokens for c in o.chunks) if offload else 0,
-            offload_store_bytes=sum(t.num_bytes for t in stores), offload_store_s=sum(t.seconds for t in stores),
-            offload_load_bytes=sum(t.num_bytes for t in loads), offload_load_s=sum(t.seconds for t in loads),
+            offload_store_bytes=sum(t.num_bytes for t in stores),
+            offload_store_s=sum(t.seconds for t in stores),
+            offload_load_bytes=sum(t.num_bytes for t in loads),
+            offload_load_s=sum(t.seconds for t in loads),
             offload_refused=o.offload_refused,
         )
 
@@ -199,13 +216,13 @@ class StepObserver:
             m.set(names.GPU_PREFIX_HIT_RATE, -1.0 if rate is None else rate)  # vLLM's own -1: caching off
             m.set(names.CPU_PREFIX_HIT_RATE, -1.0 if rate is None else 0.0)
 
-    def _hit_rate(self) -> Optional[float]:
+    def _hit_rate(self) -> float | None:
         if not self.prefix_caching:
             return None
         t = self.totals
         return t.release_prefix_hits / t.release_prefix_queries if t.release_prefix_queries else 0.0
 
-    def _external_hit_rate(self) -> Optional[float]:
+    def _external_hit_rate(self) -> float | None:
         """The offloading tier's hit rate over its lookups so far (0.33.0's connector CachingMetrics; re-admissions
         left out, as the totals count them); None before any lookup, when 0.33 prints none."""
         t = self.totals
@@ -216,11 +233,19 @@ class StepObserver:
     def _stats_lines(self, o: StepOutcome) -> list[str]:
         elapsed = max(self._window_engine_s, 1e-9)
         window = StatsWindow(
-            running=o.num_running, waiting=o.num_waiting, swapped=o.num_swapped, gpu_usage=o.gpu_usage,
-            cpu_usage=o.cpu_usage, prompt_tps=self._window_prompt / elapsed,
-            generation_tps=self._window_generation / elapsed, preemptions=self._window_preemptions,
-            prefix_hit_rate=self._hit_rate(), device_name=self.device_name,
-            external_hit_rate=self._external_hit_rate(), transfers=dict(self._window_transfers))
+            running=o.num_running,
+            waiting=o.num_waiting,
+            swapped=o.num_swapped,
+            gpu_usage=o.gpu_usage,
+            cpu_usage=o.cpu_usage,
+            prompt_tps=self._window_prompt / elapsed,
+            generation_tps=self._window_generation / elapsed,
+            preemptions=self._window_preemptions,
+            prefix_hit_rate=self._hit_rate(),
+            device_name=self.device_name,
+            external_hit_rate=self._external_hit_rate(),
+            transfers=dict(self._window_transfers),
+        )
         lines = stats_log_lines(self.profile.stats_format, window)
         for line in lines:
             logger.info(line)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable
 
 from pykv.border.request import RequestOutput, RequestStatus
 from pykv.border.snapshot import BlockView, RequestView, Snapshot
@@ -33,49 +33,88 @@ def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str, stored_
     views = []
     for b in pool.blocks:
         cached = b.block_hash is not None
-        views.append(BlockView(
-            block_id=b.block_id,
-            pool=name,
-            ref_cnt=b.ref_cnt,
-            owners=owners.get(b.block_id, []),
-            logical_index=logical.get(b.block_id, []),
-            block_hash=f"{b.block_hash & (2**64 - 1):016x}" if cached else None,
-            tokens_filled=b.num_tokens_filled,
-            state=_state(b.ref_cnt, cached, b.block_id == pool.null_block),
-            free_queue_position=queue_pos.get(b.block_id),
-        ))
+        views.append(
+            BlockView(
+                block_id=b.block_id,
+                pool=name,
+                ref_cnt=b.ref_cnt,
+                owners=owners.get(b.block_id, []),
+                logical_index=logical.get(b.block_id, []),
+                block_hash=f"{b.block_hash & (2**64 - 1):016x}" if cached else None,
+                tokens_filled=b.num_tokens_filled,
+                state=_state(b.ref_cnt, cached, b.block_id == pool.null_block),
+                free_queue_position=queue_pos.get(b.block_id),
+            )
+        )
     return views
 
 
-def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block: int, kv: KVCacheManager,
-                   scheduler: Scheduler, outputs: Iterable[RequestOutput], ledger: CostLedger,
-                   metrics: dict[str, float], decode: Callable[[list[int]], str],
-                   report: Optional[StepReport] = None) -> Snapshot:
+def build_snapshot(
+    *,
+    step: int,
+    device: str,
+    vllm_profile: str,
+    bytes_per_block: int,
+    kv: KVCacheManager,
+    scheduler: Scheduler,
+    outputs: Iterable[RequestOutput],
+    ledger: CostLedger,
+    metrics: dict[str, float],
+    decode: Callable[[list[int]], str],
+    report: StepReport | None = None,
+) -> Snapshot:
     """The state now, from the engine's parts (typed; never the engine itself)."""
 
     def view(request_id, status, prompt, output_ids, computed, preemptions, ttft, text, arrival) -> RequestView:
         in_gpu, in_cpu = kv.block_tables.get(request_id), kv.swap.block_tables.get(request_id)
         totals = ledger.totals_for(request_id)
         return RequestView(
-            request_id=request_id, status=status, num_prompt_tokens=prompt, num_output_tokens=len(output_ids),
-            num_computed_tokens=computed, output_token_ids=list(output_ids), block_table=list(in_gpu or in_cpu or []),
-            pool="gpu" if in_gpu else ("cpu" if in_cpu else None), num_preemptions=preemptions,
-            recomputed_tokens=int(totals["recomputed_tokens"]), recompute_s=totals["recompute_s"],
-            swapped_bytes=int(totals["swapped_bytes"]), swap_s=totals["swap_s"], ttft_s=ttft, text=text,
+            request_id=request_id,
+            status=status,
+            num_prompt_tokens=prompt,
+            num_output_tokens=len(output_ids),
+            num_computed_tokens=computed,
+            output_token_ids=list(output_ids),
+            block_table=list(in_gpu or in_cpu or []),
+            pool="gpu" if in_gpu else ("cpu" if in_cpu else None),
+            num_preemptions=preemptions,
+            recomputed_tokens=int(totals["recomputed_tokens"]),
+            recompute_s=totals["recompute_s"],
+            swapped_bytes=int(totals["swapped_bytes"]),
+            swap_s=totals["swap_s"],
+            ttft_s=ttft,
+            text=text,
             arrival_step=arrival,
         )
 
     live = [
-        view(r.request_id, r.status.value, r.num_prompt_tokens, r.output_token_ids, r.num_computed_tokens,
-             r.num_preemptions, None if r.first_token_time is None else r.first_token_time - r.arrival_time,
-             decode(r.output_token_ids), r.arrival_step)
+        view(
+            r.request_id,
+            r.status.value,
+            r.num_prompt_tokens,
+            r.output_token_ids,
+            r.num_computed_tokens,
+            r.num_preemptions,
+            None if r.first_token_time is None else r.first_token_time - r.arrival_time,
+            decode(r.output_token_ids),
+            r.arrival_step,
+        )
         for r in scheduler.requests.values()
     ]
     status_of = {s.finish_reason: s.value for s in RequestStatus if s.is_finished and s.finish_reason != "length"}
     status_of["length"] = RequestStatus.FINISHED_LENGTH.value
     done = [
-        view(o.request_id, o.status or status_of[o.finish_reason], len(o.prompt_token_ids), o.output_token_ids, 0,
-             o.num_preemptions, o.ttft_s, o.text, o.arrival_step)
+        view(
+            o.request_id,
+            o.status or status_of[o.finish_reason],
+            len(o.prompt_token_ids),
+            o.output_token_ids,
+            0,
+            o.num_preemptions,
+            o.ttft_s,
+            o.text,
+            o.arrival_step,
+        )
         for o in outputs
     ]
     return Snapshot(
@@ -88,8 +127,8 @@ def build_snapshot(*, step: int, device: str, vllm_profile: str, bytes_per_block
             "running": [r.request_id for r in scheduler.running],
             "swapped": [r.request_id for r in scheduler.swapped],
         },
-        blocks=pool_views(kv.pool, kv.block_tables, "gpu") + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu",
-                                                                         stored_only=kv.offload is not None),
+        blocks=pool_views(kv.pool, kv.block_tables, "gpu")
+        + pool_views(kv.cpu_pool, kv.swap.block_tables, "cpu", stored_only=kv.offload is not None),
         requests=live + done,
         preemptions=list(ledger.records),
         metrics=metrics,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional
 
 from pykv.border import metric_names as names
 from pykv.border.metric_names import Metric
@@ -46,16 +45,17 @@ class EngineTotals:
     offload_refused: int = 0  # store batches the tier refused whole
 
     def plus(self, delta: "EngineTotals") -> "EngineTotals":
-        return EngineTotals(**{f.name: getattr(self, f.name) + getattr(delta, f.name)
-                               for f in dataclasses.fields(self)})
+        return EngineTotals(
+            **{f.name: getattr(self, f.name) + getattr(delta, f.name) for f in dataclasses.fields(self)}
+        )
 
     @property
-    def recompute_tax(self) -> Optional[float]:
+    def recompute_tax(self) -> float | None:
         """Re-prefilled share of prefill tokens; None before any prefill."""
         return recompute_tax(self.recomputed_tokens, self.prefill_tokens)
 
     @property
-    def recompute_tax_time(self) -> Optional[float]:
+    def recompute_tax_time(self) -> float | None:
         """The same share of prefill forward time; None before any prefill."""
         return recompute_tax(self.recompute_s, self.prefill_s)
 
@@ -67,18 +67,30 @@ class EngineTotals:
 
 # Each total and the counter it sets (where the profile exports that counter).
 COUNTER_OF: dict[str, Metric] = {
-    "preemptions": names.PYKV_NUM_PREEMPTIONS, "release_preemptions": names.VLLM_NUM_PREEMPTIONS,
-    "prompt_tokens": names.PROMPT_TOKENS, "generation_tokens": names.GENERATION_TOKENS,
-    "prefill_tokens": names.PREFILL_TOKENS, "prefix_queries": names.PREFIX_QUERIES,
-    "prefix_hits_own": names.PREFIX_HITS_OWN, "prefix_hits_shared": names.PREFIX_HITS_SHARED,
-    "release_prefix_queries": names.VLLM_PREFIX_QUERIES, "release_prefix_hits": names.VLLM_PREFIX_HITS,
-    "recomputed_tokens": names.RECOMPUTED_TOKENS, "recompute_s": names.RECOMPUTE_SECONDS,
-    "prefill_s": names.PREFILL_SECONDS, "swapped_out_bytes": names.SWAPPED_OUT_BYTES,
-    "swapped_in_bytes": names.SWAPPED_IN_BYTES, "swap_out_s": names.SWAP_OUT_SECONDS,
-    "swap_in_s": names.SWAP_IN_SECONDS, "external_queries": names.EXTERNAL_QUERIES,
-    "external_hits": names.EXTERNAL_HITS, "offload_store_bytes": names.OFFLOAD_STORE_BYTES,
-    "offload_store_s": names.OFFLOAD_STORE_TIME, "offload_load_bytes": names.OFFLOAD_LOAD_BYTES,
-    "offload_load_s": names.OFFLOAD_LOAD_TIME, "offload_loaded_tokens": names.OFFLOAD_LOADED_TOKENS,
+    "preemptions": names.PYKV_NUM_PREEMPTIONS,
+    "release_preemptions": names.VLLM_NUM_PREEMPTIONS,
+    "prompt_tokens": names.PROMPT_TOKENS,
+    "generation_tokens": names.GENERATION_TOKENS,
+    "prefill_tokens": names.PREFILL_TOKENS,
+    "prefix_queries": names.PREFIX_QUERIES,
+    "prefix_hits_own": names.PREFIX_HITS_OWN,
+    "prefix_hits_shared": names.PREFIX_HITS_SHARED,
+    "release_prefix_queries": names.VLLM_PREFIX_QUERIES,
+    "release_prefix_hits": names.VLLM_PREFIX_HITS,
+    "recomputed_tokens": names.RECOMPUTED_TOKENS,
+    "recompute_s": names.RECOMPUTE_SECONDS,
+    "prefill_s": names.PREFILL_SECONDS,
+    "swapped_out_bytes": names.SWAPPED_OUT_BYTES,
+    "swapped_in_bytes": names.SWAPPED_IN_BYTES,
+    "swap_out_s": names.SWAP_OUT_SECONDS,
+    "swap_in_s": names.SWAP_IN_SECONDS,
+    "external_queries": names.EXTERNAL_QUERIES,
+    "external_hits": names.EXTERNAL_HITS,
+    "offload_store_bytes": names.OFFLOAD_STORE_BYTES,
+    "offload_store_s": names.OFFLOAD_STORE_TIME,
+    "offload_load_bytes": names.OFFLOAD_LOAD_BYTES,
+    "offload_load_s": names.OFFLOAD_LOAD_TIME,
+    "offload_loaded_tokens": names.OFFLOAD_LOADED_TOKENS,
     "offload_refused": names.OFFLOAD_ALLOCATION_FAILURE,
 }
 assert set(COUNTER_OF) == {f.name for f in dataclasses.fields(EngineTotals)}, "every total sets one counter"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Sequence
 
 from pykv.border.config import EngineConfig
 from pykv.border.request import Request, RequestStatus, sequence_id
@@ -37,9 +37,9 @@ class PreemptionEvent:
     step: int
     num_blocks: int  # device blocks the victim held
     num_tokens: int  # computed tokens whose KV was dropped (recompute) or moved (swap)
-    fallback: Optional[str] = None  # None | "recompute" | "abort"
-    reason: Optional[str] = None
-    why: Optional[str] = None  # why the victim policy chose this request
+    fallback: str | None = None  # None | "recompute" | "abort"
+    reason: str | None = None
+    why: str | None = None  # why the victim policy chose this request
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,9 @@ class Scheduler:
 
     # ---- preemption ---------------------------------------------------------------------------
 
-    def _allocate(self, out: SchedulerOutput, request: Request, num_new_tokens: int, hits: Sequence[int] = (),
-                  **kwargs: int) -> Optional[list[int]]:
+    def _allocate(
+        self, out: SchedulerOutput, request: Request, num_new_tokens: int, hits: Sequence[int] = (), **kwargs: int
+    ) -> list[int] | None:
         """``KVCacheManager.allocate_slots``, listing the copy on write it decided on this step's copies; the new
         block ids, or None (nothing changed) when the pool lacks room."""
         allocation = self.kv.allocate_slots(request, num_new_tokens, hits, **kwargs)
@@ -128,11 +129,12 @@ class Scheduler:
         out.block_copies += allocation.copies
         return allocation.new_blocks
 
-    def _preempt(self, victim: Request, step: int, out: SchedulerOutput, why: Optional[str] = None) -> PreemptionEvent:
+    def _preempt(self, victim: Request, step: int, out: SchedulerOutput, why: str | None = None) -> PreemptionEvent:
         return self._preempt_group([victim], step, out, why)[0]
 
-    def _preempt_group(self, group: list[Request], step: int, out: SchedulerOutput,
-                       why: Optional[str] = None) -> list[PreemptionEvent]:
+    def _preempt_group(
+        self, group: list[Request], step: int, out: SchedulerOutput, why: str | None = None
+    ) -> list[PreemptionEvent]:
         """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole.
 
         vLLM V0's modes: "swap" swaps (falling back when the CPU pool is full); "auto" swaps a group that has or
@@ -141,16 +143,24 @@ class Scheduler:
         recomputes each)."""
         events, live = [], []
         for victim in group:
-            member_why = why if len(group) == 1 else (
-                f"its sequence group goes whole (vLLM V0 preempts a SequenceGroup), and for the chosen one {why}")
+            member_why = (
+                why
+                if len(group) == 1
+                else (f"its sequence group goes whole (vLLM V0 preempts a SequenceGroup), and for the chosen one {why}")
+            )
             self.num_preemptions += 1
             victim.num_preemptions += 1
             stalled = victim.tokens_since_preemption == 0
             victim.preemptions_without_progress = victim.preemptions_without_progress + 1 if stalled else 1
             victim.tokens_since_preemption = 0
-            event = PreemptionEvent(request_id=victim.request_id, mode="recompute", step=step,
-                                    num_blocks=self.kv.num_blocks_of(victim), num_tokens=victim.num_computed_tokens,
-                                    why=member_why)  # the mode and its reasons are set below, once decided
+            event = PreemptionEvent(
+                request_id=victim.request_id,
+                mode="recompute",
+                step=step,
+                num_blocks=self.kv.num_blocks_of(victim),
+                num_tokens=victim.num_computed_tokens,
+                why=member_why,
+            )  # the mode and its reasons are set below, once decided
             if victim.preemptions_without_progress > self.config.max_preemptions_without_progress:
                 victim.finish_message = LIVELOCK_MESSAGE.format(n=victim.preemptions_without_progress)
                 self._finish(victim, RequestStatus.FINISHED_ABORTED)
@@ -171,8 +181,10 @@ class Scheduler:
             return events
         reason = None
         if swap and live:
-            reason = (f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
-                      f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}")
+            reason = (
+                f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
+                f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}"
+            )
         for victim, event in live:
             if reason and self.config.swap_fallback == "abort":
                 victim.undelivered_preemptions -= 1
@@ -199,8 +211,14 @@ class Scheduler:
 
     # ---- after the forward pass ---------------------------------------------------------------
 
-    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int], step: int, now: float,
-                           forks: Optional[dict[str, list[int]]] = None) -> list[Request]:
+    def update_from_output(
+        self,
+        out: SchedulerOutput,
+        sampled: dict[str, int],
+        step: int,
+        now: float,
+        forks: dict[str, list[int]] | None = None,
+    ) -> list[Request]:
         """Advance each scheduled request; append sampled tokens (the first one stamped with ``step`` and
         ``now``, a perf_counter() time); fork the sequences of parallel sampling (``forks``: request -> the
         first tokens of its other sequences); return the requests that finished."""
@@ -224,8 +242,10 @@ class Scheduler:
                 e = self._events
                 computed = request.num_prompt_tokens - request.first_admission_cached_tokens
                 self._events = dataclasses.replace(
-                    e, first_token_prompts=e.first_token_prompts + request.num_prompt_tokens,
-                    first_token_computed_prompts=e.first_token_computed_prompts + computed)
+                    e,
+                    first_token_prompts=e.first_token_prompts + request.num_prompt_tokens,
+                    first_token_computed_prompts=e.first_token_computed_prompts + computed,
+                )
             status = self._stop_status(request, token)
             if status is not None:
                 self._finish(request, status)
@@ -238,11 +258,20 @@ class Scheduler:
         children = []
         for k, token in enumerate(tokens, start=1):
             child = dataclasses.replace(
-                parent, request_id=sequence_id(parent.request_id, k), prompt_token_ids=list(parent.prompt_token_ids),
-                output_token_ids=[token], parent_id=parent.request_id, fork_generators=[],
+                parent,
+                request_id=sequence_id(parent.request_id, k),
+                prompt_token_ids=list(parent.prompt_token_ids),
+                output_token_ids=[token],
+                parent_id=parent.request_id,
+                fork_generators=[],
                 generator=parent.fork_generators[k - 1] if parent.fork_generators else None,
-                first_token_step=step, first_token_time=now, num_preemptions=0, undelivered_preemptions=0,
-                tokens_since_preemption=1, preemptions_without_progress=0)
+                first_token_step=step,
+                first_token_time=now,
+                num_preemptions=0,
+                undelivered_preemptions=0,
+                tokens_since_preemption=1,
+                preemptions_without_progress=0,
+            )
             self.kv.fork(parent, child)
             self.requests[child.request_id] = child
             children.append(child)
@@ -263,7 +292,7 @@ class Scheduler:
         group's sequences at admission)."""
         return sum(r.num_seqs for r in self.running)
 
-    def _stop_status(self, request: Request, token: int) -> Optional[RequestStatus]:
+    def _stop_status(self, request: Request, token: int) -> RequestStatus | None:
         params = request.sampling_params
         if token in params.stop_token_ids or (not params.ignore_eos and token in request.eos_token_ids):
             return RequestStatus.FINISHED_STOPPED
@@ -275,8 +304,9 @@ class Scheduler:
         """vLLM V1 reports a preemption as an event on the request's next output (a token, or its end), so
         its vllm:num_preemptions lags the preemption itself."""
         e = self._events
-        self._events = dataclasses.replace(e, delivered_preemptions=e.delivered_preemptions
-                                           + request.undelivered_preemptions)
+        self._events = dataclasses.replace(
+            e, delivered_preemptions=e.delivered_preemptions + request.undelivered_preemptions
+        )
         request.undelivered_preemptions = 0
 
     def take_output_events(self) -> OutputEvents:
@@ -295,7 +325,7 @@ class Scheduler:
         self.kv.forget(request)
         del self.requests[request.request_id]
 
-    def abort(self, request_id: str, message: str = "Aborted by the user.") -> Optional[Request]:
+    def abort(self, request_id: str, message: str = "Aborted by the user.") -> Request | None:
         request = self.requests.get(request_id)
         if request is None:
             return None
@@ -313,8 +343,9 @@ class Scheduler:
         for request in self.waiting:
             assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
             # but 0.10.2's victim of an orphaned chunk, counted as computed though its blocks are gone
-            assert request.num_computed_tokens == 0 or not self.profile.victim_chunk_taken_back, \
+            assert request.num_computed_tokens == 0 or not self.profile.victim_chunk_taken_back, (
                 f"waiting {request.request_id} has computed tokens"
+            )
             assert self.kv.num_blocks_of(request) == 0, f"waiting {request.request_id} holds blocks"
         for request in self.swapped:
             assert request.status == RequestStatus.SWAPPED
@@ -322,8 +353,8 @@ class Scheduler:
             cpu_blocks = len(self.kv.swap.block_tables[request.request_id])
             # V0 swaps a table whole: a victim caught mid-(re-)prefill takes its reserved, unwritten blocks along
             reserved = cdiv(max(request.num_computed_tokens, request.num_tokens), self.kv.block_size)
-            assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, \
+            assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, (
                 "swapped KV lost, or padded past its reservation"
+            )
         queued = [r.request_id for q in (self.running, self.waiting, self.swapped) for r in q]
         assert len(queued) == len(set(queued)) == len(self.requests), "a request is in two queues or none"
-

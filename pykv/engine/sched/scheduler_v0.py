@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pykv.border.config import EngineConfig
 from pykv.border.request import Request, RequestStatus
@@ -15,8 +14,9 @@ from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.engine.sched.scheduler import PreemptionEvent, Scheduler, SchedulerOutput
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
-PROMPT_OVER_CAPACITY = ("Input prompt ({n} tokens) + lookahead slots (0) is too long and exceeds the capacity of "
-                        "block_manager")
+PROMPT_OVER_CAPACITY = (
+    "Input prompt ({n} tokens) + lookahead slots (0) is too long and exceeds the capacity of block_manager"
+)
 SWAP_IN_NEVER = "Failing the request {id} because there's not enough kv cache blocks to run the entire sequence."
 
 
@@ -33,8 +33,9 @@ class _Budget:
         return self.token_budget - self.num_batched_tokens
 
     def can_schedule(self, num_tokens: int, num_seqs: int = 1) -> bool:
-        return (self.num_batched_tokens + num_tokens <= self.token_budget
-                and self.num_seqs + num_seqs <= self.max_num_seqs)
+        return (
+            self.num_batched_tokens + num_tokens <= self.token_budget and self.num_seqs + num_seqs <= self.max_num_seqs
+        )
 
     def add(self, num_tokens: int, num_seqs: int) -> None:
         self.num_batched_tokens += num_tokens
@@ -77,11 +78,16 @@ class V0Scheduler(Scheduler):
             running = self._schedule_running(out, step, budget, chunking)
             swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, running)
             admitted = self._schedule_prefills(out, budget, chunking)
-            self.running = (running.leftover + swapped_in.decodes + swapped_in.prefills + running.decodes
-                            + running.prefills + admitted)
+            self.running = (
+                running.leftover
+                + swapped_in.decodes
+                + swapped_in.prefills
+                + running.decodes
+                + running.prefills
+                + admitted
+            )
             # 0.6.3.post1 _schedule_chunked_prefill: the batch lists prefills first, then decodes
-            _order_batch(out, admitted + running.prefills + swapped_in.prefills + running.decodes
-                         + swapped_in.decodes)
+            _order_batch(out, admitted + running.prefills + swapped_in.prefills + running.decodes + swapped_in.decodes)
         else:
             budget.num_seqs = self.num_running_seqs()
             admitted = [] if self.swapped else self._schedule_prefills(out, budget, chunking)
@@ -120,8 +126,9 @@ class V0Scheduler(Scheduler):
             head = self.waiting[0]
             while self.running and key(self.running[-1]) > key(head):
                 required = cdiv(head.num_tokens, self.kv.block_size)
-                if (self.kv.pool.num_free_blocks() - required >= self.watermark_blocks
-                        and budget.can_schedule(head.num_tokens, head.num_seqs)):
+                if self.kv.pool.num_free_blocks() - required >= self.watermark_blocks and budget.can_schedule(
+                    head.num_tokens, head.num_seqs
+                ):
                     break
                 group = group_of(self.running[-1], self.running)
                 for member in group:
@@ -140,8 +147,9 @@ class V0Scheduler(Scheduler):
         num_new = request.num_tokens - request.num_computed_tokens
         remaining = budget.remaining()
         if chunking and remaining < num_new:
-            num_new = remaining // self.kv.block_size * self.kv.block_size if self.config.enable_prefix_caching \
-                else remaining
+            num_new = (
+                remaining // self.kv.block_size * self.kv.block_size if self.config.enable_prefix_caching else remaining
+            )
         return num_new
 
     def _schedule_running(self, out: SchedulerOutput, step: int, budget: _Budget, chunking: bool) -> _Scheduled:
@@ -209,8 +217,9 @@ class V0Scheduler(Scheduler):
         unseen = 1 if self._is_decode(request) else 0
         return (request.num_tokens - unseen) // self.kv.block_size + self._num_touched(request)
 
-    def _take_back(self, request: Request, out: SchedulerOutput, budget: _Budget, done: _Scheduled,
-                   chunking: bool) -> None:
+    def _take_back(
+        self, request: Request, out: SchedulerOutput, budget: _Budget, done: _Scheduled, chunking: bool
+    ) -> None:
         """Undo a sequence's scheduling earlier in this step (its group is being preempted): its chunk, its budget,
         the block it was given for this step's token."""
         chunk = next((c for c in out.chunks if c.request_id == request.request_id), None)
@@ -278,7 +287,7 @@ class V0Scheduler(Scheduler):
             num_new = self._num_new_tokens(request, budget, chunking)
             if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
                 break
-            hits = self.kv.get_computed_blocks(request)[:(num_new - 1) // self.kv.block_size]  # within the chunk
+            hits = self.kv.get_computed_blocks(request)[: (num_new - 1) // self.kv.block_size]  # within the chunk
             num_hit = len(hits) * self.kv.block_size
             blocks = self._allocate(out, request, num_new - num_hit, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
@@ -291,8 +300,9 @@ class V0Scheduler(Scheduler):
             admitted.append(request)
         return admitted
 
-    def _preempt_group(self, group: list[Request], step: int, out: SchedulerOutput,
-                       why: Optional[str] = None) -> list[PreemptionEvent]:
+    def _preempt_group(
+        self, group: list[Request], step: int, out: SchedulerOutput, why: str | None = None
+    ) -> list[PreemptionEvent]:
         """``group`` comes tail first, as V0 preempts it; V0's swapped queue holds a group as one entry, so its
         sequences go there in group order."""
         events = super()._preempt_group(group, step, out, why)

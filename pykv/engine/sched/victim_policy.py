@@ -41,17 +41,26 @@ def choose_victim(policy: str, candidates: Sequence[Request]) -> VictimChoice:
     if policy == "priority":
         i = max(order, key=lambda i: (candidates[i].priority, candidates[i].arrival_time, i))
         victim = candidates[i]
-        return VictimChoice(victim, f"it has the worst (priority, arrival) of {len(candidates)} running: priority "
-                                    f"{victim.priority} (lower runs first), arrived at step {victim.arrival_step}")
+        return VictimChoice(
+            victim,
+            f"it has the worst (priority, arrival) of {len(candidates)} running: priority "
+            f"{victim.priority} (lower runs first), arrived at step {victim.arrival_step}",
+        )
     if policy == "lcf":
         i = min(order, key=lambda i: (candidates[i].num_computed_tokens, -i))
         victim = candidates[i]
-        return VictimChoice(victim, f"it has the fewest computed tokens ({victim.num_computed_tokens}) of "
-                                    f"{len(candidates)} running: dropping its KV loses the least work")
+        return VictimChoice(
+            victim,
+            f"it has the fewest computed tokens ({victim.num_computed_tokens}) of "
+            f"{len(candidates)} running: dropping its KV loses the least work",
+        )
     if policy == "sglang":
         i = min(order, key=lambda i: (len(candidates[i].output_token_ids), -candidates[i].num_prompt_tokens, -i))
         victim = candidates[i]
-        return VictimChoice(victim, f"it has the fewest output tokens ({len(victim.output_token_ids)}), then the "
-                                    f"longest input ({victim.num_prompt_tokens} tokens), of {len(candidates)} running "
-                                    "(SGLang's retract order)")
+        return VictimChoice(
+            victim,
+            f"it has the fewest output tokens ({len(victim.output_token_ids)}), then the "
+            f"longest input ({victim.num_prompt_tokens} tokens), of {len(candidates)} running "
+            "(SGLang's retract order)",
+        )
     raise ValueError(f"Unknown preemption_victim {policy!r}; use one of {', '.join(VICTIM_POLICIES)}.")

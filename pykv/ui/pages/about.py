@@ -27,8 +27,10 @@ def choices_markdown() -> str:
     """The victim policies and the fates of a victim's KV, two lines each with the profile that has them."""
     policies = "\n".join(f"- `{name}`: {p.about}" for name, p in VICTIM_POLICIES.items())
     fates = "\n".join(f"- `{name}`: {text}" for name, text in KV_FATES.items())
-    return (f"**Who is preempted** (`preemption_victim`)\n\n{policies}\n\n**Where the victim's KV goes** "
-            f"(`preemption_mode`, the offloading tier)\n\n{fates}")
+    return (
+        f"**Who is preempted** (`preemption_victim`)\n\n{policies}\n\n**Where the victim's KV goes** "
+        f"(`preemption_mode`, the offloading tier)\n\n{fates}"
+    )
 
 
 def render() -> None:
@@ -73,5 +75,5 @@ def strip_front_matter(text: str) -> str:
     if text.startswith("---\n"):
         end = text.find("\n---", 4)
         if end != -1:
-            return text[end + 4:].lstrip("\n")
+            return text[end + 4 :].lstrip("\n")
     return text

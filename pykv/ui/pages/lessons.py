@@ -1,15 +1,15 @@
 """The Lessons page: the course list, a class follower's page, and the lesson player (``lesson_player``).
 
-    /lessons                              the course: title, summary, objective, steps and minutes
-    /lessons?path=core                    the same on the 90-minute workshop path (``lesson_guide``)
-    /lessons?cheatsheet=1                 the printable cheat sheet (``cheatsheet_page``)
-    /lessons?lesson=ID&step=k             the player at step k (1-based) of lesson ID
-    /lessons?lesson=ID&step=k&presenter=1 the projector view: large type, no notes, checks folded
-    …&class=CODE&key=…&speaker=1          the speaker view: notes, answers, timing (``speaker_view``)
+/lessons                              the course: title, summary, objective, steps and minutes
+/lessons?path=core                    the same on the 90-minute workshop path (``lesson_guide``)
+/lessons?cheatsheet=1                 the printable cheat sheet (``cheatsheet_page``)
+/lessons?lesson=ID&step=k             the player at step k (1-based) of lesson ID
+/lessons?lesson=ID&step=k&presenter=1 the projector view: large type, no notes, checks folded
+…&class=CODE&key=…&speaker=1          the speaker view: notes, answers, timing (``speaker_view``)
 
-    /lessons?class=CODE                   a learner in a class: the page follows the instructor
-                                          (``follower_page``); the instructor's own URL adds lesson,
-                                          step and the class's ``key`` (``classroom``)
+/lessons?class=CODE                   a learner in a class: the page follows the instructor
+                                      (``follower_page``); the instructor's own URL adds lesson,
+                                      step and the class's ``key`` (``classroom``)
 """
 
 from __future__ import annotations
@@ -80,15 +80,21 @@ def _flashes() -> None:
 
 def course_list(lessons: list[Lesson], problems: list[str]) -> None:
     st.title("Lessons")
-    st.caption("A guided course through the live engine. Each lesson runs on this session's own engine; "
-               "←/→ step through it, and the address bar is a link to the step on screen.")
+    st.caption(
+        "A guided course through the live engine. Each lesson runs on this session's own engine; "
+        "←/→ step through it, and the address bar is a link to the step on screen."
+    )
     _join_box()
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small", key="course_paths"):
         path = lesson_guide.path_chooser(lessons)
-        st.button("Cheat sheet", key="cheatsheet_open", icon=":material/description:",
-                  on_click=cheatsheet.open_sheet,
-                  help="One printable page: the tuning order, symptoms and fixes, the knobs, with the lessons that "
-                       "show each.")
+        st.button(
+            "Cheat sheet",
+            key="cheatsheet_open",
+            icon=":material/description:",
+            on_click=cheatsheet.open_sheet,
+            help="One printable page: the tuning order, symptoms and fixes, the knobs, with the lessons that "
+            "show each.",
+        )
     for message in problems:
         st.error(f"This lesson could not be loaded: {message}")
     if not lessons and not problems:
@@ -97,8 +103,9 @@ def course_list(lessons: list[Lesson], problems: list[str]) -> None:
         with st.container(border=True, key=f"lesson_card_{lesson.id}"):
             text, action = st.columns([6, 1], vertical_alignment="center")
             text.markdown(lesson_guide.card_text(n, lesson, path))
-            action.button("Open", key=f"open_{lesson.id}", on_click=lesson_player.open_lesson, args=(lesson.id,),
-                          width="stretch")
+            action.button(
+                "Open", key=f"open_{lesson.id}", on_click=lesson_player.open_lesson, args=(lesson.id,), width="stretch"
+            )
 
 
 def _join_box() -> None:
@@ -106,8 +113,9 @@ def _join_box() -> None:
         return
     with st.form("class_join", border=False):
         code_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
-        code = code_col.text_input("Join a class", max_chars=16, placeholder="class code, e.g. K7QM2X",
-                                   key="class_join_code")
+        code = code_col.text_input(
+            "Join a class", max_chars=16, placeholder="class code, e.g. K7QM2X", key="class_join_code"
+        )
         if button_col.form_submit_button("Join", icon=":material/login:"):
             st.query_params.from_dict({CLASS_PARAM: code.strip()[:16]})
             st.rerun()

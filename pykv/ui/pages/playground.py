@@ -41,6 +41,7 @@ def render() -> None:
 
 # ---- control callbacks (run before the fragment reruns) ------------------------------------
 
+
 def _act(fn, *args) -> None:
     st.session_state.acted = True
     try:
@@ -116,42 +117,107 @@ def _controls(lab: Lab) -> None:
     elif end:
         where += " · every request has finished"
     p = lab.config.profile
-    st.markdown(f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.label} attention on "
-                f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens · "
-                f"follows vLLM {p.release} ({p.engine})", help=f"vllm_profile={p.name}: {p.summary}. "
-                + " ".join(lab.engine.startup_lines))
+    st.markdown(
+        f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.label} attention on "
+        f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens · "
+        f"follows vLLM {p.release} ({p.engine})",
+        help=f"vllm_profile={p.name}: {p.summary}. " + " ".join(lab.engine.startup_lines),
+    )
     playing = st.session_state.playing
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls"):
-        st.button("Step", key="step", shortcut="Right", type="primary", on_click=_act,
-                  args=(lab.step,), disabled=end, help="One engine step (keyboard →).")
-        st.button("Back", key="back", shortcut="Left", on_click=_act, args=(lab.back,),
-                  disabled=lab.cursor == 0, help="Show the previous step (keyboard ←).")
+        st.button(
+            "Step",
+            key="step",
+            shortcut="Right",
+            type="primary",
+            on_click=_act,
+            args=(lab.step,),
+            disabled=end,
+            help="One engine step (keyboard →).",
+        )
+        st.button(
+            "Back",
+            key="back",
+            shortcut="Left",
+            on_click=_act,
+            args=(lab.back,),
+            disabled=lab.cursor == 0,
+            help="Show the previous step (keyboard ←).",
+        )
         if playing:
-            st.button("Pause", key="pause", icon=":material/pause:", on_click=_set_playing, args=(False,),
-                      help="Stop the timer.")
+            st.button(
+                "Pause",
+                key="pause",
+                icon=":material/pause:",
+                on_click=_set_playing,
+                args=(False,),
+                help="Stop the timer.",
+            )
         else:
-            st.button("Play", key="play", icon=":material/play_arrow:", on_click=_set_playing, args=(True,),
-                      disabled=end, help="Step on a timer.")
-        st.segmented_control("Speed", list(SPEEDS), key="speed", label_visibility="collapsed", required=True,
-                             on_change=lambda: st.session_state.update(replan=True, acted=True),
-                             help="Play speed: a step every 1 s, 0.5 s or 0.2 s.")
-        st.button("Next preemption", key="next_preemption", icon=":material/fast_forward:", on_click=_act,
-                  args=(_next_preemption, lab), disabled=end, help="Step until a step preempts a request.")
-        st.button("Run to end", key="run_end", on_click=_act, args=(_run_to_end, lab),
-                  disabled=end, help="Step until every request has finished.")
-        st.button("Reset", key="reset", on_click=_act, args=(lab.reset,),
-                  help="Back to step 0 (requests added by hand are dropped).")
+            st.button(
+                "Play",
+                key="play",
+                icon=":material/play_arrow:",
+                on_click=_set_playing,
+                args=(True,),
+                disabled=end,
+                help="Step on a timer.",
+            )
+        st.segmented_control(
+            "Speed",
+            list(SPEEDS),
+            key="speed",
+            label_visibility="collapsed",
+            required=True,
+            on_change=lambda: st.session_state.update(replan=True, acted=True),
+            help="Play speed: a step every 1 s, 0.5 s or 0.2 s.",
+        )
+        st.button(
+            "Next preemption",
+            key="next_preemption",
+            icon=":material/fast_forward:",
+            on_click=_act,
+            args=(_next_preemption, lab),
+            disabled=end,
+            help="Step until a step preempts a request.",
+        )
+        st.button(
+            "Run to end",
+            key="run_end",
+            on_click=_act,
+            args=(_run_to_end, lab),
+            disabled=end,
+            help="Step until every request has finished.",
+        )
+        st.button(
+            "Reset",
+            key="reset",
+            on_click=_act,
+            args=(lab.reset,),
+            help="Back to step 0 (requests added by hand are dropped).",
+        )
         with st.popover("Add request", icon=":material/add:"):
             with st.form("add_request", border=False):
                 prompt = st.text_area("prompt", "def fibonacci(n):", key="new_prompt")
                 max_tokens = st.number_input("max_tokens", 1, 4096, 32, key="new_max_tokens")
                 n_col, priority_col = st.columns(2)
-                n = n_col.number_input("n (sequences)", 1, 16, 1, key="new_n",
-                                       help="Parallel sampling: the first token forks n - 1 sequences sharing the "
-                                            "prompt's blocks (copy on write on the last, partial one).")
-                priority = priority_col.number_input("priority", -1000, 1000, 0, key="new_priority",
-                                                     help="vLLM's: lower runs first; read by preemption_victim="
-                                                          "priority.")
+                n = n_col.number_input(
+                    "n (sequences)",
+                    1,
+                    16,
+                    1,
+                    key="new_n",
+                    help="Parallel sampling: the first token forks n - 1 sequences sharing the "
+                    "prompt's blocks (copy on write on the last, partial one).",
+                )
+                priority = priority_col.number_input(
+                    "priority",
+                    -1000,
+                    1000,
+                    0,
+                    key="new_priority",
+                    help="vLLM's: lower runs first; read by preemption_victim=priority.",
+                )
                 if st.form_submit_button("Queue it at this step"):
                     st.session_state.acted = True
                     try:
@@ -160,6 +226,9 @@ def _controls(lab: Lab) -> None:
                         st.rerun()  # the controls above were drawn before it was queued (Step was off at the end)
                     except ValueError as e:
                         flash(str(e))
-        review_pack_button.review_pack_controls(partial(review_pack_button.playground_pack, lab),
-                                                f"pykv_review_step{lab.head}", "playground",
-                                                "this run, every step so far")
+        review_pack_button.review_pack_controls(
+            partial(review_pack_button.playground_pack, lab),
+            f"pykv_review_step{lab.head}",
+            "playground",
+            "this run, every step so far",
+        )

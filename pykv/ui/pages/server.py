@@ -19,10 +19,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "bridge" / "examples"  # pykv/b
 
 def render() -> None:
     st.title("Your server")
-    st.caption("Upload what your vLLM printed (its log, plain or .gz), a /metrics body or a request trace (Azure, "
-               "BurstGPT, Mooncake / Qwen-Bailian JSONL, vLLM bench JSONL), or paste text. Any release from 0.2 "
-               f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; nothing leaves this machine and nothing is "
-               "kept after the session. From a shell: `python -m pykv diagnose FILE`.")
+    st.caption(
+        "Upload what your vLLM printed (its log, plain or .gz), a /metrics body or a request trace (Azure, "
+        "BurstGPT, Mooncake / Qwen-Bailian JSONL, vLLM bench JSONL), or paste text. Any release from 0.2 "
+        f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; nothing leaves this machine and nothing is "
+        "kept after the session. From a shell: `python -m pykv diagnose FILE`."
+    )
     _inputs()
     d = st.session_state.get("server_diagnosis")
     if d is None:
@@ -40,12 +42,21 @@ def render() -> None:
 def _inputs() -> None:
     with st.form("server_input"):
         files = st.file_uploader("Log, metrics or trace files", accept_multiple_files=True, key="server_files")
-        pasted = st.text_area("…or paste text", max_chars=MAX_PASTE_CHARS, height=120, key="server_paste",
-                              placeholder="INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: …")
+        pasted = st.text_area(
+            "…or paste text",
+            max_chars=MAX_PASTE_CHARS,
+            height=120,
+            key="server_paste",
+            placeholder="INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: …",
+        )
         submitted = st.form_submit_button("Diagnose", type="primary", icon=":material/troubleshoot:")
     examples = sorted(EXAMPLES.glob("*.log"))
-    picked = st.selectbox("…or try an example log", ["(none)"] + [p.name for p in examples], key="server_example",
-                          help="Written for pykv in each release's own log format.")
+    picked = st.selectbox(
+        "…or try an example log",
+        ["(none)"] + [p.name for p in examples],
+        key="server_example",
+        help="Written for pykv in each release's own log format.",
+    )
     sources: list = []
     if submitted:
         sources = [f.getvalue() for f in files or []] + ([pasted.encode()] if pasted.strip() else [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Optional
+from typing import Callable
 
 import streamlit as st
 
@@ -59,14 +59,16 @@ def session_gone() -> Callable[[], bool]:
     return lambda: not instance.is_active_session(session_id)
 
 
-def run_action(lab: Lab, what: str, action: Callable[..., object], budget_s: float, *args) -> Optional[str]:
+def run_action(lab: Lab, what: str, action: Callable[..., object], budget_s: float, *args) -> str | None:
     """Run ``action(*args, time_budget_s=..., should_stop=...)`` on ``lab`` within the action's and the
     session's budgets; the message to show when it stopped early (and why), else None."""
     budget = session_budget()
     left = budget.remaining()
     if left <= 0:
-        return (f"{what} did not run: this session used its {SESSION_COMPUTE_S:g} s of engine time for the last "
-                f"{SESSION_WINDOW_S / 60:g} minutes (a shared server). Try again in a few minutes.")
+        return (
+            f"{what} did not run: this session used its {SESSION_COMPUTE_S:g} s of engine time for the last "
+            f"{SESSION_WINDOW_S / 60:g} minutes (a shared server). Try again in a few minutes."
+        )
     allowed = min(budget_s, left)
     cpu_start = time.thread_time()  # this script thread's CPU time: the engine's work, whatever else runs
     try:

@@ -20,7 +20,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import streamlit as st
 
@@ -44,7 +43,7 @@ class Membership:
     code: str
     state: ClassState
     instructor: bool
-    secret: Optional[str]
+    secret: str | None
 
 
 INSTRUCTOR_KEY_ENV, ADMIN_KEY_ENV = "PYKV_INSTRUCTOR_KEY", "PYKV_ADMIN_KEY"
@@ -54,8 +53,13 @@ INSTRUCTOR_KEY_ENV, ADMIN_KEY_ENV = "PYKV_INSTRUCTOR_KEY", "PYKV_ADMIN_KEY"
 def classes() -> Classes:
     """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas). PYKV_INSTRUCTOR_KEY:
     the passphrase Start a class asks for; PYKV_ADMIN_KEY: the operator's key, which drives or ends any class."""
-    return Classes(make_store(), unjoined_s=UNJOINED_S, instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
-                   admin_key=os.environ.get(ADMIN_KEY_ENV) or None, heartbeat_s=HEARTBEAT_S)
+    return Classes(
+        make_store(),
+        unjoined_s=UNJOINED_S,
+        instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
+        admin_key=os.environ.get(ADMIN_KEY_ENV) or None,
+        heartbeat_s=HEARTBEAT_S,
+    )
 
 
 def owners() -> tuple[str, ...]:
@@ -115,7 +119,7 @@ def learner_id() -> str:
     return st.session_state.setdefault("class_learner", uuid.uuid4().hex)
 
 
-def membership() -> Optional[Membership]:
+def membership() -> Membership | None:
     """The class in the URL, or None (no class). A bad, unknown or ended code raises ClassError. The key a
     session once drove a class with is kept, and put back into a URL that lost it (another page, the
     cheat sheet)."""
@@ -146,7 +150,7 @@ PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the address the room opens (https://lab.ex
 _LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
 
 
-def public_root() -> Optional[str]:
+def public_root() -> str | None:
     """PYKV_PUBLIC_URL without its trailing slash, when the host set it to an http(s) address."""
     public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
     return public if public.startswith(("http://", "https://")) else None

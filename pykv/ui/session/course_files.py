@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import streamlit as st
 
 from pykv.lessons import Lesson, load_lesson
 from pykv.lessons.loader import read_course
 
-LESSONS_DIR: Optional[Path] = None  # None: the repo's lessons/ (tests point it elsewhere)
+LESSONS_DIR: Path | None = None  # None: the repo's lessons/ (tests point it elsewhere)
 # The folder is listed (a glob and a stat per file) at most this often per process. Every Lessons page run reads
 # the course, and a class's followers all rerun at once when the instructor moves: each of those ~20 system calls
 # gives up the GIL and waits its turn to take it back behind the other sessions' threads, so under a class's

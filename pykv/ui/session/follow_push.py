@@ -17,8 +17,6 @@ under AppTest the component is inert and tests rerun the page themselves.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import streamlit as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -61,7 +59,7 @@ export default function (component) {
 }
 """
 
-_waits: Optional[FollowWaits] = None
+_waits: FollowWaits | None = None
 
 
 def waits() -> FollowWaits:
@@ -70,8 +68,10 @@ def waits() -> FollowWaits:
     if _waits is None:
         from pykv.ui.session.classroom import classes  # not at import: app.py imports routes() before any run
 
-        _waits = FollowWaits(read_version=lambda code: classes().version(code),
-                             mark_seen=lambda code, learner, mode: classes().seen(code, learner, mode))
+        _waits = FollowWaits(
+            read_version=lambda code: classes().version(code),
+            mark_seen=lambda code, learner, mode: classes().seen(code, learner, mode),
+        )
     return _waits
 
 
@@ -103,12 +103,16 @@ def _component():
     return st.components.v2.component("pykv_class_follow", js=_JS)
 
 
-def follow(code: str, version: Optional[int], page: str, mode: Optional[str] = None) -> None:
+def follow(code: str, version: int | None, page: str, mode: str | None = None) -> None:
     """Rerun this page (or the fragment it is in) when class ``code`` is past ``version``; ``page``: the session's
     anonymous id; ``mode`` ("following"): every poll also counts it as a learner present."""
     runs = st.session_state["class_follow_runs"] = st.session_state.get("class_follow_runs", 0) + 1
-    data = {"path": route_path(), "ticket": waits().issue(code, version, page, mode), "slot": "class_follow",
-            "run": runs}  # new data every run: the component starts a fresh poll after each rerun
+    data = {
+        "path": route_path(),
+        "ticket": waits().issue(code, version, page, mode),
+        "slot": "class_follow",
+        "run": runs,
+    }  # new data every run: the component starts a fresh poll after each rerun
     _component()(data=data, key="class_follow", on_moved_change=_ignore)  # no HTML: takes no room
 
 

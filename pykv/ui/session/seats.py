@@ -9,7 +9,6 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Optional
 
 import streamlit as st
 
@@ -37,9 +36,9 @@ class Seat:
     """One session's claim on engine memory; freed with the session (its session_state goes)."""
 
     bytes: int
-    session_id: Optional[str] = None
+    session_id: str | None = None
     labs: weakref.WeakSet = field(default_factory=weakref.WeakSet)  # the session's Labs (released when it is gone)
-    gone_since: Optional[float] = None
+    gone_since: float | None = None
 
 
 def _trim_heap() -> None:
@@ -64,13 +63,15 @@ class Seats:
         self.seats: weakref.WeakSet[Seat] = weakref.WeakSet()
         self._last_reap = 0.0  # time.monotonic() of the last reap()
 
-    def claim(self, mine: Optional[Seat], wanted: int) -> Seat:
+    def claim(self, mine: Seat | None, wanted: int) -> Seat:
         """``mine`` resized to ``wanted`` bytes (a new seat if None); ServerFull if the app is at its cap, or if
         ``wanted`` is more than one session's share."""
         if wanted > SESSION_ENGINE_BYTES:
-            raise ServerFull(f"This engine would hold {fmt_bytes(wanted)} (KV pools and history); one session may "
-                             f"hold at most {fmt_bytes(SESSION_ENGINE_BYTES)} on this server: use smaller pools "
-                             "(num_gpu_blocks, num_cpu_blocks, block_size).")
+            raise ServerFull(
+                f"This engine would hold {fmt_bytes(wanted)} (KV pools and history); one session may "
+                f"hold at most {fmt_bytes(SESSION_ENGINE_BYTES)} on this server: use smaller pools "
+                "(num_gpu_blocks, num_cpu_blocks, block_size)."
+            )
         with self.lock:
             for attempt in range(2):
                 others = [s for s in self.seats if s is not mine]
@@ -84,7 +85,8 @@ class Seats:
                     f"The server is at its limit for engines ({len(others)} sessions hold "
                     f"{fmt_bytes(used)} of {fmt_bytes(APP_ENGINE_BYTES)}; at most {MAX_ENGINE_SESSIONS} sessions, "
                     f"this one needs {fmt_bytes(wanted)}). Closed tabs give theirs back within a minute: "
-                    "try again shortly, or ask for smaller pools.")
+                    "try again shortly, or ask for smaller pools."
+                )
             seat = mine or Seat(0)
             seat.bytes = wanted
             self.seats.add(seat)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
 
 import streamlit as st
 import torch
@@ -49,6 +48,7 @@ class ModelError(ValueError):
 
 # ---- the model and the engine seats --------------------------------------------------------------------
 
+
 def model_name() -> str:
     return os.environ.get(MODEL_ENV) or "tiny"
 
@@ -72,7 +72,7 @@ def model_for(config: EngineConfig) -> LoadedModel:
         raise ModelError(str(e)) from None
 
 
-def make_lab(config: EngineConfig, preset: Optional[str], seed: int = 0, workload: Optional[Workload] = None) -> Lab:
+def make_lab(config: EngineConfig, preset: str | None, seed: int = 0, workload: Workload | None = None) -> Lab:
     """A new Lab on the shared weights (``workload``, if given, instead of the preset's). ModelError (model),
     ServerFull (app cap) or the engine's ValueError (config) pass through; the seat is claimed before any pool
     is allocated."""
@@ -85,6 +85,7 @@ def make_lab(config: EngineConfig, preset: Optional[str], seed: int = 0, workloa
 
 
 # ---- the URL -----------------------------------------------------------------------------------------------
+
 
 def _url_value(spec: Knob, text: str):
     """A URL parameter's value, held to the same limits as the sidebar's widget."""
@@ -109,15 +110,17 @@ def config_from_query(params: dict[str, str], base: EngineConfig) -> tuple[Engin
             try:
                 changes[spec.name] = _url_value(spec, params[spec.name])
             except ValueError as e:
-                problems.append(f"The link's {spec.name}={code(params[spec.name])} is not valid ({plain(e)}); "
-                                f"the default {code(knob_text(getattr(base, spec.name)))} is used.")
+                problems.append(
+                    f"The link's {spec.name}={code(params[spec.name])} is not valid ({plain(e)}); "
+                    f"the default {code(knob_text(getattr(base, spec.name)))} is used."
+                )
     try:
         return base.replace(**changes), problems
     except ValueError as e:
         return base, problems + [f"The link's settings were not used: {plain(e)} The defaults are used."]
 
 
-def parse_step(raw: Optional[str]) -> Optional[int]:
+def parse_step(raw: str | None) -> int | None:
     """A step number from a URL: ASCII digits only and at most 9 of them; None otherwise."""
     return int(raw) if raw is not None and STEP_PATTERN.fullmatch(raw) else None
 
@@ -140,15 +143,16 @@ def sync_url(lab: Lab) -> None:
         st.query_params.from_dict(wanted)
 
 
-def lab_from_url(workload: Optional[Workload] = None, seed: int = 0) -> Lab:
+def lab_from_url(workload: Workload | None = None, seed: int = 0) -> Lab:
     """The Lab a link asks for (``workload`` and its ``seed`` instead of the link's preset: an exercise on a
     lesson's own workload). Every bad value is a warning and its default; ModelError (the model cannot be
     loaded) or ServerFull pass through for the caller to show."""
     params = {k: st.query_params.get(k) for k in st.query_params.keys()}
     preset = params.get("preset", DEFAULT_PRESET)
     if preset not in PRESETS and preset != "none":
-        st.warning(f"Unknown preset {code(preset)} in the link; using `{DEFAULT_PRESET}`. "
-                   f"Presets: {', '.join(PRESETS)}.")
+        st.warning(
+            f"Unknown preset {code(preset)} in the link; using `{DEFAULT_PRESET}`. Presets: {', '.join(PRESETS)}."
+        )
         preset = DEFAULT_PRESET
     config, problems = config_from_query(params, default_config())
     for message in problems:
@@ -179,7 +183,7 @@ def lab_from_url(workload: Optional[Workload] = None, seed: int = 0) -> Lab:
     return lab
 
 
-def get_lab(workload: Optional[Workload] = None, seed: int = 0) -> Optional[Lab]:
+def get_lab(workload: Workload | None = None, seed: int = 0) -> Lab | None:
     """This session's Lab, built from the URL on first use (``workload``: see lab_from_url); None (after an
     st.error) if it cannot be."""
     if "lab" not in st.session_state:
@@ -191,8 +195,10 @@ def get_lab(workload: Optional[Workload] = None, seed: int = 0) -> Optional[Lab]
         except ModelError as e:
             st.error(f"Could not load the model: {plain(e)}")
             if model_name() == "tiny":
-                st.info(f"Set the environment variable {MODEL_ENV} to a local Hugging Face Llama/Qwen2 checkpoint "
-                        "folder, or train the shipped model: `python -m pykv.assets.train_tiny`.")
+                st.info(
+                    f"Set the environment variable {MODEL_ENV} to a local Hugging Face Llama/Qwen2 checkpoint "
+                    "folder, or train the shipped model: `python -m pykv.assets.train_tiny`."
+                )
             return None
         except ValueError as e:  # the defaults themselves refused (should not happen): no model hint
             st.error(f"Could not start the engine: {plain(e)}")

@@ -30,10 +30,17 @@ def render(lessons: list[Lesson]) -> None:
     page = cheatsheet_html(lessons, link_base=_link_base())
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="cheatsheet_controls"):
         st.button("All lessons", key="cheatsheet_close", icon=":material/list:", on_click=close_sheet)
-        st.download_button("Download to print", page, file_name=FILE_NAME, mime="text/html", key="cheatsheet_download",
-                           icon=":material/print:", on_click="ignore",
-                           help="The same page as one HTML file: open it in a browser and print it (or save it as a "
-                                "PDF). It fits one A4 or Letter page.")
+        st.download_button(
+            "Download to print",
+            page,
+            file_name=FILE_NAME,
+            mime="text/html",
+            key="cheatsheet_download",
+            icon=":material/print:",
+            on_click="ignore",
+            help="The same page as one HTML file: open it in a browser and print it (or save it as a "
+            "PDF). It fits one A4 or Letter page.",
+        )
     st.html(page)
 
 

@@ -34,7 +34,11 @@ def render(lesson: Lesson, index: int, projector: bool = False) -> None:
         st.markdown("**Your turn**")
         st.markdown(exercise.task)
         hints = f" It has {len(exercise.hints)} hints." if exercise.hints else ""
-        st.link_button("Open in the Playground", playground_url(lesson, index, exercise), type="primary",
-                       icon=":material/open_in_new:",
-                       help="A new tab with your own engine at the exercise's start, and a Check my answer button "
-                            "that reads your engine's state." + hints)
+        st.link_button(
+            "Open in the Playground",
+            playground_url(lesson, index, exercise),
+            type="primary",
+            icon=":material/open_in_new:",
+            help="A new tab with your own engine at the exercise's start, and a Check my answer button "
+            "that reads your engine's state." + hints,
+        )

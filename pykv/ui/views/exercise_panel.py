@@ -9,8 +9,6 @@ names no exercise is a warning; the Playground then runs as usual.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import streamlit as st
 
 from pykv.lessons import Lesson
@@ -40,7 +38,7 @@ def render() -> None:
     _panel(lesson, index, exercise, ref)
 
 
-def _find(ref: str) -> Optional[tuple[Lesson, int, Exercise]]:
+def _find(ref: str) -> tuple[Lesson, int, Exercise] | None:
     lessons, _ = course_files.course()
     try:
         return find_exercise(lessons, ref)
@@ -52,19 +50,32 @@ def _find(ref: str) -> Optional[tuple[Lesson, int, Exercise]]:
 def _panel(lesson: Lesson, index: int, exercise: Exercise, ref: str) -> None:
     shown = st.session_state.get(HINTS, {}).get(ref, 0)
     with st.container(border=True, key="exercise_panel"):
-        st.markdown(f"**Your turn** · {lesson.title}, step {index + 1} · "
-                    f"[back to the lesson](lessons?lesson={lesson.id}&step={index + 1})")
+        st.markdown(
+            f"**Your turn** · {lesson.title}, step {index + 1} · "
+            f"[back to the lesson](lessons?lesson={lesson.id}&step={index + 1})"
+        )
         st.markdown(exercise.task)
         for i, hint in enumerate(exercise.hints[:shown], 1):
             st.info(f"Hint {i}: {hint}", icon=":material/lightbulb:")
         with st.container(horizontal=True, gap="small", key="exercise_buttons"):
-            st.button("Check my answer", key="exercise_check", type="primary", icon=":material/task_alt:",
-                      on_click=_check, args=(lesson, exercise, ref),
-                      help="Reads your engine at the step on screen: run to the end first if the task is about "
-                           "the whole run.")
+            st.button(
+                "Check my answer",
+                key="exercise_check",
+                type="primary",
+                icon=":material/task_alt:",
+                on_click=_check,
+                args=(lesson, exercise, ref),
+                help="Reads your engine at the step on screen: run to the end first if the task is about "
+                "the whole run.",
+            )
             if shown < len(exercise.hints):
-                st.button(f"Hint {shown + 1} of {len(exercise.hints)}", key="exercise_hint",
-                          icon=":material/lightbulb:", on_click=_more_hints, args=(ref,))
+                st.button(
+                    f"Hint {shown + 1} of {len(exercise.hints)}",
+                    key="exercise_hint",
+                    icon=":material/lightbulb:",
+                    on_click=_more_hints,
+                    args=(ref,),
+                )
         result = st.session_state.get(RESULT)
         if result is not None and result[0] == ref:
             _show(result[1])
@@ -103,7 +114,9 @@ def _show(result: ExerciseResult | str) -> None:
     if result.solved:
         st.success(f"Solved, at step {result.step}. Well done.", icon=":material/celebration:")
     else:
-        st.warning(f"Not yet: {len(result.failed)} of {len(result.checks)} goals are not met at step "
-                   f"{result.step}.", icon=":material/pending:")
+        st.warning(
+            f"Not yet: {len(result.failed)} of {len(result.checks)} goals are not met at step {result.step}.",
+            icon=":material/pending:",
+        )
     st.markdown(lines)
     st.caption("Checked when you clicked; step or change a knob, then check again.")

@@ -10,7 +10,7 @@ HTML always works.
 from __future__ import annotations
 
 import re
-from typing import Callable, Literal, Optional, Union
+from typing import Callable, Literal
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -18,46 +18,79 @@ import streamlit as st
 from pykv.review_pack.export import DEFAULT_WIDTH, SCALES, export_html, export_image, static_export_problem
 from pykv.ui.safe_text import plain
 
-FigureSource = Union[go.Figure, Callable[[], go.Figure]]
+FigureSource = go.Figure | Callable[[], go.Figure]
 MIME = {"svg": "image/svg+xml", "png": "image/png", "html": "text/html"}
 
 
-def export_bytes(source: FigureSource, fmt: Literal["svg", "png", "html"], *, caption: str, link: Optional[str],
-                 scale: int = 1, width: int = DEFAULT_WIDTH, height: Optional[int] = None,
-                 link_label: str = "link") -> bytes:
+def export_bytes(
+    source: FigureSource,
+    fmt: Literal["svg", "png", "html"],
+    *,
+    caption: str,
+    link: str | None,
+    scale: int = 1,
+    width: int = DEFAULT_WIDTH,
+    height: int | None = None,
+    link_label: str = "link",
+) -> bytes:
     """What a download button hands over (``source``: the light figure, or a callable that builds it)."""
     fig = source() if callable(source) else source
     if fmt == "html":
         return export_html(fig, caption=caption, link=link, width=width, height=height, link_label=link_label)
-    return export_image(fig, fmt, scale=scale, caption=caption, link=link, width=width, height=height,
-                        link_label=link_label)
+    return export_image(
+        fig, fmt, scale=scale, caption=caption, link=link, width=width, height=height, link_label=link_label
+    )
 
 
 def file_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
 
 
-def export_controls(fig: FigureSource, name: str, caption: str, link: Optional[str], key: str, *,
-                    width: int = DEFAULT_WIDTH, height: Optional[int] = None, link_label: str = "link") -> None:
+def export_controls(
+    fig: FigureSource,
+    name: str,
+    caption: str,
+    link: str | None,
+    key: str,
+    *,
+    width: int = DEFAULT_WIDTH,
+    height: int | None = None,
+    link_label: str = "link",
+) -> None:
     """An "Export" popover for one figure. ``fig``: the figure drawn on the light template, or a
     callable that draws it (so a dark page builds the light one only on a click); ``name``: the
     file name without extension; ``key``: unique on the page."""
-    with st.popover("Export", icon=":material/download:", type="tertiary", key=f"{key}_export", on_change="rerun",
-                    help="Download this figure (light theme, with its caption and link)") as popover:
+    with st.popover(
+        "Export",
+        icon=":material/download:",
+        type="tertiary",
+        key=f"{key}_export",
+        on_change="rerun",
+        help="Download this figure (light theme, with its caption and link)",
+    ) as popover:
         if not popover.open:  # its buttons are drawn when it opens (a rerun): a Step redraws no hidden controls
             return
         stem = file_stem(name)
         problem = static_export_problem()
-        scale_text = st.segmented_control("PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale",
-                                          required=True)
+        scale_text = st.segmented_control(
+            "PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale", required=True
+        )
         scale = int((scale_text or "2x")[0])
         args = dict(caption=caption, link=link, width=width, height=height, link_label=link_label)
         with st.container(horizontal=True, gap="small"):
-            for fmt, label, extra in (("svg", "SVG", {}), ("png", f"PNG {scale}x", {"scale": scale}),
-                                      ("html", "HTML", {})):
+            for fmt, label, extra in (
+                ("svg", "SVG", {}),
+                ("png", f"PNG {scale}x", {"scale": scale}),
+                ("html", "HTML", {}),
+            ):
                 st.download_button(
-                    label, data=lambda fmt=fmt, extra=extra: export_bytes(fig, fmt, **args, **extra),
-                    file_name=f"{stem}.{fmt}" if fmt != "png" else f"{stem}@{scale}x.png", mime=MIME[fmt],
-                    key=f"{key}_{fmt}", on_click="ignore", disabled=bool(problem) and fmt != "html")
+                    label,
+                    data=lambda fmt=fmt, extra=extra: export_bytes(fig, fmt, **args, **extra),
+                    file_name=f"{stem}.{fmt}" if fmt != "png" else f"{stem}@{scale}x.png",
+                    mime=MIME[fmt],
+                    key=f"{key}_{fmt}",
+                    on_click="ignore",
+                    disabled=bool(problem) and fmt != "html",
+                )
         if problem:
             st.caption(plain(problem))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from functools import partial
-from typing import Optional
 
 import streamlit as st
 
@@ -51,8 +50,9 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
             st.rerun(scope="app")
     lesson = next((lesson for lesson in lessons if lesson.id == member.state.lesson_id), None)
     if lesson is None:
-        st.error(f"Class {member.code} is on lesson {safe_text.code(member.state.lesson_id)}, which this server "
-                 "cannot load.")
+        st.error(
+            f"Class {member.code} is on lesson {safe_text.code(member.state.lesson_id)}, which this server cannot load."
+        )
         _follow(member, projector)
         return
     try:
@@ -93,29 +93,46 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
             lesson_text.body(step_state, folded_checks=projector, words=words)
             exercise_box.render(lesson, index, projector)  # "Your turn": its link opens a tab of the learner's own
         if not projector:
-            st.button("Explore on my own", key="class_explore", icon=":material/explore:",
-                      on_click=st.session_state.update, kwargs={"class_explore": member.code},
-                      help="Your own engine at this step in the Playground: step, go back, add requests, change "
-                           "knobs. Back to the class returns you to the instructor's current step.")
+            st.button(
+                "Explore on my own",
+                key="class_explore",
+                icon=":material/explore:",
+                on_click=st.session_state.update,
+                kwargs={"class_explore": member.code},
+                help="Your own engine at this step in the Playground: step, go back, add requests, change "
+                "knobs. Back to the class returns you to the instructor's current step.",
+            )
     with views_col:
         lab = _before(shared, index) if hidden else step_state.lab
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
         elif projector:
-            chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True)) \
-                if step_state.runs and not hidden else None
+            chart = (
+                (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True))
+                if step_state.runs and not hidden
+                else None
+            )
             path = lesson_guide.current_path(warn=False)  # the Projector link carries the instructor's path
             last = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
-            aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
-                if last and lesson.takeaway else None  # the room sees the takeaway at the lesson's end
-            follower_views.render(lab, shared, grid_height=270, key="projector", metrics_per_row=3, below_grid=chart,
-                                  aside=aside, projector=True)
+            aside = (
+                partial(lesson_guide.end_of_lesson, lesson, path, projector=True) if last and lesson.takeaway else None
+            )  # the room sees the takeaway at the lesson's end
+            follower_views.render(
+                lab,
+                shared,
+                grid_height=270,
+                key="projector",
+                metrics_per_row=3,
+                below_grid=chart,
+                aside=aside,
+                projector=True,
+            )
         else:
             follower_views.render(lab, shared)
     _follow(member, projector)
 
 
-def _before(shared: SharedLesson, index: int) -> Optional[Lab]:
+def _before(shared: SharedLesson, index: int) -> Lab | None:
     """The state before step ``index``'s actions: what a prediction is made from."""
     return shared.state(index - 1).lab if index else None
 

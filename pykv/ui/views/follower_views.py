@@ -10,7 +10,7 @@ Playground.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import streamlit as st
 
@@ -29,9 +29,16 @@ PROJECTOR_WIDTHS = (340, 270)
 LEARNER_WIDTHS = (290, 230)
 
 
-def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 380, key: str = "follow",
-           metrics_per_row: Optional[int] = None, below_grid: Optional[Callable[[], None]] = None,
-           aside: Optional[Callable[[], None]] = None, projector: bool = False) -> None:
+def render(
+    lab: Lab,
+    shared: SharedLesson | None = None,
+    grid_height: int = 380,
+    key: str = "follow",
+    metrics_per_row: int | None = None,
+    below_grid: Callable[[], None] | None = None,
+    aside: Callable[[], None] | None = None,
+    projector: bool = False,
+) -> None:
     """``lab`` at its cursor (never stepped here). ``shared``: the class's lesson, whose memo draws each
     figure once for every follower (None: drawn for this page only, e.g. the solo projector view).
     ``aside``: drawn under the queues in place of the step log (the projector's takeaway at a lesson's end).
@@ -44,8 +51,9 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
         diff = diff_snapshots(prev, snap) if prev is not None else None
         widths = PROJECTOR_WIDTHS if projector else LEARNER_WIDTHS  # the legends wrap to them
         # SpecFigures: a class's followers, handed the same ones by the memo, serve the dicts made for the first
-        grid = block_grid_figure(snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark,
-                                 width=widths[0])
+        grid = block_grid_figure(
+            snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark, width=widths[0]
+        )
         queues = queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1])
         return grid, queues, metrics_strip(snap), narrate(snap)
 
@@ -53,10 +61,13 @@ def render(lab: Lab, shared: Optional[SharedLesson] = None, grid_height: int = 3
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()
     per_row = len(strip) if metrics_per_row is None else metrics_per_row
     for row in range(0, len(strip), per_row):
-        metric_row(strip[row:row + per_row], f"{key}_{row}")
+        metric_row(strip[row : row + per_row], f"{key}_{row}")
     left, right = st.columns([5, 4], gap="medium")
-    draw = projector_chart.chart if projector else \
-        (lambda figure, chart_key: st.plotly_chart(figure, theme=None, key=chart_key, config=PLOT_CONFIG))
+    draw = (
+        projector_chart.chart
+        if projector
+        else (lambda figure, chart_key: st.plotly_chart(figure, theme=None, key=chart_key, config=PLOT_CONFIG))
+    )
     with left:
         draw(grid, f"{key}_grid")
         if below_grid is not None:  # e.g. the projector's side-runs chart, in the room the grid leaves

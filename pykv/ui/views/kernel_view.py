@@ -11,8 +11,6 @@ head from step to step; a choice that did not run at the step on screen gets a m
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pandas as pd
 import streamlit as st
 
@@ -50,22 +48,33 @@ def program_choices(launches: tuple[LaunchRecord, ...], request_ids: list[str]) 
 
 def walk_of(launch: LaunchRecord, item: WorkItem, label: str, request_ids: list[str]) -> KernelWalk:
     return KernelWalk(
-        title=label, request_id=None if item.seq is None else request_ids[item.seq], blocks=item.blocks,
-        block_size=launch.block_size, key_start=item.key_start, key_stop=item.key_stop,
+        title=label,
+        request_id=None if item.seq is None else request_ids[item.seq],
+        blocks=item.blocks,
+        block_size=launch.block_size,
+        key_start=item.key_start,
+        key_stop=item.key_stop,
         causal_from=item.causal_from if launch.phase == "prefill" else None,
-        tiles=tuple(Tile(t.start, t.stop, t.width) for t in item.tiles), writes=launch.phase == "store")
+        tiles=tuple(Tile(t.start, t.stop, t.width) for t in item.tiles),
+        writes=launch.phase == "store",
+    )
 
 
 def launches_frame(launches: tuple[LaunchRecord, ...]) -> pd.DataFrame:
     rows = []
     for launch in launches:
         owned = [len(p.items) for p in launch.programs]
-        rows.append({
-            "launch": launch.phase, "kernel": launch.kernel, "grid": "×".join(map(str, launch.grid)),
-            "tiles": ", ".join(f"{k}={v}" for k, v in launch.params), "programs": len(launch.programs),
-            "items per program": f"{min(owned)}..{max(owned)}" if min(owned) != max(owned) else str(owned[0]),
-            "blocks from": "the kernel's trace" if launch.traced else "the tables it was given",
-        })
+        rows.append(
+            {
+                "launch": launch.phase,
+                "kernel": launch.kernel,
+                "grid": "×".join(map(str, launch.grid)),
+                "tiles": ", ".join(f"{k}={v}" for k, v in launch.params),
+                "programs": len(launch.programs),
+                "items per program": f"{min(owned)}..{max(owned)}" if min(owned) != max(owned) else str(owned[0]),
+                "blocks from": "the kernel's trace" if launch.traced else "the tables it was given",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -92,31 +101,42 @@ def render(lab: Lab, key: str = "playground") -> None:
         return
     if not launches:
         backend = lab.live_engine.backend.label if lab.live_engine is not None else lab.config.attention_backend
-        st.info(f"This step ran {backend} attention: no Triton kernel launches to show. Choose "
-                "attention_backend = triton (or auto) in the sidebar to watch the kernels walk the block tables.")
+        st.info(
+            f"This step ran {backend} attention: no Triton kernel launches to show. Choose "
+            "attention_backend = triton (or auto) in the sidebar to watch the kernels walk the block tables."
+        )
         return
     ids = list(snap.report.scheduled)
     st.caption(_which_layer(lab))
     st.dataframe(launches_frame(launches), hide_index=True, key=f"{key}_kernel_launches")
     choices = program_choices(launches, ids)
     labels = list(choices)
-    wanted: Optional[str] = st.session_state.get(choice_key(key))
+    wanted: str | None = st.session_state.get(choice_key(key))
     if wanted is not None and wanted not in choices:
-        st.warning(f"No program ran {plain(wanted)} at step {lab.cursor} (this step ran {len(labels)} other program "
-                   "work items): choose one below.")
+        st.warning(
+            f"No program ran {plain(wanted)} at step {lab.cursor} (this step ran {len(labels)} other program "
+            "work items): choose one below."
+        )
         wanted = None
     first_attention = next((i for i, label in enumerate(labels) if not label.startswith("store")), 0)
     index = labels.index(wanted) if wanted is not None else first_attention
-    picked = st.selectbox("Program", labels, index=index, key=f"{key}_kernel_program_{lab.cursor}",
-                          help="A program's work on one request and KV head: the blocks it read, in order.")
+    picked = st.selectbox(
+        "Program",
+        labels,
+        index=index,
+        key=f"{key}_kernel_program_{lab.cursor}",
+        help="A program's work on one request and KV head: the blocks it read, in order.",
+    )
     if picked != labels[index]:  # the user's choice: kept, and followed to the next steps
         st.session_state[choice_key(key)] = picked
     li, pi, ii = choices[picked]
     launch = launches[li]
     item = launch.programs[pi].items[ii]
     others = len(launch.programs[pi].items) - 1
-    parts = [f"{launch.kernel}, program {pi} of {len(launch.programs)} (grid {launch.grid})"
-             + (f", which owned {others} other item(s) too" if others else "")]
+    parts = [
+        f"{launch.kernel}, program {pi} of {len(launch.programs)} (grid {launch.grid})"
+        + (f", which owned {others} other item(s) too" if others else "")
+    ]
     if item.key_stop > 0:
         parts.append(f"keys {item.key_start}..{item.key_stop - 1}")
     parts.append(f"blocks {' → '.join(map(str, item.blocks))}")
@@ -132,6 +152,8 @@ def _which_layer(lab: Lab) -> str:
     if backend is None:
         return shown + "."
     if backend.later_layers is not None:
-        return (f"{shown}; the other layers ran {backend.later_layers.label} attention, to keep a step quick on "
-                "this CPU (attention_backend = triton runs the kernels on every layer).")
+        return (
+            f"{shown}; the other layers ran {backend.later_layers.label} attention, to keep a step quick on "
+            "this CPU (attention_backend = triton runs the kernels on every layer)."
+        )
     return f"{shown}; the other layers launched the same kernels."

@@ -9,8 +9,6 @@ The player keeps ``path`` in the URL as it moves; the course list sets it (``pat
 
 from __future__ import annotations
 
-from typing import Optional
-
 import streamlit as st
 
 from pykv.lessons import Lesson
@@ -46,7 +44,7 @@ def path_params(warn: bool = True) -> dict[str, str]:
     return {PATH_PARAM: "core"} if current_path(warn) == "core" else {}
 
 
-def neighbours(lesson: Lesson, k: int, path: PathName) -> tuple[Optional[int], Optional[int]]:
+def neighbours(lesson: Lesson, k: int, path: PathName) -> tuple[int | None, int | None]:
     """(the 1-based step Prev goes to, the one Next goes to) from step ``k`` on this path; None at an end."""
     before, after = step_before(lesson, k - 1, path), step_after(lesson, k - 1, path)
     return (None if before is None else before + 1), (None if after is None else after + 1)
@@ -63,8 +61,12 @@ def step_title(step: LessonStep) -> None:
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="lesson_step_title"):
         st.markdown(f"### {step.title}")
-        st.badge("optional", icon=":material/explore:", color="gray",
-                 help="This step deepens the lesson; the 90-minute workshop path skips it.")
+        st.badge(
+            "optional",
+            icon=":material/explore:",
+            color="gray",
+            help="This step deepens the lesson; the 90-minute workshop path skips it.",
+        )
 
 
 def objective(lesson: Lesson) -> None:
@@ -81,23 +83,33 @@ def end_of_lesson(lesson: Lesson, path: PathName, projector: bool = False) -> No
             st.success(f"**Takeaway** · {lesson.takeaway}", icon=":material/done_all:")
         return
     skipped = sum(step.optional for step in lesson.steps) if path == "core" else 0
-    end = "End of the lesson" + (f" on the workshop path ({skipped} optional step{'s' if skipped != 1 else ''} "
-                                 "skipped: the dots open them)" if skipped else "")
+    end = "End of the lesson" + (
+        f" on the workshop path ({skipped} optional step{'s' if skipped != 1 else ''} skipped: the dots open them)"
+        if skipped
+        else ""
+    )
     takeaway = f"**Takeaway** · {lesson.takeaway}\n\n" if lesson.takeaway else ""
     st.success(f"{takeaway}{end}. Pick the next one from All lessons.", icon=":material/done_all:")
 
 
 # ---- the course list ---------------------------------------------------------------------------
 
+
 def path_chooser(lessons: list[Lesson]) -> PathName:
     """The two paths through the course, with their total time; the choice lives in the URL."""
     path = current_path()
     totals = {name: course_minutes(lessons, name) for name in PATH_LABELS}  # type: ignore[arg-type]
-    st.segmented_control("Path through the course", list(PATH_LABELS), default=path, key="course_path",
-                         format_func=lambda name: f"{PATH_LABELS[name]} · {totals[name]} min",
-                         on_change=_choose_path, required=True,
-                         help="The workshop path fits a 90-minute session: Next skips the steps marked optional. "
-                              "The full course plays every step.")
+    st.segmented_control(
+        "Path through the course",
+        list(PATH_LABELS),
+        default=path,
+        key="course_path",
+        format_func=lambda name: f"{PATH_LABELS[name]} · {totals[name]} min",
+        on_change=_choose_path,
+        required=True,
+        help="The workshop path fits a 90-minute session: Next skips the steps marked optional. "
+        "The full course plays every step.",
+    )
     return path
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Callable, Optional
+from typing import Callable
 from urllib.parse import quote
 
 import streamlit as st
@@ -41,7 +41,7 @@ from pykv.ui.views.style import PRESENTER_CSS, current_dot_css
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
 
 
-def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
+def render(lesson: Lesson, member: Membership | None = None) -> None:
     """``member``: the class this session drives (None: a solo learner on their own player)."""
     presenter = st.query_params.get("presenter") == "1"
     if presenter:
@@ -67,16 +67,21 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
     revealed = predict_panel.solo_revealed(lesson.id, index) if member is None else member.state.revealed
     hidden = predict_panel.hidden(step_state, revealed)
     if presenter and member is not None:  # this window's address carries the key: never the one to project
-        st.warning("This window's address holds the class key: project the class's keyless Projector link "
-                   "instead (in the class panel) and drive from here or the speaker view.")
+        st.warning(
+            "This window's address holds the class key: project the class's keyless Projector link "
+            "instead (in the class panel) and drive from here or the speaker view."
+        )
     lab = (states[index - 1].lab if index else None) if hidden else step_state.lab
     path = lesson_guide.current_path(warn=False)
     at_end = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
     # On the projector the takeaway sits under the queues, in place of the step log: the text column
     # keeps one screen. Not when the engine views are folded behind a token diff.
     folded = bool(lesson_tokens.new_tokens(states, step_state, hidden))
-    aside = partial(lesson_guide.end_of_lesson, lesson, path, projector=True) \
-        if presenter and at_end and lab is not None and not folded and lesson.takeaway else None
+    aside = (
+        partial(lesson_guide.end_of_lesson, lesson, path, projector=True)
+        if presenter and at_end and lab is not None and not folded and lesson.takeaway
+        else None
+    )
     text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
     with text_col:
         _navigation(lesson, states, index, presenter, member)
@@ -93,8 +98,16 @@ def render(lesson: Lesson, member: Optional[Membership] = None) -> None:
             _views(lesson, states, step_state, lab, hidden, presenter, member, aside)
 
 
-def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, hidden: bool, presenter: bool,
-           member: Optional[Membership], aside: Optional[Callable[[], None]] = None) -> None:
+def _views(
+    lesson: Lesson,
+    states: list[StepState],
+    step_state: StepState,
+    lab,
+    hidden: bool,
+    presenter: bool,
+    member: Membership | None,
+    aside: Callable[[], None] | None = None,
+) -> None:
     """The engine views beside the text: ``lab`` is the step's (or, while a prediction is open, the one before);
     ``aside``: the projector's takeaway, drawn in place of the step log."""
     index = step_state.index
@@ -105,9 +118,17 @@ def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, 
     runs = step_state.runs and not hidden
     if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
         chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True)) if runs else None
-        draw = partial(follower_views.render, lab, classroom.shared_lesson(lesson) if member else None,
-                       grid_height=270, key="projector", metrics_per_row=3, below_grid=chart, aside=aside,
-                       projector=True)
+        draw = partial(
+            follower_views.render,
+            lab,
+            classroom.shared_lesson(lesson) if member else None,
+            grid_height=270,
+            key="projector",
+            metrics_per_row=3,
+            below_grid=chart,
+            aside=aside,
+            projector=True,
+        )
         if new:  # this step is about a tokenization: the engine a click away
             with st.expander("The engine at this step"):
                 draw()
@@ -120,8 +141,9 @@ def _views(lesson: Lesson, states: list[StepState], step_state: StepState, lab, 
     focus = None if hidden else step_state.step.focus
     if focus:
         st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
-    live_views.render(lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link,
-                      modelled_target=LESSON_TARGET, focus=focus)  # the target the lesson's text names
+    live_views.render(
+        lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link, modelled_target=LESSON_TARGET, focus=focus
+    )  # the target the lesson's text names
     kernel_view.expander(lab, key="lesson")
 
 
@@ -130,7 +152,7 @@ def _configured(lab) -> str:
     return f"{c.num_gpu_blocks} blocks × {c.block_size} tokens, vllm_profile={c.vllm_profile}"
 
 
-def _played(lesson: Lesson, wanted: int, member: Optional[Membership]) -> Optional[tuple[list[StepState], int]]:
+def _played(lesson: Lesson, wanted: int, member: Membership | None) -> tuple[list[StepState], int] | None:
     """Every step played so far and the index on screen, or None after an st.error. A class plays the
     lesson every class shares; a solo learner their own player (Restart plays it again)."""
     if member is not None:
@@ -180,7 +202,7 @@ def _wanted_step(n: int) -> int:
     return step
 
 
-def _player(lesson: Lesson) -> Optional[LessonPlayer]:
+def _player(lesson: Lesson) -> LessonPlayer | None:
     """This session's player for ``lesson`` (rebuilt if the lesson file changed); None after an st.error."""
     players = st.session_state.setdefault(PLAYERS, {})
     player = players.get(lesson.id)
@@ -191,8 +213,9 @@ def _player(lesson: Lesson) -> Optional[LessonPlayer]:
                 loaded = state.model_for(app)
                 if "engine_seat" not in st.session_state:  # the app-wide engine cap holds for lessons too
                     seats.claim_seat(app, loaded)
-                player = players[lesson.id] = LessonPlayer(lesson, loaded, app,
-                                                           action_budget_s=budgets.LESSON_ACTION_BUDGET_S)
+                player = players[lesson.id] = LessonPlayer(
+                    lesson, loaded, app, action_budget_s=budgets.LESSON_ACTION_BUDGET_S
+                )
         except Exception as e:  # a missing model or a lesson config the engine refuses: a message, not a traceback
             st.error(f"Could not start the lesson {safe_text.code(lesson.id)}: {safe_text.plain(e)}")
             st.button("All lessons", key="lesson_home", on_click=open_lesson, args=(None,))
@@ -202,8 +225,12 @@ def _player(lesson: Lesson) -> Optional[LessonPlayer]:
 
 def _sync_url(lesson_id: str, step: int, presenter: bool) -> None:
     kept = {k: st.query_params.get(k) for k in (CLASS_PARAM, KEY_PARAM, "speaker") if k in st.query_params}
-    wanted = {"lesson": lesson_id, "step": str(step)} | ({"presenter": "1"} if presenter else {}) | kept | \
-        lesson_guide.path_params()
+    wanted = (
+        {"lesson": lesson_id, "step": str(step)}
+        | ({"presenter": "1"} if presenter else {})
+        | kept
+        | lesson_guide.path_params()
+    )
     current = {k: st.query_params.get(k) for k in st.query_params.keys()}
     if current != wanted:
         st.query_params.from_dict(wanted)
@@ -227,8 +254,9 @@ def _toggle_presenter() -> None:
         del st.query_params["presenter"]
 
 
-def _navigation(lesson: Lesson, states: list[StepState], index: int, presenter: bool,
-                member: Optional[Membership]) -> None:
+def _navigation(
+    lesson: Lesson, states: list[StepState], index: int, presenter: bool, member: Membership | None
+) -> None:
     n, k = len(lesson.steps), index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
     if k == 1:
@@ -238,37 +266,77 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, presenter: 
     with st.container(horizontal=True, gap=None, key="lesson_dots"):
         for i, step in enumerate(lesson.steps, 1):
             dot = "◉" if i == k else "●" if i < k else "○"
-            st.button(dot, key=f"lesson_dot_{i}", type="tertiary", on_click=_go,
-                      args=(i,), help=lesson_guide.dot_help(i, step, i == k))
+            st.button(
+                dot,
+                key=f"lesson_dot_{i}",
+                type="tertiary",
+                on_click=_go,
+                args=(i,),
+                help=lesson_guide.dot_help(i, step, i == k),
+            )
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="lesson_controls"):
-        st.button("Prev", key="lesson_prev", shortcut="Left", icon=":material/arrow_back:", on_click=_go,
-                  args=(before or 1,), disabled=before is None,
-                  help="The previous step, exactly as it was (keyboard ←).")
-        st.button("Next", key="lesson_next", shortcut="Right", type="primary", icon=":material/arrow_forward:",
-                  on_click=_go, args=(after or n,), disabled=after is None, help="The next step (keyboard →).")
-        with st.popover("More", icon=":material/more_horiz:") if presenter else st.container(
-                horizontal=True, vertical_alignment="center", gap="small"):  # the projector: Prev / Next only
+        st.button(
+            "Prev",
+            key="lesson_prev",
+            shortcut="Left",
+            icon=":material/arrow_back:",
+            on_click=_go,
+            args=(before or 1,),
+            disabled=before is None,
+            help="The previous step, exactly as it was (keyboard ←).",
+        )
+        st.button(
+            "Next",
+            key="lesson_next",
+            shortcut="Right",
+            type="primary",
+            icon=":material/arrow_forward:",
+            on_click=_go,
+            args=(after or n,),
+            disabled=after is None,
+            help="The next step (keyboard →).",
+        )
+        with (
+            st.popover("More", icon=":material/more_horiz:")
+            if presenter
+            else st.container(horizontal=True, vertical_alignment="center", gap="small")
+        ):  # the projector: Prev / Next only
             _more_controls(lesson, states, index, presenter, member)
 
 
-def _more_controls(lesson: Lesson, states: list[StepState], index: int, presenter: bool,
-                   member: Optional[Membership]) -> None:
+def _more_controls(
+    lesson: Lesson, states: list[StepState], index: int, presenter: bool, member: Membership | None
+) -> None:
     if member is None:
-        st.button("Restart lesson", key="lesson_restart_button", icon=":material/restart_alt:", on_click=_restart,
-                  args=(lesson.id,), help="Run the lesson again from its first step.")
+        st.button(
+            "Restart lesson",
+            key="lesson_restart_button",
+            icon=":material/restart_alt:",
+            on_click=_restart,
+            args=(lesson.id,),
+            help="Run the lesson again from its first step.",
+        )
     st.button("All lessons", key="lesson_home", icon=":material/list:", on_click=open_lesson, args=(None,))
-    review_pack_button.review_pack_controls(partial(review_pack_button.lesson_pack_maker, lesson, states[:index + 1]),
-                                            f"pykv_review_{lesson.id}", "lesson", "this lesson, the steps played")
+    review_pack_button.review_pack_controls(
+        partial(review_pack_button.lesson_pack_maker, lesson, states[: index + 1]),
+        f"pykv_review_{lesson.id}",
+        "lesson",
+        "this lesson, the steps played",
+    )
     if member is None:
         class_panel.start_button(lesson.id, index + 1)
-    st.toggle("Projector view", value=presenter, key="lesson_presenter", on_change=_toggle_presenter,
-              help="Large type for the room, no speaker notes, checks folded (?presenter=1 in the link). The notes "
-                   "and the answers are in the speaker view: start a class, then open its Speaker view link in a "
-                   "second window.")
+    st.toggle(
+        "Projector view",
+        value=presenter,
+        key="lesson_presenter",
+        on_change=_toggle_presenter,
+        help="Large type for the room, no speaker notes, checks folded (?presenter=1 in the link). The notes "
+        "and the answers are in the speaker view: start a class, then open its Speaker view link in a "
+        "second window.",
+    )
 
 
-def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: Optional[Membership],
-               hidden: bool) -> None:
+def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: Membership | None, hidden: bool) -> None:
     index = step_state.index
     lesson_guide.step_title(lesson.steps[index])
     if step_state.prediction is not None:
@@ -284,8 +352,11 @@ def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: O
             st.markdown(step_state.notes)
 
 
-def open_lesson(lesson_id: Optional[str]) -> None:
+def open_lesson(lesson_id: str | None) -> None:
     """Open a lesson (None: the course list), keeping presenter mode and an instructor's class."""
-    kept = {k: st.query_params.get(k) for k in ("presenter", "speaker", CLASS_PARAM, KEY_PARAM, lesson_guide.PATH_PARAM)
-            if k in st.query_params}
+    kept = {
+        k: st.query_params.get(k)
+        for k in ("presenter", "speaker", CLASS_PARAM, KEY_PARAM, lesson_guide.PATH_PARAM)
+        if k in st.query_params
+    }
     st.query_params.from_dict(({"lesson": lesson_id, "step": "1"} if lesson_id else {}) | kept)

@@ -18,12 +18,25 @@ from pykv.viz.side_runs import side_runs_figure
 
 PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
 ROOM_CHART_WORDS = 30  # the words a class projector gives up for the room's answers beside them (1280x720)
-RUN_FIELDS = ("device", "steps", "output_tokens", "preemptions", "recomputed_tokens", "recompute_s", "swapped_bytes",
-              "swap_s", "wall_s", "tokens_per_s", "ttft_p50_s", "tpot_p50_s")
+RUN_FIELDS = (
+    "device",
+    "steps",
+    "output_tokens",
+    "preemptions",
+    "recomputed_tokens",
+    "recompute_s",
+    "swapped_bytes",
+    "swap_s",
+    "wall_s",
+    "tokens_per_s",
+    "ttft_p50_s",
+    "tpot_p50_s",
+)
 
 
-def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False,
-         words: int = PROJECTOR_WORDS) -> None:
+def body(
+    step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False, words: int = PROJECTOR_WORDS
+) -> None:
     """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander, and ``words`` of
     the narration shown (the rest under "More on this step")."""
     for error in step_state.errors:
@@ -43,8 +56,9 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
         st.markdown(callout_markdown(step_state.step.differs))
     if step_state.runs and not folded_checks:  # the projector draws them as a chart by the grid
         st.markdown("**Side runs** (each run to completion on its own engine)")
-        st.dataframe(runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch",
-                     row_height=30)
+        st.dataframe(
+            runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch", row_height=30
+        )
     if not step_state.checks:
         return
     lines = "\n".join(check_line(c) for c in step_state.checks)
@@ -56,7 +70,7 @@ def body(step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool
 
 
 def checks_summary(step_state: StepState) -> str:
-    """"✓ 6/6", or "✗ 1 of 6 failed"."""
+    """ "✓ 6/6", or "✗ 1 of 6 failed"."""
     total, failed = len(step_state.checks), len(step_state.failed_checks)
     return f"✓ {total}/{total}" if not failed else f"✗ {failed} of {total} failed"
 
@@ -88,7 +102,7 @@ def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, 
                         break
                     head.append(sentence)
                     used += len(sentence.split())
-                rest = [" ".join(sentences[len(head):])] if len(head) < len(sentences) else []
+                rest = [" ".join(sentences[len(head) :])] if len(head) < len(sentences) else []
                 return " ".join(head), "\n\n".join(rest + paragraphs[1:])
             return "\n\n".join(shown), "\n\n".join(paragraphs[i:])
         shown.append(paragraph)
@@ -100,8 +114,9 @@ def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None
     """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``)."""
     runs = step_state.runs
     devices = sorted({run.device for run in runs.values()})
-    fig = side_runs_figure(list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices),
-                           dark=state.is_dark())
+    fig = side_runs_figure(
+        list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices), dark=state.is_dark()
+    )
     if projector:
         projector_chart.chart(fig, key)
     else:
@@ -121,6 +136,8 @@ def check_line(check: CheckResult) -> str:
     elif check.error:
         line = f"- :red[✗ {check.description}] — {check.error}"
     else:
-        line = (f"- :red[✗ {check.description}] — got `{format_short(check.actual)}`, "
-                f"expected `{format_short(check.expected)}`")
+        line = (
+            f"- :red[✗ {check.description}] — got `{format_short(check.actual)}`, "
+            f"expected `{format_short(check.expected)}`"
+        )
     return line + (f"  \n  *{check.why}*" if check.why else "")

@@ -9,7 +9,6 @@ two pages' element keys apart (the Playground uses none, so its keys stay "grid_
 from __future__ import annotations
 
 from functools import partial
-from typing import Optional
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -41,9 +40,16 @@ TABS = {"block_tables": "Block tables", "requests": "Requests", "costs": "Preemp
 TIMELINE_HEIGHT = 500  # six panels: below ~450 px the strips get too thin to click
 
 
-def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid_height: int = 460,
-           link: Optional[str] = None, timeline_select: bool = False, modelled_target: Optional[Target] = None,
-           focus: Optional[str] = None) -> None:
+def render(
+    lab: Lab,
+    key_prefix: str = "",
+    split: tuple[int, int] = (5, 4),
+    grid_height: int = 460,
+    link: str | None = None,
+    timeline_select: bool = False,
+    modelled_target: Target | None = None,
+    focus: str | None = None,
+) -> None:
     """Everything below the controls: metrics, grids | queues + narration, the run timeline, then the detail tabs.
     ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
     ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
@@ -75,8 +81,15 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
             export(gpu, "kv_pool", f"{k}grid_gpu", width=800)
         if g2 is not None:
             with g2:
-                cpu = partial(block_grid_figure, snap, "cpu", changed_blocks, height=grid_height, legend=False,
-                              cols=4 if cpu_blocks <= 64 else 8)
+                cpu = partial(
+                    block_grid_figure,
+                    snap,
+                    "cpu",
+                    changed_blocks,
+                    height=grid_height,
+                    legend=False,
+                    cols=4 if cpu_blocks <= 64 else 8,
+                )
                 st.plotly_chart(cpu(dark=dark), theme=None, key=f"{k}grid_cpu", config=PLOT_CONFIG)
                 name = "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool"
                 export(cpu, name, f"{k}grid_cpu", width=420)
@@ -96,13 +109,18 @@ def render(lab: Lab, key_prefix: str = "", split: tuple[int, int] = (5, 4), grid
                 if note := device_pool_note(log_lines):
                     st.caption(note)
     timeline(lab, dark, key_prefix, timeline_select)
-    export(partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT), "timeline",
-           f"{k}timeline", width=1100, note=f" · step times measured on {snap.device}")  # a copy: the run grows
+    export(
+        partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT),
+        "timeline",
+        f"{k}timeline",
+        width=1100,
+        note=f" · step times measured on {snap.device}",
+    )  # a copy: the run grows
     details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=TABS.get(focus))
     target.formulas_expander(modelled.est)
 
 
-def _exporter(lab: Lab, snap, link: Optional[str]):
+def _exporter(lab: Lab, snap, link: str | None):
     """``export(draw, name, key, width)``: the Export control of one figure, ``draw(dark=...)`` its builder
     (called with dark=False only when a download is pressed)."""
     manual = sum(1 for m in lab.manual if m.step <= snap.step)
@@ -110,20 +128,30 @@ def _exporter(lab: Lab, snap, link: Optional[str]):
     link = link or "?" + urlencode(state.query_for(lab))
 
     def export(draw, name: str, key: str, width: int, note: str = "") -> None:
-        export_controls(partial(draw, dark=False), f"pykv_step{snap.step}_{name}", caption + note, link, key,
-                        width=width)
+        export_controls(
+            partial(draw, dark=False), f"pykv_step{snap.step}_{name}", caption + note, link, key, width=width
+        )
 
     return export
 
 
-def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
-            modelled: Optional[modelled_views.Modelled] = None, default_tab: Optional[str] = None) -> None:
+def details(
+    lab: Lab,
+    snap,
+    diff,
+    dark: bool,
+    key_prefix: str = "",
+    export=None,
+    modelled: modelled_views.Modelled | None = None,
+    default_tab: str | None = None,
+) -> None:
     k = key_prefix
     # Only the open tab is drawn (a tab click reruns): a Step redraws one tab, not a chart, two tables and the log.
     # A lesson step that names a tab opens on it: the key carries that tab, so a step naming another one opens there.
     opened = next((name for name, label in TABS.items() if label == default_tab), "first")
-    tables, reqs, costs, logs = st.tabs(list(TABS.values()), default=default_tab, key=f"{k}details_{opened}",
-                                        on_change="rerun")
+    tables, reqs, costs, logs = st.tabs(
+        list(TABS.values()), default=default_tab, key=f"{k}details_{opened}", on_change="rerun"
+    )
     if tables.open:
         with tables:
             block_tables = partial(block_tables_figure, snap, changed_requests=diff.requests if diff else None)
@@ -138,36 +166,45 @@ def details(lab: Lab, snap, diff, dark: bool, key_prefix: str = "", export=None,
         _log_tab(logs, lab)
 
 
-def _requests_tab(tab, lab: Lab, snap, k: str, modelled: Optional[modelled_views.Modelled]) -> None:
+def _requests_tab(tab, lab: Lab, snap, k: str, modelled: modelled_views.Modelled | None) -> None:
     with tab:
-        frame = requests_frame(snap, engine_times(lab.snapshots[:lab.cursor + 1]))
-        st.caption("TTFT here is engine time: the measured step times from a request's arrival to its first token, "
-                   f"summed (on {snap.device}), so the pauses between your clicks are not counted.")
+        frame = requests_frame(snap, engine_times(lab.snapshots[: lab.cursor + 1]))
+        st.caption(
+            "TTFT here is engine time: the measured step times from a request's arrival to its first token, "
+            f"summed (on {snap.device}), so the pauses between your clicks are not counted."
+        )
         if modelled is not None:
             frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
         st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
 
 
-def _costs_tab(tab, snap, k: str, modelled: Optional[modelled_views.Modelled]) -> None:
+def _costs_tab(tab, snap, k: str, modelled: modelled_views.Modelled | None) -> None:
     with tab:
         frame = preemptions_frame(snap)
         if frame.empty:
             st.caption("No preemption yet.")
         else:
-            caption = (f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
-                       "recompute_s is the forward time apportioned to re-prefilled tokens.")
+            caption = (
+                f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
+                "recompute_s is the forward time apportioned to re-prefilled tokens."
+            )
             if modelled is not None:
                 frame = with_modelled_bills(frame, modelled.bills, modelled.label)
-                caption += (f" The last two columns are modelled on {modelled.label}: the re-prefill's share of its "
-                            "steps (or the swap's copies), and that time multiplied by the requests that waited.")
+                caption += (
+                    f" The last two columns are modelled on {modelled.label}: the re-prefill's share of its "
+                    "steps (or the swap's copies), and that time multiplied by the requests that waited."
+                )
             st.caption(caption)
             st.dataframe(frame, hide_index=True, key=f"{k}preemptions_table", width="stretch")
 
 
 def _log_tab(tab, lab: Lab) -> None:
     with tab:
-        lines = [f"[step {s.step}] {line}" for s in lab.snapshots[1:lab.cursor + 1]
-                 for line in (s.report.log_lines if s.report else [])]
+        lines = [
+            f"[step {s.step}] {line}"
+            for s in lab.snapshots[1 : lab.cursor + 1]
+            for line in (s.report.log_lines if s.report else [])
+        ]
         st.code("\n".join(lines[-300:]) if lines else "(no log lines yet)", language=None, wrap_lines=True)
         if note := device_pool_note(lines[-300:]):
             st.caption(note)
@@ -179,16 +216,19 @@ def _log_tab(tab, lab: Lab) -> None:
 _V1_CPU_POOL = "CPU KV cache usage"
 
 
-def device_pool_note(lines: list[str]) -> Optional[str]:
+def device_pool_note(lines: list[str]) -> str | None:
     """A caption for log lines whose V1 stats line names the device pool "CPU", else None."""
     if not any("Engine 000:" in line and _V1_CPU_POOL in line for line in lines):
         return None
-    return ("“CPU KV cache usage” is the device pool (the blocks in the grid): vLLM 0.30+ names it after the device "
-            "it runs on, and this lab runs on a CPU. On a GPU server the same line says “GPU KV cache usage”. It "
-            "is not V0's CPU swap pool, which V1 does not have.")
+    return (
+        "“CPU KV cache usage” is the device pool (the blocks in the grid): vLLM 0.30+ names it after the device "
+        "it runs on, and this lab runs on a CPU. On a GPU server the same line says “GPU KV cache usage”. It "
+        "is not V0's CPU swap pool, which V1 does not have."
+    )
 
 
 # ---- the run timeline -------------------------------------------------------------------------
+
 
 def timeline(lab: Lab, dark: bool, key_prefix: str = "", selectable: bool = False) -> None:
     """Every recorded step, the one on screen marked. ``selectable``: a click reruns the page, which
@@ -200,7 +240,7 @@ def timeline(lab: Lab, dark: bool, key_prefix: str = "", selectable: bool = Fals
         st.caption("Click a point to show its step.")
 
 
-def clicked_step(lab: Lab, key_prefix: str = "") -> Optional[int]:
+def clicked_step(lab: Lab, key_prefix: str = "") -> int | None:
     """The recorded step a new click on the timeline asks for, else None.
 
     The chart's selection outlives the click: it stays in session_state until the figure changes

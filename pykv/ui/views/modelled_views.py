@@ -10,7 +10,6 @@ prices one new step, not the whole history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import streamlit as st
 
@@ -54,10 +53,10 @@ def _step_times(lab: Lab, est: Estimate) -> list[float]:
     return out
 
 
-def modelled_for(lab: Lab, chosen: Optional[Target] = None) -> Modelled:
+def modelled_for(lab: Lab, chosen: Target | None = None) -> Modelled:
     est = target.current_estimate(chosen)
-    times = _step_times(lab, est)[:lab.cursor]
-    reports = [s.report for s in lab.snapshots[1:lab.cursor + 1] if s.report is not None]
+    times = _step_times(lab, est)[: lab.cursor]
+    reports = [s.report for s in lab.snapshots[1 : lab.cursor + 1] if s.report is not None]
     return Modelled(est, times, bills(est, reports, lab.view.block_size))
 
 
@@ -70,15 +69,16 @@ def strip(lab: Lab, snap: Snapshot, modelled: Modelled, key: str) -> None:
 
 def narration_lines(snap: Snapshot, modelled: Modelled) -> list[str]:
     est = modelled.est
-    return modelled_narration(snap, modelled.label, modelled.bills, est.kv_bytes_per_token_per_gpu,
-                              per_token_prefill_us(est), est.link.name)
+    return modelled_narration(
+        snap, modelled.label, modelled.bills, est.kv_bytes_per_token_per_gpu, per_token_prefill_us(est), est.link.name
+    )
 
 
 def request_times_of(lab: Lab, modelled: Modelled):
-    return request_times(lab.snapshots[:lab.cursor + 1], modelled.step_ms)
+    return request_times(lab.snapshots[: lab.cursor + 1], modelled.step_ms)
 
 
-def real_gpu_note(lab: Lab, snap: Snapshot) -> Optional[str]:
+def real_gpu_note(lab: Lab, snap: Snapshot) -> str | None:
     """On CUDA: this step measured on the real GPU beside the model's prediction for that GPU (found by its
     name) running the shipped model's shape; None on a CPU or a GPU the catalogue lacks."""
     if not lab.config.device.startswith("cuda") or snap.report is None:
@@ -96,6 +96,8 @@ def real_gpu_comparison(device_name: str, shape: ModelShape, dtype: str, snap: S
         return f"Measured on {device_name}; the cost model's catalogue has no such GPU, so no prediction for it."
     est = estimate(gpu, shape, TORCH_DTYPES.get(dtype, dtype))
     predicted = est.step_ms(snap.report, snap.block_size)
-    return (f"Real GPU: this step measured {snap.report.step_time_s * 1e3:.2f} ms on {device_name} (forward "
-            f"{snap.report.forward_time_s * 1e3:.2f} ms); the cost model predicts {fmt_model_ms(predicted)} "
-            f"(modelled {est.label}). bench/gpu_check.py records both for a whole run.")
+    return (
+        f"Real GPU: this step measured {snap.report.step_time_s * 1e3:.2f} ms on {device_name} (forward "
+        f"{snap.report.forward_time_s * 1e3:.2f} ms); the cost model predicts {fmt_model_ms(predicted)} "
+        f"(modelled {est.label}). bench/gpu_check.py records both for a whole run."
+    )

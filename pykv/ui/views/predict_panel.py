@@ -10,8 +10,6 @@ Until the answer is revealed, the page shows the question over the state *before
 
 from __future__ import annotations
 
-from typing import Optional
-
 import streamlit as st
 
 from pykv.lessons.player import StepState
@@ -37,7 +35,7 @@ def forget_solo(lesson_id: str) -> None:
         del answers[key]
 
 
-def _solo_answer(lesson_id: str, index: int, radio: Optional[str]) -> None:
+def _solo_answer(lesson_id: str, index: int, radio: str | None) -> None:
     """``radio``: the key of the answer's radio (None: "just show me"); no choice picked is no answer yet."""
     choice = st.session_state.get(radio) if radio else ""
     if choice is None:
@@ -69,7 +67,7 @@ def solo(lesson_id: str, step_state: StepState, projector: bool = False) -> None
     outcome(step_state, answers[(lesson_id, index)] or None, why=not projector)
 
 
-def outcome(step_state: StepState, mine: Optional[str], why: bool = True) -> None:
+def outcome(step_state: StepState, mine: str | None, why: bool = True) -> None:
     p = step_state.prediction
     said = f" You said **{mine}**." if mine else ""
     if p.correct is None:
@@ -108,8 +106,12 @@ def follower(member: Membership, step_state: StepState, answering: bool = True) 
     radio = f"class_predict_{step}"
     with st.form(f"class_predict_form_{step}", border=False):
         st.radio("Your answer", p.choices, index=p.choices.index(mine) if mine in p.choices else None, key=radio)
-        st.form_submit_button("Lock in my answer" if mine is None else "Change my answer", type="primary",
-                              on_click=_class_answer, args=(member.code, me, step, radio, p.choices))
+        st.form_submit_button(
+            "Lock in my answer" if mine is None else "Change my answer",
+            type="primary",
+            on_click=_class_answer,
+            args=(member.code, me, step, radio, p.choices),
+        )
     if mine is not None:
         st.caption(f"Your answer: **{mine}**. The instructor reveals the engine's outcome.")
 
@@ -133,8 +135,14 @@ def instructor(member: Membership, step_state: StepState) -> None:
         _room_chart(member.code, step, step_state, revealed=True)
         return
     question(step_state)
-    st.button("Reveal the engine's answer", key="class_reveal", type="primary", icon=":material/visibility:",
-              on_click=_reveal, args=(member.code, member.secret))
+    st.button(
+        "Reveal the engine's answer",
+        key="class_reveal",
+        type="primary",
+        icon=":material/visibility:",
+        on_click=_reveal,
+        args=(member.code, member.secret),
+    )
 
     @st.fragment(run_every=TALLY_EVERY_S)
     def live_tally() -> None:
@@ -143,7 +151,7 @@ def instructor(member: Membership, step_state: StepState) -> None:
     live_tally()
 
 
-def _reveal(code: str, secret: Optional[str]) -> None:
+def _reveal(code: str, secret: str | None) -> None:
     try:
         classroom.classes().drive(code, secret or "", revealed=True)
     except Exception as e:
@@ -162,8 +170,13 @@ def _room_chart(code: str, step: int, step_state: StepState, revealed: bool, com
     total = sum(counts.values())
     if not compact:
         st.caption(f"The room's answers: {total} learner{'s' if total != 1 else ''} answered.")
-    fig = answers_figure(p.choices, counts, p.correct if revealed else None, dark=state.is_dark(),
-                         height=COMPACT_BASE_PX + COMPACT_ROW_PX * len(p.choices) if compact else None)
+    fig = answers_figure(
+        p.choices,
+        counts,
+        p.correct if revealed else None,
+        dark=state.is_dark(),
+        height=COMPACT_BASE_PX + COMPACT_ROW_PX * len(p.choices) if compact else None,
+    )
     if compact:  # the class projector: at both of its sizes, as the room's other charts
         projector_chart.chart(fig, f"class_tally_{step}_{revealed}")
     else:

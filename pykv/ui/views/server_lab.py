@@ -24,14 +24,20 @@ def replay(d: Diagnosis) -> ReplayPlan:
     loaded = state.model_for(state.default_config())
     plan = plan_replay(d, loaded.config.vocab_size)
     c = plan.config
-    st.markdown(f"{plain(plan.profile_reason)}. The lab runs **{len(plan.workload.requests)} requests** of "
-                f"{c.block_size}-token blocks on a pool of **{c.num_gpu_blocks} blocks**, max_num_seqs "
-                f"{c.max_num_seqs}, on the shipped model.")
+    st.markdown(
+        f"{plain(plan.profile_reason)}. The lab runs **{len(plan.workload.requests)} requests** of "
+        f"{c.block_size}-token blocks on a pool of **{c.num_gpu_blocks} blocks**, max_num_seqs "
+        f"{c.max_num_seqs}, on the shipped model."
+    )
     left, right = st.columns(2)
     left.markdown("**What the scaling keeps**\n\n" + "\n".join(f"- {plain(k)}" for k in plan.keeps))
     right.markdown("**What it cannot keep**\n\n" + "\n".join(f"- {plain(k)}" for k in plan.cannot_keep))
-    if st.button("Open it in the Playground at the first preemption", key="server_open_playground",
-                 icon=":material/play_arrow:", type="primary"):
+    if st.button(
+        "Open it in the Playground at the first preemption",
+        key="server_open_playground",
+        icon=":material/play_arrow:",
+        type="primary",
+    ):
         _open_in_playground(plan)
     return plan
 
@@ -58,10 +64,12 @@ def what_if_panel(d: Diagnosis, plan: ReplayPlan) -> None:
         st.caption("No step of the tuning order applies to this replay.")
         return
     tgt = target.current()
-    st.markdown("The first fixes of the tuning order the findings point to, each applied to the replay on its own:\n"
-                + "\n".join(f"{i}. {plain(fix.label)}" for i, fix in enumerate(fixes, 1))
-                + f"\n\nEvery run goes to completion (seconds to a minute); throughput is modelled on {tgt.gpu} + "
-                f"{tgt.model} from the schedule the lab really ran.")
+    st.markdown(
+        "The first fixes of the tuning order the findings point to, each applied to the replay on its own:\n"
+        + "\n".join(f"{i}. {plain(fix.label)}" for i, fix in enumerate(fixes, 1))
+        + f"\n\nEvery run goes to completion (seconds to a minute); throughput is modelled on {tgt.gpu} + "
+        f"{tgt.model} from the schedule the lab really ran."
+    )
     labels = tuple(fix.label for fix in fixes)
     if st.button("Run the replay with and without the fixes", key="server_what_if", icon=":material/compare_arrows:"):
         loaded = state.model_for(plan.config)
@@ -82,11 +90,16 @@ def pack_button(d: Diagnosis, plan: ReplayPlan) -> None:
     """The review pack of this diagnosis (with the what-if once it ran): one offline HTML page."""
     fixes = suggested_fixes(d, plan)
     outcomes = what_if_outcomes(fixes)
-    st.download_button("Review pack (HTML)", lambda: render_html(server_pack(d, plan, fixes if outcomes else [],
-                                                                          outcomes)),
-                       file_name="pykv-your-server.html", mime="text/html", key="server_pack",
-                       icon=":material/description:", on_click="ignore",
-                       help="One self-contained page to send: release, timeline, findings, replay and what-if.")
+    st.download_button(
+        "Review pack (HTML)",
+        lambda: render_html(server_pack(d, plan, fixes if outcomes else [], outcomes)),
+        file_name="pykv-your-server.html",
+        mime="text/html",
+        key="server_pack",
+        icon=":material/description:",
+        on_click="ignore",
+        help="One self-contained page to send: release, timeline, findings, replay and what-if.",
+    )
 
 
 def _what_if_table(outcomes: list[ReplayOutcome]) -> None:
@@ -100,10 +113,18 @@ def _what_if_table(outcomes: list[ReplayOutcome]) -> None:
 
 def baseline(d: Diagnosis) -> None:
     st.subheader("Baseline")
-    st.caption("Keep this diagnosis as a baseline (JSON: the release, the config seen, the figures) and compare "
-               "the next run against it. Nothing is kept on this server after the session.")
-    st.download_button("Download as a baseline", json.dumps(baseline_body(d), indent=2), file_name="pykv-baseline.json",
-                       mime="application/json", key="server_baseline_download", icon=":material/download:")
+    st.caption(
+        "Keep this diagnosis as a baseline (JSON: the release, the config seen, the figures) and compare "
+        "the next run against it. Nothing is kept on this server after the session."
+    )
+    st.download_button(
+        "Download as a baseline",
+        json.dumps(baseline_body(d), indent=2),
+        file_name="pykv-baseline.json",
+        mime="application/json",
+        key="server_baseline_download",
+        icon=":material/download:",
+    )
     old = st.file_uploader("Compare with a saved baseline", type=["json"], key="server_baseline_upload")
     if old is None:
         return
@@ -113,7 +134,10 @@ def baseline(d: Diagnosis) -> None:
         st.error(f"That baseline cannot be used: {plain(e)}")
         return
     st.info(plain(result.verdict))
-    st.dataframe(pd.DataFrame([(k, v[0], v[1]) for k, v in result.changes.items()],
-                              columns=["figure", "baseline", "now"]).astype(str), hide_index=True,
-                 key="server_baseline_table")
-
+    st.dataframe(
+        pd.DataFrame(
+            [(k, v[0], v[1]) for k, v in result.changes.items()], columns=["figure", "baseline", "now"]
+        ).astype(str),
+        hide_index=True,
+        key="server_baseline_table",
+    )

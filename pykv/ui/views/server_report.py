@@ -19,9 +19,12 @@ def release(d: Diagnosis) -> None:
     st.subheader(f"Release: {plain(d.release.text)}")
     st.caption(" · ".join(plain(note) for note in d.visibility))
     cols = st.columns(4)
-    cols[0].metric("Preemptions (at least)", f"{d.preemptions_at_least:,}",
-                   help="V0 prints its warning once per 50 preemptions: the count is read from "
-                        "total_num_cumulative_preemption, never from the number of warning lines.")
+    cols[0].metric(
+        "Preemptions (at least)",
+        f"{d.preemptions_at_least:,}",
+        help="V0 prints its warning once per 50 preemptions: the count is read from "
+        "total_num_cumulative_preemption, never from the number of warning lines.",
+    )
     cols[1].metric("Samples", f"{len(d.samples):,}")
     cols[2].metric("Lines read", f"{d.lines_read:,}")
     cols[3].metric("Lines skipped", f"{d.lines_skipped:,}", help="Lines the bridge does not know: counted, skipped.")
@@ -34,11 +37,16 @@ NOT_IN_LOG = "—"  # a start-up fact this log does not print
 
 def startup(d: Diagnosis) -> None:
     if not d.startup:
-        st.caption("No start-up lines (# GPU blocks, KV cache size, maximum concurrency): the replay sizes the "
-                   "pressure from KV usage alone.")
+        st.caption(
+            "No start-up lines (# GPU blocks, KV cache size, maximum concurrency): the replay sizes the "
+            "pressure from KV usage alone."
+        )
         return
-    rows = [{key: _fact_cell(value) for key, value in f.to_json_dict().items()}
-            | {"start-up failed": "yes" if f.startup_error else "no"} for f in d.startup]
+    rows = [
+        {key: _fact_cell(value) for key, value in f.to_json_dict().items()}
+        | {"start-up failed": "yes" if f.startup_error else "no"}
+        for f in d.startup
+    ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="server_startup")
     if any(cell == NOT_IN_LOG for row in rows for cell in row.values()):
         st.caption(f"{NOT_IN_LOG}: not in the start-up lines read (not every release prints every fact).")
@@ -66,8 +74,11 @@ def findings(d: Diagnosis) -> None:
         st.success("Nothing here looks like KV-cache trouble.")
         return
     for f in d.findings:
-        with st.expander(f"{plain(f.title)} ({f.confidence} confidence)", icon=CONFIDENCE_ICON.get(f.confidence),
-                         expanded=f.confidence == "high"):
+        with st.expander(
+            f"{plain(f.title)} ({f.confidence} confidence)",
+            icon=CONFIDENCE_ICON.get(f.confidence),
+            expanded=f.confidence == "high",
+        ):
             st.markdown(f"**Why {f.confidence}:** {plain(f.why)}")
             st.markdown("**Evidence**")
             st.text("\n".join(f.evidence[:12]) + (f"\n… {len(f.evidence) - 12} more" if len(f.evidence) > 12 else ""))

@@ -4,7 +4,7 @@ rebuilds the engine; an invalid choice shows the engine's own message and leaves
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import streamlit as st
 import torch
@@ -42,19 +42,22 @@ def _options(spec: Knob, current: Any, profile_name: str) -> list:
 
 def shown_knobs(profile_name: str) -> list[Knob]:
     """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only under v0.6)."""
-    return [k for k in knobs("sidebar") if k.name != "vllm_profile" and (k.profiles is None or profile_name in
-                                                                          k.profiles)]
+    return [
+        k for k in knobs("sidebar") if k.name != "vllm_profile" and (k.profiles is None or profile_name in k.profiles)
+    ]
 
 
-def with_swap_pool(changes: dict, cfg) -> tuple[dict, Optional[str]]:
+def with_swap_pool(changes: dict, cfg) -> tuple[dict, str | None]:
     """Swap chosen with no CPU pool anywhere: one as big as the device pool (vLLM's --swap-space defaults to
     4 GiB; the lab's default engine has none), so that choosing swap is one Apply; and a note saying so."""
     swaps = changes.get("preemption_mode", cfg.preemption_mode) in ("swap", "auto")
     if not swaps or changes.get("num_cpu_blocks") is not None or changes.get("swap_space", cfg.swap_space):
         return changes, None
     blocks = changes.get("num_gpu_blocks", cfg.num_gpu_blocks)
-    return changes | {"num_cpu_blocks": blocks}, (f"Swap needs a CPU pool to swap into: num_cpu_blocks is set to "
-                                                  f"{blocks}, as many as the device pool (change it there).")
+    return changes | {"num_cpu_blocks": blocks}, (
+        f"Swap needs a CPU pool to swap into: num_cpu_blocks is set to "
+        f"{blocks}, as many as the device pool (change it there)."
+    )
 
 
 def widget(spec: Knob, value: Any, lab: Lab, profile_name: str) -> Any:
@@ -76,8 +79,15 @@ def widget(spec: Knob, value: Any, lab: Lab, profile_name: str) -> Any:
             value = max(low, value if high is None else min(int(high), value))
         if spec.widget == "slider" and high is not None:
             return st.slider(label, low, int(high), value, key=key, help=help_text)
-        return st.number_input(label, low, None if high is None else int(high), value, step=1, key=key,
-                               help=help_text + (" Leave empty for none." if spec.optional else ""))
+        return st.number_input(
+            label,
+            low,
+            None if high is None else int(high),
+            value,
+            step=1,
+            key=key,
+            help=help_text + (" Leave empty for none." if spec.optional else ""),
+        )
     return st.number_input(label, value=value, key=key, help=help_text)
 
 
@@ -95,9 +105,14 @@ def render(lab: Lab) -> None:
             shown["vllm_profile"] = chosen
             st.markdown("### Workload")
             options = list(PRESETS) + ["none"]
-            preset = st.selectbox("preset", options, index=options.index(lab.preset or "none"), key="cfg_preset",
-                                  format_func=lambda p: PRESET_LABELS.get(p, p),
-                                  help="Seeded request mixes; add more requests by hand any time.")
+            preset = st.selectbox(
+                "preset",
+                options,
+                index=options.index(lab.preset or "none"),
+                key="cfg_preset",
+                format_func=lambda p: PRESET_LABELS.get(p, p),
+                help="Seeded request mixes; add more requests by hand any time.",
+            )
             applied = st.form_submit_button("Apply (rebuilds the engine)", type="primary", width="stretch")
         if applied:
             # A widget cleared to None keeps the current value unless the knob itself may be None.
@@ -114,7 +129,7 @@ def render(lab: Lab) -> None:
         target.pool_in_gib(lab, apply, knob_named("num_gpu_blocks").maximum)
 
 
-def apply(lab: Lab, changes: dict, preset: str, note: Optional[str] = None) -> None:
+def apply(lab: Lab, changes: dict, preset: str, note: str | None = None) -> None:
     """Rebuild the session's engine; on ValueError show it and keep the current one. A new vLLM profile puts
     the knobs it lacks back to their defaults, and says which (after ``note``, when given)."""
     profile = changes.pop("vllm_profile", lab.config.vllm_profile)
@@ -127,8 +142,10 @@ def apply(lab: Lab, changes: dict, preset: str, note: Optional[str] = None) -> N
         return
     notes = [note] if note else []
     if reset:
-        notes.append(f"vllm_profile={profile} has no {', '.join(reset)}: "
-                     f"{'it is' if len(reset) == 1 else 'they are'} back at the default.")
+        notes.append(
+            f"vllm_profile={profile} has no {', '.join(reset)}: "
+            f"{'it is' if len(reset) == 1 else 'they are'} back at the default."
+        )
     if notes:
         flash(" ".join(notes), "info", "sidebar")
     st.session_state.lab = new_lab

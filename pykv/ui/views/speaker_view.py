@@ -24,17 +24,35 @@ STEP_SINCE = "speaker_step_since"  # session_state: (lesson id, step) -> when th
 def render(lesson: Lesson, states: list[StepState], index: int, member: Membership, go: Callable[[int], None]) -> None:
     step_state, n, k = states[index], len(lesson.steps), index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
-    st.caption(f"Speaker view of class `{member.code}`: keep this window off the projector. It follows the "
-               "projector, and its Prev / Next move the class too.")
+    st.caption(
+        f"Speaker view of class `{member.code}`: keep this window off the projector. It follows the "
+        "projector, and its Prev / Next move the class too."
+    )
     before, after = lesson_guide.neighbours(lesson, k, lesson_guide.current_path())  # ?path=core skips {optional}
     with st.container(horizontal=True, gap="small", key="speaker_controls"):
-        st.button("Prev", key="lesson_prev", icon=":material/arrow_back:", on_click=go, args=(before or 1,),
-                  disabled=before is None)
-        st.button("Next", key="lesson_next", type="primary", icon=":material/arrow_forward:", on_click=go,
-                  args=(after or n,), disabled=after is None)
+        st.button(
+            "Prev",
+            key="lesson_prev",
+            icon=":material/arrow_back:",
+            on_click=go,
+            args=(before or 1,),
+            disabled=before is None,
+        )
+        st.button(
+            "Next",
+            key="lesson_next",
+            type="primary",
+            icon=":material/arrow_forward:",
+            on_click=go,
+            args=(after or n,),
+            disabled=after is None,
+        )
     at_class_step = (member.state.lesson_id, member.state.step) == (lesson.id, k) and member.state.step_at > 0
-    since = member.state.step_at if at_class_step else \
-        st.session_state.setdefault(STEP_SINCE, {}).setdefault((lesson.id, k), time.time())  # when the step began
+    since = (
+        member.state.step_at
+        if at_class_step
+        else st.session_state.setdefault(STEP_SINCE, {}).setdefault((lesson.id, k), time.time())
+    )  # when the step began
     _clock(member, since)
     st.markdown(f"### On the projector: {step_state.step.title}")
     if (p := step_state.prediction) is not None:
@@ -61,8 +79,10 @@ def _clock(member: Membership, since: float) -> None:
     @st.fragment(run_every=CLOCK_EVERY_S)
     def clock() -> None:
         now = time.time()
-        st.caption(f":material/timer: {_mmss(now - since)} on this step · "
-                   f"{_mmss(now - member.state.created_at)} since the class started")
+        st.caption(
+            f":material/timer: {_mmss(now - since)} on this step · "
+            f"{_mmss(now - member.state.created_at)} since the class started"
+        )
 
     clock()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import Optional
 
 import streamlit as st
 
@@ -28,15 +27,15 @@ PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "
 
 def with_modelled(result: SweepResult, rows: list[dict], costs: list[dict], est: Estimate) -> SweepResult:
     """The sweep's frames with the modelled columns added (measured ones untouched)."""
-    runs = result.runs.reset_index(drop=True).join(modelled_run_columns(rows[:len(result.runs)], est))
+    runs = result.runs.reset_index(drop=True).join(modelled_run_columns(rows[: len(result.runs)], est))
     preemptions = result.preemptions.copy()
     preemptions["modelled_target"] = est.label
-    preemptions["modelled_target_s"] = modelled_cost_column(rows, costs, est)[:len(preemptions)]
-    preemptions["modelled_note"] = modelled_note_column(rows, costs, est)[:len(preemptions)]
+    preemptions["modelled_target_s"] = modelled_cost_column(rows, costs, est)[: len(preemptions)]
+    preemptions["modelled_note"] = modelled_note_column(rows, costs, est)[: len(preemptions)]
     return dataclasses.replace(result, runs=runs, preemptions=preemptions)
 
 
-def render(runs, block_size: int, export, dark: bool, capacity: Optional[int]) -> None:
+def render(runs, block_size: int, export, dark: bool, capacity: int | None) -> None:
     """The modelled charts and the formulas, below the measured ones."""
     est = target.current_estimate()
     draw_runs = partial(modelled_runs_figure, runs, capacity=capacity)

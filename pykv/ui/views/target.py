@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from functools import lru_cache
-from typing import Callable, Optional
+from typing import Callable
 
 import streamlit as st
 
@@ -35,7 +35,7 @@ def current() -> Target:
     return st.session_state.get("target", DEFAULT_TARGET)
 
 
-def current_estimate(target: Optional[Target] = None) -> Estimate:
+def current_estimate(target: Target | None = None) -> Estimate:
     return estimate_of(target or current())
 
 
@@ -56,13 +56,22 @@ def picker(key_prefix: str = "", horizontal: bool = True) -> Estimate:
     t = current()
     with st.container(horizontal=horizontal, key=f"{key_prefix}target_picker"):
         for name, options, value, fmt in (
-            ("gpu", list(GPUS), t.gpu, None), ("model", list(MODELS), t.model, MODELS.get),
-            ("dtype", list(DTYPES), t.dtype, None), ("tp", list(TP_CHOICES), t.tp, lambda n: f"TP{n}"),
+            ("gpu", list(GPUS), t.gpu, None),
+            ("model", list(MODELS), t.model, MODELS.get),
+            ("dtype", list(DTYPES), t.dtype, None),
+            ("tp", list(TP_CHOICES), t.tp, lambda n: f"TP{n}"),
         ):
-            st.selectbox(f"modelled {name}", options, index=options.index(value), key=f"{key_prefix}target_{name}",
-                         format_func=fmt or str, on_change=_choose, args=(key_prefix,),
-                         help="The GPU, model shape, dtype and tensor parallelism the schedule is priced on "
-                              "(modelled, never measured).")
+            st.selectbox(
+                f"modelled {name}",
+                options,
+                index=options.index(value),
+                key=f"{key_prefix}target_{name}",
+                format_func=fmt or str,
+                on_change=_choose,
+                args=(key_prefix,),
+                help="The GPU, model shape, dtype and tensor parallelism the schedule is priced on "
+                "(modelled, never measured).",
+            )
     show("target", prefix="Not changed: ")
     est = current_estimate()
     st.caption(ONE_LINE.format(label=f"**modelled {est.label}**"))
@@ -75,23 +84,33 @@ def pool_in_gib(lab: Lab, apply: Callable[[Lab, dict, str], None], max_blocks: i
     low, high = gib_for_blocks(est, 1, size), gib_for_blocks(est, max_blocks, size)
     now = min(high, gib_for_blocks(est, lab.config.num_gpu_blocks, size))
     with st.form("target_pool", border=False):
-        gib = st.number_input(f"KV pool, GiB of {est.shape.name} KV on {est.gpu.name}", min_value=None, value=now,
-                              step=low, format="%.4f", key="target_pool_gib",
-                              help=f"One {size}-token block of {est.shape.name} KV is {low * 2**10:g} MiB "
-                                   f"({est.kv_dtype}, TP{est.tp}); the app takes 1 to {max_blocks} blocks "
-                                   f"({low:.4g} to {high:.4g} GiB).")
+        gib = st.number_input(
+            f"KV pool, GiB of {est.shape.name} KV on {est.gpu.name}",
+            min_value=None,
+            value=now,
+            step=low,
+            format="%.4f",
+            key="target_pool_gib",
+            help=f"One {size}-token block of {est.shape.name} KV is {low * 2**10:g} MiB "
+            f"({est.kv_dtype}, TP{est.tp}); the app takes 1 to {max_blocks} blocks "
+            f"({low:.4g} to {high:.4g} GiB).",
+        )
         if st.form_submit_button("Set pool (rebuilds the engine)", width="stretch"):
             try:
                 blocks = blocks_for_gib(est, gib, size)
                 if blocks > max_blocks:
-                    raise ValueError(f"{gib:g} GiB is {blocks} blocks of {est.shape.name} KV; the app takes at most "
-                                     f"{max_blocks} ({high:.4g} GiB). The CLI and the API take any size.")
+                    raise ValueError(
+                        f"{gib:g} GiB is {blocks} blocks of {est.shape.name} KV; the app takes at most "
+                        f"{max_blocks} ({high:.4g} GiB). The CLI and the API take any size."
+                    )
             except ValueError as e:
                 st.error(safe_text.plain(e))
                 return
             apply(lab, {"num_gpu_blocks": blocks}, lab.preset or "none")
-    st.caption(f"{lab.config.num_gpu_blocks} blocks × {size} tokens = "
-               f"{gib_for_blocks(est, lab.config.num_gpu_blocks, size):.4g} GiB of {est.shape.name} KV (modelled).")
+    st.caption(
+        f"{lab.config.num_gpu_blocks} blocks × {size} tokens = "
+        f"{gib_for_blocks(est, lab.config.num_gpu_blocks, size):.4g} GiB of {est.shape.name} KV (modelled)."
+    )
 
 
 @lru_cache(maxsize=1)
@@ -99,20 +118,28 @@ def validation_summary() -> str:
     points = [p for p in POINTS if not p.input]
     errors = [abs(predict(p) / p.published - 1) for p in points]
     worst = max(max(predict(p) / p.published, p.published / predict(p)) for p in points)
-    return (f"Checked against {len(points)} published measurements (TensorRT-LLM, LMDeploy, NVIDIA NIM, the vLLM "
-            f"paper): median error {statistics.median(errors) * 100:.0f}%, worst {worst:.2f}x "
-            "(`python bench/gpu_model_validation.py`).")
+    return (
+        f"Checked against {len(points)} published measurements (TensorRT-LLM, LMDeploy, NVIDIA NIM, the vLLM "
+        f"paper): median error {statistics.median(errors) * 100:.0f}%, worst {worst:.2f}x "
+        "(`python bench/gpu_model_validation.py`)."
+    )
 
 
 def formulas_expander(est: Estimate, key: str = "target_formulas") -> None:
     """The model's formulas and calibration, drawn when the expander opens (a rerun), not on every Step."""
-    with st.expander(f"How the modelled figures are computed (modelled {est.label})", icon=":material/functions:",
-                     key=key, on_change="rerun") as expander:
+    with st.expander(
+        f"How the modelled figures are computed (modelled {est.label})",
+        icon=":material/functions:",
+        key=key,
+        on_change="rerun",
+    ) as expander:
         if not expander.open:
             return
         st.markdown(FORMULAS)
-        st.markdown("\n".join(["| target | |", "|---|---|"]
-                              + [f"| {what} | {value} |" for what, value in target_facts(est)]))
-        st.markdown("**Calibration** (one table for every target; none is tuned per view):\n\n"
-                    + calibration_markdown())
+        st.markdown(
+            "\n".join(["| target | |", "|---|---|"] + [f"| {what} | {value} |" for what, value in target_facts(est)])
+        )
+        st.markdown(
+            "**Calibration** (one table for every target; none is tuned per view):\n\n" + calibration_markdown()
+        )
         st.caption(validation_summary())
