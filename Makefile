@@ -11,7 +11,7 @@ fast:
 	python -m pytest -n 2 --dist loadfile --ignore=tests/e2e
 
 bench:
-	python bench/bench_vs_hf.py
+	python -m bench.bench_vs_hf
 
 app:
 	streamlit run app.py

@@ -3,7 +3,7 @@ two pool sizes on the shipped model, on torch, on Triton on every layer (``"trit
 (``"auto"``: Triton on layer 0, torch on the others), comparing after every step what the lab shows: the queues,
 each request's status, tokens and block table, each block's reference count, owners and hash, and the preemptions.
 
-    python bench/backend_parity.py [--blocks 64,24] [--save bench/results/<date>-cpu-backend-parity.txt]
+    python -m bench.backend_parity [--blocks 64,24] [--save bench/results/<date>-cpu-backend-parity.txt]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ["PYKV_STEPWISE_CPU_BACKEND"] = "triton"  # "auto" on a CPU for a stepwise engine: interpreted Triton
 
-from pykv.engine.model.attention import prepare_stepwise_attention  # noqa: E402
+from pykv.engine.model.attention import prepare_stepwise_attention
 
 prepare_stepwise_attention()  # before the model load imports triton
 

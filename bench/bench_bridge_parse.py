@@ -2,22 +2,19 @@
 
 Target: <= 30 s and <= 600 MB peak RSS on a 2-core machine. The log mixes V0 stats lines, preemption warnings,
 uvicorn access lines and unknown lines, as a busy server's stdout does.
-Usage: ``python bench/bench_bridge_parse.py [--mb 100] [--save]`` (--save writes bench/results/...-bridge-parse.txt).
+Usage: ``python -m bench.bench_bridge_parse [--mb 100] [--save]`` (--save writes bench/results/...-bridge-parse.txt).
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pykv.bridge.bounded_reader import TextSource  # noqa: E402
-from pykv.bridge.log_parser import parse_log  # noqa: E402
+from pykv.bridge.bounded_reader import TextSource
+from pykv.bridge.log_parser import parse_log
 
 RESULT = Path(__file__).parent / "results" / "2026-12-01-cpu-bridge-parse.txt"
 
@@ -73,7 +70,7 @@ def main() -> None:
             f"  peak RSS    {peak:.0f} MiB (goal <= 600 MB; {rss_before:.0f} MiB before parsing, ru_maxrss)",
             f"  samples     {len(result.samples):,} kept (stride {result.timeline_stride}), "
             f"preemptions >= {result.cumulative_preemptions:,}, lines skipped {result.lines_skipped:,}",
-            f"  command     python bench/bench_bridge_parse.py --mb {args.mb}" + (" --save" if args.save else ""),
+            f"  command     python -m bench.bench_bridge_parse --mb {args.mb}" + (" --save" if args.save else ""),
         ]
     )
     print(report)

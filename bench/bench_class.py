@@ -18,8 +18,8 @@ query rewrites, the learners' long polls, st_follow.py). Per round (a fresh serv
 ``--solo`` runs the same script without the class UI: each learner opens the lesson itself and, at each
 instructor step, navigates its own page there (``step=k`` in its URL): the cost of N solo players.
 
-    python bench/bench_class.py [--learners 30] [--lesson the-state-machine] [--pause-s 4] [--save]
-    python bench/bench_class.py --ramp 30,60,100 [--save]      # p95 propagation per class size
+    python -m bench.bench_class [--learners 30] [--lesson the-state-machine] [--pause-s 4] [--save]
+    python -m bench.bench_class --ramp 30,60,100 [--save]      # p95 propagation per class size
 
 Results: a table on stdout; ``--save`` appends it with the command to bench/results/class_load.txt.
 Server and clients share this machine's cores: latencies include the clients' own work (their CPU is shown).
@@ -34,9 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-from class_report import Round, StepResult, report, summary_table
-from st_client import StClient
-from st_server import ROOT, Sampler, append_result, serve
+from bench.class_report import Round, StepResult, report, summary_table
+from bench.st_client import StClient
+from bench.st_server import ROOT, Sampler, append_result, serve
 
 STEP_RX = r"step {k} of {n}\b"
 RESULTS = Path(__file__).resolve().parent / "results" / "class_load.txt"

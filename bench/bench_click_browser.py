@@ -2,7 +2,7 @@
 sends, and in headless Chromium the browser's CPU a click (each process type) and its renderer's main-thread time
 (CDP ``Performance.getMetrics`` TaskDuration), beside the click-to-redrawn-grid time of bench_clicks.py.
 
-    python bench/bench_click_browser.py [--clicks 30] [--query preset=storm] [--save bench/results/<date>-....txt]
+    python -m bench.bench_click_browser [--clicks 30] [--query preset=storm] [--save bench/results/<date>-....txt]
 
 The server's CPU is measured twice: from a websocket client (st_client.py, no browser) and under Chromium. Two
 cores are shared by all of it, so a figure moves by ~10% from run to run: compare runs made side by side.
@@ -14,18 +14,14 @@ import argparse
 import asyncio
 import re
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_clicks  # noqa: E402
-from st_client import StClient  # noqa: E402
-from st_server import ROOT, append_result, cpu_s, serve  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402
+from bench import bench_clicks
+from bench.st_client import StClient
+from bench.st_server import ROOT, append_result, cpu_s, serve
+from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS
 
 
 def chromium_cpu() -> Counter[str]:

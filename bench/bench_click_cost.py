@@ -12,7 +12,7 @@ Per-click server CPU = the server process's utime+stime over the clicks / (sessi
 over the same time (sessions open, nobody clicking) is printed beside it. Time to text = from sending the
 click until the element with the new "Step k" / "step k of n" arrives (p50 / p95 / max over every click).
 
-    python bench/bench_click_cost.py [--sessions 1,10] [--clicks 9] [--lesson the-state-machine]
+    python -m bench.bench_click_cost [--sessions 1,10] [--clicks 9] [--lesson the-state-machine]
                                      [--root /tmp/pykv_head] [--save bench/results/class_before.txt]
 
 ``--root`` runs another checkout of the app (e.g. ``git archive HEAD | tar -x -C /tmp/pykv_head``): the
@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from st_client import StClient
-from st_server import ROOT, append_result, serve
+from bench.st_client import StClient
+from bench.st_server import ROOT, append_result, serve
 
 CASES = {  # name -> (page url path, query, button key, the text that shows the step: "{k}" is its number)
     "playground Step": ("", "", "step", r"^\*\*Step {k}\*\*"),  # the default page: url path ""

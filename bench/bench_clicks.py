@@ -4,7 +4,7 @@ shows the next step *and* the KV-pool grid has been redrawn (the chart's plotly 
 with M other sessions stepping at once (websocket clients, bench/st_client.py, each pressing Step as fast as the
 server answers).
 
-    python bench/bench_clicks.py [--clicks 50] [--others 10] [--query preset=storm] [--budget-s 900]
+    python -m bench.bench_clicks [--clicks 50] [--others 10] [--query preset=storm] [--budget-s 900]
                                  [--save bench/results/<date>-cpu-clicks.txt]
 
 Targets (issue 28): Step p95 <= 0.5 s idle, <= 1.5 s with 10 other sessions. Bounded: every wait has a timeout,
@@ -17,16 +17,12 @@ import argparse
 import asyncio
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from st_client import StClient  # noqa: E402
-from st_server import ROOT, append_result, serve  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402
+from bench.st_client import StClient
+from bench.st_server import ROOT, append_result, serve
+from testkit.streamlit_server import CHROMIUM, CHROMIUM_FLAGS
 
 HEADER = re.compile(r"^Step (\d+)\b")
 GRID = '.js-plotly-plot:has-text("Device KV pool")'

@@ -7,7 +7,7 @@ Starts `streamlit run app.py` on the shipped model and opens each link in a fres
 share of what a user waits for (the browser then draws the page, ~0.3-0.5 s here, not counted). Each link is
 opened twice: a second visit replays again (a session's history is its own).
 
-    python bench/bench_deep_links.py [--steps 60,150] [--query preset=storm]
+    python -m bench.bench_deep_links [--steps 60,150] [--query preset=storm]
                                      [--save bench/results/<date>-cpu-deep-links.txt]
 """
 
@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from st_client import StClient  # noqa: E402
-from st_server import ROOT, append_result, serve  # noqa: E402
+from bench.st_client import StClient
+from bench.st_server import ROOT, append_result, serve
 
 
 async def open_seconds(url: str, query: str) -> float:

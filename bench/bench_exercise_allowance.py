@@ -4,7 +4,7 @@ presses Run to end until the run is over, on the lab's CPU default (Triton's int
 process as Streamlit runs them. Prints, per learner, the presses, the wall time, the engine time charged to the
 session's allowance, and how many such tries the allowance (pykv.ui.session.budgets) holds:
 
-    python bench/bench_exercise_allowance.py [--learners 20] [--pool 80] [--save]
+    python -m bench.bench_exercise_allowance [--learners 20] [--pool 80] [--save]
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
@@ -57,7 +56,6 @@ def main() -> None:
     parser.add_argument("--save", action="store_true", help="write bench/results/<date>-cpu-exercise-allowance.txt")
     args = parser.parse_args()
     os.environ.setdefault("PYKV_MODEL", "tiny")
-    sys.path.insert(0, str(ROOT))
     from pykv.ui.session import budgets
 
     results = [dict() for _ in range(args.learners)]
@@ -70,7 +68,7 @@ def main() -> None:
     wall = time.monotonic() - started
     charged = [r["charged_s"] for r in results]
     lines = [
-        f"# python bench/bench_exercise_allowance.py --learners {args.learners} --pool {args.pool}",
+        f"# python -m bench.bench_exercise_allowance --learners {args.learners} --pool {args.pool}",
         f"# {os.cpu_count()} cores; allowance {budgets.SESSION_COMPUTE_S:g} s of engine time per "
         f"{budgets.SESSION_WINDOW_S / 60:g} min, Run to end's budget {budgets.RUN_TO_END_BUDGET_S:g} s a press",
         f"{args.learners} learners at once, storm at {args.pool} blocks, Run to end until done: {wall:.0f} s",

@@ -7,7 +7,7 @@ This script branches the last step of a lesson as the Playground would, keeps th
 request whenever the run would end) up to MAX_STEPS recorded steps, and prints the process RSS growth
 beside the seat's estimate: the estimate must bound what one explorer really holds.
 
-    python bench/bench_explore_memory.py [--lesson the-preemption-storm] [--steps 3000]
+    python -m bench.bench_explore_memory [--lesson the-preemption-storm] [--steps 3000]
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import gc
 import time
 from pathlib import Path
 
-from pykv.border.limits import MAX_STEPS  # noqa: E402
-from pykv.border.runtime import configure_torch_threads  # noqa: E402
-from pykv.border.units import fmt_bytes  # noqa: E402
-from pykv.border.workload import SNIPPETS  # noqa: E402
-from pykv.engine.model.loader import load_model  # noqa: E402
-from pykv.lab.lab import lab_config, memory_estimate  # noqa: E402
-from pykv.lessons import load_course  # noqa: E402
-from pykv.lessons.shared import SharedLesson  # noqa: E402
+from pykv.border.limits import MAX_STEPS
+from pykv.border.runtime import configure_torch_threads
+from pykv.border.units import fmt_bytes
+from pykv.border.workload import SNIPPETS
+from pykv.engine.model.loader import load_model
+from pykv.lab.lab import lab_config, memory_estimate
+from pykv.lessons import load_course
+from pykv.lessons.shared import SharedLesson
 
 
 def rss_bytes() -> int:

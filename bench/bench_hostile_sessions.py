@@ -6,7 +6,7 @@ a hostile link (pools beyond the sidebar, a long interpreted-Triton replay, a 30
 a missing device, Markdown injection...), closes them all, and prints the server's RSS and CPU before,
 during and after, until both are back near the baseline or the time is up (it always stops by itself).
 
-    python bench/bench_hostile_sessions.py [--model tiny] [--after-s 120]
+    python -m bench.bench_hostile_sessions [--model tiny] [--after-s 120]
 
 Needs Playwright (pip) and Debian's Chromium at /usr/bin/chromium (or $PYKV_CHROMIUM). The server reads
 .streamlit/config.toml, so closed sessions are dropped after its server.disconnectedSessionTTL.
@@ -20,8 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from testkit.streamlit_server import free_port, start_streamlit, stop, wait_healthy
+
 ROOT = Path(__file__).resolve().parent.parent
-from testkit.streamlit_server import free_port, start_streamlit, stop, wait_healthy  # noqa: E402
 
 CHROMIUM = os.environ.get("PYKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [

@@ -1,8 +1,8 @@
 """Kernel benchmark, ``triton.testing`` style: each benchmark is a ``triton.testing.Benchmark`` whose
 lines are the Triton kernel and its torch reference (plus SDPA for prefill), printed as a table.
 
-    python bench/bench_kernels.py            # CUDA: real shapes (bf16, 32/8 heads, head dim 128)
-    python bench/bench_kernels.py --quick    # tiny shapes; the default without CUDA (interpreter)
+    python -m bench.bench_kernels            # CUDA: real shapes (bf16, 32/8 heads, head dim 128)
+    python -m bench.bench_kernels --quick    # tiny shapes; the default without CUDA (interpreter)
 
 On CPU the Triton lines run through Triton's interpreter: they show that the real kernels run, not
 how fast they would be on a GPU. Timing: ``triton.testing.do_bench`` on CUDA, median of a few calls
@@ -14,19 +14,19 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-import torch  # noqa: E402
+import torch
 
-from pykv_kernels import reference  # noqa: E402
-from pykv_kernels.launch_utils import bench_ms  # noqa: E402
-from pykv_kernels.paged_decode import launch_decode, paged_decode_attention  # noqa: E402
-from pykv_kernels.paged_prefill import paged_prefill_attention  # noqa: E402
-from pykv_kernels.store_kv import store_kv  # noqa: E402
-from pykv_kernels.testing import make_paged_case  # noqa: E402
+from pykv_kernels import reference
+from pykv_kernels.launch_utils import bench_ms
+from pykv_kernels.paged_decode import launch_decode, paged_decode_attention
+from pykv_kernels.paged_prefill import paged_prefill_attention
+from pykv_kernels.store_kv import store_kv
+from pykv_kernels.testing import make_paged_case
 
 # Not `import triton.testing` (isort would hoist it above the kernels): triton comes through
 # pykv_kernels.triton_utils, which switches the interpreter on without CUDA first; `triton.testing` is
 # imported by `import triton` itself.
-from pykv_kernels.triton_utils import triton  # noqa: E402
+from pykv_kernels.triton_utils import triton
 
 
 @dataclass(frozen=True)

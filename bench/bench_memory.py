@@ -2,7 +2,7 @@
 
 Runs the shipped model for 3,000 engine steps with a steady stream of requests (a new one whenever
 one finishes, so the pool stays over-subscribed and preempts throughout) and prints the process RSS
-every 250 steps. Usage: ``python bench/bench_memory.py [--steps 3000] [--pool 24]``.
+every 250 steps. Usage: ``python -m bench.bench_memory [--steps 3000] [--pool 24]``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import resource
 import time
 from pathlib import Path
 
-from pykv import EngineConfig, LLMEngine, SamplingParams  # noqa: E402
-from pykv.border.runtime import configure_torch_threads  # noqa: E402
-from pykv.border.workload import SNIPPETS  # noqa: E402
+from pykv import EngineConfig, LLMEngine, SamplingParams
+from pykv.border.runtime import configure_torch_threads
+from pykv.border.workload import SNIPPETS
 
 
 def rss_mib() -> float:

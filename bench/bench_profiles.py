@@ -1,8 +1,8 @@
 """The same workloads under each vLLM profile, on the shipped model: what the schedules cost, and proof
 that the tokens do not change.
 
-    python bench/bench_profiles.py            # storm (16 x 96 tokens) on 64, 96 and 128 blocks, burst on 24
-    python bench/bench_profiles.py --quick    # one pool per workload
+    python -m bench.bench_profiles            # storm (16 x 96 tokens) on 64, 96 and 128 blocks, burst on 24
+    python -m bench.bench_profiles --quick    # one pool per workload
 
 Per run: engine steps, pykv:num_preemptions_total, prefill tokens computed (re-prefills included),
 vllm:prompt_tokens_total as the profile's release counts it, measured wall time on this device, and
@@ -16,10 +16,10 @@ import logging
 
 import torch
 
-from pykv import EngineConfig  # noqa: E402
-from pykv.border.workload import make_workload  # noqa: E402
-from pykv.engine.model.loader import load_model  # noqa: E402
-from pykv.lab.completed_run import run_to_completion  # noqa: E402
+from pykv import EngineConfig
+from pykv.border.workload import make_workload
+from pykv.engine.model.loader import load_model
+from pykv.lab.completed_run import run_to_completion
 
 ORDERS = {
     "v0.6 (chunked prefill off)": {

@@ -1,9 +1,9 @@
 """The recompute tax across victim policies and KV fates, on the shipped model, and what V1's CPU offloading
 tier's copies cost here.
 
-    python bench/bench_recompute_tax.py            # long_context (6 x 48) and storm (8 x 96), three pools each
-    python bench/bench_recompute_tax.py --quick    # one pool per workload
-    python bench/bench_recompute_tax.py --workloads long_context --pools 16   # one workload, one pool
+    python -m bench.bench_recompute_tax            # long_context (6 x 48) and storm (8 x 96), three pools each
+    python -m bench.bench_recompute_tax --quick    # one pool per workload
+    python -m bench.bench_recompute_tax --workloads long_context --pools 16   # one workload, one pool
 
 Per run: preemptions, tokens recomputed, the recompute tax (share of prefill tokens, counted; share of
 prefill forward time, measured on this device), tokens loaded from the tier, and whether every request's
@@ -18,10 +18,10 @@ import logging
 
 import torch
 
-from pykv import EngineConfig  # noqa: E402
-from pykv.border.workload import make_workload  # noqa: E402
-from pykv.engine.model.loader import load_model  # noqa: E402
-from pykv.lab.completed_run import run_to_completion  # noqa: E402
+from pykv import EngineConfig
+from pykv.border.workload import make_workload
+from pykv.engine.model.loader import load_model
+from pykv.lab.completed_run import run_to_completion
 
 FATES = {
     "recompute": {},

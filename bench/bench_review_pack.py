@@ -2,8 +2,8 @@
 swap to a 64-block CPU pool), then the time to build its pack from the Lab (goal: <= 5 s for the HTML
 page), split into its parts, and the zip with every figure exported as SVG and PNG (Chromium via kaleido).
 
-    python bench/bench_review_pack.py               # 3 repeats of the page, 1 of the zip
-    python bench/bench_review_pack.py --repeats 5 --steps 300 --no-zip
+    python -m bench.bench_review_pack               # 3 repeats of the page, 1 of the zip
+    python -m bench.bench_review_pack --repeats 5 --steps 300 --no-zip
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import statistics
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from pykv.border.runtime import configure_torch_threads
+from pykv.lab.lab import Lab, lab_config
+from pykv.review_pack import record_from_lab, render_html, run_pack
+from pykv.review_pack.bundle import bundle
 
-from pykv.border.runtime import configure_torch_threads  # noqa: E402
-from pykv.lab.lab import Lab, lab_config  # noqa: E402
-from pykv.review_pack import record_from_lab, render_html, run_pack  # noqa: E402
-from pykv.review_pack.bundle import bundle  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def load() -> str:

@@ -1,6 +1,6 @@
 """What the engine pays for batch-invariant linear layers (pykv/engine/model/row_stable_linear.py) on a CPU.
 
-    python bench/bench_row_tiles.py            # prints; --save writes bench/results/<date>-cpu-row-tiles.txt
+    python -m bench.bench_row_tiles            # prints; --save writes bench/results/<date>-cpu-row-tiles.txt
 
 Per shape of the shipped model and rows per call: one plain ``F.linear`` (MKL picks its kernel by the row
 count) against the fixed-height tiles; then a storm run to completion with each, and whether their tokens
@@ -96,7 +96,7 @@ def main() -> None:
     print(out.getvalue(), end="")
     if args.save:
         path = Path(__file__).parent / "results" / f"{datetime.date.today()}-cpu-row-tiles.txt"
-        path.write_text(f"$ python bench/bench_row_tiles.py\n{out.getvalue()}")
+        path.write_text(f"$ python -m bench.bench_row_tiles\n{out.getvalue()}")
         print("saved", path)
 
 

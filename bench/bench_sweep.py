@@ -2,8 +2,8 @@
 and swap, on the shipped model; goal: <= 60 s on the 2-core CPU), timed through the page's own code
 (AppTest: from pressing Run sweep to the last chart drawn), with the machine's load around it.
 
-    python bench/bench_sweep.py               # twice, after one untimed page load (model weights)
-    python bench/bench_sweep.py --repeats 3
+    python -m bench.bench_sweep               # twice, after one untimed page load (model weights)
+    python -m bench.bench_sweep --repeats 3
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import os
 import time
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
+from pykv.lab.sweep import sweep_result
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from pykv.lab.sweep import sweep_result  # noqa: E402
 
 
 def sweep_page():

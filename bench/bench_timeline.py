@@ -1,8 +1,8 @@
 """Timeline benchmark: what the Playground's run timeline costs on a full history (3,000 steps).
 
-    python bench/bench_timeline.py                 # the shipped model if present, else a random checkpoint
-    python bench/bench_timeline.py --model PATH    # any local Llama/Qwen2 checkpoint folder
-    python bench/bench_timeline.py --builds 50
+    python -m bench.bench_timeline                 # the shipped model if present, else a random checkpoint
+    python -m bench.bench_timeline --model PATH    # any local Llama/Qwen2 checkpoint folder
+    python -m bench.bench_timeline --builds 50
 
 The history is real, not synthesized: a ``pykv.lab.lab.Lab`` runs the engine to the Lab's cap of
 MAX_STEPS (3,000) steps, on vLLM 0.6's rules with swap preemption (a 32-block device pool, a 12-block
@@ -23,16 +23,15 @@ import statistics
 import time
 from pathlib import Path
 
+from bench.bench_ui import pick_model  # the same model choice as the UI benchmark
+from pykv.border.limits import MAX_STEPS
+from pykv.border.runtime import configure_torch_threads
+from pykv.border.workload import Workload, WorkloadRequest, make_workload
+from pykv.lab.lab import Lab, lab_config
+from pykv.viz import timeline_figure
+from pykv.viz.timeline import timeline_series
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from bench_ui import pick_model  # noqa: E402  (the same model choice as the UI benchmark)
-
-from pykv.border.limits import MAX_STEPS  # noqa: E402
-from pykv.border.runtime import configure_torch_threads  # noqa: E402
-from pykv.border.workload import Workload, WorkloadRequest, make_workload  # noqa: E402
-from pykv.lab.lab import Lab, lab_config  # noqa: E402
-from pykv.viz import timeline_figure  # noqa: E402
-from pykv.viz.timeline import timeline_series  # noqa: E402
 
 GOAL_MS = 50.0
 

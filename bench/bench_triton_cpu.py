@@ -5,8 +5,8 @@ interpreter, in their CPU launch configuration), and how long each whole lesson 
 Goals (issue 15): one engine step <= 150 ms median and <= 400 ms p95; a lesson replays in <= 20 s.
 One torch thread (the app's setting). Figures move with the machine's load: the load average is printed.
 
-    python bench/bench_triton_cpu.py                    # Playground default (storm, whole run) + every lesson
-    python bench/bench_triton_cpu.py --steps 60 --lessons 01,10
+    python -m bench.bench_triton_cpu                    # Playground default (storm, whole run) + every lesson
+    python -m bench.bench_triton_cpu --steps 60 --lessons 01,10
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """UI benchmark: what one Playground step costs, and how long the app takes to first render.
 
-    python bench/bench_ui.py                 # the shipped model if present, else a random checkpoint
-    python bench/bench_ui.py --model PATH    # any local Llama/Qwen2 checkpoint folder
-    python bench/bench_ui.py --no-cold-start # skip the browser part
+    python -m bench.bench_ui                 # the shipped model if present, else a random checkpoint
+    python -m bench.bench_ui --model PATH    # any local Llama/Qwen2 checkpoint folder
+    python -m bench.bench_ui --no-cold-start # skip the browser part
 
 1. Step cost (goal: median <= 150 ms on the 2-core CPU): a 256-block pool and 16 requests (the storm
    workload with n=16); each sample is engine step + snapshot + snapshot diff + every Playground
@@ -24,14 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-from pykv import EngineConfig, LLMEngine, default_model_path  # noqa: E402
-from pykv.border.runtime import configure_torch_threads  # noqa: E402
-from pykv.border.snapshot import diff_snapshots  # noqa: E402
-from pykv.border.workload import make_workload  # noqa: E402
-from pykv.lab.workload_runner import WorkloadRunner  # noqa: E402
-from pykv.viz import (  # noqa: E402
+from pykv import EngineConfig, LLMEngine, default_model_path
+from pykv.border.runtime import configure_torch_threads
+from pykv.border.snapshot import diff_snapshots
+from pykv.border.workload import make_workload
+from pykv.lab.workload_runner import WorkloadRunner
+from pykv.viz import (
     block_grid_figure,
     block_tables_figure,
     metrics_strip,
@@ -40,6 +38,8 @@ from pykv.viz import (  # noqa: E402
     queues_figure,
     requests_frame,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pick_model(arg: str | None) -> str:

@@ -13,9 +13,9 @@ Three ways to serve them, at each thread count:
   HF static       model.generate over batches of --hf-batch, left-padded; a batch runs until its
                   longest request is done (only requested tokens are counted)
 
-    python bench/bench_vs_hf.py --repeat 3               # both workloads at 1 and 2 threads, best of 3
-    python bench/bench_vs_hf.py --threads 1 --workload long
-    python bench/bench_vs_hf.py --repeat 3 --attention reference     # the references, the "before" figures
+    python -m bench.bench_vs_hf --repeat 3               # both workloads at 1 and 2 threads, best of 3
+    python -m bench.bench_vs_hf --threads 1 --workload long
+    python -m bench.bench_vs_hf --repeat 3 --attention reference     # the references, the "before" figures
 """
 
 from __future__ import annotations

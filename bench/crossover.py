@@ -1,8 +1,8 @@
 """Recompute vs swap: what one preemption costs per token measured on this machine, and where a
 modelled PCIe swap becomes cheaper than a modelled GPU re-prefill.
 
-    python bench/crossover.py                  # measure on the shipped model, then model
-    python bench/crossover.py --no-measure     # the modelled part only
+    python -m bench.crossover                  # measure on the shipped model, then model
+    python -m bench.crossover --no-measure     # the modelled part only
 
 1. Measured: the canonical storm sweep (``SweepSpec()``: 8 x 96 tokens, pools 24..64, recompute and
    swap) on this device; every completed preemption's cost over the tokens it lost.
@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import logging
 
-from pykv import default_model_path  # noqa: E402
-from pykv.gpu_model import ModelShape, estimate  # noqa: E402
-from pykv.gpu_model.crossover import crossover_curves  # noqa: E402
+from pykv import default_model_path
+from pykv.gpu_model import ModelShape, estimate
+from pykv.gpu_model.crossover import crossover_curves
 
 BLOCK = 16
 LENGTHS = (16, 64, 256, 1024, 4096)

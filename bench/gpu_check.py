@@ -1,6 +1,6 @@
 """The ONE GPU check: run it once whenever a CUDA machine is at hand, and commit what it writes.
 
-    python bench/gpu_check.py          # ~3-5 minutes on an H200; needs CUDA (exits with a message without)
+    python -m bench.gpu_check          # ~3-5 minutes on an H200; needs CUDA (exits with a message without)
 
 It (1) runs the kernel tests compiled on CUDA (pytest, same tests CI runs through the interpreter),
 then prints and writes to ``bench/results/<date>-<gpu>.txt``:
@@ -302,7 +302,7 @@ def main() -> int:
         print(
             "bench/gpu_check.py needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False).\n"
             "Run it on a CUDA machine. Without one, check the kernels through Triton's interpreter with\n"
-            "`python -m pytest tests/test_kernels_*.py` and `python bench/bench_kernels.py --quick`.",
+            "`python -m pytest tests/test_kernels_*.py` and `python -m bench.bench_kernels --quick`.",
             file=sys.stderr,
         )
         return 2

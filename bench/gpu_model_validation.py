@@ -1,9 +1,9 @@
 """The GPU cost model against published measurements: each point's prediction, its error, the median
 and the worst absolute error, and the shape of the vLLM paper's Figure 19(a).
 
-    python bench/gpu_model_validation.py                # the table, with the shipped calibration
-    python bench/gpu_model_validation.py --markdown     # the same as a Markdown table (the README's)
-    python bench/gpu_model_validation.py --fit          # refit the "fitted" calibration entries and print them
+    python -m bench.gpu_model_validation                # the table, with the shipped calibration
+    python -m bench.gpu_model_validation --markdown     # the same as a Markdown table (the README's)
+    python -m bench.gpu_model_validation --fit          # refit the "fitted" calibration entries and print them
 
 Goal (issue 18): median absolute error <= 20%, no point off by more than 1.6x. The link figures are the
 link model's own inputs and the NIM points were not used in the fit (held out); both are reported apart.
@@ -17,9 +17,9 @@ import math
 import statistics
 import sys
 
-from pykv.gpu_model import estimate  # noqa: E402
-from pykv.gpu_model.calibration import CALIBRATION, Calibration  # noqa: E402
-from pykv.gpu_model.published import POINTS, SOURCES, Point, predict  # noqa: E402
+from pykv.gpu_model import estimate
+from pykv.gpu_model.calibration import CALIBRATION, Calibration
+from pykv.gpu_model.published import POINTS, SOURCES, Point, predict
 
 FITTED = ("gemm_efficiency_fp8", "gemm_half_tokens", "step_overhead_us", "layer_overhead_us")
 BLOCK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

@@ -1,7 +1,7 @@
 """Random workloads from seeds, per vLLM profile, through pykv and vLLM's own scheduler (oracle/); prints
 matched / diverged per profile with each divergence's first difference and seed.
 
-    python bench/oracle_sweep.py [--seeds 50] [--first-seed 0] [--profiles v0.6 v0.10 v0.33]
+    python -m bench.oracle_sweep [--seeds 50] [--first-seed 0] [--profiles v0.6 v0.10 v0.33]
                                  [--normalise batch_as_set] [--save]
 
 Needs the venvs of ``python oracle/build_venvs.py``. ``--normalise`` (named, off by default) hides the known
@@ -20,10 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from oracle import cases, harness  # noqa: E402
-from oracle.compare import NORMALISATIONS  # noqa: E402
+from oracle import cases, harness
+from oracle.compare import NORMALISATIONS
 
 APPLIES = {"batch_as_set": ("v0.6",)}
 

@@ -6,7 +6,7 @@ cut off and which boxes hide text below their fold (a room cannot scroll them). 
 testkit/layout_probe_app.py serves it, each chart an empty box of its height (tests/e2e/test_layout_probe.py
 checks that a probed page is laid out as the real one):
 
-    python bench/projector_fit.py [--lesson ID] [--sizes 1920x1080,1280x720] [--save]
+    python -m bench.projector_fit [--lesson ID] [--sizes 1920x1080,1280x720] [--save]
 
 ``testkit.projector`` holds the measuring, which tests/e2e/test_projector_fit_*.py assert on.
 Needs Playwright (pip) and Debian's Chromium at /usr/bin/chromium.
@@ -43,7 +43,7 @@ def main() -> None:
         browser.close()
     bad = misfits(found)
     report = [
-        f"# python bench/projector_fit.py --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson else ""),
+        f"# python -m bench.projector_fit --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson else ""),
         f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut and no text "
         f"hidden in a scrolling box "
         f"({time.monotonic() - started:.0f} s)",

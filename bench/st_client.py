@@ -29,9 +29,6 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import parse_qs
 
-from st_follow import COMPONENT, FollowPoll
-from st_page import MessageCache, Node, Page
-from st_timers import FragmentTimers
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ContextInfo
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -39,6 +36,10 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin, Subprotocol
+
+from bench.st_follow import COMPONENT, FollowPoll
+from bench.st_page import MessageCache, Node, Page
+from bench.st_timers import FragmentTimers
 
 
 @dataclass

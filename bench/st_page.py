@@ -14,7 +14,7 @@ finished runs (a fragment run only ages its own fragment's messages).
 The page also counts what arrived, per element type (messages, bytes, ref_hash cache hits): the cost of a rerun,
 seen from the wire.
 
-    from st_page import Page
+    from bench.st_page import Page
     page.apply(msg.delta, tuple(msg.metadata.delta_path), run_id, t_recv, nbytes)
     page.clear_stale(run_id, fragment_ids)   # at a successful script_finished
     page.find(r"step 2 of \\d+")   # the first node whose text matches, or None

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from testkit.streamlit_server import free_port, stop, streamlit_command, wait_healthy
+
 ROOT = Path(__file__).resolve().parent.parent
-from testkit.streamlit_server import free_port, stop, streamlit_command, wait_healthy  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -29,6 +29,14 @@ def model_folder() -> str:
     return str(default_model_path())
 
 
+def offload_tier(num_blocks: int, block_size: int):
+    """pykv's offloading tier over a pool of its own (oracle/tier.py drives it beside vLLM's manager)."""
+    from pykv.engine.kv.block_pool import BlockPool
+    from pykv.engine.kv.offload_tier import OffloadTier
+
+    return OffloadTier(BlockPool(num_blocks), block_size)
+
+
 def _scheduled(chunk, v0: bool) -> list:
     """A chunk as ``[id, start, tokens]``. V0 schedules a prefix-cache hit as part of the prefill (0.6.3.post1
     ``Scheduler._get_num_new_tokens``; its model runner skips the hit's compute), so its chunk starts before the hit."""

@@ -12,9 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from oracle import build_venvs
-from pykv.engine.kv.block_pool import BlockPool
-from pykv.engine.kv.offload_tier import OffloadTier
+from oracle import build_venvs, pykv_side
 
 HERE = Path(__file__).resolve().parent
 RELEASE = "0.33.0"
@@ -29,7 +27,7 @@ def random_script(seed: int, num_steps: int = 30) -> dict:
     active: list[str] = []
     held: set[int] = set()  # what the tier holds at the start of the step (pykv's view, kept by the generator)
     ops: list = []
-    tier = OffloadTier(BlockPool(num_blocks), block_size)
+    tier = pykv_side.offload_tier(num_blocks, block_size)
     for step in range(num_steps):
         while len(active) < 4:
             rid = f"r{len(chains)}"
@@ -62,7 +60,7 @@ def random_script(seed: int, num_steps: int = 30) -> dict:
 
 
 def run_pykv(script: dict) -> list:
-    tier = OffloadTier(BlockPool(script["num_blocks"]), script["block_size"])
+    tier = pykv_side.offload_tier(script["num_blocks"], script["block_size"])
     results: list = []
     for op in script["ops"]:
         kind = op[0]

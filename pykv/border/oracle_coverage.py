@@ -63,7 +63,7 @@ CASE_MEANING = {
 
 # bench/oracle_sweep.py --seeds 30: random workloads (arrivals, prompt and output lengths, pool) per profile
 SWEEP = (
-    "30 random workloads per profile (`python bench/oracle_sweep.py --seeds 30`): v0.10 30/30 and v0.33 "
+    "30 random workloads per profile (`python -m bench.oracle_sweep --seeds 30`): v0.10 30/30 and v0.33 "
     "30/30 exact; v0.6 28/30, the 2 left being runs where vLLM 0.6.3 stops its engine for lack of swap space "
     "(pykv recomputes the victim instead, on purpose). Results: `bench/results/2026-12-01-cpu-oracle-sweep-"
     "v0.10-v0.33.txt`, `bench/results/2026-12-02-cpu-oracle-sweep.txt`."

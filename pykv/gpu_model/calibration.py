@@ -1,7 +1,7 @@
 """The calibration table: the few efficiencies and overheads that turn spec-sheet peaks into step times.
 
 One table for every GPU and model (nothing is tuned per view or per target). The entries marked
-"fitted" were fitted once, by ``python bench/gpu_model_validation.py --fit`` (a Nelder-Mead search on
+"fitted" were fitted once, by ``python -m bench.gpu_model_validation --fit`` (a Nelder-Mead search on
 the log error), to the TensorRT-LLM and LMDeploy points listed in ``pykv/gpu_model/published.py``;
 the others come from published measurements named beside them. (A softer roofline corner,
 (compute^p + memory^p)^(1/p), was tried and fitted no better than the plain max: p = 1.5, 3, 6 and 20

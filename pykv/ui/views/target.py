@@ -121,7 +121,7 @@ def validation_summary() -> str:
     return (
         f"Checked against {len(points)} published measurements (TensorRT-LLM, LMDeploy, NVIDIA NIM, the vLLM "
         f"paper): median error {statistics.median(errors) * 100:.0f}%, worst {worst:.2f}x "
-        "(`python bench/gpu_model_validation.py`)."
+        "(`python -m bench.gpu_model_validation`)."
     )
 
 
