@@ -65,7 +65,7 @@ async def browser_clicks(page, clicks: int, deadline: float) -> tuple[list[float
         try:
             await page.wait_for_function(REDRAWN_JS, arg=[k + 1, token], timeout=60_000, polling="raf")
             times.append(time.perf_counter() - t0)
-        except Exception as e:  # noqa: BLE001  (a bench reports, never stops on one click)
+        except Exception as e:  # a bench reports, never stops on one click
             failed.append(f"click {i + 1}: {type(e).__name__}: {str(e)[:200]}")
     return times, failed
 

@@ -128,7 +128,7 @@ def test_interpreted_engines_on_several_threads_at_once_all_get_their_tokens(mak
     def run(i):
         try:
             results[i] = run_workload(engines[i])["outputs"]
-        except Exception as e:  # noqa: BLE001 - reported below
+        except Exception as e:  # reported below
             errors.append(f"{type(e).__name__}: {e}")
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(engines))]

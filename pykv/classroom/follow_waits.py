@@ -145,7 +145,7 @@ class FollowWaits:
             self._marked[token] = now
             try:
                 await asyncio.to_thread(self._mark_seen, ticket.code, ticket.page, ticket.mode)
-            except Exception:  # noqa: BLE001 (a full class still shows its step; an ended one moves to None below)
+            except Exception:  # a full class still shows its step; an ended one moves to None below
                 pass
         older = self._by_token.pop(token, None)
         if older is not None and not older.done():
@@ -224,7 +224,7 @@ class FollowWaits:
         for code in codes:
             try:
                 versions[code] = self._read(code)
-            except Exception:  # noqa: BLE001 (an unreachable store: every page of the class reruns and says so)
+            except Exception:  # an unreachable store: every page of the class reruns and says so
                 versions[code] = _FAILED
         return versions
 

@@ -204,6 +204,6 @@ class VersionFeed:
             return
         try:
             version = self._read(code)
-        except Exception:  # noqa: BLE001 (unreachable or garbage: forgotten; the next poll reads the store)
+        except Exception:  # unreachable or garbage: forgotten; the next poll reads the store
             return
         self.remember(code, version, mark)

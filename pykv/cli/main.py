@@ -432,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         _report("out of memory; use a smaller pool, workload or sweep")
         return FAILURE
-    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+    except Exception as e:  # the last line of defence: one line, never a traceback
         _report(f"{type(e).__name__}: {one_line(e)}")
         return FAILURE
 
