@@ -71,7 +71,7 @@ def work_items(
     seqs: list[int], query_start_loc: list[int], seq_lens: list[int], num_kv_heads: int, block_q: int
 ) -> tuple[WorkItem, ...]:
     """One item per (request in ``seqs``, query tile of ``block_q`` tokens, KV head), in that order."""
-    items = []
+    items: list[WorkItem] = []
     for s in seqs:
         q_len = query_start_loc[s + 1] - query_start_loc[s]
         ctx_len = seq_lens[s] - q_len

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
 import torch
+from torch import Tensor
 
 from pykv_kernels.launch_utils import bench_ms, default_device
 
@@ -45,13 +46,13 @@ class KernelCase:
     name: str  # the kernel, as printed: "paged_decode"
     shapes: str  # what the inputs are, as printed: "3 requests, block_size 5"
     triton: Callable[[], torch.Tensor]  # the kernel's public launcher; returns what to compare
-    torch: Callable[[], torch.Tensor]  # the reference on the same inputs
+    torch: Callable[[], Tensor]  # the reference on the same inputs (from here on `torch` names this field)
     tol: float  # largest max |triton - torch| accepted; 0.0 means bit-exact
     work: float  # what one call does, in the numerator of `unit`: GB moved, TFLOP computed
     unit: str  # the rate's unit, as printed: "GB/s", "TFLOP/s"
-    checks: dict[str, Callable[[], torch.Tensor]] = field(default_factory=dict)  # other configurations to check
+    checks: dict[str, Callable[[], Tensor]] = field(default_factory=dict)  # other configurations to check
 
-    def configurations(self) -> dict[str, Callable[[], torch.Tensor]]:
+    def configurations(self) -> dict[str, Callable[[], Tensor]]:
         return self.checks or {"triton": self.triton}
 
 

@@ -348,12 +348,15 @@ def _record(tables, lens, block_size, num_kv_heads, num_heads, num_splits, token
 
 
 if __name__ == "__main__":
+    from functools import partial
+    from typing import Any
+
     from pykv_kernels import reference
     from pykv_kernels.harness import KernelCase, Target, run_main
     from pykv_kernels.testing import make_paged_case
 
     def decode_case(t: Target) -> KernelCase:
-        shape = t.pick(
+        shape: dict[str, Any] = t.pick(
             dict(num_seqs=64, num_heads=32, num_kv_heads=8, head_dim=128, block_size=16, max_len=4096),
             dict(num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=32, block_size=5, max_len=40),
         )
@@ -369,7 +372,7 @@ if __name__ == "__main__":
             tol=t.pick(2e-2, 1e-5),
             work=kv_bytes / 1e9,
             unit="GB/s of K/V read",
-            checks={f"num_splits={n}": lambda n=n: launch_decode(*args, num_splits=n) for n in (1, 3)},
+            checks={f"num_splits={n}": partial(launch_decode, *args, num_splits=n) for n in (1, 3)},
         )
 
     run_main(decode_case)

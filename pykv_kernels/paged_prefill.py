@@ -314,7 +314,7 @@ def _record(grid, tables, lens, starts, block_size, block_q, block_n, block_m) -
     tiles own nothing), its key tiles and the blocks the tables it passed lead to."""
     R = launch_record
     first = [starts[s] // block_q + s for s in range(len(lens))]
-    programs = []
+    programs: list[launch_record.ProgramRecord] = []
     for tile in range(grid[0]):
         s = max(i for i in range(len(lens)) if first[i] <= tile)
         q_len, q_block = starts[s + 1] - starts[s], tile - first[s]

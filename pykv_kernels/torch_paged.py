@@ -62,7 +62,8 @@ def _plan(chunks, block_tables, block_size, dtype, device) -> list[tuple]:
     request's keys once (slots (1, keys)) and expands them over its rows (stride 0, no copy): both are batch
     entries of SDPA.
     """
-    jobs, singles = [], {}  # singles: tiles -> [(row, request, position)]
+    jobs: list[tuple] = []
+    singles: dict[int, list[tuple[int, int, int]]] = {}  # singles: tiles -> [(row, request, position)]
     for s, row, pos, count in chunks:
         while count:
             tiles = pos // KEY_TILE + 1

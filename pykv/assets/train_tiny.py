@@ -85,11 +85,12 @@ def greedy_samples(
     model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, max_new_tokens: int = 48
 ) -> dict[str, str]:
     model.eval()
-    out = {}
+    out: dict[str, str] = {}
     for prompt in CARD_PROMPTS:
         ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
         gen = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-        out[prompt] = tokenizer.decode(gen[0], skip_special_tokens=True)
+        # transformers types decode() as str | list[str]: one sequence (a 1-D tensor) decodes to a str
+        out[prompt] = tokenizer.decode(gen[0], skip_special_tokens=True)  # type: ignore[assignment]
     model.train()
     return out
 
@@ -158,7 +159,7 @@ def main() -> None:
         num_key_value_heads=2,
         max_position_embeddings=1024,
         rms_norm_eps=1e-5,
-        rope_theta=10000.0,
+        rope_parameters={"rope_theta": 10000.0, "rope_type": "default"},  # transformers 5 (rope_theta was 4.x's)
         tie_word_embeddings=True,
         bos_token_id=tokenizer.eos_token_id,
         eos_token_id=tokenizer.eos_token_id,

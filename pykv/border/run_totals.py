@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from pykv.border.pcie import PCIE_GBPS
 
@@ -30,7 +31,7 @@ class RunTotals:
     modelled_pcie_gen4_s: float  # the same copies modelled over PCIe Gen4 x16 (not measured)
     modelled_pcie_gen5_s: float  # ... and Gen5 x16
 
-    def as_row(self) -> dict[str, float]:
+    def as_row(self) -> dict[str, Any]:
         """The fields by name, in RUN_TOTALS_COLUMNS order (a sweep row's middle)."""
         return dataclasses.asdict(self)
 

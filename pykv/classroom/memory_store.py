@@ -127,8 +127,9 @@ class MemoryStore:
     def drop_seen(self, code: str, learners: list[str]) -> None:
         with self._lock:
             entry = self._live(code)
-            for learner in learners if entry else ():
-                entry.seen.pop(learner, None)
+            if entry:
+                for learner in learners:
+                    entry.seen.pop(learner, None)
 
     def codes(self) -> list[str]:
         with self._lock:

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -21,7 +22,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with its errors as one line (``error: ...``, exit code 2), not the usage block first; its
     sub-commands' parsers are of this class too."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         hint = f"; `{self.prog} --help` lists the flags"
         sys.stderr.write(" ".join(f"error: {message}{hint}".split())[:MAX_MESSAGE_CHARS] + "\n")
         sys.exit(2)

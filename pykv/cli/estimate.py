@@ -69,8 +69,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(args.gpu, args.model, args.dtype, args.tp)
     blocks = None if args.pool_gib is None else blocks_for_gib(est, args.pool_gib, args.block_size)  # checked first
     print(f"modelled {est.label} ({est.dtype}, TP{est.tp}): every figure below is modelled, not measured")
-    for what, value in target_facts(est):
-        print(f"  {what}: {value}")
+    for what, fact in target_facts(est):
+        print(f"  {what}: {fact}")
     asked = [x is not None for x in (args.prefill, args.decode, args.copy_bytes, args.pool_gib)]
     if args.prefill is not None or not any(asked):
         tokens, context = args.prefill or 2048, args.context or 0

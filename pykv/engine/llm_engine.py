@@ -110,6 +110,7 @@ class LLMEngine:
 
     def _blocks_from_gpu_memory(self, config: EngineConfig) -> int:
         """vLLM's sizing: the share of GPU memory left for KV after the weights, in whole blocks."""
+        assert config.gpu_memory_utilization is not None  # called only when it is set
         free, total = torch.cuda.mem_get_info(config.device)
         budget = config.gpu_memory_utilization * total - (total - free)
         blocks = min(
@@ -451,7 +452,8 @@ class LLMEngine:
         while any(group_output(self.outputs, rid, n) is None for rid, n in groups):
             assert self.has_unfinished_requests(), "a request's sequences neither finished nor remain"
             self.step()
-        return [group_output(self.outputs, rid, n) for rid, n in groups]
+        outputs = [group_output(self.outputs, rid, n) for rid, n in groups]
+        return [o for o in outputs if o is not None]  # every one: the loop ran until none was None
 
     def preemptions(self) -> list[PreemptionView]:
         """Every preemption so far, in order, each with its cost as known now (frozen views)."""

@@ -40,6 +40,8 @@ class ModelRunner:
         slot of position p: table[p // block_size] * block_size + p % block_size
         """
         bs = self.kv.block_size
+        positions: list[int]
+        slots: list[int]
         input_ids, positions, slots, seq_lens, starts, logits_rows, sampled_ids = [], [], [], [], [0], [], []
         tables = []
         chunks = _computed(out)

@@ -67,4 +67,5 @@ def group_output(outputs: dict[str, RequestOutput], request_id: str, n: int) -> 
     ids = sequence_ids(request_id, n)
     if any(i not in outputs for i in ids):
         return None
+    assert first is not None  # ids[0] is request_id
     return first if n == 1 else replace(first, sequences=[list(outputs[i].output_token_ids) for i in ids])

@@ -67,7 +67,7 @@ def checked_priority(priority: object) -> int:
     if (
         isinstance(priority, bool)
         or not isinstance(priority, numbers.Integral)
-        or not -MAX_PRIORITY <= priority < MAX_PRIORITY
+        or not -MAX_PRIORITY <= int(priority) < MAX_PRIORITY
     ):
         raise ValueError(
             f"priority must be an integer in [-2**31, 2**31) (lower runs first, as in vLLM), got "

@@ -65,7 +65,7 @@ def run_to_completion(
     t0 = time.perf_counter()
     reports = runner.run(max_steps=max_steps)
     wall = time.perf_counter() - t0
-    forked = {}  # parallel sampling: each request's forked sequences follow it
+    forked: dict[str, list[RequestOutput]] = {}  # parallel sampling: each request's forked sequences follow it
     for out in engine.outputs.values():
         if out.parent_id is not None:
             forked.setdefault(out.parent_id, []).append(out)

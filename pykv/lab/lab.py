@@ -107,6 +107,7 @@ class Lab:
         (e.g. chunked prefill off and a budget smaller than a prompt), instead of at that step."""
         for r in self.workload.requests if self.workload else []:
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
+            assert prompt is not None  # a WorkloadRequest has exactly one of the two
             self.engine.check_request(
                 prompt, SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos), r.request_id
             )
@@ -115,25 +116,23 @@ class Lab:
 
     @property
     def engine(self) -> LLMEngine:
-        if self._detached:
-            self._replay_engine()
-        return self._engine
+        return self._replay_engine() if self._engine is None else self._engine
 
     @property
     def live_engine(self) -> LLMEngine | None:
         """The engine if this Lab holds one, else None: never replays one (unlike ``engine``)."""
-        return None if self._detached else self._engine
+        return self._engine
 
     @property
     def runner(self) -> WorkloadRunner | None:
-        if self._detached:
+        if self._engine is None:
             self._replay_engine()
         return self._runner
 
     def _restart(self) -> None:
-        self._detached = False  # True after fork(): the engine went to the child; replay one on demand
         self._done_when_detached = False
-        self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
+        # None after fork() (the engine went to the child) or release(): replay one on demand
+        self._engine: LLMEngine | None = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
         self.loaded = self._engine.loaded
         self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
         self._apply_manual(0)
@@ -141,22 +140,22 @@ class Lab:
         self.kernel_launches: dict[int, tuple[LaunchRecord, ...]] = {}  # step -> its layer-0 kernel launches
         self.cursor = 0  # the step on screen
 
-    def _replay_engine(self) -> None:
+    def _replay_engine(self) -> LLMEngine:
         """A fresh engine brought to ``head``; the recorded snapshots stay exactly as they were."""
-        self._detached = False
-        self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
-        self._runner = WorkloadRunner(self._engine, self.workload) if self.workload else None
+        engine = self._engine = LLMEngine(self.config, loaded=self.loaded, stepwise=True)
+        self._runner = WorkloadRunner(engine, self.workload) if self.workload else None
         self._apply_manual(0)
-        while self._engine.step_count < self.head:  # plain steps: the replayed steps' launches are recorded already
-            self._runner.step() if self._runner else self._engine.step()
-            self._apply_manual(self._engine.step_count)
+        while engine.step_count < self.head:  # plain steps: the replayed steps' launches are recorded already
+            self._runner.step() if self._runner else engine.step()
+            self._apply_manual(engine.step_count)
+        return engine
 
     def release(self) -> None:
         """Give back the engine (KV pools) and the recorded history: the Lab goes back to step 0 and would
         replay an engine only if asked for one. For a session that is gone but not yet dropped."""
         self.snapshots, self.cursor, self.kernel_launches = self.snapshots[:1], 0, {}
         self._engine = self._runner = None
-        self._detached, self._done_when_detached = True, False
+        self._done_when_detached = False
 
     def fork(self) -> "Lab":
         """A new Lab at the same step that takes over this Lab's engine. This Lab's snapshots, cursor
@@ -164,10 +163,9 @@ class Lab:
         child = copy.copy(self)
         child.snapshots, child.manual = list(self.snapshots), list(self.manual)
         child.kernel_launches = dict(self.kernel_launches)
-        if not self._detached:
+        if self._engine is not None:
             self._done_when_detached = self.engine_done()
             self._engine = self._runner = None
-            self._detached = True
         return child
 
     def branch(self) -> "Lab":
@@ -178,7 +176,6 @@ class Lab:
         child.kernel_launches = dict(self.kernel_launches)
         child._done_when_detached = self.engine_done()
         child._engine = child._runner = None
-        child._detached = True
         return child
 
     def _apply_manual(self, step: int) -> None:
@@ -212,7 +209,7 @@ class Lab:
 
     def engine_done(self) -> bool:
         """No request left to run and none still to arrive."""
-        if self._detached:
+        if self._engine is None:
             return self._done_when_detached
         if self.runner is not None:
             return self.runner.done()
@@ -310,7 +307,7 @@ class Lab:
             numbers = [int(m.request_id[1:]) for m in self.manual if re.fullmatch(r"m\d+", m.request_id)]
             request_id = f"m{max(numbers, default=0) + 1}"
         request_id = str(request_id)
-        taken = {m.request_id for m in self.manual if m.step <= self.cursor}
+        taken: set[str | None] = {m.request_id for m in self.manual if m.step <= self.cursor}
         taken |= {r.request_id for r in (self.workload.requests if self.workload else [])}
         if request_id in taken:
             raise ValueError(

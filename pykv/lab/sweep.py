@@ -191,7 +191,7 @@ class SweepSpec:
             else:
                 changes[self.axis] = value
             blocks = changes.get("num_gpu_blocks", self.base.num_gpu_blocks)
-            profile = self.base.vllm_profile
+            profile: str = self.base.vllm_profile
             if changes["preemption_mode"] == "swap":
                 changes["num_cpu_blocks"] = self.cpu_pool_factor * blocks
                 profile = profile if self.base.profile.is_v0 else SWAP_PROFILE  # only V0 swaps
@@ -260,7 +260,7 @@ def run_one(
     }
     costs = []
     for r in records:
-        if r.mode == "swap" and r.swap_in_s is not None:
+        if r.mode == "swap" and r.swap_out_s is not None and r.swap_in_s is not None:
             measured = r.swap_out_s + r.swap_in_s
         elif r.mode == "recompute" and r.recovered_step is not None:
             measured = r.recompute_s
@@ -312,7 +312,8 @@ def run_sweep(
     """Run every (value, mode) of the spec; each run is one unit of progress and a cancel point."""
     total = len(spec.configs())
     runs = iter_runs(spec, loaded or load_model(spec.base.model, spec.base.device, spec.base.dtype))
-    rows, costs = [], []
+    rows: list[dict] = []
+    costs: list[dict] = []
     for done in range(1, total + 1):
         if should_cancel is not None and should_cancel():
             return sweep_result(rows, costs, cancelled=True)
@@ -375,7 +376,7 @@ def storm_shape(spec: SweepSpec, loaded: LoadedModel) -> StormShape | None:
     if spec.workload != "storm":
         return None
     requests = make_workload(spec.workload, seed=spec.seed, **spec.workload_args).requests
-    prompt, size = max(len(loaded.encode(r.prompt)) for r in requests), spec.base.block_size
+    prompt, size = max(len(loaded.encode(r.prompt or "")) for r in requests), spec.base.block_size  # text prompts
     return StormShape(
         len(requests),
         cdiv(prompt, size),

@@ -26,6 +26,7 @@ class WorkloadRunner:
         while self.pending and self.pending[0].arrival_step <= self.engine.step_count:
             r = self.pending.pop(0)
             prompt = r.prompt if r.prompt is not None else r.prompt_token_ids
+            assert prompt is not None  # a WorkloadRequest has exactly one of the two
             params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=r.ignore_eos, n=r.n)
             self.request_ids.append(self.engine.add_request(prompt, params, r.request_id, priority=r.priority))
 
@@ -39,7 +40,7 @@ class WorkloadRunner:
         return self.engine.step_recording_kernels()
 
     def run(self, max_steps: int = 100_000, on_step: Callable[[StepReport], None] | None = None) -> list[StepReport]:
-        reports = []
+        reports: list[StepReport] = []
         while not self.done() and len(reports) < max_steps:
             reports.append(self.step())
             if on_step is not None:

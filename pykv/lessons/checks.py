@@ -141,6 +141,7 @@ def format_short(value: Any, max_items: int = 12) -> str:
 
 def parse_template(expr: str) -> tuple[str, str | None]:
     """``" request.a.swap_s | ms "`` -> ("request.a.swap_s", "ms"); FieldError on an unknown filter."""
+    name: str | None
     path, _, name = expr.partition("|")
     path, name = path.strip(), name.strip() or None
     if name is not None and name not in FILTERS:

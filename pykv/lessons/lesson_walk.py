@@ -87,7 +87,7 @@ class LessonWalk:
             workload = front.workload.build(front.seed)
         except FieldError as e:
             raise FieldError(f"workload.{e.field}", e.problem) from None
-        self.known = Known(requests=frozenset(r.request_id for r in workload.requests))
+        self.known = Known(requests=frozenset(r.request_id for r in workload.requests if r.request_id is not None))
         self.workload_ids = self.known.requests  # what an exercise on the lesson's workload may name
 
     def action(self, action: Any, where: str) -> None:
@@ -137,7 +137,8 @@ class LessonWalk:
             )
         if "notes" in raw.blocks and len(raw.blocks["notes"][0]) > MAX_NOTES_CHARS:
             raise FieldError(f"{where}.notes", f"{len(raw.blocks['notes'][0])} characters; at most {MAX_NOTES_CHARS}")
-        actions, expect = [], []
+        actions: list[Any] = []  # the loop below fills both: actions with Actions, expect with Checks
+        expect: list[Any] = []
         for name, parse, into in (("actions", parse_action, actions), ("expect", Check.parse, expect)):
             if name not in raw.blocks:
                 continue
@@ -213,7 +214,9 @@ class LessonWalk:
             ids = (
                 self.workload_ids
                 if exercise.link.lesson_workload
-                else frozenset(r.request_id for r in WorkloadSpec(preset=preset).build(0).requests)
+                else frozenset(
+                    r.request_id for r in WorkloadSpec(preset=preset).build(0).requests if r.request_id is not None
+                )
             )
             for k, check in enumerate(exercise.solved):
                 _check_operand_paths(check, Known(requests=ids), f"solved[{k}]")

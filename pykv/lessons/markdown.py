@@ -158,6 +158,7 @@ def _title_and_marker(heading: str, index: int, number: int) -> tuple[str, bool]
 
 def outside_code(markdown: str, fn: Callable[[str], str]) -> str:
     """Apply ``fn`` to the text outside fenced code blocks; code is kept verbatim."""
+    prose: list[str]
     out, prose = [], []
     for line, in_code, _, _ in fenced(markdown.splitlines()):
         if in_code:

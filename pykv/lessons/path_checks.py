@@ -78,7 +78,7 @@ def check_type(segments: list[str], tp: Any, done: str) -> None:
             tp = args[0]
         elif origin is dict:
             tp = args[1]
-        elif dataclasses.is_dataclass(tp):
+        elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
             names = _fields(tp)
             if seg not in names:
                 raise FieldError("", f"{done}: field {seg!r} is unknown; use one of {choices(names)}")

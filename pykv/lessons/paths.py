@@ -114,7 +114,7 @@ def _read_request(rest: list[str], path: str, scope: Scope) -> Any:
 
 def _read_block(rest: list[str], path: str, scope: Scope) -> Any:
     request = _request(scope, rest[0], path)
-    if request is None or not request.block_table:
+    if request is None or not request.block_table or request.pool is None:
         raise PathError(f"{path}: request {rest[0]!r} holds no blocks now")
     block_id = _walk(request.block_table, [rest[1]], f"request.{rest[0]}.block_table")
     return _walk(scope.view.block(request.pool, block_id), rest[2:], f"block.{rest[0]}.{rest[1]}")

@@ -251,7 +251,7 @@ class LessonPlayer:
 
     def _scope(self, lab: Lab, runs: dict, tokens: dict) -> Scope:
         assert lab.cursor == lab.head, "the player keeps every Lab at its head"
-        arrivals = {r.request_id: r.arrival_step for r in self.workload.requests}
+        arrivals = {r.request_id: r.arrival_step for r in self.workload.requests if r.request_id is not None}
         arrivals |= {m.request_id: m.step for m in lab.manual}
         return Scope(
             view=lab.view,

@@ -36,8 +36,8 @@ def _measure(name: str, config: EngineConfig, workload: Workload, loaded: Loaded
         )
 
     def median(values: list[float | None]) -> float | None:
-        values = [v for v in values if v is not None]
-        return statistics.median(values) if values else None
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
 
     totals = run.totals()
     est = LESSON_TARGET.estimate()

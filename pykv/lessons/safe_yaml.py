@@ -4,7 +4,7 @@ FieldError with the line and column in the lesson file."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from yaml.composer import ComposerError
@@ -31,7 +31,7 @@ try:  # libyaml's parser when it is there: the same events, several times faster
             yaml.resolver.Resolver.__init__(self)
             yaml.composer.Composer.__init__(self)
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _Events = yaml.SafeLoader  # type: ignore[misc, assignment]
+    _Events = yaml.SafeLoader  # type: ignore[misc]  # the fallback for the class above
 
 
 class _Limits:
@@ -41,6 +41,7 @@ class _Limits:
 
     nodes_left = MAX_YAML_NODES
     depth = 0
+    peek_event: Callable[[], Any]  # the composer's: _Limits is mixed into one
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()

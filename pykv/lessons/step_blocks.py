@@ -159,7 +159,9 @@ class Tokenize(StrictModel):
 
 
 Action = StepAction | RunUntil | AddRequest | Configure | RunAction | Tokenize
-ACTIONS: dict[str, type] = {a.kind: a for a in (StepAction, RunUntil, AddRequest, Configure, RunAction, Tokenize)}
+ACTIONS: dict[str, type[Action]] = {
+    a.kind: a for a in (StepAction, RunUntil, AddRequest, Configure, RunAction, Tokenize)
+}
 
 
 def parse_action(raw: Any) -> Action:

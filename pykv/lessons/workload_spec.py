@@ -74,12 +74,12 @@ class WorkloadSpec(StrictModel):
                 workload = make_workload(self.preset, seed=seed, **self.args)
             except ValidationError as e:
                 problem = pydantic_problems(e)
-                if problem.field == "requests":
-                    problem = "these args give no requests (n must be at least 1)"
-                raise FieldError("args", f"preset {self.preset!r} rejects these args: {problem}") from None
+                why = "these args give no requests (n must be at least 1)" if problem.field == "requests" else problem
+                raise FieldError("args", f"preset {self.preset!r} rejects these args: {why}") from None
             except (TypeError, ValueError) as e:
                 raise FieldError("args", str(e)) from None
         else:
+            assert self.requests is not None  # _one_source: requests where there is no preset
             _check_requests(self.requests)
             workload = Workload(name="lesson", seed=seed, requests=list(self.requests))
         order = sorted(range(len(workload.requests)), key=lambda i: workload.requests[i].arrival_step)
@@ -89,6 +89,7 @@ class WorkloadSpec(StrictModel):
                 named[i] = named[i].model_copy(update={"request_id": str(rank)})
         seen: set[str] = set()
         for i, r in enumerate(named):
+            assert r.request_id is not None  # every request was named above
             if not re.fullmatch(NAME, r.request_id) or len(r.request_id) > MAX_NAME_CHARS:
                 raise FieldError(
                     f"requests[{i}].request_id",

@@ -34,7 +34,7 @@ def link_caveats(
 ) -> list[str]:
     """Why the Playground, opened on :func:`playground_query`, would not replay this run exactly (empty: it would).
     ``file_workload``: the workload came from a file or a lesson, not from a preset."""
-    notes = []
+    notes: list[str] = []
     if file_workload:
         return notes
     if preset_args:

@@ -4,6 +4,7 @@ and the engine's Prometheus text after the last one, with what the link back int
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
@@ -70,8 +71,9 @@ def record_from_lab(lab: Lab, **extra) -> RunRecord:
         metrics = engine.metrics.exposition()
     else:
         metrics = metrics_from_snapshot(snapshots[-1])
+    assert lab.loaded is not None  # the Lab's first engine loaded it
     fitted, _ = fit_max_model_len(lab.config, lab.loaded.config.max_position_embeddings, snapshots[-1].bytes_per_block)
-    values = dict(
+    values: dict[str, Any] = dict(
         config=lab.config,
         snapshots=snapshots,
         metrics_text=metrics,

@@ -96,7 +96,7 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
         ordered = sorted(w.requests, key=lambda q: q.arrival_step)
         rows = []
         for i, q in enumerate(ordered[:MAX_ROWS]):
-            prompt = q.prompt if q.prompt is not None else f"{len(q.prompt_token_ids)} token ids"
+            prompt = q.prompt if q.prompt is not None else f"{len(q.prompt_token_ids or ())} token ids"
             shown = prompt if len(prompt) <= 48 else prompt[:47] + "…"
             rows.append(
                 (
@@ -168,7 +168,8 @@ def grid_figures(snapshot: Snapshot, previous: Snapshot | None, name: str, capti
 
 
 def _preempted_text(s: Snapshot) -> str:
-    return "; ".join(f"req {p.request_id} ({p.mode}{', fell back' if p.fallback else ''})" for p in s.report.preempted)
+    preempted = s.report.preempted if s.report else []
+    return "; ".join(f"req {p.request_id} ({p.mode}{', fell back' if p.fallback else ''})" for p in preempted)
 
 
 def grids_section(r: RunRecord, prefix: str = "", sid: str = "grids") -> Section:
@@ -253,8 +254,7 @@ def requests_table_frame(r: RunRecord) -> pd.DataFrame:
     frame = requests_frame(r.last, engine)
     outputs = {o.request_id: o for s in r.snapshots if s.report for o in s.report.finished}
     tpot = [
-        None if rid not in engine or engine[rid].tpot_ms is None else round(engine[rid].tpot_ms, 3)
-        for rid in frame["request"]
+        None if rid not in engine or (ms := engine[rid].tpot_ms) is None else round(ms, 3) for rid in frame["request"]
     ]
     frame.insert(8, "TPOT ms (engine time)", tpot)
     frame.insert(9, "finish", [outputs[rid].finish_reason if rid in outputs else None for rid in frame["request"]])

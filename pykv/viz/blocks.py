@@ -120,7 +120,7 @@ def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int
     rows = max(1, math.ceil(n / cols))
     palette = sorted(set(fills))
     index = {f: i for i, f in enumerate(palette)}
-    z = [[None] * cols for _ in range(rows)]
+    z: list[list[int | None]] = [[None] * cols for _ in range(rows)]
     hover = [[""] * cols for _ in range(rows)]
     for i in range(n):
         z[i // cols][i % cols] = index[fills[i]]
@@ -286,11 +286,9 @@ def block_tables_figure(snapshot: Snapshot, dark: bool = False, changed_requests
         pool = r.pool or "gpu"
         for j in range(width):
             if j >= len(r.block_table):
-                (
-                    fills.append(c["free"]),
-                    texts.append(""),
-                    hovers.append(f"req {r.request_id} · logical {j}: not allocated"),
-                )
+                fills.append(c["free"])
+                texts.append("")
+                hovers.append(f"req {r.request_id} · logical {j}: not allocated")
                 continue
             block_id = r.block_table[j]
             block = by_id.get((pool, block_id))

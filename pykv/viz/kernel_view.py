@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -101,7 +102,7 @@ def kernel_walk_figure(snapshot: Snapshot, walk: KernelWalk, dark: bool = False)
             yaxis="y",
         )
     ]
-    layout = dict(
+    layout: dict[str, Any] = dict(
         xaxis=dict(HIDDEN_AXIS, range=[-0.6, cols - 0.4], domain=[0, 1]),
         yaxis=dict(HIDDEN_AXIS, range=[rows - 0.4, -0.6], domain=[0.42 if walk.key_stop else 0, 1]),
     )

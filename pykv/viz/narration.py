@@ -89,9 +89,9 @@ def narrate(snapshot: Snapshot) -> list[str]:
                 f"({c.num_loaded_tokens // max(1, snapshot.block_size)} blocks) from the CPU offloading tier "
                 "instead of recomputing them."
             )
-    for c in report.copy_on_write:
+    for cow in report.copy_on_write:
         lines.append(
-            f"req {c.request_id} copied shared block {c.src_block} to block {c.dst_block} before appending "
+            f"req {cow.request_id} copied shared block {cow.src_block} to block {cow.dst_block} before appending "
             "to it (copy on write): the other sequences keep the original."
         )
     for p in report.preempted:

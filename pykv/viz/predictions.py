@@ -11,7 +11,7 @@ it. Pure function of plain data: no Streamlit, no lesson objects.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -72,7 +72,7 @@ def answers_figure(
     )
     answers = f"{total} answer{'s' if total != 1 else ''}"
     subtitle = f"{answers} · right answer: {TICK} {correct}" if revealed else f"{answers} · not revealed yet"
-    layout = dict(
+    layout: dict[str, Any] = dict(
         subtitle=subtitle,
         bargap=0.3,
         showlegend=False,

@@ -102,12 +102,17 @@ def queues_figure(
             )
         for x, rid in enumerate(ids):
             fill = request_color(rid)
-            xs.append(x), ys.append(y + (CHIP_TOP + CHIP_BOTTOM) / 2), texts.append(rid), fills.append(fill)
+            xs.append(x)
+            ys.append(y + (CHIP_TOP + CHIP_BOTTOM) / 2)
+            texts.append(rid)
+            fills.append(fill)
             hovers.append(chip_hover(views.get(rid), rid, modes))
             chips.append(chip(x, y, fill, c["outline"] if changed and rid in changed else None))
             label = badge(views.get(rid), modes)
             if label:
-                badges_x.append(x), badges_y.append(y + 0.39), badges.append(label)
+                badges_x.append(x)
+                badges_y.append(y + 0.39)
+                badges.append(label)
     data = [
         dict(
             type="scatter",

@@ -11,7 +11,7 @@ the runs' numbers: no Streamlit, no lesson objects.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -41,7 +41,8 @@ def side_runs_figure(
         if missing:
             raise ValueError(f"side run {name!r} has no {', '.join(missing)}")
     c = colors(dark)
-    data, layout = [], {}
+    data: list[dict] = []
+    layout: dict[str, Any] = {}
     for i, (field, label, fmt) in enumerate(PANELS, 1):
         numbers = [values[name][field] for name in names]
         axis = "" if i == 1 else str(i)

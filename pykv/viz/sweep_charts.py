@@ -7,6 +7,8 @@ modelled PCIe traces are dashed (Gen5) or dotted (Gen4) with hollow markers, and
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -136,7 +138,7 @@ def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: int | None = N
                 )
             ],
         )
-    xaxis = dict(title=dict(text=AXIS_LABELS[axis]), anchor="y3")
+    xaxis: dict[str, Any] = dict(title=dict(text=AXIS_LABELS[axis]), anchor="y3")
     if axis == "block_size":
         xaxis |= dict(type="log", tickvals=sorted(int(v) for v in runs["value"].unique()))
     return figure(

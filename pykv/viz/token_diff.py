@@ -133,7 +133,7 @@ def token_diff_figure(
     rows = chunks * 3 - 1  # a row pair per chunk, a blank row between pairs
     palette = sorted(set(fills)) or [c["free"]]
     index = {f: j for j, f in enumerate(palette)}
-    z = [[None] * per_row for _ in range(rows)]
+    z: list[list[int | None]] = [[None] * per_row for _ in range(rows)]
     hover = [[""] * per_row for _ in range(rows)]
     for j, fill in enumerate(fills):
         z[ys[j]][xs[j]], hover[ys[j]][xs[j]] = index[fill], hovers[j]

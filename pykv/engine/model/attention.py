@@ -1,7 +1,8 @@
 """The one place the model calls attention: store this step's K/V, then attend over the paged cache.
 
 A backend is a set of three functions with the signatures of ``pykv_kernels.reference`` (the ground truth every
-backend is tested against); swapping the backend swaps the kernels and nothing else.
+backend is tested against), typed by the protocols of ``pykv_kernels.attention_kernels`` (mypy checks the torch and
+Triton functions against them); swapping the backend swaps the kernels and nothing else.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import importlib.util
 import os
 import threading
 from dataclasses import dataclass, replace
-from typing import Callable, Literal
+from typing import Callable, Literal, ParamSpec, TypeVar
 
 import torch
 
 from pykv_kernels import torch_paged
+from pykv_kernels.attention_kernels import PagedDecodeAttention, PagedPrefillAttention, StoreKV
 
 # What ``attention_backend="auto"`` runs on a CPU for a *stepwise* engine (the lab's Playground and Lessons):
 # "triton" (the default: the real kernels, through Triton's interpreter) or "torch". The test suite sets "torch" so
@@ -26,9 +28,9 @@ STEPWISE_CPU_ENV = "PYKV_STEPWISE_CPU_BACKEND"
 @dataclass(frozen=True)
 class AttentionBackend:
     name: Literal["torch", "triton"]
-    store_kv: Callable[..., None]
-    prefill: Callable[..., torch.Tensor]
-    decode: Callable[..., torch.Tensor]
+    store_kv: StoreKV
+    prefill: PagedPrefillAttention
+    decode: PagedDecodeAttention
     how: Literal["torch", "compiled", "interpreted"] = "torch"
     later_layers: "AttentionBackend" | None = None  # the backend of every layer after the first (None: this one)
 
@@ -171,9 +173,13 @@ def _triton_backend(device: str) -> AttentionBackend:
 INTERPRETER_LOCK = threading.RLock()
 
 
-def _one_at_a_time(launch: Callable) -> Callable:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _one_at_a_time(launch: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(launch)
-    def serialised(*args, **kwargs):
+    def serialised(*args: P.args, **kwargs: P.kwargs) -> R:
         with INTERPRETER_LOCK:
             return launch(*args, **kwargs)
 

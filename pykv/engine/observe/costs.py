@@ -50,16 +50,6 @@ class CostLedger:
         self._prefill_s = 0.0  # forward time of all prefill tokens, since the last make_recompute_stats()
 
     def on_preempt(self, event: PreemptionEvent, swap_out: CopyTiming | None) -> PreemptionView:
-        swap = {}
-        if swap_out is not None:
-            swap = dict(
-                swap_out_s=swap_out.seconds,
-                swap_copies=swap_out.num_copies,
-                blocks_copied=swap_out.num_bytes // self.bytes_per_block,
-                modelled_pcie_out_s=modelled_copy_seconds(
-                    swap_out.num_bytes, swap_out.num_copies, self.bandwidth, self.overhead
-                ),
-            )
         record = PreemptionView(
             step=event.step,
             request_id=event.request_id,
@@ -72,8 +62,17 @@ class CostLedger:
             fallback=event.fallback,
             reason=event.reason,
             why=event.why,
-            **swap,
         )
+        if swap_out is not None:
+            record = replace(
+                record,
+                swap_out_s=swap_out.seconds,
+                swap_copies=swap_out.num_copies,
+                blocks_copied=swap_out.num_bytes // self.bytes_per_block,
+                modelled_pcie_out_s=modelled_copy_seconds(
+                    swap_out.num_bytes, swap_out.num_copies, self.bandwidth, self.overhead
+                ),
+            )
         self.records.append(record)
         if event.mode != "abort":
             self.open[event.request_id] = len(self.records) - 1

@@ -41,6 +41,7 @@ class EngineMetrics:
             help_text = (
                 PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill else metric.help
             )
+            series: Counter | Gauge | Histogram
             if metric.kind is MetricKind.HISTOGRAM:
                 series = Histogram(metric.name, help_text, buckets=metric.buckets, registry=r)
             else:

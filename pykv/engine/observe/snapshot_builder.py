@@ -40,7 +40,7 @@ def pool_views(pool: BlockPool, tables: dict[str, list[int]], name: str, stored_
                 ref_cnt=b.ref_cnt,
                 owners=owners.get(b.block_id, []),
                 logical_index=logical.get(b.block_id, []),
-                block_hash=f"{b.block_hash & (2**64 - 1):016x}" if cached else None,
+                block_hash=f"{b.block_hash & (2**64 - 1):016x}" if b.block_hash is not None else None,
                 tokens_filled=b.num_tokens_filled,
                 state=_state(b.ref_cnt, cached, b.block_id == pool.null_block),
                 free_queue_position=queue_pos.get(b.block_id),
