@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykv.bridge.bounded_reader import TextSource  # noqa: E402
-from pykv.bridge.log_parser import parse_log  # noqa: E402
+from pykv.bridge.base.bounded_reader import TextSource  # noqa: E402
+from pykv.bridge.logs.parser import parse_log  # noqa: E402
 
 RESULT = Path(__file__).parent / "results" / "2026-12-01-cpu-bridge-parse.txt"
 

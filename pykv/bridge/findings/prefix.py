@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pykv.bridge.evidence import KV_FULL, Evidence, Finding
-from pykv.bridge.fixes import fix_text
+from pykv.bridge.findings.evidence import KV_FULL, Evidence, Finding
+from pykv.bridge.findings.fixes import fix_text
 
 # vllm/v1/core/kv_cache_manager.py: from 0.11.1 get_computed_blocks records hits of preempted requests apart
 # (`preempted=request.num_preemptions > 0`); before, a recomputed request's own blocks counted as prefix hits.

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pykv.bridge.evidence import Evidence, Finding
-from pykv.bridge.findings_capacity import (
+from pykv.bridge.findings.capacity import (
     kv_not_the_bottleneck,
     max_model_len_exceeds_kv,
     max_num_seqs_above_capacity,
@@ -11,7 +10,8 @@ from pykv.bridge.findings_capacity import (
     swap_never_used,
     swap_space_exhausted,
 )
-from pykv.bridge.findings_prefix import (
+from pykv.bridge.findings.evidence import Evidence, Finding
+from pykv.bridge.findings.prefix import (
     chunked_prefill_rethrash,
     prefix_cache_not_hitting,
     prefix_hit_inflated_by_recompute,

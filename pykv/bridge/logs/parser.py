@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykv.bridge.bounded_reader import TextSource
-from pykv.bridge.log_prefix import RawRecord, has_level_word, split_records
-from pykv.bridge.log_records import (
+from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.base.records import PreemptionWarning, Sample, ServerConfig, StartupFact
+from pykv.bridge.logs.prefix import RawRecord, has_level_word, split_records
+from pykv.bridge.logs.records import (
     KEYWORDS,
     ConfigRecord,
     PreemptionRecord,
@@ -19,9 +20,8 @@ from pykv.bridge.log_records import (
     parse_message,
     parse_stats,
 )
-from pykv.bridge.records import PreemptionWarning, Sample, ServerConfig, StartupFact
-from pykv.bridge.startup_facts import StartupCollector
-from pykv.bridge.timeline import BoundedTimeline
+from pykv.bridge.logs.startup_facts import StartupCollector
+from pykv.bridge.logs.timeline import BoundedTimeline
 
 MAX_WARNINGS_KEPT = 500  # the first ones, as evidence; the count comes from total_num_cumulative_preemption
 MAX_CONTINUATION_LINES = 3  # a record wrapped by a terminal spans at most this many extra lines

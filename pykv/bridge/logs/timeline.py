@@ -6,7 +6,7 @@ totals (preemptions, peaks kept by the caller) are never lost, only the time res
 
 from __future__ import annotations
 
-from pykv.bridge.records import Sample
+from pykv.bridge.base.records import Sample
 
 MAX_SAMPLES = 20_000
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pykv.bridge.evidence import KV_FAR_FROM_FULL, KV_FULL, Evidence, Finding
-from pykv.bridge.fixes import fix_text
+from pykv.bridge.findings.evidence import KV_FAR_FROM_FULL, KV_FULL, Evidence, Finding
+from pykv.bridge.findings.fixes import fix_text
 
 MAX_EVIDENCE = 5
 

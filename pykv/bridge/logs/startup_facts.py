@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pykv.bridge.records import StartupFact
+from pykv.bridge.base.records import StartupFact
 
 _BLOCK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 

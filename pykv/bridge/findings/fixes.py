@@ -6,7 +6,7 @@ size alone does nothing there; 0.20.0 and later default to native); V1 always ch
 
 from __future__ import annotations
 
-from pykv.bridge.release_guess import ReleaseGuess
+from pykv.bridge.base.release_guess import ReleaseGuess
 
 STEPS = ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefill")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from pykv.bridge.errors import BridgeInputError
+from pykv.bridge.base.errors import BridgeInputError
 
 MAX_LINE_BYTES = 64 * 1024
 MAX_DECOMPRESSED_BYTES = 2 * 1024**3

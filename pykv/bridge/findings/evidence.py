@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykv.bridge.records import PreemptionWarning, Sample, ServerConfig, StartupFact
-from pykv.bridge.release_guess import ReleaseGuess
+from pykv.bridge.base.records import PreemptionWarning, Sample, ServerConfig, StartupFact
+from pykv.bridge.base.release_guess import ReleaseGuess
 
 KV_FULL = 0.95  # "near 100%": vLLM preempts before the last block, so 95% already is full
 KV_FAR_FROM_FULL = 0.70

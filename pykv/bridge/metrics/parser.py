@@ -11,9 +11,9 @@ import math
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykv.bridge.bounded_reader import TextSource
-from pykv.bridge.errors import BridgeInputError
-from pykv.bridge.metrics_scrapes import MetricsParse, Scrape, scrapes_to_samples
+from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.base.errors import BridgeInputError
+from pykv.bridge.metrics.scrapes import MetricsParse, Scrape, scrapes_to_samples
 
 __all__ = ["MetricsParse", "parse_metrics"]
 

@@ -12,8 +12,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from pykv.bridge.errors import BridgeInputError
-from pykv.bridge.metrics_scrapes import MetricsParse, Scrape, scrapes_to_samples
+from pykv.bridge.base.errors import BridgeInputError
+from pykv.bridge.metrics.scrapes import MetricsParse, Scrape, scrapes_to_samples
 
 # Deprecated names beside their replacements: old servers only expose the first ones.
 SERIES = (

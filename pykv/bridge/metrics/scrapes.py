@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from pykv.bridge.records import Sample, ServerConfig, StartupFact
+from pykv.bridge.base.records import Sample, ServerConfig, StartupFact
 
 # Gauges summed over engines / models (counts of requests).
 _SUMMED = {

@@ -11,9 +11,9 @@ import csv
 import json
 from dataclasses import dataclass, field
 
-from pykv.bridge.bounded_reader import TextSource
-from pykv.bridge.errors import BridgeInputError
-from pykv.bridge.trace_rows import CSV_FORMATS, parse_csv_row, parse_json_row
+from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.base.errors import BridgeInputError
+from pykv.bridge.traces.rows import CSV_FORMATS, parse_csv_row, parse_json_row
 
 MAX_ROWS_READ = 1_000_000
 MAX_REQUESTS = 100_000
