@@ -24,7 +24,7 @@ from pykv.border.workload import SNIPPETS  # noqa: E402
 from pykv.engine.model.loader import load_model  # noqa: E402
 from pykv.lab.lab import lab_config, memory_estimate  # noqa: E402
 from pykv.lessons import load_course  # noqa: E402
-from pykv.lessons.shared import SharedLesson  # noqa: E402
+from pykv.lessons.run.shared import SharedLesson  # noqa: E402
 
 
 def rss_bytes() -> int:

@@ -14,9 +14,9 @@ from pykv.cli.main import main
 from pykv.gpu_model import Chunk, estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.gpu_model.schedule import bills, modelled_view, request_times, run_totals
-from pykv.lessons.errors import FieldError
-from pykv.lessons.path_checks import Known
-from pykv.lessons.paths import check_path
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.values.path_checks import Known
+from pykv.lessons.values.paths import check_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

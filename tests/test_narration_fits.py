@@ -9,7 +9,7 @@ import re
 import pytest
 
 from pykv.lessons import load_course
-from pykv.lessons.step_blocks import AddRequest, Configure
+from pykv.lessons.format.step_blocks import AddRequest, Configure
 from pykv.ui.views.lesson_text import PROJECTOR_WORDS, projector_split
 
 COURSE = load_course()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lessons import Lesson
-from pykv.lessons.exercise_block import Exercise
-from pykv.lessons.exercises import exercise_ref
+from pykv.lessons.format.exercise_block import Exercise
+from pykv.lessons.run.exercises import exercise_ref
 
 
 def playground_url(lesson: Lesson, index: int, exercise: Exercise) -> str:

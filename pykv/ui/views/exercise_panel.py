@@ -1,7 +1,7 @@
 """The Playground's "Your turn" panel, when its URL carries ``exercise=<lesson id>.<step>``.
 
 It shows the exercise's task, its hints one at a time, and a **Check my answer** button that reads the
-exercise's ``solved`` checks on this session's Lab (``pykv.lessons.exercises.check_exercise``) and says
+exercise's ``solved`` checks on this session's Lab (``pykv.lessons.run.exercises.check_exercise``) and says
 solved or not yet, with each goal in words. An exercise on a lesson's own workload (``preset=lesson`` in
 its block, ``preset=none`` in the URL) gets that workload in the session's first Lab. A reference that
 names no exercise is a warning; the Playground then runs as usual.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lessons import Lesson
-from pykv.lessons.checks import CheckResult, format_short
-from pykv.lessons.exercise_block import Exercise
-from pykv.lessons.exercises import ExerciseResult, check_exercise, find_exercise, link_workload
+from pykv.lessons.format.exercise_block import Exercise
+from pykv.lessons.run.exercises import ExerciseResult, check_exercise, find_exercise, link_workload
+from pykv.lessons.values.checks import CheckResult, format_short
 from pykv.ui import safe_text
 from pykv.ui.session import course_files, state
 

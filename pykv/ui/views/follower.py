@@ -15,7 +15,7 @@ import streamlit as st
 
 from pykv.lab.lab import Lab
 from pykv.lessons import Lesson
-from pykv.lessons.shared import SharedLesson
+from pykv.lessons.run.shared import SharedLesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, follow_push, routes, seats
 from pykv.ui.session.classroom import EXPLORING, Membership

@@ -16,7 +16,7 @@ import streamlit as st
 
 from pykv.border.snapshot import diff_snapshots
 from pykv.lab.lab import Lab
-from pykv.lessons.shared import SharedLesson
+from pykv.lessons.run.shared import SharedLesson
 from pykv.ui.session import state
 from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG

@@ -2,7 +2,7 @@
 the "optional" badge of a step, and the path a learner follows.
 
     /lessons?lesson=ID&step=k&path=core   the workshop path: Next and Prev skip {optional} steps, and
-                                          the lesson ends at its last core step (pykv.lessons.workshop)
+                                          the lesson ends at its last core step (pykv.lessons.course.workshop)
 
 The player keeps ``path`` in the URL as it moves; the course list sets it (``path_chooser``).
 """
@@ -12,8 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.lessons import Lesson
-from pykv.lessons.schema import LessonStep
-from pykv.lessons.workshop import (
+from pykv.lessons.course.workshop import (
     PathName,
     course_minutes,
     lesson_minutes,
@@ -22,6 +21,7 @@ from pykv.lessons.workshop import (
     step_after,
     step_before,
 )
+from pykv.lessons.format.schema import LessonStep
 from pykv.ui import safe_text
 
 PATH_PARAM = "path"

@@ -18,8 +18,8 @@ from urllib.parse import quote
 import streamlit as st
 
 from pykv.lessons import Lesson, LessonPlayer, StepState
-from pykv.lessons.paths import LESSON_TARGET
-from pykv.lessons.schema import FOCUS_VIEWS
+from pykv.lessons.format.schema import FOCUS_VIEWS
+from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.ui import safe_text
 from pykv.ui.session import budgets, classroom, follow_push, seats, state
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership

@@ -9,8 +9,8 @@ import re
 import streamlit as st
 
 from pykv.lessons import CheckResult, StepState
-from pykv.lessons.checks import format_short, format_value
-from pykv.lessons.differs import callout_markdown
+from pykv.lessons.format.differs import callout_markdown
+from pykv.lessons.values.checks import format_short, format_value
 from pykv.ui.session import state
 from pykv.ui.views import projector_chart
 from pykv.ui.views.live_views import PLOT_CONFIG

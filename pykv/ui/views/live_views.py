@@ -54,7 +54,7 @@ def render(
     ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
     ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
     ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's).
-    ``focus``: a lesson step's view (pykv.lessons.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
+    ``focus``: a lesson step's view (pykv.lessons.format.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
     snap, prev = lab.view, lab.previous
     diff = diff_snapshots(prev, snap) if prev is not None else None
     dark = state.is_dark()

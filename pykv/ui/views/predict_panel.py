@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.lessons.player import StepState
+from pykv.lessons.run.player import StepState
 from pykv.ui.session import classroom, state
 from pykv.ui.session.classroom import Membership
 from pykv.ui.session.flash import flash, show

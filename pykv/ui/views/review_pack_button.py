@@ -15,7 +15,7 @@ import streamlit as st
 from pykv.lab.lab import Lab
 from pykv.lab.sweep import SweepResult, SweepSpec
 from pykv.lessons import Lesson, StepState
-from pykv.lessons.paths import LESSON_TARGET
+from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab, render_html, run_pack, sweep_pack
 from pykv.review_pack.export import static_export_problem
 from pykv.ui.safe_text import plain

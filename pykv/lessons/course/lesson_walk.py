@@ -10,11 +10,10 @@ import dataclasses
 from typing import Any
 
 from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs
-from pykv.lessons.checks import template_paths
-from pykv.lessons.differs import Differs, parse_differs
-from pykv.lessons.errors import FieldError
-from pykv.lessons.exercise_block import Exercise, parse_exercise
-from pykv.lessons.limits import (
+from pykv.lessons.format.differs import Differs, parse_differs
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.exercise_block import Exercise, parse_exercise
+from pykv.lessons.format.limits import (
     CONFIG_CAPS,
     MAX_ACTIONS_PER_STEP,
     MAX_CHECKS_PER_STEP,
@@ -26,14 +25,24 @@ from pykv.lessons.limits import (
     clip,
     shown,
 )
-from pykv.lessons.markdown import RawStep
-from pykv.lessons.path_checks import Known
-from pykv.lessons.paths import check_path
-from pykv.lessons.predict import Prediction, parse_prediction
-from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
-from pykv.lessons.schema import FOCUS_VIEWS, FrontMatter, LessonStep
-from pykv.lessons.step_blocks import AddRequest, Check, Configure, RunAction, RunUntil, Tokenize, ValueOf, parse_action
-from pykv.lessons.workload_spec import WorkloadSpec
+from pykv.lessons.format.markdown import RawStep
+from pykv.lessons.format.predict import Prediction, parse_prediction
+from pykv.lessons.format.safe_yaml import YamlBudget, parse_yaml
+from pykv.lessons.format.schema import FOCUS_VIEWS, FrontMatter, LessonStep
+from pykv.lessons.format.step_blocks import (
+    AddRequest,
+    Check,
+    Configure,
+    RunAction,
+    RunUntil,
+    Tokenize,
+    ValueOf,
+    parse_action,
+)
+from pykv.lessons.format.workload_spec import WorkloadSpec
+from pykv.lessons.values.checks import template_paths
+from pykv.lessons.values.path_checks import Known
+from pykv.lessons.values.paths import check_path
 
 
 def check_config(changes: dict, base: dict, where: str) -> dict:

@@ -25,11 +25,11 @@ from pykv.border.config import EngineConfig
 from pykv.border.snapshot import RequestView, Snapshot
 from pykv.gpu_model import DEFAULT_TARGET
 from pykv.gpu_model.schedule import modelled_view
-from pykv.lessons.errors import FieldError, PathError
-from pykv.lessons.path_checks import CHECKERS, Checker, Known, choices
-from pykv.lessons.run_summary import RunSummary
-from pykv.lessons.sizing import ENGINE_MODEL, catalogue_kv, engine_kv, model_name
-from pykv.lessons.tokens import TokenDiff
+from pykv.lessons.format.errors import FieldError, PathError
+from pykv.lessons.values.path_checks import CHECKERS, Checker, Known, choices
+from pykv.lessons.values.run_summary import RunSummary
+from pykv.lessons.values.sizing import ENGINE_MODEL, catalogue_kv, engine_kv, model_name
+from pykv.lessons.values.tokens import TokenDiff
 
 NOT_ARRIVED = "not_arrived"  # status of a request the lesson defines but the engine has not been given yet
 LESSON_TARGET = DEFAULT_TARGET  # what `modelled.*` and `run.NAME.modelled_*` price on: H100-SXM + Llama-3.1-8B, bf16
@@ -49,7 +49,7 @@ class Scope:
 
 
 class Root(NamedTuple):
-    check: Checker  # (segments after the root, path, known): pykv.lessons.path_checks
+    check: Checker  # (segments after the root, path, known): pykv.lessons.values.path_checks
     read: Callable[[list[str], str, Scope], Any]
 
 

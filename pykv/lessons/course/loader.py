@@ -12,17 +12,17 @@ from typing import Callable
 
 from pydantic import ValidationError
 
-from pykv.lessons.errors import FieldError, LessonError
-from pykv.lessons.lesson_walk import LessonWalk
-from pykv.lessons.limits import MAX_FILE_BYTES, clip
-from pykv.lessons.markdown import split_front_matter, split_steps
-from pykv.lessons.model_base import pydantic_problems
-from pykv.lessons.offline import check_offline
-from pykv.lessons.safe_yaml import YamlBudget, parse_yaml
-from pykv.lessons.schema import FrontMatter, Lesson
-from pykv.lessons.workshop import check_timing
+from pykv.lessons.course.lesson_walk import LessonWalk
+from pykv.lessons.course.offline import check_offline
+from pykv.lessons.course.workshop import check_timing
+from pykv.lessons.format.errors import FieldError, LessonError
+from pykv.lessons.format.limits import MAX_FILE_BYTES, clip
+from pykv.lessons.format.markdown import split_front_matter, split_steps
+from pykv.lessons.format.model_base import pydantic_problems
+from pykv.lessons.format.safe_yaml import YamlBudget, parse_yaml
+from pykv.lessons.format.schema import FrontMatter, Lesson
 
-COURSE_DIR = Path(__file__).resolve().parents[2] / "lessons"
+COURSE_DIR = Path(__file__).resolve().parents[3] / "lessons"  # the repository's lessons/
 COURSE_GLOB = "[0-9][0-9]-*.md"
 
 

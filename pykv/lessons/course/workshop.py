@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.schema import FrontMatter, Lesson, LessonStep
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.schema import FrontMatter, Lesson, LessonStep
 
 PathName = Literal["full", "core"]
 PATHS: dict[str, str] = {"full": "the full course", "core": "the 90-minute workshop path"}

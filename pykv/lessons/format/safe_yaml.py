@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import (
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import (
     MAX_SCALAR_CHARS,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 class _Limits:
     """Refuses anchors and aliases (a lesson never needs them; they are how a "billion laughs" file
-    explodes), and values nested too deep, too many or too long (see pykv.lessons.limits). Each is
+    explodes), and values nested too deep, too many or too long (see pykv.lessons.format.limits). Each is
     checked as the document is composed, so a hostile block stops at the limit, not after parsing it all."""
 
     nodes_left = MAX_YAML_NODES

@@ -3,7 +3,7 @@ read in the state a lesson step reached."""
 
 from __future__ import annotations
 
-from pykv.lessons.limits import MAX_FIELD_CHARS, MAX_PROBLEM_CHARS, clip, one_line
+from pykv.lessons.format.limits import MAX_FIELD_CHARS, MAX_PROBLEM_CHARS, clip, one_line
 
 
 class LessonError(ValueError):

@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from pykv.border.workload import Workload
-from pykv.lessons.differs import Differs
-from pykv.lessons.exercise_block import Exercise
-from pykv.lessons.limits import (
+from pykv.lessons.format.differs import Differs
+from pykv.lessons.format.exercise_block import Exercise
+from pykv.lessons.format.limits import (
     MAX_LESSON_MINUTES,
     MAX_NAME_CHARS,
     MAX_OBJECTIVE_CHARS,
@@ -30,10 +30,10 @@ from pykv.lessons.limits import (
     MAX_TAKEAWAY_CHARS,
     MAX_TITLE_CHARS,
 )
-from pykv.lessons.model_base import LESSON_ID, StrictModel
-from pykv.lessons.predict import Prediction
-from pykv.lessons.step_blocks import Action, Check
-from pykv.lessons.workload_spec import WorkloadSpec
+from pykv.lessons.format.model_base import LESSON_ID, StrictModel
+from pykv.lessons.format.predict import Prediction
+from pykv.lessons.format.step_blocks import Action, Check
+from pykv.lessons.format.workload_spec import WorkloadSpec
 
 
 class FrontMatter(StrictModel):
@@ -82,10 +82,10 @@ class LessonStep(StrictModel):
     notes: str | None = None  # speaker notes: the speaker view, folded in the solo player; never projected
     predict: Prediction | None = None  # asked before the actions run; answered by their outcome
     line: int = 0  # the line of its "## " heading in the file
-    optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.workshop)
-    differs: Differs | None = None  # claim / vLLM / pykv callout (pykv.lessons.differs)
+    optional: bool = False  # "## Title {optional}": skipped by the workshop path (pykv.lessons.course.workshop)
+    differs: Differs | None = None  # claim / vLLM / pykv callout (pykv.lessons.format.differs)
     focus: str | None = None  # the view the narration talks about (FOCUS_VIEWS): its tab opens, it is named
-    exercise: Exercise | None = None  # "Your turn": a task done in the Playground (pykv.lessons.exercise_block)
+    exercise: Exercise | None = None  # "Your turn": a task done in the Playground (pykv.lessons.format.exercise_block)
 
 
 class Lesson(StrictModel):

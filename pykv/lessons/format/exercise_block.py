@@ -32,8 +32,8 @@ from pykv.border.config import EngineConfig, knobs
 from pykv.border.knob_table import parse_knob_text
 from pykv.border.limits import MAX_STEPS
 from pykv.border.workload import PRESETS
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import MAX_CHECKS_PER_STEP, clip, shown
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import MAX_CHECKS_PER_STEP, clip, shown
 
 FIELDS = ("task", "link", "solved", "hints", "solution")
 LESSON_WORKLOAD = "lesson"  # preset=lesson: the lesson's own workload (the Playground's URL then says preset=none)
@@ -72,7 +72,7 @@ class Exercise(BaseModel):
 
     task: str
     link: PlaygroundLink
-    solved: tuple[Any, ...]  # pykv.lessons.step_blocks.Check items (passed in as parse_check)
+    solved: tuple[Any, ...]  # pykv.lessons.format.step_blocks.Check items (passed in as parse_check)
     hints: tuple[str, ...] = ()
     solution: PlaygroundLink  # hidden from learners; CI plays it and checks it solves the task
 

@@ -11,9 +11,9 @@ from pykv.border.workload import Workload
 from pykv.engine.model.loader import LoadedModel
 from pykv.gpu_model.schedule import run_totals
 from pykv.lab.completed_run import run_to_completion
-from pykv.lessons.paths import LESSON_TARGET
-from pykv.lessons.run_cache import cached_run
-from pykv.lessons.run_summary import RunSummary
+from pykv.lessons.run.run_cache import cached_run
+from pykv.lessons.values.paths import LESSON_TARGET
+from pykv.lessons.values.run_summary import RunSummary
 
 
 def side_run(

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from pykv.border.workload import Workload
 from pykv.lab.lab import Lab
-from pykv.lessons.checks import CheckResult, evaluate
-from pykv.lessons.exercise_block import Exercise, PlaygroundLink, goal_text
-from pykv.lessons.limits import MAX_NAME_CHARS, shown
-from pykv.lessons.paths import Scope
-from pykv.lessons.schema import Lesson
+from pykv.lessons.format.exercise_block import Exercise, PlaygroundLink, goal_text
+from pykv.lessons.format.limits import MAX_NAME_CHARS, shown
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.values.checks import CheckResult, evaluate
+from pykv.lessons.values.paths import Scope
 
 REF = re.compile(r"([a-z0-9]+(?:-[a-z0-9]+)*)\.([0-9]{1,3})")
 WORKLOAD_CHECK = "the Playground runs this exercise's workload"

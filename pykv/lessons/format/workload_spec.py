@@ -12,8 +12,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from pykv.border.limits import MAX_STEPS
 from pykv.border.workload import PRESETS, Workload, WorkloadRequest, make_workload
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import (
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import (
     MAX_ARRIVAL_STEP,
     MAX_NAME_CHARS,
     MAX_PROMPT_CHARS,
@@ -24,7 +24,7 @@ from pykv.lessons.limits import (
     clip,
     shown,
 )
-from pykv.lessons.model_base import NAME, PATTERN_HINTS, StrictModel, pydantic_problems
+from pykv.lessons.format.model_base import NAME, PATTERN_HINTS, StrictModel, pydantic_problems
 
 
 class WorkloadSpec(StrictModel):

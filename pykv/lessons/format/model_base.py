@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import shown
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import shown
 
 NAME = r"^[A-Za-z0-9_-]+$"  # request ids, run and tokenization names: no dots (they separate path segments)
 LESSON_ID = r"^[a-z0-9]+(-[a-z0-9]+)*$"

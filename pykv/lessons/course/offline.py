@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from pykv.lessons.errors import FieldError
+from pykv.lessons.format.errors import FieldError
 
 _REMOTE = r"<?\s*(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//|\\\\)"  # a scheme (https:, data:, ...) or a network path
 _INLINE = re.compile(r"!\[[^\]\n]{0,500}\]\(\s*" + _REMOTE)

@@ -24,14 +24,23 @@ from pykv.border.limits import MAX_STEPS
 from pykv.border.workload import Workload, WorkloadRequest
 from pykv.engine.model.loader import DTYPES, LoadedModel
 from pykv.lab.lab import Lab, has_preempted, lab_config
-from pykv.lessons.checks import CheckResult, evaluate, render
-from pykv.lessons.errors import LessonError, PathError
-from pykv.lessons.paths import Scope, resolve
-from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, PredictionResult, answer_text
-from pykv.lessons.runs import RunSummary, side_run
-from pykv.lessons.schema import Lesson, LessonStep
-from pykv.lessons.step_blocks import Action, AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize
-from pykv.lessons.tokens import TokenDiff, tokenize_pair
+from pykv.lessons.format.errors import LessonError, PathError
+from pykv.lessons.format.predict import CHECK_DESCRIPTION, Prediction, PredictionResult, answer_text
+from pykv.lessons.format.schema import Lesson, LessonStep
+from pykv.lessons.format.step_blocks import (
+    Action,
+    AddRequest,
+    Check,
+    Configure,
+    RunAction,
+    RunUntil,
+    StepAction,
+    Tokenize,
+)
+from pykv.lessons.run.runs import RunSummary, side_run
+from pykv.lessons.values.checks import CheckResult, evaluate, render
+from pykv.lessons.values.paths import Scope, resolve
+from pykv.lessons.values.tokens import TokenDiff, tokenize_pair
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,7 @@ class StepState:
     narration: str  # the step's Markdown with its {{ }} templates filled
     notes: str | None  # speaker notes (Markdown)
     errors: list[str]  # failed actions and templates that could not be filled
-    scope: Scope  # what paths read here (pykv.lessons.paths.resolve(path, state.scope))
+    scope: Scope  # what paths read here (pykv.lessons.values.paths.resolve(path, state.scope))
     prediction: PredictionResult | None = None  # the step's predict block, answered by its actions' outcome
 
     @property

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import shown
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import shown
 
 MAX_ROW_CHARS = 300  # claim, vllm, pykv: one line each
 MAX_VERSIONS_CHARS = 60

@@ -25,8 +25,8 @@ from typing import Any, Callable, Hashable
 from pykv.border.config import EngineConfig
 from pykv.engine.model.loader import LoadedModel
 from pykv.lab.lab import Lab
-from pykv.lessons.player import LessonPlayer, StepState
-from pykv.lessons.schema import Lesson
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.run.player import LessonPlayer, StepState
 
 MAX_DERIVED = 256  # memoised artefacts per lesson (a few per step and theme)
 

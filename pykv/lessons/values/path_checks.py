@@ -1,6 +1,6 @@
 """Checking a value path when a lesson loads, before anything runs: its root, the names it uses
 (requests, runs, tokenizations defined so far: Known) and every field down the typed data it walks.
-``CHECKERS`` holds one checker per root of ``pykv.lessons.paths.ROOTS``. Checking imports nothing of
+``CHECKERS`` holds one checker per root of ``pykv.lessons.values.paths.ROOTS``. Checking imports nothing of
 the engine: the types read here are the border types, RunSummary and TokenDiff.
 """
 
@@ -16,10 +16,10 @@ from pykv.border.config import EngineConfig
 from pykv.border.snapshot import BlockView, RequestView
 from pykv.border.step_report import PreemptionView, StepReport
 from pykv.gpu_model.schedule import ModelledView
-from pykv.lessons.errors import FieldError
-from pykv.lessons.run_summary import RunSummary
-from pykv.lessons.sizing import ENGINE_MODEL, UTILIZATION_KEYS, CatalogueKv, EngineKv, known_models, model_name
-from pykv.lessons.tokens import TokenDiff
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.values.run_summary import RunSummary
+from pykv.lessons.values.sizing import ENGINE_MODEL, UTILIZATION_KEYS, CatalogueKv, EngineKv, known_models, model_name
+from pykv.lessons.values.tokens import TokenDiff
 
 ENGINE_FIELDS = ("step", "done", "config")
 QUEUES = ("waiting", "running", "swapped")

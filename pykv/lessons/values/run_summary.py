@@ -1,5 +1,5 @@
 """RunSummary: what a lesson's side run cost, as plain data (light: validating a path that reads one
-imports nothing of the engine; ``pykv.lessons.runs`` makes them)."""
+imports nothing of the engine; ``pykv.lessons.run.runs`` makes them)."""
 
 from __future__ import annotations
 

@@ -13,10 +13,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError
 
 from pykv.border.limits import MAX_STEPS
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import MAX_NAME_CHARS, MAX_PATH_CHARS, MAX_PROMPT_CHARS, MAX_TOKENS, MAX_WHY_CHARS, clip, shown
-from pykv.lessons.model_base import NAME, StrictModel, pydantic_problems
-from pykv.lessons.workload_spec import WorkloadSpec
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import (
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_TOKENS,
+    MAX_WHY_CHARS,
+    clip,
+    shown,
+)
+from pykv.lessons.format.model_base import NAME, StrictModel, pydantic_problems
+from pykv.lessons.format.workload_spec import WorkloadSpec
 
 OPERATORS = (
     "equals",

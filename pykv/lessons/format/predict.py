@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import MAX_PATH_CHARS, MAX_WHY_CHARS, shown
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import MAX_PATH_CHARS, MAX_WHY_CHARS, shown
 
 MAX_QUESTION_CHARS = 300
 MAX_CHOICE_CHARS = 60

@@ -25,7 +25,7 @@ from typing import Callable
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload
 from pykv.engine.model.loader import LoadedModel
-from pykv.lessons.run_summary import RunSummary
+from pykv.lessons.values.run_summary import RunSummary
 
 CACHE_DIR_ENV = "PYKV_SIDE_RUN_CACHE_DIR"
 MAX_ENTRIES = 256  # a summary is a few KB: the whole course's side runs are about 70
@@ -85,7 +85,7 @@ def _recall(loaded: LoadedModel, key: str) -> RunSummary | None:
     try:
         with open(folder / f"{key}.pickle", "rb") as f:
             found = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):  # ImportError: an older layout
         return None
     if not isinstance(found, RunSummary):
         return None

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pykv.border.units import fmt_bytes
-from pykv.lessons.errors import FieldError, PathError
-from pykv.lessons.markdown import outside_code
-from pykv.lessons.paths import Scope, resolve
-from pykv.lessons.step_blocks import Check, ValueOf
+from pykv.lessons.format.errors import FieldError, PathError
+from pykv.lessons.format.markdown import outside_code
+from pykv.lessons.format.step_blocks import Check, ValueOf
+from pykv.lessons.values.paths import Scope, resolve
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from pykv.lessons.errors import FieldError
-from pykv.lessons.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.format.limits import MAX_LESSON_STEPS, MAX_TITLE_CHARS, clip
 
 BLOCKS = ("actions", "expect", "notes", "predict", "differs", "focus", "exercise")
 _MARKER = re.compile(r"\s*\{([A-Za-z_-]*)\}\s*$")  # "{optional}" at the end of a step heading
