@@ -156,7 +156,7 @@ def test_the_gpu_checks_model_section_dry_runs_on_cpu():
 
 def test_on_a_real_gpu_the_measured_step_sits_beside_the_prediction_for_that_gpu(make_engine, random_llama_path):
     from pykv.gpu_model import ModelShape
-    from pykv.ui.views.modelled_views import real_gpu_comparison
+    from pykv.ui.views.panels.modelled_views import real_gpu_comparison
 
     engine = make_engine(num_gpu_blocks=16, block_size=4)
     engine.add_request("def a(x):")

@@ -20,7 +20,7 @@ from pykv.lessons.course.workshop import (
     step_before,
 )
 from pykv.lessons.format.differs import LABELS, callout_markdown
-from pykv.ui.views.lesson_guide import card_text
+from pykv.ui.views.panels.lesson_guide import card_text
 
 FRONT = """\
 id: small

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.projection import projected
 
 SIZES = ("720p", "1080p")  # st-key-…_for720p / _for1080p: what PRESENTER_CSS hides by the screen's size

@@ -23,7 +23,7 @@ from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.ui import safe_text
 from pykv.ui.session import budgets, classroom, follow_push, seats, state
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership
-from pykv.ui.views import (
+from pykv.ui.views.panels import (
     class_panel,
     exercise_box,
     follower_views,
@@ -31,12 +31,11 @@ from pykv.ui.views import (
     lesson_guide,
     lesson_text,
     lesson_tokens,
-    live_views,
     predict_panel,
     review_pack_button,
-    speaker_view,
 )
-from pykv.ui.views.style import PRESENTER_CSS, current_dot_css
+from pykv.ui.views.players import live_views, speaker_view
+from pykv.ui.views.widgets.style import PRESENTER_CSS, current_dot_css
 
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
 

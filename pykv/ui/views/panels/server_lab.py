@@ -16,7 +16,7 @@ from pykv.review_pack.page import render_html
 from pykv.review_pack.server import server_pack
 from pykv.ui.safe_text import plain
 from pykv.ui.session import routes, state
-from pykv.ui.views import target
+from pykv.ui.views.widgets import target
 
 
 def replay(d: Diagnosis) -> ReplayPlan:

@@ -12,8 +12,9 @@ import streamlit as st
 
 from pykv.lessons import StepState, TokenDiff
 from pykv.ui.session import state
-from pykv.ui.views import live_views, projector_chart
-from pykv.ui.views.export_buttons import export_controls
+from pykv.ui.views.widgets import projector_chart
+from pykv.ui.views.widgets.export_buttons import export_controls
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.token_diff import token_diff_figure
 
 
@@ -44,7 +45,7 @@ def _diff(name: str, tokens: TokenDiff, link: str, projector: bool) -> None:
         return
     clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
     st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")
-    st.plotly_chart(draw(dark=state.is_dark()), theme=None, key=f"lesson_tokens_{name}", config=live_views.PLOT_CONFIG)
+    st.plotly_chart(draw(dark=state.is_dark()), theme=None, key=f"lesson_tokens_{name}", config=PLOT_CONFIG)
     export_controls(
         partial(draw, dark=False),
         f"pykv_tokens_{name}",

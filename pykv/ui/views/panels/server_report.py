@@ -9,7 +9,7 @@ import streamlit as st
 from pykv.bridge import Diagnosis
 from pykv.ui.safe_text import plain
 from pykv.ui.session import state
-from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.server_timeline import server_timeline_figure
 
 CONFIDENCE_ICON = {"high": ":material/error:", "medium": ":material/warning:", "low": ":material/info:"}

@@ -16,8 +16,8 @@ from pykv.lessons.run.player import StepState
 from pykv.ui.session import classroom, state
 from pykv.ui.session.classroom import Membership
 from pykv.ui.session.flash import flash, show
-from pykv.ui.views import projector_chart
-from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.widgets import projector_chart
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.predictions import answers_figure
 
 SOLO = "solo_answers"  # session_state: (lesson id, step index) -> the learner's choice ("" = just show me)

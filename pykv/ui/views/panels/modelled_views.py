@@ -18,8 +18,8 @@ from pykv.gpu_model import Estimate, ModelShape, Target, detect_gpu, estimate
 from pykv.gpu_model.estimate import TORCH_DTYPES
 from pykv.gpu_model.schedule import ModelledBill, bills, per_token_prefill_us, request_times
 from pykv.lab.lab import Lab
-from pykv.ui.views import target
-from pykv.ui.views.metric_row import metric_row
+from pykv.ui.views.widgets import target
+from pykv.ui.views.widgets.metric_row import metric_row
 from pykv.viz.modelled import fmt_model_ms, modelled_narration, modelled_strip
 
 

@@ -17,9 +17,11 @@ from pykv.border.snapshot import diff_snapshots
 from pykv.gpu_model import Target
 from pykv.lab.lab import Lab
 from pykv.ui.session import state
-from pykv.ui.views import modelled_views, target
-from pykv.ui.views.export_buttons import export_controls
-from pykv.ui.views.metric_row import metric_row
+from pykv.ui.views.panels import modelled_views
+from pykv.ui.views.widgets import target
+from pykv.ui.views.widgets.export_buttons import export_controls
+from pykv.ui.views.widgets.metric_row import metric_row
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz import (
     block_grid_figure,
     block_tables_figure,
@@ -35,7 +37,6 @@ from pykv.viz import (
 from pykv.viz.captions import state_caption
 from pykv.viz.modelled import with_modelled_bills, with_modelled_times
 
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 TABS = {"block_tables": "Block tables", "requests": "Requests", "costs": "Preemption costs", "log": "Log (all steps)"}
 TIMELINE_HEIGHT = 500  # six panels: below ~450 px the strips get too thin to click
 

@@ -20,7 +20,7 @@ from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab
 from pykv.review_pack.export import static_export_problem
 from pykv.ui.safe_text import plain
 from pykv.ui.session import state
-from pykv.ui.views import target
+from pykv.ui.views.widgets import target
 
 
 def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:

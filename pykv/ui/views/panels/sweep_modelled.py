@@ -12,7 +12,8 @@ import streamlit as st
 from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.lab.sweep import SweepResult
-from pykv.ui.views import target
+from pykv.ui.views.widgets import target
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.modelled_sweep import (
     MODELLED_RUNS_NOTE,
     crossover_figure,
@@ -21,8 +22,6 @@ from pykv.viz.modelled_sweep import (
     modelled_run_columns,
     modelled_runs_figure,
 )
-
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
 def with_modelled(result: SweepResult, rows: list[dict], costs: list[dict], est: Estimate) -> SweepResult:

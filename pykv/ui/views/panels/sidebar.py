@@ -17,7 +17,7 @@ from pykv.lab.lab import Lab
 from pykv.ui import safe_text
 from pykv.ui.session import state
 from pykv.ui.session.flash import flash, show
-from pykv.ui.views import target
+from pykv.ui.views.widgets import target
 
 PRESET_LABELS = {
     "burst": "burst — 8 short requests at once",

@@ -16,7 +16,7 @@ from pykv.classroom import CLASS_IDLE_S
 from pykv.ui.session import classroom
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership
 from pykv.ui.session.flash import flash
-from pykv.ui.views import lesson_guide
+from pykv.ui.views.panels import lesson_guide
 
 PRESENCE_EVERY_S = 3.0  # the instructor's learner counts refresh this often
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from pykv.lessons import Lesson, StepState
 from pykv.ui.session.classroom import Membership
-from pykv.ui.views import lesson_guide, lesson_text, predict_panel
+from pykv.ui.views.panels import lesson_guide, lesson_text, predict_panel
 
 CLOCK_EVERY_S = 5.0
 STEP_SINCE = "speaker_step_since"  # session_state: (lesson id, step) -> when this window first showed it

@@ -12,8 +12,8 @@ from pykv.lessons import CheckResult, StepState
 from pykv.lessons.format.differs import callout_markdown
 from pykv.lessons.values.checks import format_short, format_value
 from pykv.ui.session import state
-from pykv.ui.views import projector_chart
-from pykv.ui.views.live_views import PLOT_CONFIG
+from pykv.ui.views.widgets import projector_chart
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.side_runs import side_runs_figure
 
 PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)

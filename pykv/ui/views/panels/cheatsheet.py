@@ -9,7 +9,7 @@ import streamlit as st
 from pykv.cheatsheet import cheatsheet_html
 from pykv.lessons import Lesson
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, public_root
-from pykv.ui.views.lesson_guide import PATH_PARAM
+from pykv.ui.views.panels.lesson_guide import PATH_PARAM
 
 PARAM = "cheatsheet"
 FILE_NAME = "pykv_cheatsheet.html"

@@ -19,8 +19,8 @@ from pykv.lessons.run.shared import SharedLesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, follow_push, routes, seats
 from pykv.ui.session.classroom import EXPLORING, Membership
-from pykv.ui.views import exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
-from pykv.ui.views.style import PRESENTER_CSS
+from pykv.ui.views.panels import exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
+from pykv.ui.views.widgets.style import PRESENTER_CSS
 
 
 def render(member: Membership, lessons: list[Lesson]) -> None:

@@ -18,9 +18,9 @@ from pykv.border.snapshot import diff_snapshots
 from pykv.lab.lab import Lab
 from pykv.lessons.run.shared import SharedLesson
 from pykv.ui.session import state
-from pykv.ui.views import projector_chart
-from pykv.ui.views.live_views import PLOT_CONFIG
-from pykv.ui.views.metric_row import metric_row
+from pykv.ui.views.widgets import projector_chart
+from pykv.ui.views.widgets.metric_row import metric_row
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
 
 # The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
