@@ -13,9 +13,10 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from pykv.border.snapshot import diff_snapshots
+from pykv.border.snapshot import Snapshot, SnapshotDiff, diff_snapshots
 from pykv.gpu_model import Target
 from pykv.lab.lab import Lab
+from pykv.lab.modelled_run import ModelledRun, modelled_run, real_gpu_step
 from pykv.ui.session import state
 from pykv.ui.views.panels import modelled_views
 from pykv.ui.views.widgets import target
@@ -56,59 +57,22 @@ def render(
     ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
     ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's).
     ``focus``: a lesson step's view (pykv.lessons.format.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
-    snap, prev = lab.view, lab.previous
-    diff = diff_snapshots(prev, snap) if prev is not None else None
-    dark = state.is_dark()
-    k = key_prefix
+    snap = lab.view
+    diff = diff_snapshots(lab.previous, snap) if lab.previous is not None else None
+    dark, k = state.is_dark(), key_prefix
     export = _exporter(lab, snap, link)
+    modelled = modelled_run(lab, target.current_estimate(modelled_target))  # priced beside the Lab, drawn here
 
     metric_row(metrics_strip(snap), f"{k}measured")
-    modelled = modelled_views.modelled_for(lab, modelled_target)  # beside the measured row, never instead of it
-    modelled_views.strip(lab, snap, modelled, f"{k}modelled")
-    if note := modelled_views.real_gpu_note(lab, snap):
-        st.caption(note)
-
-    cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
+    modelled_views.strip(snap, modelled, f"{k}modelled")  # beside the measured row, never instead of it
+    if (real_gpu := real_gpu_step(lab)) is not None:
+        st.caption(modelled_views.real_gpu_note(real_gpu))
     left, right = st.columns(list(split), gap="medium")
     with left:
-        if cpu_blocks:
-            g1, g2 = st.columns([5, 2], gap="small")
-        else:
-            g1, g2 = st.container(), None
-        changed_blocks = diff.blocks if diff else None
-        with g1:
-            gpu = partial(block_grid_figure, snap, "gpu", changed_blocks, height=grid_height)
-            st.plotly_chart(gpu(dark=dark), theme=None, key=f"{k}grid_gpu", config=PLOT_CONFIG)
-            export(gpu, "kv_pool", f"{k}grid_gpu", width=800)
-        if g2 is not None:
-            with g2:
-                cpu = partial(
-                    block_grid_figure,
-                    snap,
-                    "cpu",
-                    changed_blocks,
-                    height=grid_height,
-                    legend=False,
-                    cols=4 if cpu_blocks <= 64 else 8,
-                )
-                st.plotly_chart(cpu(dark=dark), theme=None, key=f"{k}grid_cpu", config=PLOT_CONFIG)
-                name = "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool"
-                export(cpu, name, f"{k}grid_cpu", width=420)
+        _grids(snap, diff, dark, k, grid_height, export)
     with right:
-        queues = partial(queues_figure, snap, changed=diff.requests if diff else None, height=235)
-        st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
-        export(queues, "queues", f"{k}queues", width=800)
-        st.markdown("**This step**")
-        # As tall as its text: a fixed height hid the victim's reason and the modelled cost below the fold.
-        with st.container(border=True, key=f"{k}narration"):
-            lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
-            if snap.report is None and not key_prefix:  # the Playground (a lesson steps with its own Next)
-                lines[0] += " Press Step (→) or Play."
-            st.markdown("\n".join(f"- {line}" for line in lines))
-            if log_lines := (snap.report.log_lines if snap.report else None):
-                st.code("\n".join(log_lines), language=None, wrap_lines=True)
-                if note := device_pool_note(log_lines):
-                    st.caption(note)
+        _queues(snap, diff, dark, k, export)
+        _this_step(snap, modelled, k)
     timeline(lab, dark, key_prefix, timeline_select)
     export(
         partial(timeline_figure, tuple(lab.snapshots), lab.cursor, height=TIMELINE_HEIGHT),
@@ -119,6 +83,47 @@ def render(
     )  # a copy: the run grows
     details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=TABS.get(focus))
     target.formulas_expander(modelled.est)
+
+
+def _grids(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, height: int, export) -> None:
+    """The device pool's block grid and, when there is one, the CPU pool's (swap or offloading tier) beside it."""
+    cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
+    g1, g2 = st.columns([5, 2], gap="small") if cpu_blocks else (st.container(), None)
+    changed = diff.blocks if diff else None
+    with g1:
+        gpu = partial(block_grid_figure, snap, "gpu", changed, height=height)
+        st.plotly_chart(gpu(dark=dark), theme=None, key=f"{k}grid_gpu", config=PLOT_CONFIG)
+        export(gpu, "kv_pool", f"{k}grid_gpu", width=800)
+    if g2 is None:
+        return
+    with g2:
+        cols = 4 if cpu_blocks <= 64 else 8
+        cpu = partial(block_grid_figure, snap, "cpu", changed, height=height, legend=False, cols=cols)
+        st.plotly_chart(cpu(dark=dark), theme=None, key=f"{k}grid_cpu", config=PLOT_CONFIG)
+        export(cpu, "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool", f"{k}grid_cpu", width=420)
+
+
+def _queues(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, export) -> None:
+    queues = partial(queues_figure, snap, changed=diff.requests if diff else None, height=235)
+    st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
+    export(queues, "queues", f"{k}queues", width=800)
+
+
+def _this_step(snap: Snapshot, modelled: ModelledRun, k: str) -> None:
+    """What this step did, in words (measured, then modelled), and its log lines."""
+    st.markdown("**This step**")
+    # As tall as its text: a fixed height hid the victim's reason and the modelled cost below the fold.
+    with st.container(border=True, key=f"{k}narration"):
+        lines = narrate(snap) + modelled_views.narration_lines(snap, modelled)
+        if snap.report is None and not k:  # the Playground (a lesson steps with its own Next)
+            lines[0] += " Press Step (→) or Play."
+        st.markdown("\n".join(f"- {line}" for line in lines))
+        log_lines = snap.report.log_lines if snap.report else None
+        if not log_lines:
+            return
+        st.code("\n".join(log_lines), language=None, wrap_lines=True)
+        if note := device_pool_note(log_lines):
+            st.caption(note)
 
 
 def _exporter(lab: Lab, snap, link: str | None):
@@ -143,7 +148,7 @@ def details(
     dark: bool,
     key_prefix: str = "",
     export=None,
-    modelled: modelled_views.Modelled | None = None,
+    modelled: ModelledRun | None = None,
     default_tab: str | None = None,
 ) -> None:
     k = key_prefix
@@ -167,7 +172,7 @@ def details(
         _log_tab(logs, lab)
 
 
-def _requests_tab(tab, lab: Lab, snap, k: str, modelled: modelled_views.Modelled | None) -> None:
+def _requests_tab(tab, lab: Lab, snap, k: str, modelled: ModelledRun | None) -> None:
     with tab:
         frame = requests_frame(snap, engine_times(lab.snapshots[: lab.cursor + 1]))
         st.caption(
@@ -175,11 +180,11 @@ def _requests_tab(tab, lab: Lab, snap, k: str, modelled: modelled_views.Modelled
             f"summed (on {snap.device}), so the pauses between your clicks are not counted."
         )
         if modelled is not None:
-            frame = with_modelled_times(frame, modelled_views.request_times_of(lab, modelled), modelled.label)
+            frame = with_modelled_times(frame, modelled.request_times, modelled.label)
         st.dataframe(frame, hide_index=True, key=f"{k}requests_table", width="stretch")
 
 
-def _costs_tab(tab, snap, k: str, modelled: modelled_views.Modelled | None) -> None:
+def _costs_tab(tab, snap, k: str, modelled: ModelledRun | None) -> None:
     with tab:
         frame = preemptions_frame(snap)
         if frame.empty:
