@@ -10,7 +10,7 @@ answered (solo) or revealed (a class). The live views are the Playground's (``li
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Callable
 from urllib.parse import quote
@@ -38,6 +38,16 @@ from pykv.ui.views.players import live_views, speaker_view
 from pykv.ui.views.widgets.style import PRESENTER_CSS, current_dot_css
 
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
+
+
+@dataclass(frozen=True)
+class StepView:
+    """How the step on screen is shown, decided once per run of the page and read by each part of it."""
+
+    presenter: bool  # the projector view (?presenter=1): large type, no speaker notes, checks folded
+    hidden: bool  # a prediction is open: the state before the step is shown and its narration held back
+    at_end: bool  # the last step of the path, shown: the takeaway follows
+    folded: bool  # this step adds a tokenization: on the projector the engine views fold behind its token diff
 
 
 def render(lesson: Lesson, member: Membership | None = None) -> None:
@@ -72,29 +82,33 @@ def render(lesson: Lesson, member: Membership | None = None) -> None:
         )
     lab = (states[index - 1].lab if index else None) if hidden else step_state.lab
     path = lesson_guide.current_path(warn=False)
-    at_end = not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None
+    view = StepView(
+        presenter=presenter,
+        hidden=hidden,
+        at_end=not hidden and lesson_guide.neighbours(lesson, index + 1, path)[1] is None,
+        folded=bool(lesson_tokens.new_tokens(states, step_state, hidden)),
+    )
     # On the projector the takeaway sits under the queues, in place of the step log: the text column
     # keeps one screen. Not when the engine views are folded behind a token diff.
-    folded = bool(lesson_tokens.new_tokens(states, step_state, hidden))
     aside = (
         partial(lesson_guide.end_of_lesson, lesson, path, projector=True)
-        if presenter and at_end and lab is not None and not folded and lesson.takeaway
+        if view.presenter and view.at_end and lab is not None and not view.folded and lesson.takeaway
         else None
     )
-    text_col, views_col = st.columns([3, 7] if not presenter else [4, 6], gap="medium")
+    text_col, views_col = st.columns([3, 7] if not view.presenter else [4, 6], gap="medium")
     with text_col:
-        _navigation(lesson, states, index, presenter, member)
+        _navigation(lesson, states, index, view, member)
         with st.container(key="lesson_text"):
-            _narration(lesson, step_state, presenter, member, hidden)
-            if at_end and aside is None:
-                lesson_guide.end_of_lesson(lesson, path, projector=presenter)
+            _narration(lesson, step_state, view, member)
+            if view.at_end and aside is None:
+                lesson_guide.end_of_lesson(lesson, path, projector=view.presenter)
     with views_col:
         if member is not None:
             class_panel.panel(member)
         if lab is None:
             st.caption("The engine has not run yet: the answer comes with this step.")
         else:
-            _views(lesson, states, step_state, lab, hidden, presenter, member, aside)
+            _views(lesson, states, step_state, lab, view, member, aside)
 
 
 def _views(
@@ -102,8 +116,7 @@ def _views(
     states: list[StepState],
     step_state: StepState,
     lab,
-    hidden: bool,
-    presenter: bool,
+    view: StepView,
     member: Membership | None,
     aside: Callable[[], None] | None = None,
 ) -> None:
@@ -111,11 +124,12 @@ def _views(
     ``aside``: the projector's takeaway, drawn in place of the step log."""
     index = step_state.index
     link = f"lessons?lesson={quote(lesson.id)}&step={index + 1}"  # what an exported figure names
-    new = lesson_tokens.new_tokens(states, step_state, hidden)
-    if not hidden:
-        lesson_tokens.render(step_state, new, link, presenter)
-    runs = step_state.runs and not hidden
-    if presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
+    if not view.hidden:
+        lesson_tokens.render(
+            step_state, lesson_tokens.new_tokens(states, step_state, view.hidden), link, view.presenter
+        )
+    runs = step_state.runs and not view.hidden
+    if view.presenter:  # one screen for the room: the pool, the queues, this step, the side runs as a chart
         chart = (lambda: lesson_text.runs_chart(step_state, "projector_runs", projector=True)) if runs else None
         draw = partial(
             follower_views.render,
@@ -128,7 +142,7 @@ def _views(
             aside=aside,
             projector=True,
         )
-        if new:  # this step is about a tokenization: the engine a click away
+        if view.folded:  # this step is about a tokenization: the engine a click away
             with st.expander("The engine at this step"):
                 draw()
         else:
@@ -137,7 +151,7 @@ def _views(
     if runs and lab.head == 0:  # a `configure` left the engine at step 0: the side runs are what this step measured
         lesson_text.runs_chart(step_state, "lesson_configured_runs")
         st.caption(f"The engine below was reconfigured ({_configured(lab)}) and has run no step yet.")
-    focus = None if hidden else step_state.step.focus
+    focus = None if view.hidden else step_state.step.focus
     if focus:
         st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
     live_views.render(
@@ -253,9 +267,7 @@ def _toggle_presenter() -> None:
         del st.query_params["presenter"]
 
 
-def _navigation(
-    lesson: Lesson, states: list[StepState], index: int, presenter: bool, member: Membership | None
-) -> None:
+def _navigation(lesson: Lesson, states: list[StepState], index: int, view: StepView, member: Membership | None) -> None:
     n, k = len(lesson.steps), index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
     if k == 1:
@@ -297,14 +309,14 @@ def _navigation(
         )
         with (
             st.popover("More", icon=":material/more_horiz:")
-            if presenter
+            if view.presenter
             else st.container(horizontal=True, vertical_alignment="center", gap="small")
         ):  # the projector: Prev / Next only
-            _more_controls(lesson, states, index, presenter, member)
+            _more_controls(lesson, states, index, view, member)
 
 
 def _more_controls(
-    lesson: Lesson, states: list[StepState], index: int, presenter: bool, member: Membership | None
+    lesson: Lesson, states: list[StepState], index: int, view: StepView, member: Membership | None
 ) -> None:
     if member is None:
         st.button(
@@ -326,7 +338,7 @@ def _more_controls(
         class_panel.start_button(lesson.id, index + 1)
     st.toggle(
         "Projector view",
-        value=presenter,
+        value=view.presenter,
         key="lesson_presenter",
         on_change=_toggle_presenter,
         help="Large type for the room, no speaker notes, checks folded (?presenter=1 in the link). The notes "
@@ -335,15 +347,15 @@ def _more_controls(
     )
 
 
-def _narration(lesson: Lesson, step_state: StepState, presenter: bool, member: Membership | None, hidden: bool) -> None:
-    index = step_state.index
+def _narration(lesson: Lesson, step_state: StepState, view: StepView, member: Membership | None) -> None:
+    index, presenter = step_state.index, view.presenter
     lesson_guide.step_title(lesson.steps[index])
     if step_state.prediction is not None:
         if member is None:
             predict_panel.solo(lesson.id, step_state, projector=presenter)
         else:
             predict_panel.instructor(member, step_state)
-    if not hidden:
+    if not view.hidden:
         lesson_text.body(step_state, folded_checks=presenter)
         exercise_box.render(lesson, index, projector=presenter)  # "Your turn": the task and its Playground link
     if step_state.notes and not presenter and member is None:  # never on a projector: the speaker view has them
