@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pykv.bridge.bounded_reader import TextSource
-from pykv.bridge.log_parser import parse_log
+from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.logs.parser import parse_log
 
 RESULT = Path(__file__).parent / "results" / "2026-12-01-cpu-bridge-parse.txt"
 

@@ -24,7 +24,7 @@ from pykv.border.workload import SNIPPETS
 from pykv.engine.model.loader import load_model
 from pykv.lab.lab import lab_config, memory_estimate
 from pykv.lessons import load_course
-from pykv.lessons.shared import SharedLesson
+from pykv.lessons.run.shared import SharedLesson
 
 
 def rss_bytes() -> int:

@@ -29,7 +29,7 @@ from pykv.border.runtime import configure_torch_threads  # noqa: E402
 from pykv.engine.model.loader import load_model  # noqa: E402
 from pykv.lab.lab import Lab, lab_config  # noqa: E402
 from pykv.lessons import LessonPlayer, load_lesson  # noqa: E402
-from pykv.lessons.loader import lesson_files  # noqa: E402
+from pykv.lessons.course.loader import lesson_files  # noqa: E402
 
 
 def summary(ms: list[float]) -> str:

@@ -172,7 +172,7 @@ PARTS = 3  # tests/e2e/test_projector_fit_1.py .. _3.py
 
 def course_part(part: int) -> list:
     """The lessons one of the PARTS fit files walks: every PARTS-th lesson of the course, from ``part`` (1-based)."""
-    from pykv.lessons.loader import read_course
+    from pykv.lessons.course.loader import read_course
 
     return read_course()[0][part - 1 :: PARTS]
 

@@ -27,7 +27,7 @@ def priced_pool_sweep(loaded, model_path):
     from pykv.border.config import EngineConfig
     from pykv.gpu_model import DEFAULT_TARGET
     from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
-    from pykv.ui.views.sweep_modelled import with_modelled
+    from pykv.ui.views.panels.sweep_modelled import with_modelled
 
     spec = SweepSpec(
         workload_args={"n": 4, "max_tokens": 16},

@@ -34,7 +34,7 @@ def open_tab(at: AppTest, label: str, key: str = "details_first") -> AppTest:
 
 def details_key(at: AppTest, prefix: str = "") -> str:
     """The key of the detail tabs on the page: ``{prefix}details_{the tab a lesson step opens on, or first}``."""
-    from pykv.ui.views.live_views import TABS
+    from pykv.ui.views.players.live_views import TABS
 
     found = [key for key in (f"{prefix}details_{name}" for name in ["first", *TABS]) if key in at.session_state]
     assert len(found) == 1, found

@@ -11,8 +11,8 @@ import pytest
 from app_helpers import lessons_page, ok
 from streamlit.testing.v1 import AppTest
 
-from pykv.lessons.loader import read_course
-from pykv.lessons.workshop import course_minutes
+from pykv.lessons.course.loader import read_course
+from pykv.lessons.course.workshop import course_minutes
 
 LESSON = """---
 id: paths

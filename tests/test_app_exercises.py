@@ -12,7 +12,7 @@ from app_helpers import ok
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_course
-from pykv.lessons.exercises import exercise_ref
+from pykv.lessons.run.exercises import exercise_ref
 
 APP = str(Path(__file__).parent.parent / "app.py")
 COURSE = load_course()

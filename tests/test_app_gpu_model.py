@@ -14,7 +14,7 @@ from app_helpers import details_key, lessons_page, ok, open_tab
 from streamlit.testing.v1 import AppTest
 
 from pykv.gpu_model import DEFAULT_TARGET, GPUS
-from pykv.ui.views.live_views import TABS
+from pykv.ui.views.players.live_views import TABS
 
 APP = str(Path(__file__).parent.parent / "app.py")
 POOL = "FormSubmitter:target_pool-Set pool (rebuilds the engine)"

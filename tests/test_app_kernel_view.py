@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pykv.engine.model.attention import STEPWISE_CPU_ENV
-from pykv.ui.views.kernel_view import open_key
+from pykv.ui.views.panels.kernel_view import open_key
 
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)

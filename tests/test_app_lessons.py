@@ -13,8 +13,8 @@ from app_helpers import details_key, lessons_page, ok, step_line
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
-from pykv.lessons.loader import lesson_files
-from pykv.lessons.step_blocks import RunAction, Tokenize
+from pykv.lessons.course.loader import lesson_files
+from pykv.lessons.format.step_blocks import RunAction, Tokenize
 from pykv.viz.projection import PROJECTOR_SCALE
 
 LESSON_FILES = lesson_files()

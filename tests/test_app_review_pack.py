@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import pykv.review_pack.bundle as bundle
 from pykv.review_pack import sweep_pack
-from pykv.ui.views import review_pack_button
+from pykv.ui.views.panels import review_pack_button
 
 APP = str(Path(__file__).parent.parent / "app.py")
 LABELS = ["HTML page", "Zip"]

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from pykv.bridge import compare, diagnose, load_baseline, save_baseline
-from pykv.bridge.release_guess import guess_release
+from pykv.bridge.base.release_guess import guess_release
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bridge"
 
@@ -31,12 +31,12 @@ def test_v1_fix_has_no_swap_space_and_0_33_names_kv_offloading():
     assert "--swap-space" not in storm.fix.replace("(V1 has no --swap-space)", "")
     assert "--kv-offloading-size" in storm.fix
     assert "--kv-offloading-backend native" in storm.fix  # 0.11.1 to 0.12: the size alone enables nothing
-    from pykv.bridge.fixes import step_text
+    from pykv.bridge.findings.fixes import step_text
 
     today = step_text("swap", guess_release({"v1_stats_engine"}, "0.33.0", "v1"))
     assert "--kv-offloading-size" in today and "--kv-offloading-backend" not in today  # native is the default
     old = guess_release({"v1_stats_engine", "prefix_bracketed"}, "0.8.5", None)
-    from pykv.bridge.fixes import step_text
+    from pykv.bridge.findings.fixes import step_text
 
     assert "no CPU KV tier" in step_text("swap", old)
 

@@ -6,10 +6,10 @@ import time
 import pytest
 
 from pykv.bridge import diagnose
-from pykv.bridge.bounded_reader import MAX_LINE_BYTES, TextSource
-from pykv.bridge.log_parser import parse_log
-from pykv.bridge.metrics_parser import MAX_SERIES_PER_METRIC, parse_metrics
-from pykv.bridge.traces import read_trace
+from pykv.bridge.base.bounded_reader import MAX_LINE_BYTES, TextSource
+from pykv.bridge.logs.parser import parse_log
+from pykv.bridge.metrics.parser import MAX_SERIES_PER_METRIC, parse_metrics
+from pykv.bridge.traces.reader import read_trace
 
 STATS = (
     "INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "

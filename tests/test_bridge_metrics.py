@@ -3,8 +3,8 @@
 import pytest
 
 from pykv.bridge import diagnose
-from pykv.bridge.bounded_reader import TextSource
-from pykv.bridge.metrics_parser import parse_metrics
+from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.metrics.parser import parse_metrics
 
 # vLLM 0.10.2 V1 names (vllm/v1/metrics/loggers.py): deprecated gpu_cache_usage_perc beside kv_cache_usage_perc.
 V1_SCRAPE = """# HELP vllm:num_requests_running Number of requests in model execution batches.

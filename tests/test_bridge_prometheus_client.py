@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from pykv.bridge import fetch_range
-from pykv.bridge.prometheus_range import SERIES, parse_duration
+from pykv.bridge.metrics.prometheus_range import SERIES, parse_duration
 
 SERIES_VALUES = {
     "vllm:num_requests_running": ["4", "5"],

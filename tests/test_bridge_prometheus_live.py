@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pykv.bridge import diagnose, fetch_range
-from pykv.bridge.prometheus_range import series_query
+from pykv.bridge.metrics.prometheus_range import series_query
 from testkit.streamlit_server import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"

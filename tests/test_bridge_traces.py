@@ -3,7 +3,7 @@
 import pytest
 
 from pykv.bridge import read_trace
-from pykv.bridge.bounded_reader import TextSource
+from pykv.bridge.base.bounded_reader import TextSource
 
 
 def read(text, **kwargs):

@@ -13,7 +13,7 @@ from pykv.border.vllm_profiles import PROFILES
 from pykv.cheatsheet import cheatsheet_html, cited_lessons
 from pykv.cheatsheet.content import KNOB_NOTES
 from pykv.cheatsheet.page import first_clause, knob_releases, knob_rows, lab_only_knobs, unresolved_cites
-from pykv.lessons.loader import read_course
+from pykv.lessons.course.loader import read_course
 from testkit.vllm_source import require_vllm_source
 
 

@@ -32,7 +32,7 @@ from pykv.classroom import (
 )
 from pykv.classroom import classes as classes_module
 from pykv.classroom.redis_store import RedisStore
-from pykv.lessons.limits import MAX_LESSON_STEPS
+from pykv.lessons.format.limits import MAX_LESSON_STEPS
 
 BAD_CODE = "A class code is 6 letters and digits, e.g. K7QM2X."
 CHOICES = ["A", "B", "C"]

@@ -8,8 +8,8 @@ import pytest
 from pykv.border.config import ConfigError, EngineConfig, knob_named, knobs
 from pykv.border.knob_table import parse_knob_text
 from pykv.cli.main import build_parser
-from pykv.lessons.errors import FieldError
-from pykv.lessons.lesson_walk import check_config
+from pykv.lessons.course.lesson_walk import check_config
+from pykv.lessons.format.errors import FieldError
 
 
 def flags_of(command: str) -> set[str]:

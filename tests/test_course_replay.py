@@ -7,7 +7,7 @@ import pytest
 
 from pykv.engine.model.loader import load_model
 from pykv.lessons import load_course, load_lesson, replay
-from pykv.lessons.loader import COURSE_DIR, lesson_files
+from pykv.lessons.course.loader import COURSE_DIR, lesson_files
 
 FILES = lesson_files()
 

@@ -17,9 +17,9 @@ import pytest
 from pykv.engine.model.loader import load_model
 from pykv.lab.lab import Lab
 from pykv.lessons import LessonError, load_course, parse_lesson
-from pykv.lessons.exercise_block import PlaygroundLink
-from pykv.lessons.exercises import check_exercise, exercise_ref, find_exercise, link_workload
-from pykv.lessons.schema import Lesson
+from pykv.lessons.format.exercise_block import PlaygroundLink
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.run.exercises import check_exercise, exercise_ref, find_exercise, link_workload
 from pykv.ui.session.state import config_from_query, default_config
 
 COURSE = load_course()

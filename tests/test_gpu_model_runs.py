@@ -14,9 +14,9 @@ from pykv.cli.main import main
 from pykv.gpu_model import Chunk, estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.gpu_model.schedule import bills, modelled_view, request_times, run_totals
-from pykv.lessons.errors import FieldError
-from pykv.lessons.path_checks import Known
-from pykv.lessons.paths import check_path
+from pykv.lessons.format.errors import FieldError
+from pykv.lessons.values.path_checks import Known
+from pykv.lessons.values.paths import check_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,7 +156,11 @@ def test_the_gpu_checks_model_section_dry_runs_on_cpu():
 
 def test_on_a_real_gpu_the_measured_step_sits_beside_the_prediction_for_that_gpu(make_engine, random_llama_path):
     from pykv.gpu_model import ModelShape
-    from pykv.ui.views.modelled_views import real_gpu_comparison
+    from pykv.lab.modelled_run import real_gpu_prediction
+    from pykv.ui.views.panels.modelled_views import real_gpu_note
+
+    def real_gpu_comparison(name, shape, dtype, snap):
+        return real_gpu_note(real_gpu_prediction(name, shape, dtype, snap))
 
     engine = make_engine(num_gpu_blocks=16, block_size=4)
     engine.add_request("def a(x):")
@@ -193,3 +197,59 @@ def test_a_bill_of_0_or_near_0_says_why():
         16,
     )
     assert paid[0].note is None  # an ordinary bill says nothing extra
+
+
+def test_a_labs_run_is_priced_beside_it_once_per_step(random_llama, random_llama_path, monkeypatch):
+    """Issue 44: the live views' pricing is a pure result beside the Lab, memoised by its history (not by id()):
+    a rerun prices nothing, a step one step, a rewritten history from where it changed; a released history is
+    never kept alive by the memo."""
+    import gc
+    import weakref
+
+    from pykv import EngineConfig
+    from pykv.border.workload import make_workload
+    from pykv.gpu_model import Estimate
+    from pykv.gpu_model.schedule import step_times_ms
+    from pykv.lab.lab import Lab
+    from pykv.lab.modelled_run import modelled_run
+
+    lab = Lab(
+        EngineConfig(model=str(random_llama_path), vllm_profile="v0.6", num_gpu_blocks=24, block_size=8),
+        random_llama,
+        workload=make_workload("storm", n=4, max_tokens=24),
+    )
+    lab.goto(30)
+    est = estimate()
+    priced = []
+    step_ms = Estimate.step_ms
+    monkeypatch.setattr(Estimate, "step_ms", lambda self, r, b=None: priced.append(r.step) or step_ms(self, r, b))
+
+    run = modelled_run(lab, est)
+    reports = [s.report for s in lab.snapshots[1:] if s.report is not None]
+    assert list(run.step_ms) == step_times_ms(est, reports, 8) and len(run.step_ms) == 30
+    assert list(run.bills) == bills(est, reports, 8) and run.bills, "the fixture must preempt"
+    assert run.request_times == request_times(lab.snapshots, run.step_ms)
+    assert run.this_step_ms == run.step_ms[-1] and run.clock_ms == sum(run.step_ms)
+
+    priced.clear()
+    assert modelled_run(lab, est).step_ms == run.step_ms and not priced  # a rerun prices nothing
+    lab.back()
+    assert modelled_run(lab, est).step_ms == run.step_ms[:-1] and not priced  # Back neither
+    lab.step()
+    lab.step()
+    assert modelled_run(lab, est).step_ms[:30] == run.step_ms and priced == [31]  # one new step
+    assert modelled_run(lab, estimate("L4")).label != run.label  # another target: its own prices
+
+    lab.goto(10)
+    priced.clear()
+    lab.add_request("def late(x):", 8)  # replays steps 0 to 10 (new snapshots) and rewrites what came after
+    lab.goto(14)
+    again = modelled_run(lab, est)
+    assert again.step_ms[:10] == run.step_ms[:10] and priced == list(range(1, 15))  # priced again, the same
+
+    old = weakref.ref(lab.snapshots[5])
+    lab.release()
+    del run, again
+    gc.collect()
+    assert old() is None  # the memo held the released history weakly
+    assert modelled_run(lab, est).step_ms == ()

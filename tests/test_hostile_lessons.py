@@ -11,7 +11,8 @@ from typing import Callable
 import pytest
 
 from pykv.lessons import LessonError, load_lesson
-from pykv.lessons.limits import (
+from pykv.lessons.course.loader import read_course
+from pykv.lessons.format.limits import (
     MAX_ACTIONS_PER_STEP,
     MAX_FIELD_CHARS,
     MAX_FILE_BYTES,
@@ -22,8 +23,7 @@ from pykv.lessons.limits import (
     MAX_TITLE_CHARS,
     MAX_YAML_DEPTH,
 )
-from pykv.lessons.loader import read_course
-from pykv.lessons.step_blocks import Check
+from pykv.lessons.format.step_blocks import Check
 
 REQUESTS = '  requests:\n    - {request_id: a, prompt: "def add(x, y):", max_tokens: 8}\n'
 

@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from pykv.lessons import LessonError, load_course, load_lesson
-from pykv.lessons.loader import read_course
-from pykv.lessons.step_blocks import AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize, ValueOf
+from pykv.lessons.course.loader import read_course
+from pykv.lessons.format.step_blocks import (
+    AddRequest,
+    Check,
+    Configure,
+    RunAction,
+    RunUntil,
+    StepAction,
+    Tokenize,
+    ValueOf,
+)
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
 
@@ -449,7 +458,7 @@ def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch(
     import sys
 
     code = (
-        "import sys; from pykv.lessons.loader import read_course; lessons, problems = read_course(); "
+        "import sys; from pykv.lessons.course.loader import read_course; lessons, problems = read_course(); "
         "print(len(lessons), len(problems), 'pykv.engine.llm_engine' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run(

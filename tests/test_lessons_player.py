@@ -13,9 +13,9 @@ from pykv.border.workload import make_workload
 from pykv.engine.model.loader import load_model
 from pykv.lab.lab import Lab
 from pykv.lessons import LessonPlayer, PathError, load_lesson, parse_lesson, replay, resolve
-from pykv.lessons.checks import compare, evaluate, render
-from pykv.lessons.paths import NOT_ARRIVED
-from pykv.lessons.step_blocks import Check, ValueOf
+from pykv.lessons.format.step_blocks import Check, ValueOf
+from pykv.lessons.values.checks import compare, evaluate, render
+from pykv.lessons.values.paths import NOT_ARRIVED
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
 FRONT = """\
@@ -390,7 +390,7 @@ def test_a_shared_lesson_prefetches_the_next_step_in_the_background_and_gives_th
     """A class's next step is played while the instructor talks; what it publishes is what a play on demand gives."""
     import time
 
-    from pykv.lessons.shared import SharedLesson
+    from pykv.lessons.run.shared import SharedLesson
 
     lesson = lesson_of(step("One", "- step: 2\n") + step("Two", "- step: 3\n") + step("Three", "- step: 1\n"))
     shared, plain = SharedLesson(lesson, tiny), SharedLesson(lesson, tiny)

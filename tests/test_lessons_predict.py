@@ -11,7 +11,7 @@ import pytest
 
 from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, LessonPlayer, PredictionResult, load_lesson, parse_lesson, replay
-from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, answer_text, parse_prediction
+from pykv.lessons.format.predict import CHECK_DESCRIPTION, Prediction, answer_text, parse_prediction
 
 FIXTURE = Path(__file__).parent / "lesson_fixtures" / "predict.md"
 FRONT = """\

@@ -1,4 +1,4 @@
-"""A lesson's side run is measured once per server and recalled after (pykv.lessons.run_cache): the same model,
+"""A lesson's side run is measured once per server and recalled after (pykv.lessons.run.run_cache): the same model,
 config, workload and step bound give the summary measured the first time, anything else runs again; a folder set
 in PYKV_SIDE_RUN_CACHE_DIR carries the summaries to other processes."""
 
@@ -11,7 +11,7 @@ import pytest
 from pykv.border.workload import burst
 from pykv.engine.model.loader import load_model
 from pykv.lab.lab import lab_config
-from pykv.lessons import run_cache, runs
+from pykv.lessons.run import run_cache, runs
 
 
 @pytest.fixture(scope="module")

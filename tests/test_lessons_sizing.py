@@ -11,9 +11,9 @@ import pytest
 from pykv.engine.kv.cache_engine import CacheEngine
 from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, parse_lesson, replay, resolve
-from pykv.lessons.path_checks import Known
-from pykv.lessons.paths import check_path
-from pykv.lessons.sizing import UTILIZATIONS, catalogue_kv, model_name
+from pykv.lessons.values.path_checks import Known
+from pykv.lessons.values.paths import check_path
+from pykv.lessons.values.sizing import UTILIZATIONS, catalogue_kv, model_name
 from testkit.vllm_source import require_vllm_source
 
 FRONT = """\

@@ -12,7 +12,7 @@ import pytest
 from pykv.engine.model.attention import STEPWISE_CPU_ENV
 from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonPlayer, load_lesson
-from pykv.lessons.loader import COURSE_DIR
+from pykv.lessons.course.loader import COURSE_DIR
 
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)

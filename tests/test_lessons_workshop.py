@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from pykv.lessons import LessonError, load_lesson
-from pykv.lessons.differs import LABELS, callout_markdown
-from pykv.lessons.loader import read_course
-from pykv.lessons.workshop import (
+from pykv.lessons.course.loader import read_course
+from pykv.lessons.course.workshop import (
     course_minutes,
     lesson_minutes,
     on_workshop_path,
@@ -20,7 +19,8 @@ from pykv.lessons.workshop import (
     step_after,
     step_before,
 )
-from pykv.ui.views.lesson_guide import card_text
+from pykv.lessons.format.differs import LABELS, callout_markdown
+from pykv.ui.views.panels.lesson_guide import card_text
 
 FRONT = """\
 id: small

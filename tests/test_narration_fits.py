@@ -9,8 +9,8 @@ import re
 import pytest
 
 from pykv.lessons import load_course
-from pykv.lessons.step_blocks import AddRequest, Configure
-from pykv.ui.views.lesson_text import PROJECTOR_WORDS, projector_split
+from pykv.lessons.format.step_blocks import AddRequest, Configure
+from pykv.ui.views.panels.lesson_text import PROJECTOR_WORDS, projector_split
 
 COURSE = load_course()
 STEPS = [(lesson, i) for lesson in COURSE for i in range(len(lesson.steps))]

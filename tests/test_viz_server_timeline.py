@@ -1,6 +1,6 @@
 """The server timeline figure: a series the release does not report is left out, never drawn as zeros."""
 
-from pykv.bridge.records import Sample, StartupFact
+from pykv.bridge.base.records import Sample, StartupFact
 from pykv.viz.server_timeline import server_timeline_figure
 
 

@@ -3,12 +3,12 @@
 Pure: imports nothing from the rest of pykv, no torch, no streamlit.
 """
 
+from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.baseline import compare, load_baseline, save_baseline
 from pykv.bridge.diagnose import diagnose, sniff
 from pykv.bridge.diagnosis import Diagnosis
-from pykv.bridge.errors import BridgeInputError
-from pykv.bridge.prometheus_range import fetch_range
-from pykv.bridge.traces import TraceParse, TraceRequest, read_trace
+from pykv.bridge.metrics.prometheus_range import fetch_range
+from pykv.bridge.traces.reader import TraceParse, TraceRequest, read_trace
 
 __all__ = [
     "BridgeInputError",

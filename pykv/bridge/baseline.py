@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.diagnosis import Diagnosis
-from pykv.bridge.errors import BridgeInputError
 
 BASELINE_VERSION = 1
 

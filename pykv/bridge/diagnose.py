@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 
-from pykv.bridge.bounded_reader import MAX_DECOMPRESSED_BYTES, TextSource
+from pykv.bridge.base.bounded_reader import MAX_DECOMPRESSED_BYTES, TextSource
+from pykv.bridge.base.errors import BridgeInputError
+from pykv.bridge.base.records import ServerConfig
+from pykv.bridge.base.release_guess import guess_release
 from pykv.bridge.diagnosis import Diagnosis, visibility_notes
-from pykv.bridge.errors import BridgeInputError
-from pykv.bridge.evidence import Evidence
-from pykv.bridge.findings import find_all
-from pykv.bridge.log_parser import LogParse, parse_log
-from pykv.bridge.metrics_parser import MetricsParse, parse_metrics
-from pykv.bridge.records import ServerConfig
-from pykv.bridge.release_guess import guess_release
-from pykv.bridge.traces import TraceParse, read_trace, sniff_trace_format
+from pykv.bridge.findings.evidence import Evidence
+from pykv.bridge.findings.rules import find_all
+from pykv.bridge.logs.parser import LogParse, parse_log
+from pykv.bridge.metrics.parser import MetricsParse, parse_metrics
+from pykv.bridge.traces.reader import TraceParse, read_trace, sniff_trace_format
 
 Source = str | os.PathLike | bytes
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykv.bridge.evidence import Finding
-from pykv.bridge.records import Sample, ServerConfig, StartupFact
-from pykv.bridge.release_guess import ReleaseGuess
-from pykv.bridge.traces import TraceParse
+from pykv.bridge.base.records import Sample, ServerConfig, StartupFact
+from pykv.bridge.base.release_guess import ReleaseGuess
+from pykv.bridge.findings.evidence import Finding
+from pykv.bridge.traces.reader import TraceParse
 
 
 @dataclass

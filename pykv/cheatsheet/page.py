@@ -24,7 +24,7 @@ from pykv.cheatsheet.content import (
     Cite,
     KnobNote,
 )
-from pykv.lessons.schema import Lesson
+from pykv.lessons.format.schema import Lesson
 
 TITLE = "Preemption in vLLM: the cheat sheet"
 CSS = """

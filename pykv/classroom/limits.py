@@ -21,7 +21,7 @@ MAX_PASSPHRASE_CHARS = 200  # PYKV_INSTRUCTOR_KEY / PYKV_ADMIN_KEY as typed
 
 MAX_LEARNERS = 200  # learners one class takes at once (connected ones; answers to one step): what one quiet
 #                    2-core server redraws within p95 ~2 s after a step (bench/results/class_load.txt)
-MAX_STEP = 100  # a lesson has at most this many steps (pykv.lessons.limits.MAX_LESSON_STEPS)
+MAX_STEP = 100  # a lesson has at most this many steps (pykv.lessons.format.limits.MAX_LESSON_STEPS)
 MAX_LESSON_ID_CHARS = 100
 MAX_LEARNER_ID_CHARS = 64  # the app makes uuid4 hex ids (32 characters)
 MAX_SECRET_CHARS = 200  # instructor secrets are token_urlsafe(16): 22 characters

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload, WorkloadRequest
 from pykv.bridge import Diagnosis
-from pykv.bridge.traces import TraceRequest
+from pykv.bridge.traces.reader import TraceRequest
 
 LAB_BLOCK_SIZE = 16
 LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the server's length

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pykv.border.config import EngineConfig
 from pykv.border.workload import Workload
 from pykv.bridge import Diagnosis
-from pykv.bridge.fixes import STEPS
+from pykv.bridge.findings.fixes import STEPS
 from pykv.engine.model.loader import LoadedModel
 from pykv.gpu_model import Target
 from pykv.gpu_model.schedule import run_totals
@@ -18,7 +18,7 @@ from pykv.lab.completed_run import run_to_completion
 from pykv.lab.server_replay import ReplayPlan
 
 MAX_REPLAY_STEPS = 5_000
-# The first tuning step each finding's fix names (pykv.bridge.fixes.STEPS order).
+# The first tuning step each finding's fix names (pykv.bridge.findings.fixes.STEPS order).
 STEP_FOR_FINDING = {
     "preemption_storm": "gpu_memory",
     "swap_space_exhausted": "swap",
@@ -33,7 +33,7 @@ STEP_FOR_FINDING = {
 
 @dataclass(frozen=True)
 class LabFix:
-    step: str  # a tuning step (pykv.bridge.fixes.STEPS)
+    step: str  # a tuning step (pykv.bridge.findings.fixes.STEPS)
     label: str  # what it does in the lab, for the page and the CLI
     changes: dict
 

@@ -1,7 +1,7 @@
 """Figure export: SVG and PNG (kaleido driving a headless Chromium) and self-contained HTML, each on
 the light template, with the figure's title, a caption line and the deep link that reproduces it.
 
-No Streamlit here: ``pykv.ui.views.export_buttons`` puts these behind download buttons, and anything
+No Streamlit here: ``pykv.ui.views.widgets.export_buttons`` puts these behind download buttons, and anything
 headless can call them too.
 
 - One Chromium is started on the first image export and kept open, on an event loop of its own

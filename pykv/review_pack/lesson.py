@@ -9,7 +9,7 @@ from typing import Sequence
 from urllib.parse import urlencode
 
 from pykv.lessons import CheckResult, Lesson, StepState
-from pykv.lessons.checks import format_short
+from pykv.lessons.values.checks import format_short
 from pykv.review_pack.modelled import RunModelled
 from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, para, table
 from pykv.review_pack.record import RunRecord, record_from_lab

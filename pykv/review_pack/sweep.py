@@ -129,7 +129,7 @@ def sweep_charts(
 ) -> tuple[list[PackFigure], list[PackFigure]]:
     """(measured charts, modelled charts): every chart the Sweep page draws for this sweep, in its order, from the
     same figure functions. The modelled two need ``estimate`` (the page's target) and runs priced on it
-    (``pykv.ui.views.sweep_modelled.with_modelled``: the runs table's modelled columns)."""
+    (``pykv.ui.views.panels.sweep_modelled.with_modelled``: the runs table's modelled columns)."""
     runs, costs = result.runs, result.preemptions
     measured = [
         PackFigure(

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from pykv.bridge.records import Sample, StartupFact
+from pykv.bridge.base.records import Sample, StartupFact
 from pykv.viz.theme import REQUEST_PALETTE, colors, figure
 
 PANELS = (("queues", "requests"), ("kv", "KV usage"), ("tps", "tokens/s"), ("preempt", "preemptions"))

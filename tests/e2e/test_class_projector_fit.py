@@ -14,7 +14,7 @@ LESSON_ID = "recompute-is-a-rollback"
 
 @pytest.fixture(scope="module")
 def lesson():
-    from pykv.lessons.loader import read_course
+    from pykv.lessons.course.loader import read_course
 
     found = [lesson for lesson in read_course()[0] if lesson.id == LESSON_ID]
     if not found:

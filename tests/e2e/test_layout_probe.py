@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykv.lessons.step_blocks import RunAction, Tokenize
+from pykv.lessons.format.step_blocks import RunAction, Tokenize
 from testkit.page_wait import next_frame, wait_settled
 from testkit.projector import SIZES
 
@@ -32,7 +32,7 @@ def _first_step(lessons, wanted) -> tuple[str, int]:
 
 
 def _steps() -> list[tuple[str, int]]:
-    from pykv.lessons.loader import read_course
+    from pykv.lessons.course.loader import read_course
 
     lessons = read_course()[0]
     if not lessons:

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from pykv.lessons.loader import read_course  # noqa: E402
+from pykv.lessons.course.loader import read_course  # noqa: E402
 from testkit.projector import measure, wait_rendered  # noqa: E402
 
 SCREEN = {"width": 1920, "height": 1080}

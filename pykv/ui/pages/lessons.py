@@ -22,8 +22,9 @@ from pykv.ui import safe_text
 from pykv.ui.session import classroom, course_files
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM
 from pykv.ui.session.flash import show
-from pykv.ui.views import cheatsheet, class_panel, follower, lesson_guide, lesson_player
-from pykv.ui.views.style import LESSON_DOTS_CSS, PAGE_CSS
+from pykv.ui.views.panels import cheatsheet, class_panel, lesson_guide
+from pykv.ui.views.players import follower, lesson_player
+from pykv.ui.views.widgets.style import LESSON_DOTS_CSS, PAGE_CSS
 
 
 def render() -> None:

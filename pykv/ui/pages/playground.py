@@ -14,8 +14,9 @@ import streamlit as st
 from pykv.lab.lab import Lab, has_preempted
 from pykv.ui.session import budgets, state
 from pykv.ui.session.flash import flash, show
-from pykv.ui.views import exercise_panel, follower, kernel_view, live_views, review_pack_button, sidebar
-from pykv.ui.views.style import PAGE_CSS
+from pykv.ui.views.panels import exercise_panel, kernel_view, review_pack_button, sidebar
+from pykv.ui.views.players import follower, live_views
+from pykv.ui.views.widgets.style import PAGE_CSS
 
 SPEEDS = {"slow": 1.0, "normal": 0.5, "fast": 0.2}  # seconds between Play ticks
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from pykv.bridge import diagnose
 from pykv.ui.safe_text import plain
-from pykv.ui.views import server_lab, server_report
+from pykv.ui.views.panels import server_lab, server_report
 
 UPLOAD_CAP_MB = 100  # .streamlit/config.toml server.maxUploadSize
 MAX_PASTE_CHARS = 2_000_000

@@ -32,8 +32,9 @@ from pykv.lab.sweep import (
     sweep_result,
 )
 from pykv.ui.session import state
-from pykv.ui.views import review_pack_button, sweep_modelled, target
-from pykv.ui.views.export_buttons import export_controls
+from pykv.ui.views.panels import review_pack_button, sweep_modelled
+from pykv.ui.views.widgets import target
+from pykv.ui.views.widgets.export_buttons import export_controls
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.viz.captions import sweep_caption, sweep_command, sweep_costs_note
 from pykv.viz.tax_chart import recompute_tax_figure

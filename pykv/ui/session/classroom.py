@@ -25,7 +25,7 @@ import streamlit as st
 
 from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons import Lesson
-from pykv.lessons.shared import SharedLesson
+from pykv.lessons.run.shared import SharedLesson
 from pykv.ui.session import state
 
 CLASS_PARAM, KEY_PARAM = "class", "key"

@@ -1,0 +1,80 @@
+"""Everything the finding rules look at, gathered from logs, metrics and traces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykv.bridge.base.records import PreemptionWarning, Sample, ServerConfig, StartupFact
+from pykv.bridge.base.release_guess import ReleaseGuess
+
+KV_FULL = 0.95  # "near 100%": vLLM preempts before the last block, so 95% already is full
+KV_FAR_FROM_FULL = 0.70
+
+
+@dataclass
+class Evidence:
+    release: ReleaseGuess
+    samples: list[Sample]
+    startup: list[StartupFact]
+    config: ServerConfig
+    warnings: list[PreemptionWarning] = field(default_factory=list)
+    cumulative_preemptions: int = 0
+    preemption_histogram: dict[float, float] = field(default_factory=dict)
+    shared_prefix_requests: int | None = None  # from a trace: requests that share a first block with another
+    trace_requests: int | None = None
+
+    def preemptions_at_least(self) -> int:
+        counted = sum(s.preemptions or 0 for s in self.samples)
+        return max(counted, self.cumulative_preemptions)
+
+    sample_unit: str = "line"  # "scrape" when the samples came from metrics
+
+    def show(self, sample: Sample) -> str:
+        return describe(sample, self.sample_unit)
+
+
+@dataclass
+class Finding:
+    id: str
+    title: str
+    confidence: str  # "high" | "medium" | "low"
+    why: str  # why that confidence
+    evidence: list[str]
+    fix: str
+
+    def to_json_dict(self) -> dict:
+        # The contract has no field for the reason: it leads the evidence list.
+        return {
+            "id": self.id,
+            "title": self.title,
+            "confidence": self.confidence,
+            "evidence": [f"confidence {self.confidence}: {self.why}", *self.evidence],
+            "fix": self.fix,
+        }
+
+
+def describe(sample: Sample, unit: str = "line") -> str:
+    """One sample as evidence text: 'line 12 (06-16 21:24:15): running 12, waiting 3, KV 99.1%, gen 80.0 tok/s'."""
+    parts = []
+    for label, value, kind in (
+        ("running", sample.running, "n"),
+        ("waiting", sample.waiting, "n"),
+        ("swapped", sample.swapped, "n"),
+        ("GPU KV", sample.gpu_kv_usage, "%"),
+        ("CPU KV", sample.cpu_kv_usage, "%"),
+        ("gen", sample.gen_tps, "t"),
+        ("prefix hits", sample.prefix_hit_rate, "%"),
+        ("preemptions", sample.preemptions, "n"),
+    ):
+        if value is None:
+            continue
+        parts.append(
+            f"{label} {value:.1%}"
+            if kind == "%"
+            else f"{label} {value:.1f} tok/s"
+            if kind == "t"
+            else f"{label} {value}"
+        )
+    where = f"{unit} {sample.line}" if sample.line is not None else "sample"
+    when = f" ({sample.time})" if sample.time else ""
+    return f"{where}{when}: " + ", ".join(parts)

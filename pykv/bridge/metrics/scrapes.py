@@ -1,0 +1,195 @@
+"""Scrapes (one reading of every vllm: series) into timeline samples: gauges as read, counters as per-interval
+deltas and rates (a counter that goes down was reset by a restart: its new value is the delta)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pykv.bridge.base.records import Sample, ServerConfig, StartupFact
+
+# Gauges summed over engines / models (counts of requests).
+_SUMMED = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:num_requests_swapped": "swapped",
+}
+# Gauges where the fullest engine speaks for the server.
+_MAXED = {
+    "vllm:kv_cache_usage_perc": "gpu_kv_usage",
+    "vllm:gpu_cache_usage_perc": "gpu_kv_usage_deprecated",
+    "vllm:cpu_cache_usage_perc": "cpu_kv_usage",
+    "vllm:gpu_prefix_cache_hit_rate": "prefix_hit_gauge",
+    "vllm:avg_prompt_throughput_toks_per_s": "prompt_tps_gauge",
+    "vllm:avg_generation_throughput_toks_per_s": "gen_tps_gauge",
+}
+# Counters (read without their _total suffix).
+_COUNTERS = {
+    "vllm:num_preemptions": "preemptions",
+    "vllm:prompt_tokens": "prompt_tokens",
+    "vllm:generation_tokens": "generation_tokens",
+    "vllm:prefix_cache_hits": "prefix_hits",
+    "vllm:prefix_cache_queries": "prefix_queries",
+    "vllm:gpu_prefix_cache_hits": "prefix_hits_deprecated",
+    "vllm:gpu_prefix_cache_queries": "prefix_queries_deprecated",
+}
+_PREEMPTION_BUCKETS = "vllm:request_num_preemptions_bucket"
+
+
+@dataclass
+class MetricsParse:
+    samples: list[Sample]
+    startup: list[StartupFact]
+    config: ServerConfig
+    names: set[str]  # every vllm: sample name seen (for the release guess)
+    preemption_histogram: dict[float, float]  # request_num_preemptions: upper bound -> cumulative count (last scrape)
+    lines_read: int
+    lines_skipped: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Scrape:
+    number: int
+    seconds: float | None
+    values: dict[str, float] = field(default_factory=dict)
+    cache_config: dict[str, str] | None = None
+    preemption_buckets: dict[float, float] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    rejected: int = 0  # negative readings: no vLLM series can be negative
+
+    def add(self, name: str, labels: dict, value: float) -> None:
+        self.names.add(name)
+        if name.endswith("_created"):
+            return
+        if name == "vllm:cache_config_info":
+            self.cache_config = dict(labels)
+            return
+        if value < 0 or value in (float("inf"), float("-inf")):
+            if not (name == _PREEMPTION_BUCKETS and value == float("inf")):
+                self.rejected += 1
+                return
+        if name == _PREEMPTION_BUCKETS:
+            bound = _float_or_none(labels.get("le"))
+            if bound is not None:
+                self.preemption_buckets[bound] = self.preemption_buckets.get(bound, 0.0) + value
+            return
+        base = name[:-6] if name.endswith("_total") else name
+        if name in _SUMMED:
+            key = _SUMMED[name]
+            self.values[key] = self.values.get(key, 0.0) + value
+        elif name in _MAXED:
+            key = _MAXED[name]
+            self.values[key] = max(self.values.get(key, value), value)
+        elif base in _COUNTERS:
+            key = _COUNTERS[base]
+            self.values[key] = self.values.get(key, 0.0) + value
+        else:
+            self.values.setdefault("other", 0.0)
+
+
+def _float_or_none(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _int_or_none(text: str | None) -> int | None:
+    value = _float_or_none(text)
+    return int(value) if value is not None else None
+
+
+def _delta(now: dict, before: dict | None, key: str) -> float | None:
+    if before is None or key not in now or key not in before:
+        return None
+    change = now[key] - before[key]
+    return now[key] if change < 0 else change  # a restart resets counters to zero
+
+
+def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) -> MetricsParse:
+    """``counters_from_zero``: the server started within the scrapes' window (its series begin after the window
+    does), so the first scrape's counters count from zero: what they hold happened in the window."""
+    samples: list[Sample] = []
+    startup: list[StartupFact] = []
+    config = ServerConfig()
+    names: set[str] = set()
+    previous: Scrape | None = Scrape(0, None, dict.fromkeys(_COUNTERS.values(), 0.0)) if counters_from_zero else None
+    rejected = 0
+    for scrape in scrapes:
+        names |= scrape.names
+        rejected += scrape.rejected
+        if scrape.values:  # buckets or cache_config_info alone are facts, not a timeline point
+            samples.append(_sample(scrape, previous))
+        if scrape.cache_config is not None:
+            fact = _startup_from_cache_config(scrape.cache_config, config)
+            if not startup or startup[-1].to_json_dict() != fact.to_json_dict():
+                fact.lines.append(scrape.number)
+                startup.append(fact)
+        previous = scrape if scrape.values else previous
+    buckets = next((s.preemption_buckets for s in reversed(scrapes) if s.preemption_buckets), {})
+    notes = [f"{rejected} negative or infinite reading(s) ignored"] if rejected else []
+    return MetricsParse(samples, startup, config, {n for n in names if n.startswith("vllm:")}, buckets, 0, 0, notes)
+
+
+def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
+    values = scrape.values
+    before = previous.values if previous is not None else None
+    dt = None
+    if previous is not None and scrape.seconds is not None and previous.seconds is not None:
+        dt = scrape.seconds - previous.seconds if scrape.seconds > previous.seconds else None
+    time = (
+        datetime.fromtimestamp(scrape.seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        if scrape.seconds is not None
+        else None
+    )
+    sample = Sample(time=time, seconds=scrape.seconds, line=scrape.number)
+    for key in ("running", "waiting", "swapped"):
+        if key in values:
+            setattr(sample, key, int(values[key]))
+    usage = values.get("gpu_kv_usage", values.get("gpu_kv_usage_deprecated"))
+    sample.gpu_kv_usage = round(min(usage, 1.0), 6) if usage is not None else None
+    if "cpu_kv_usage" in values:
+        sample.cpu_kv_usage = round(min(values["cpu_kv_usage"], 1.0), 6)
+    preempted = _delta(values, before, "preemptions")
+    sample.preemptions = int(preempted) if preempted is not None else None
+    for counter, gauge, target in (
+        ("prompt_tokens", "prompt_tps_gauge", "prompt_tps"),
+        ("generation_tokens", "gen_tps_gauge", "gen_tps"),
+    ):
+        change = _delta(values, before, counter)
+        if change is not None and dt:
+            setattr(sample, target, round(change / dt, 3))
+        elif gauge in values:
+            setattr(sample, target, values[gauge])
+    hits = _delta(values, before, "prefix_hits" if "prefix_hits" in values else "prefix_hits_deprecated")
+    queries = _delta(values, before, "prefix_queries" if "prefix_queries" in values else "prefix_queries_deprecated")
+    if hits is not None and queries:
+        sample.prefix_hit_rate = round(min(hits / queries, 1.0), 6)
+    elif "prefix_hit_gauge" in values:
+        sample.prefix_hit_rate = round(min(values["prefix_hit_gauge"], 1.0), 6)
+    return sample
+
+
+def _startup_from_cache_config(labels: dict[str, str], config: ServerConfig) -> StartupFact:
+    fact = StartupFact(
+        num_gpu_blocks=_int_or_none(labels.get("num_gpu_blocks")),
+        num_cpu_blocks=_int_or_none(labels.get("num_cpu_blocks")),
+        block_size=_int_or_none(labels.get("block_size")),
+    )
+    if fact.num_gpu_blocks is not None and fact.block_size is not None:
+        fact.kv_cache_tokens = fact.num_gpu_blocks * fact.block_size
+    prefix = labels.get("enable_prefix_caching")
+    if prefix in ("True", "False"):
+        config.enable_prefix_caching = prefix == "True"
+    utilization = _float_or_none(labels.get("gpu_memory_utilization"))
+    if utilization is not None:
+        config.gpu_memory_utilization = utilization
+    swap_bytes = _float_or_none(labels.get("swap_space_bytes"))
+    swap_gib = _float_or_none(labels.get("swap_space"))
+    if swap_bytes is not None:
+        config.swap_space_gib = swap_bytes / 1024**3
+    elif swap_gib is not None:
+        config.swap_space_gib = swap_gib
+    config.block_size = fact.block_size or config.block_size
+    return fact

@@ -1,0 +1,143 @@
+"""A lesson step's text column below its title: errors, the filled narration, the side runs, the checks.
+The lesson player and a class follower's page both draw it; on the projector the side runs are a chart
+and the checks fold to one "✓ 6/6" line."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from pykv.lessons import CheckResult, StepState
+from pykv.lessons.format.differs import callout_markdown
+from pykv.lessons.values.checks import format_short, format_value
+from pykv.ui.session import state
+from pykv.ui.views.widgets import projector_chart
+from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
+from pykv.viz.side_runs import side_runs_figure
+
+PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
+ROOM_CHART_WORDS = 30  # the words a class projector gives up for the room's answers beside them (1280x720)
+RUN_FIELDS = (
+    "device",
+    "steps",
+    "output_tokens",
+    "preemptions",
+    "recomputed_tokens",
+    "recompute_s",
+    "swapped_bytes",
+    "swap_s",
+    "wall_s",
+    "tokens_per_s",
+    "ttft_p50_s",
+    "tpot_p50_s",
+)
+
+
+def body(
+    step_state: StepState, key_prefix: str = "lesson_", folded_checks: bool = False, words: int = PROJECTOR_WORDS
+) -> None:
+    """``folded_checks``: the projector's "✓ 6/6" line, the checks themselves in an expander, and ``words`` of
+    the narration shown (the rest under "More on this step")."""
+    for error in step_state.errors:
+        st.error(error)
+    if folded_checks:  # the projector: what the room reads fits; the rest one click away
+        shown, rest = projector_split(step_state.narration, words)
+        st.markdown(shown)
+        if rest:
+            with st.expander("More on this step"):
+                st.markdown(rest)
+    else:
+        st.markdown(step_state.narration)
+    if step_state.step.differs is not None and folded_checks:  # the projector: opened when it is talked about
+        with st.expander("Claim · vLLM · pykv", icon=":material/campaign:"):
+            st.markdown(callout_markdown(step_state.step.differs))
+    elif step_state.step.differs is not None:  # where the common claim, vLLM and pykv part ways
+        st.markdown(callout_markdown(step_state.step.differs))
+    if step_state.runs and not folded_checks:  # the projector draws them as a chart by the grid
+        st.markdown("**Side runs** (each run to completion on its own engine)")
+        st.dataframe(
+            runs_rows(step_state.runs), hide_index=True, key=f"{key_prefix}runs", width="stretch", row_height=30
+        )
+    if not step_state.checks:
+        return
+    lines = "\n".join(check_line(c) for c in step_state.checks)
+    if folded_checks:
+        with st.expander(f"Checks {checks_summary(step_state)}", expanded=bool(step_state.failed_checks)):
+            st.markdown(lines)
+    else:  # one element, not a heading and a list: a class's pages all redraw this at once
+        st.markdown(f"**Checks**\n\n{lines}")
+
+
+def checks_summary(step_state: StepState) -> str:
+    """ "✓ 6/6", or "✗ 1 of 6 failed"."""
+    total, failed = len(step_state.checks), len(step_state.failed_checks)
+    return f"✓ {total}/{total}" if not failed else f"✗ {failed} of {total} failed"
+
+
+def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, str]:
+    """(what the projector shows, the rest): whole paragraphs (a fenced block is one) while they fit in
+    ``words``; a first paragraph longer than that is cut after its last sentence that fits (or its first)."""
+    paragraphs, current, fenced = [], [], False
+    for line in narration.strip().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                paragraphs.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        paragraphs.append("\n".join(current))
+    shown, count = [], 0
+    for i, paragraph in enumerate(paragraphs):
+        n = len(paragraph.split())
+        if count + n > words:
+            if not shown:  # one long first paragraph: by sentences
+                sentences = re.split(r"(?<=[.!?:])\s+", paragraph)
+                head, used = [sentences[0]], len(sentences[0].split())
+                for sentence in sentences[1:]:
+                    if used + len(sentence.split()) > words:
+                        break
+                    head.append(sentence)
+                    used += len(sentence.split())
+                rest = [" ".join(sentences[len(head) :])] if len(head) < len(sentences) else []
+                return " ".join(head), "\n\n".join(rest + paragraphs[1:])
+            return "\n\n".join(shown), "\n\n".join(paragraphs[i:])
+        shown.append(paragraph)
+        count += n
+    return "\n\n".join(shown), ""
+
+
+def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None:
+    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``)."""
+    runs = step_state.runs
+    devices = sorted({run.device for run in runs.values()})
+    fig = side_runs_figure(
+        list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices), dark=state.is_dark()
+    )
+    if projector:
+        projector_chart.chart(fig, key)
+    else:
+        st.plotly_chart(fig, theme=None, key=key, config=PLOT_CONFIG)
+
+
+def runs_rows(runs: dict) -> list[dict]:
+    """One row per measured field, one column per run: the text column is narrow and a run per row put the
+    later fields past its right edge (lesson 2 step 6 showed three of its columns)."""
+    return [{"measured": f} | {name: format_value(getattr(run, f)) for name, run in runs.items()} for f in RUN_FIELDS]
+
+
+def check_line(check: CheckResult) -> str:
+    """One Markdown list line: ✓/✗, what was checked, the actual value (and the expected one if it failed)."""
+    if check.passed:
+        line = f"- :green[✓] {check.description} — got `{format_short(check.actual)}`"
+    elif check.error:
+        line = f"- :red[✗ {check.description}] — {check.error}"
+    else:
+        line = (
+            f"- :red[✗ {check.description}] — got `{format_short(check.actual)}`, "
+            f"expected `{format_short(check.expected)}`"
+        )
+    return line + (f"  \n  *{check.why}*" if check.why else "")
