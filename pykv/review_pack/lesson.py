@@ -8,8 +8,9 @@ from dataclasses import replace
 from typing import Sequence
 from urllib.parse import urlencode
 
-from pykv.lessons import CheckResult, Lesson, StepState
-from pykv.lessons.values.checks import format_short
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.run.player import StepState
+from pykv.lessons.values.checks import CheckResult, format_short
 from pykv.review_pack.modelled import RunModelled
 from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, para, table
 from pykv.review_pack.record import RunRecord, record_from_lab

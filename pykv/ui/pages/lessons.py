@@ -17,7 +17,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.classroom import ClassNotFound, StoreUnavailable
-from pykv.lessons import Lesson
+from pykv.lessons.format.schema import Lesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, course_files
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM

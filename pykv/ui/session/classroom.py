@@ -24,7 +24,7 @@ from pathlib import Path
 import streamlit as st
 
 from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
-from pykv.lessons import Lesson
+from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.shared import SharedLesson
 from pykv.ui.session import state
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from pykv.lessons import Lesson, load_lesson
-from pykv.lessons.course.loader import read_course
+from pykv.lessons.course.loader import load_lesson, read_course
+from pykv.lessons.format.schema import Lesson
 
 LESSONS_DIR: Path | None = None  # None: the repo's lessons/ (tests point it elsewhere)
 # The folder is listed (a glob and a stat per file) at most this often per process. Every Lessons page run reads

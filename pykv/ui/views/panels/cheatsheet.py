@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pykv.cheatsheet import cheatsheet_html
-from pykv.lessons import Lesson
+from pykv.lessons.format.schema import Lesson
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, public_root
 from pykv.ui.views.panels.lesson_guide import PATH_PARAM
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.lessons import Lesson
 from pykv.lessons.format.exercise_block import Exercise
+from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.exercises import exercise_ref
 
 

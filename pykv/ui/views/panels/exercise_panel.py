@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.lessons import Lesson
 from pykv.lessons.format.exercise_block import Exercise
+from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.exercises import ExerciseResult, check_exercise, find_exercise, link_workload
 from pykv.lessons.values.checks import CheckResult, format_short
 from pykv.ui import safe_text

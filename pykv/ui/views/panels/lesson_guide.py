@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pykv.lessons import Lesson
 from pykv.lessons.course.workshop import (
     PathName,
     course_minutes,
@@ -21,7 +20,7 @@ from pykv.lessons.course.workshop import (
     step_after,
     step_before,
 )
-from pykv.lessons.format.schema import LessonStep
+from pykv.lessons.format.schema import Lesson, LessonStep
 from pykv.ui import safe_text
 
 PATH_PARAM = "path"

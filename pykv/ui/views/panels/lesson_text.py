@@ -8,9 +8,9 @@ import re
 
 import streamlit as st
 
-from pykv.lessons import CheckResult, StepState
 from pykv.lessons.format.differs import callout_markdown
-from pykv.lessons.values.checks import format_short, format_value
+from pykv.lessons.run.player import StepState
+from pykv.lessons.values.checks import CheckResult, format_short, format_value
 from pykv.ui.session import state
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG

@@ -10,7 +10,8 @@ from functools import partial
 
 import streamlit as st
 
-from pykv.lessons import StepState, TokenDiff
+from pykv.lessons.run.player import StepState
+from pykv.lessons.values.tokens import TokenDiff
 from pykv.ui.session import state
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.export_buttons import export_controls

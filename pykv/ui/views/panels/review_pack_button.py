@@ -14,7 +14,8 @@ import streamlit as st
 
 from pykv.lab.lab import Lab
 from pykv.lab.sweep import SweepResult, SweepSpec
-from pykv.lessons import Lesson, StepState
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.run.player import StepState
 from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab, render_html, run_pack, sweep_pack
 from pykv.review_pack.export import static_export_problem

@@ -14,7 +14,7 @@ from functools import partial
 import streamlit as st
 
 from pykv.lab.lab import Lab
-from pykv.lessons import Lesson
+from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.shared import SharedLesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, follow_push, routes, seats

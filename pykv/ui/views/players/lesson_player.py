@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from pykv.lessons import Lesson, LessonPlayer, StepState
-from pykv.lessons.format.schema import FOCUS_VIEWS
+from pykv.lessons.format.schema import FOCUS_VIEWS, Lesson
+from pykv.lessons.run.player import LessonPlayer, StepState
 from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.ui import safe_text
 from pykv.ui.session import budgets, classroom, follow_push, seats, state

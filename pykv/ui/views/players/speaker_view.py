@@ -13,7 +13,8 @@ from typing import Callable
 
 import streamlit as st
 
-from pykv.lessons import Lesson, StepState
+from pykv.lessons.format.schema import Lesson
+from pykv.lessons.run.player import StepState
 from pykv.ui.session.classroom import Membership
 from pykv.ui.views.panels import lesson_guide, lesson_text, predict_panel
 
