@@ -23,3 +23,10 @@ def fmt_fixed(value: float | None, decimals: int, unit: str = "") -> str:
     if text.lstrip("-").strip("0.,") == "":  # -0.000 reads as 0
         text = text.lstrip("-")
     return f"{text} {unit}" if unit else text
+
+
+def fmt_model_ms(ms: float | None) -> str:
+    """A modelled duration given in ms: 3.14159 -> "3.14 ms", 420.5 -> "420 ms", 12_345 -> "12.35 s"; None -> "—"."""
+    if ms is None:
+        return "—"
+    return f"{ms / 1e3:.2f} s" if ms >= 10_000 else f"{ms:.2f} ms" if ms < 100 else f"{ms:,.0f} ms"

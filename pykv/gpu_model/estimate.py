@@ -115,11 +115,6 @@ class Estimate:
     def weight_bytes_per_gpu(self) -> float:
         return self.shape.total_params * self.weight_bytes / self.tp
 
-    def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9) -> int:
-        """Tokens of KV one GPU's share of memory holds after the weights (activations left out)."""
-        free = self.gpu.memory_gb * 1e9 * gpu_memory_utilization - self.weight_bytes_per_gpu
-        return max(0, int(free // self.kv_bytes_per_token_per_gpu))
-
     # ---- the model ---------------------------------------------------------------------------
 
     def _peak(self, key: str) -> float:

@@ -12,19 +12,13 @@ from typing import Sequence
 import pandas as pd
 
 from pykv.border.snapshot import Snapshot
-from pykv.border.units import fmt_bytes
+from pykv.border.units import fmt_bytes, fmt_model_ms
 from pykv.gpu_model.schedule import ModelledBill, RequestTimes
 
 MODELLED_ONE_LINE = (
     "The tiny model still produces the tokens; the modelled figures price its real schedule (which "
     "requests run, how many tokens each step prefills and decodes, what each swap moves) on {label}."
 )
-
-
-def fmt_model_ms(ms: float | None) -> str:
-    if ms is None:
-        return "—"
-    return f"{ms / 1e3:.2f} s" if ms >= 10_000 else f"{ms:.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
 
 
 def modelled_strip(

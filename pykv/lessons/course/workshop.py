@@ -23,7 +23,6 @@ from pykv.lessons.format.schema import FrontMatter, Lesson, LessonStep
 
 PathName = Literal["full", "core"]
 PATHS: dict[str, str] = {"full": "the full course", "core": "the 90-minute workshop path"}
-OPTIONAL_MARKER = "optional"  # "## Title {optional}"
 
 
 def check_timing(front: FrontMatter, steps: Sequence[LessonStep]) -> None:

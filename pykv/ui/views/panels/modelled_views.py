@@ -8,10 +8,11 @@ Measured figures are never replaced or hidden: the modelled ones are added besid
 from __future__ import annotations
 
 from pykv.border.snapshot import Snapshot
+from pykv.border.units import fmt_model_ms
 from pykv.gpu_model.schedule import per_token_prefill_us
 from pykv.lab.modelled_run import ModelledRun, RealGpuStep
 from pykv.ui.views.widgets.metric_row import metric_row
-from pykv.viz.modelled import fmt_model_ms, modelled_narration, modelled_strip
+from pykv.viz.modelled import modelled_narration, modelled_strip
 
 
 def strip(snap: Snapshot, modelled: ModelledRun, key: str) -> None:
