@@ -56,10 +56,9 @@ TORCH_BACKEND = AttentionBackend(
 
 
 # FIRST_LAYER_ON_CPU: a stepwise "auto" engine on a CPU runs the interpreted kernels on layer 0 (the layer whose
-# launches the kernel view shows) and torch on the others. The interpreter made a Step click's engine work ~7x
-# torch's (45 vs 6 ms a storm step): with it on every layer the Playground missed its click targets (p95 0.45-0.51 s
-# idle, 1.96-2.27 s with 10 sessions stepping; on layer 0 only 0.39-0.40 s and 1.39-1.64 s, bench/bench_clicks.py). The
-# history is the same step for step (bench/backend_parity.py); "triton" still runs every layer on the kernels.
+# launches the kernel view shows) and torch on the others: interpreted on every layer, a storm step costs ~7x torch's
+# (45 vs 6 ms), more than a Step click can afford (`python -m bench.bench_clicks`). The history is the same step for
+# step either way (`python -m bench.backend_parity`); "triton" runs every layer on the kernels.
 
 
 def resolve_backend(name: str, device: str, stepwise: bool = False) -> AttentionBackend:
@@ -168,8 +167,8 @@ def _triton_backend(device: str) -> AttentionBackend:
 
 
 # Triton's interpreter is not thread-safe: a launch patches triton.language process-wide while it runs, so two
-# sessions of the app stepping at once (Streamlit runs each on its own thread) broke each other's kernels
-# ("Did you forget to add @triton.jit?"; bench/bench_click_cost.py, 10 sessions). Interpreted launches take turns.
+# sessions of the app stepping at once (Streamlit runs each on its own thread) would break each other's kernels
+# ("Did you forget to add @triton.jit?"). Interpreted launches take turns.
 INTERPRETER_LOCK = threading.RLock()
 
 
