@@ -13,6 +13,7 @@ from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.request import Request, RequestOutput, SamplingParams, sequence_id
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import CopyOnWrite, OffloadTransfer, PreemptionView, StepReport
+from pykv.border.vllm_profiles import Engine
 from pykv.engine.kv.block_copy import CopyKind
 from pykv.engine.kv.block_pool import BlockPool
 from pykv.engine.kv.cache_engine import CacheEngine, CopyTiming
@@ -29,10 +30,12 @@ from pykv.engine.observe.snapshot_builder import build_snapshot
 from pykv.engine.observe.totals import EngineTotals
 from pykv.engine.parallel_sampling import check_n, fork_generators, group_output, sequence_ids
 from pykv.engine.prompt_checks import Prompt, checked_priority, checked_request_id, token_ids_of
-from pykv.engine.sched.scheduler import SchedulerOutput
+from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
 from pykv.engine.sched.scheduler_v0 import V0Scheduler
 from pykv.engine.sched.scheduler_v1 import V1Scheduler
 from pykv_kernels.launch_record import LaunchRecord
+
+SCHEDULERS: dict[Engine, type[Scheduler]] = {Engine.V0: V0Scheduler, Engine.V1: V1Scheduler}  # by engine generation
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,7 @@ class LLMEngine:
             cpu_pool=BlockPool(num_cpu_blocks),
             offload=offloading,
         )
-        scheduler_class = V0Scheduler if config.profile.is_v0 else V1Scheduler
-        self.scheduler = scheduler_class(config, self.kv, self.max_model_len)
+        self.scheduler = SCHEDULERS[config.profile.engine](config, self.kv, self.max_model_len)
         self.cache = CacheEngine(
             model_cfg,
             config.num_gpu_blocks,
@@ -148,13 +150,14 @@ class LLMEngine:
         vocab = self.loaded.config.vocab_size
         if any(not 0 <= t < vocab for t in token_ids):
             raise ValueError(f"Prompt token ids must lie in [0, {vocab}); got {min(token_ids)}..{max(token_ids)}.")
-        # 0.33 also refuses a prompt of exactly max_model_len: no room for one output token (_validate_prompt_len).
-        full = len(token_ids) == self.max_model_len and self.config.vllm_profile == "v0.33"
+        # 0.33 also refuses a prompt of exactly max_model_len (VllmProfile.prompt_leaves_output_room).
+        p = self.config.profile
+        full = len(token_ids) == self.max_model_len and p.prompt_leaves_output_room
         if len(token_ids) > self.max_model_len or full:
             raise ValueError(
                 f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}"
                 f"{self._max_model_len_note}"
-                f"{' and vLLM 0.33 keeps room for one output token' if full else ''}; shorten it."
+                f"{f' and vLLM {p.release} keeps room for one output token' if full else ''}; shorten it."
             )
         check_n(params, len(token_ids), self.config)
         index = self._num_added + offset

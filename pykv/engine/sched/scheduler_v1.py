@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from pykv.border.request import Request, RequestStatus
+from pykv.border.vllm_profiles import Admission, WatermarkScope
 from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
 
 
@@ -118,10 +119,10 @@ class V1Scheduler(Scheduler):
     def _fits(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int]) -> bool:
         """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
         keep_free = 0
-        if self.profile.watermark_scope == "v1" and self.running:
+        if self.profile.watermark_scope is WatermarkScope.ADMISSION_WHILE_RUNNING and self.running:
             assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
             keep_free = self.watermark_blocks
-        if self.profile.admission == "full_input":
+        if self.profile.admission is Admission.FULL_INPUT:
             full = min(request.num_tokens, self.max_model_len)
             if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
                 return False

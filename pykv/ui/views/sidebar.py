@@ -41,7 +41,7 @@ def _options(spec: Knob, current: Any, profile_name: str) -> list:
 
 
 def shown_knobs(profile_name: str) -> list[Knob]:
-    """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only under v0.6)."""
+    """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only where it swaps)."""
     return [
         k for k in knobs("sidebar") if k.name != "vllm_profile" and (k.profiles is None or profile_name in k.profiles)
     ]
