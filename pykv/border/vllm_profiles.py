@@ -142,6 +142,10 @@ class VllmProfile:
     # --max-model-len -1 fits max_model_len to the KV cache (0.33.0 v1/core/kv_cache_planning.py
     # _auto_fit_max_model_len); older releases refuse to start instead (or, 0.10.2 with an override, start anyway)
     auto_fits_max_model_len: bool = False
+    # with prefix caching, a newly full block whose hash another block holds is swapped for that block, so equal
+    # prefixes share one block (0.6.3.post1 core/block/prefix_caching_block.py
+    # PrefixCachingBlockAllocator.promote_to_immutable_block); V1 keeps both (KVCacheManager.share_full_blocks)
+    shares_full_blocks: bool = False
     # the release's CPU build runs a different engine: 0.6.3.post1's CPU executor turns chunked prefill and prefix
     # caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, _verify_and_get_cache_config) and its
     # CPU worker allocates no swap space (worker/cpu_worker.py CPUWorker.determine_num_available_blocks), so a pykv
@@ -181,6 +185,7 @@ PROFILES: dict[str, VllmProfile] = {
             queues_count_groups=True,
             preemptions_counted_at_output=False,
             prefix_chunks_whole_blocks=True,
+            shares_full_blocks=True,
             cpu_build_differs=True,
         ),
         VllmProfile(

@@ -87,6 +87,7 @@ class LLMEngine:
             config.enable_prefix_caching,
             cpu_pool=BlockPool(num_cpu_blocks),
             offload=offloading,
+            share_full_blocks=config.profile.shares_full_blocks,
         )
         self.scheduler = SCHEDULERS[config.profile.engine](config, self.kv, self.max_model_len)
         self.cache = CacheEngine(

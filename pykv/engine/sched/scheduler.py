@@ -1,5 +1,5 @@
-"""Continuous batching with a token budget, chunked prefill and preemption by recompute or swap: the
-parts every vLLM profile shares. Each profile's scheduling order lives in its own module."""
+"""Continuous batching with a token budget, chunked prefill and preemption by recompute: the parts every vLLM
+profile shares. Each engine's scheduling order lives in its own module, V0's swapping with it."""
 
 from __future__ import annotations
 
@@ -14,11 +14,6 @@ from pykv.border.step_report import ScheduledChunk
 from pykv.engine.kv.block_copy import BlockCopy
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
-
-SWAP_ABORT_MESSAGE = (
-    "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error. "
-    "(vLLM V0 stopped the whole engine here; pykv aborts only this request.)"
-)
 
 LIVELOCK_MESSAGE = (
     "Aborted: preempted {n} times in a row without producing a token (a preemption livelock). The running "
@@ -73,8 +68,8 @@ class Scheduler:
     Shared by all: a victim is chosen by ``preemption_victim`` (``pykv.engine.sched.victim_policy``; by default the
     *last* request of the running queue, possibly the request being scheduled itself). Recompute frees
     all its blocks, sets ``num_computed_tokens`` to 0 and puts it at the *front* of the waiting queue
-    keeping every token id. Swap (V0 only) moves its blocks to the
-    CPU pool and appends it to the swapped queue, keeping its progress.
+    keeping every token id. Swap (V0 only: ``V0Scheduler._preempt_live``) moves its blocks to the
+    CPU pool and appends it to the swapped queue, keeping its progress; the swapped queue is empty in V1.
     """
 
     def __init__(self, config: EngineConfig, kv: KVCacheManager, max_model_len: int) -> None:
@@ -84,7 +79,7 @@ class Scheduler:
         self.max_model_len = max_model_len
         self.waiting: deque[Request] = deque()  # changed by Scheduler only
         self.running: list[Request] = []  # changed by Scheduler only
-        self.swapped: deque[Request] = deque()  # changed by Scheduler only
+        self.swapped: deque[Request] = deque()  # changed by V0Scheduler only (V1 never swaps)
         self.requests: dict[str, Request] = {}  # every unfinished request
         self.num_preemptions = 0
         self._events = OutputEvents()  # since the last take_output_events()
@@ -135,12 +130,9 @@ class Scheduler:
     def _preempt_group(
         self, group: list[Request], step: int, out: SchedulerOutput, why: str | None = None
     ) -> list[PreemptionEvent]:
-        """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole.
-
-        vLLM V0's modes: "swap" swaps (falling back when the CPU pool is full); "auto" swaps a group that has or
-        will have several sequences (``get_max_num_running_seqs() > 1``) and recomputes a single one; "recompute"
-        always recomputes (vLLM V1's only mode; vLLM 0.6.3 would assert on a group of several sequences, pykv
-        recomputes each)."""
+        """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole. Each is
+        counted; one preempted too often without progress is aborted (pykv's livelock guard); the others go the
+        way ``_preempt_live`` decides."""
         events, live = [], []
         for victim in group:
             member_why = (
@@ -167,35 +159,16 @@ class Scheduler:
                 out.aborted.append(victim)
                 events.append(dataclasses.replace(event, mode="abort", reason="livelock guard"))
                 continue
-            victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
+            victim.undelivered_preemptions += 1  # an abort takes it back: vLLM never counted those
             live.append((victim, event))
-        mode = self.config.preemption_mode
-        swap = mode == "swap" or (mode == "auto" and sum(v.num_seqs for v, _ in live) > 1)
-        copies = self.kv.swap_out([v for v, _ in live]) if swap and live else None
-        if copies is not None:
-            out.block_copies += copies
-            for victim, event in live:
-                victim.status = RequestStatus.SWAPPED
-                self.swapped.append(victim)
-                events.append(dataclasses.replace(event, mode="swap"))
-            return events
-        reason = None
-        if swap and live:
-            reason = (
-                f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
-                f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}"
-            )
-        for victim, event in live:
-            if reason and self.config.swap_fallback == "abort":
-                victim.undelivered_preemptions -= 1
-                victim.finish_message = SWAP_ABORT_MESSAGE
-                self._finish(victim, RequestStatus.FINISHED_ABORTED)
-                out.aborted.append(victim)
-                events.append(dataclasses.replace(event, mode="abort", fallback="abort", reason=reason))
-                continue
+        return events + self._preempt_live(live, out)
+
+    def _preempt_live(self, live: list[tuple[Request, PreemptionEvent]], out: SchedulerOutput) -> list[PreemptionEvent]:
+        """The victims left after the livelock guard, each with its event (mode "recompute" so far): recompute
+        them, V1's only mode (V0 may swap: ``V0Scheduler._preempt_live``)."""
+        for victim, _ in live:
             self._preempt_by_recompute(victim)
-            events.append(dataclasses.replace(event, fallback="recompute" if reason else None, reason=reason))
-        return events
+        return [event for _, event in live]
 
     def _preempt_by_recompute(self, victim: Request) -> None:
         self.kv.free(victim)
@@ -321,7 +294,6 @@ class Scheduler:
             if request in queue:
                 queue.remove(request)
         self.kv.free(request)
-        self.kv.free_swapped(request)
         self.kv.forget(request)
         del self.requests[request.request_id]
 
@@ -347,14 +319,5 @@ class Scheduler:
                 f"waiting {request.request_id} has computed tokens"
             )
             assert self.kv.num_blocks_of(request) == 0, f"waiting {request.request_id} holds blocks"
-        for request in self.swapped:
-            assert request.status == RequestStatus.SWAPPED
-            assert self.kv.num_blocks_of(request) == 0, f"swapped {request.request_id} holds device blocks"
-            cpu_blocks = len(self.kv.swap.block_tables[request.request_id])
-            # V0 swaps a table whole: a victim caught mid-(re-)prefill takes its reserved, unwritten blocks along
-            reserved = cdiv(max(request.num_computed_tokens, request.num_tokens), self.kv.block_size)
-            assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, (
-                "swapped KV lost, or padded past its reservation"
-            )
         queued = [r.request_id for q in (self.running, self.waiting, self.swapped) for r in q]
         assert len(queued) == len(set(queued)) == len(self.requests), "a request is in two queues or none"
