@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from pykv.border.config import EngineConfig
+from pykv.border.preemption_choices import VICTIM_POLICIES
 from pykv.border.request import Request, RequestStatus, sequence_id
 from pykv.border.step_report import ScheduledChunk
 from pykv.engine.kv.block_copy import BlockCopy
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
+from pykv.engine.sched.request_queue import RequestQueue, create_request_queue
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
 LIVELOCK_MESSAGE = (
@@ -77,7 +79,7 @@ class Scheduler:
         self.profile = config.profile
         self.kv = kv
         self.max_model_len = max_model_len
-        self.waiting: deque[Request] = deque()  # changed by Scheduler only
+        self.waiting = self._new_waiting_queue()  # changed by Scheduler only
         self.running: list[Request] = []  # changed by Scheduler only
         self.swapped: deque[Request] = deque()  # changed by V0Scheduler only (V1 never swaps)
         self.requests: dict[str, Request] = {}  # every unfinished request
@@ -86,16 +88,15 @@ class Scheduler:
         # over every block, V1's null block included (0.33.0 v1/core/kv_cache_manager.py KVCacheManager.__init__)
         self.watermark_blocks = int(config.effective_watermark * kv.pool.num_blocks)
 
-    def add_request(self, request: Request) -> None:
-        self.waiting.append(request)
-        self.requests[request.request_id] = request
-        self._order_waiting()
+    def _new_waiting_queue(self) -> RequestQueue:
+        """The waiting queue of the victim policy's --scheduling-policy (vLLM V1's ``create_request_queue``):
+        ordered by (priority, arrival) under ``priority``, first come first served otherwise."""
+        policy = VICTIM_POLICIES[self.config.preemption_victim].vllm_scheduling_policy
+        return create_request_queue("priority" if policy == "priority" else "fcfs")
 
-    def _order_waiting(self) -> None:
-        """Under the priority policy the waiting queue is ordered by (priority, arrival), as vLLM's priority
-        request queue pops it (a stable sort: equal keys keep their order)."""
-        if self.config.preemption_victim == "priority":
-            self.waiting = deque(sorted(self.waiting, key=lambda r: (r.priority, r.arrival_time)))
+    def add_request(self, request: Request) -> None:
+        self.waiting.add_request(request)
+        self.requests[request.request_id] = request
 
     def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
         return choose_victim(self.config.preemption_victim, candidates)
@@ -179,8 +180,7 @@ class Scheduler:
     def _requeue(self, victim: Request) -> None:
         """A recompute victim goes back to the front of the waiting queue (V1's prepend_request; under the
         priority policy, to its (priority, arrival) place)."""
-        self.waiting.appendleft(victim)
-        self._order_waiting()
+        self.waiting.prepend_request(victim)
 
     # ---- after the forward pass ---------------------------------------------------------------
 
@@ -290,9 +290,11 @@ class Scheduler:
     def _finish(self, request: Request, status: RequestStatus) -> None:
         request.status = status
         self._deliver_preemptions(request)
-        for queue in (self.running, self.waiting, self.swapped):
+        for queue in (self.running, self.swapped):
             if request in queue:
                 queue.remove(request)
+        if request in self.waiting:
+            self.waiting.remove_request(request)
         self.kv.free(request)
         self.kv.forget(request)
         del self.requests[request.request_id]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pykv.border.request import Request, RequestStatus
 from pykv.engine.kv.kv_cache_manager import cdiv
+from pykv.engine.sched.request_queue import FCFSRequestQueue, RequestQueue
 from pykv.engine.sched.scheduler import PreemptionEvent, Scheduler, SchedulerOutput
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
@@ -102,7 +103,7 @@ class V0Scheduler(Scheduler):
                 running = self._schedule_running(out, step, budget, chunking)
                 swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, running)
                 self.running = running.leftover + running.decodes + swapped_in.decodes
-        self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
+        self.waiting.prepend_requests(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
         return out
 
     @property
@@ -111,8 +112,10 @@ class V0Scheduler(Scheduler):
         calls ``_schedule_priority_preemption``; ``_schedule_chunked_prefill`` is first come, first served)."""
         return self.config.preemption_victim == "priority" and not self.config.enable_chunked_prefill
 
-    def _order_waiting(self) -> None:
-        """V0 keeps the waiting queue in arrival order; only ``_schedule_priority_preemption`` sorts it."""
+    def _new_waiting_queue(self) -> RequestQueue:
+        """V0 keeps a deque under every policy (0.6.3.post1 ``Scheduler.__init__``); only
+        ``_schedule_priority_preemption`` sorts it."""
+        return FCFSRequestQueue()
 
     def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
         if self.config.preemption_victim == "priority" and not self._priority:
@@ -126,7 +129,7 @@ class V0Scheduler(Scheduler):
         key = _priority_key
         self.running.sort(key=key)
         if self.waiting:
-            head = self.waiting[0]
+            head = self.waiting.peek_request()
             while self.running and key(self.running[-1]) > key(head):
                 required = cdiv(head.num_tokens, self.kv.block_size)
                 if self.kv.pool.num_free_blocks() - required >= self.watermark_blocks and budget.can_schedule(
@@ -140,9 +143,9 @@ class V0Scheduler(Scheduler):
                 why = "it ranks below the waiting request (priority preemption)"
                 out.preempted.extend(self._preempt_group(group[::-1], step, out, why))
                 # the victim goes before the waiting queue's head at once, not after the step (it is sorted below)
-                self.waiting.extendleft(self._recomputed)
+                self.waiting.prepend_requests(self._recomputed)
                 self._recomputed = []
-        self.waiting = deque(sorted(self.waiting, key=key))
+        self.waiting = FCFSRequestQueue(sorted(self.waiting, key=key))
 
     def _num_new_tokens(self, request: Request, budget: _Budget, chunking: bool) -> int:
         """V0's _get_num_new_tokens: what the request lacks, cut to the budget when chunking (to whole
@@ -278,7 +281,7 @@ class V0Scheduler(Scheduler):
         # without chunking (pykv.engine.max_model_len), so a re-prefill stays within both.
         admitted = []
         while self.waiting:
-            request = self.waiting[0]
+            request = self.waiting.peek_request()
             required = cdiv(request.num_tokens, self.kv.block_size)  # the whole sequence, cache hits included
             if self.kv.pool.num_blocks - required < self.watermark_blocks:
                 self._ignore(out, request, PROMPT_OVER_CAPACITY.format(n=request.num_tokens))
@@ -295,7 +298,7 @@ class V0Scheduler(Scheduler):
             blocks = self._allocate(out, request, num_new - num_hit, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
             self.kv.record_lookup(request, hits)
-            self.waiting.popleft()
+            self.waiting.pop_request()
             request.status = RequestStatus.RUNNING
             request.num_computed_tokens = num_hit
             out.chunks.append(self._chunk(request, num_new - num_hit, num_hit))

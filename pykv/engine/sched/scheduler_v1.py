@@ -80,7 +80,7 @@ class V1Scheduler(Scheduler):
         computed tokens looks anything up; one that has some (0.10.2's orphaned chunk) goes on from them."""
         bs = self.kv.block_size
         while self.waiting and budget > 0 and self.num_running_seqs() < self.config.max_num_seqs:
-            request = self.waiting[0]
+            request = self.waiting.peek_request()
             if self.num_running_seqs() + request.num_seqs > self.config.max_num_seqs:
                 break  # pykv: a request yet to fork into n sequences needs room for all n
             looks_up = request.num_computed_tokens == 0
@@ -105,7 +105,7 @@ class V1Scheduler(Scheduler):
     def _admit(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int], loads: list[int]) -> None:
         """A waiting request whose blocks were just allocated joins the back of the running queue; blocks found
         in the offloading tier are copied in before the forward pass."""
-        self.waiting.popleft()
+        self.waiting.pop_request()
         request.status = RequestStatus.RUNNING
         if loads:
             out.block_copies.append(self.kv.load_offloaded(request, loads, len(hits)))
