@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from oracle import pykv_side
+from oracle import build_venvs, pykv_side
 from oracle.trace import Case, CaseConfig, CaseRequest
 
-PROFILES = ("v0.6", "v0.10", "v0.33")  # the profiles proved here: those whose release has a venv (build_venvs.py)
+PROFILES = pykv_side.profiles_of(build_venvs.RELEASES)  # the profiles proved here: those whose release has a venv
 
 
 def _requests(

@@ -37,6 +37,13 @@ def vllm_profile(name: str):
     return PROFILES[name]
 
 
+def profiles_of(releases: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of pykv's profiles whose release is among ``releases``, in the profile table's order."""
+    from pykv.border.vllm_profiles import PROFILES
+
+    return tuple(name for name, p in PROFILES.items() if p.release in releases)
+
+
 def runs_v0_engine(name: str) -> bool:
     from pykv.border.vllm_profiles import Engine
 

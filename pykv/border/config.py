@@ -298,8 +298,8 @@ class EngineConfig(BaseModel):
     )
     watermark: float | None = knob(
         None,
-        "share of the device pool an admission must leave free; none = the profile's (v0.6: 0.01 on every "
-        "admission and swap-in; v0.33: 0, on admissions while something runs)",
+        "share of the device pool an admission must leave free; none = the profile's (V0: 0.01 on every "
+        "admission and swap-in; V1, where it has one: 0, on admissions while something runs)",
         ge=0,
         lt=1,
         profiles=WATERMARKED,

@@ -1,4 +1,4 @@
-"""vLLM V1's scheduling step (profiles "v0.10" and "v0.33"): ``vllm/v1/core/sched/scheduler.py``,
+"""vLLM V1's scheduling step (every V1 profile): ``vllm/v1/core/sched/scheduler.py``,
 ``Scheduler.schedule``, with each release's admission rule from ``vllm/v1/core/kv_cache_manager.py``,
 ``KVCacheManager.allocate_slots``."""
 
@@ -45,6 +45,8 @@ class V1Scheduler(Scheduler):
           the victim's reset progress (``_update_after_schedule``: 0 + its tokens), so the victim later resumes
           past tokens whose KV nobody computed (vLLM fixed it in 0.11.1, PR #26661); the index is not moved back,
           so the request after the current one is skipped this step; a self-preemption ends the scan.
+
+        Each release's choice is a profile field: ``victim_chunk_taken_back``, ``scan_past_self_preemption``.
         """
         i = 0
         taken_back = self.profile.victim_chunk_taken_back
