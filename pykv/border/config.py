@@ -92,6 +92,8 @@ class EngineConfig(BaseModel):
                 "v0.6": Flag("--device", "device", choices=("auto", "cuda", "neuron", "cpu", "openvino", "tpu", "xpu")),
                 "v0.10": "no flag in vLLM 0.10.2: the platform is detected "
                 "(DeviceConfig(current_platform.device_type))",
+                "v0.32": "no flag in vLLM 0.32.0: the platform is detected "
+                "(DeviceConfig(current_platform.device_type))",
                 "v0.33": "no flag in vLLM 0.33.0: the platform is detected "
                 "(DeviceConfig(current_platform.device_type))",
             }
@@ -130,6 +132,7 @@ class EngineConfig(BaseModel):
             {
                 "v0.6": Flag("--block-size", "block_size", choices=(8, 16, 32)),
                 "v0.10": Flag("--block-size", "block_size", choices=(1, 8, 16, 32, 64, 128)),
+                "v0.32": Flag("--block-size", "block_size"),
                 "v0.33": Flag("--block-size", "block_size"),
             }
         ),
@@ -164,6 +167,7 @@ class EngineConfig(BaseModel):
                 "v0.6": Flag("--swap-space", "swap_space"),
                 "v0.10": "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; only its V0 engine "
                 "reads it, which a non-default --preemption-mode falls back to: EngineArgs._is_v1_supported_oracle)",
+                "v0.32": "no flag in vLLM 0.32.0: V1 never swaps",
                 "v0.33": "no flag in vLLM 0.33.0: V1 never swaps",
             }
         ),
@@ -214,6 +218,7 @@ class EngineConfig(BaseModel):
                 "v0.6": Flag("--preemption-mode", "preemption_mode"),
                 "v0.10": "not in this profile: V1 always recomputes (0.10.2 parses --preemption-mode, but a "
                 "non-default value falls back to the V0 engine: EngineArgs._is_v1_supported_oracle)",
+                "v0.32": "no flag in vLLM 0.32.0: V1 always recomputes",
                 "v0.33": "no flag in vLLM 0.33.0: V1 always recomputes",
             }
         ),
@@ -236,6 +241,7 @@ class EngineConfig(BaseModel):
             {
                 "v0.6": "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
                 "v0.10": f"no flag in vLLM 0.10.2: the tier came later ({OFFLOADING_RELEASES})",
+                "v0.32": Flag("--kv-offloading-size", "kv_offloading_size"),
                 "v0.33": Flag("--kv-offloading-size", "kv_offloading_size"),
             }
         ),
@@ -258,6 +264,7 @@ class EngineConfig(BaseModel):
             {
                 "v0.6": Flag("--enable-prefix-caching", "enable_prefix_caching", "store_true"),
                 "v0.10": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+                "v0.32": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
                 "v0.33": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
             }
         ),
@@ -270,6 +277,7 @@ class EngineConfig(BaseModel):
             {
                 "v0.6": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "store_boolean"),
                 "v0.10": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+                "v0.32": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
                 "v0.33": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
             }
         ),
@@ -308,6 +316,7 @@ class EngineConfig(BaseModel):
                 "v0.6": "no flag in vLLM 0.6.3.post1: its block manager keeps its constructor default, 0.01 "
                 "(core/block_manager.py BlockSpaceManager)",
                 "v0.10": "no flag in vLLM 0.10.2 (the watermark came back in later V1 releases)",
+                "v0.32": Flag("--watermark", "watermark"),
                 "v0.33": Flag("--watermark", "watermark"),
             }
         ),

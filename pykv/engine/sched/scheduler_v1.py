@@ -45,6 +45,7 @@ class V1Scheduler(Scheduler):
           the victim's reset progress (``_update_after_schedule``: 0 + its tokens), so the victim later resumes
           past tokens whose KV nobody computed (vLLM fixed it in 0.11.1, PR #26661); the index is not moved back,
           so the request after the current one is skipped this step; a self-preemption ends the scan.
+        - 0.32.0: as 0.33.0, but a self-preemption ends the scan (``if new_blocks is None: break``).
 
         Each release's choice is a profile field: ``victim_chunk_taken_back``, ``scan_past_self_preemption``.
         """
