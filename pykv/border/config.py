@@ -68,6 +68,7 @@ class EngineConfig(BaseModel):
         DEFAULT_PROFILE,
         "the vLLM release whose rules the engine follows: " + "; ".join(p.label() for p in PROFILES.values()),
         expose=EVERYWHERE,
+        widget="segmented",  # one short name per release: every release side by side, however many
         vllm=the_release(),
     )
     model: str = knob(

@@ -5,6 +5,10 @@ when the KV cache runs out: the scheduling order, what an admission reserves, th
 preemption modes exist, what happens to a request too long for the cache, the log lines and the
 exported metrics. The README's "How it follows vLLM" table cites the vLLM file and function behind
 each field. Pure data: the scheduler, the observer and the metrics read it.
+
+Every difference is a typed field (an enum, or a bool named after the behaviour), never a comparison of profile
+names: a new release is one row of ``PROFILES``, and the config's choices, the knobs' ``profiles=``, the sweep's
+releases and the metric names derive from the table.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def widget(spec: Knob, value: Any, lab: Lab, profile_name: str) -> Any:
     if spec.kind == "choice" or spec.options:
         options = _options(spec, value, profile_name)
         value = value if value in options else options[0]  # e.g. swap, with a V1 release chosen
-        if spec.kind == "choice" and len(options) <= 3:
+        if spec.kind == "choice" and (len(options) <= 3 or spec.widget == "segmented"):
             return st.segmented_control(label, options, default=value, key=key, required=True, help=help_text)
         return st.selectbox(label, options, index=options.index(value), key=key, help=help_text)
     if spec.kind == "int":
