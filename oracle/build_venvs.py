@@ -1,6 +1,6 @@
 """Build the oracle's vLLM venvs: one per release, each with only what its scheduler modules import.
 
-    python oracle/build_venvs.py [--releases 0.33.0 0.10.2 0.6.3.post1] [--cache DIR] [--force]
+    python oracle/build_venvs.py [--releases 0.33.0 0.32.0 0.10.2 0.6.3.post1] [--cache DIR] [--force]
 
 Where: ``--cache``, else ``$PYKV_ORACLE_CACHE``, else ``~/.cache/pykv-oracle`` (outside the clone). Layout::
 
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 TORCH = "torch==2.13.0"
-RELEASES = ("0.33.0", "0.10.2", "0.6.3.post1")
+RELEASES = ("0.33.0", "0.32.0", "0.10.2", "0.6.3.post1")
 MARKER = ".pykv-oracle-ok"
 
 # What each release's scheduler modules import (found by importing them in a bare venv, one missing module at a
@@ -125,6 +125,7 @@ DEPS = {
         "mistral-common",
     ],
 }
+DEPS["0.32.0"] = DEPS["0.33.0"]  # the same scheduler imports (checked when the venv is built)
 EXTRA_PINS = {"0.6.3.post1": {"transformers": "<4.47", "numpy": "<2"}, "0.10.2": {"transformers": "<4.57"}}
 # An import name -> its distribution, for the discovery loop (a module the lists above missed).
 DIST_OF = {
@@ -144,6 +145,7 @@ SCHEDULER_MODULES = {
     # ModelConfig inspects the architecture by importing its model module (in a subprocess)
     "0.10.2": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs", "vllm.model_executor.models.llama"],
     "0.33.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs", "vllm.model_executor.models.llama"],
+    "0.32.0": ["vllm.config", "vllm.v1.core.sched.scheduler", "vllm.v1.outputs", "vllm.model_executor.models.llama"],
 }
 
 

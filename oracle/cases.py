@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from oracle import pykv_side
+from oracle import build_venvs, pykv_side
 from oracle.trace import Case, CaseConfig, CaseRequest
 
-PROFILES = ("v0.6", "v0.10", "v0.33")
+PROFILES = pykv_side.profiles_of(build_venvs.RELEASES)  # the profiles proved here: those whose release has a venv
 
 
 def _requests(
@@ -55,7 +55,8 @@ def _case(
 
 
 def cases_for(profile: str) -> list[Case]:
-    v0, v033 = profile == "v0.6", profile == "v0.33"
+    p = pykv_side.vllm_profile(profile)
+    v0 = pykv_side.runs_v0_engine(profile)
     out = [
         _case(
             profile,
@@ -130,7 +131,7 @@ def cases_for(profile: str) -> list[Case]:
                 "0.10.2 leaves the chunk in the batch, skips the next request and ends the scan",
             )
         )
-    if profile != "v0.10":  # 0.10.2 always chunks prefills
+    if not p.chunked_prefill_always:  # 0.10.2 always chunks prefills
         out.append(
             _case(
                 profile,
@@ -142,7 +143,7 @@ def cases_for(profile: str) -> list[Case]:
                 note="chunked prefill off: whole prompts only",
             )
         )
-    if v033:
+    if p.default_watermark is not None and not v0:  # V1's admission watermark (0.33.0)
         out.append(
             _case(
                 profile,
@@ -154,7 +155,7 @@ def cases_for(profile: str) -> list[Case]:
                 "counts the null block in num_blocks)",
             )
         )
-    if v0:
+    if p.swaps:
         out += [
             _case(
                 profile,
@@ -210,7 +211,8 @@ def random_case(profile: str, seed: int) -> Case:
     rng = random.Random(seed)
     n = rng.randint(3, 10)
     bs = 16
-    chunked = True if profile == "v0.10" else rng.random() < 0.7
+    p = pykv_side.vllm_profile(profile)
+    chunked = True if p.chunked_prefill_always else rng.random() < 0.7
     budget = rng.choice([64, 128, 256]) if chunked else 512
     reqs = []
     for i in range(n):
@@ -225,7 +227,7 @@ def random_case(profile: str, seed: int) -> Case:
         )
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in reqs)
     blocks = max(-(-longest // bs) + 2, rng.randint(8, 40))
-    usable = blocks - (profile != "v0.6")  # V1 keeps block 0 back as its null block
+    usable = blocks - p.null_block  # V1 keeps block 0 back as its null block
     config = dict(
         block_size=bs,
         num_gpu_blocks=blocks,
@@ -235,11 +237,10 @@ def random_case(profile: str, seed: int) -> Case:
         enable_prefix_caching=rng.random() < 0.3,
         max_model_len=min(usable * bs, budget if not chunked else 1024),
     )
-    if profile == "v0.6":
-        if rng.random() < 0.4:
-            config.update(preemption_mode="swap", num_cpu_blocks=rng.choice([8, 64]))
-        if chunked and config["enable_prefix_caching"] and budget % bs:
-            config["enable_prefix_caching"] = False
+    if p.swaps and rng.random() < 0.4:
+        config.update(preemption_mode="swap", num_cpu_blocks=rng.choice([8, 64]))
+    if p.prefix_chunks_whole_blocks and chunked and config["enable_prefix_caching"] and budget % bs:
+        config["enable_prefix_caching"] = False
     for r in reqs:
         r.prompt_token_ids = r.prompt_token_ids[: config["max_model_len"] - 1]
     return _case(profile, f"random-{seed}", reqs, **config)

@@ -9,11 +9,12 @@ import tempfile
 from pathlib import Path
 
 from oracle import build_venvs, pykv_side
+from oracle.cases import PROFILES
 from oracle.compare import Comparison, compare
 from oracle.trace import Case, Trace, dump_list, load_traces
 
-RELEASE_OF = {"v0.6": "0.6.3.post1", "v0.10": "0.10.2", "v0.33": "0.33.0"}
-DRIVER_OF = {"v0.6": "drive_v0.py", "v0.10": "drive_v1.py", "v0.33": "drive_v1.py"}
+RELEASE_OF = {p: pykv_side.vllm_profile(p).release for p in PROFILES}  # the release each profile is proved against
+DRIVER_OF = {p: "drive_v0.py" if pykv_side.runs_v0_engine(p) else "drive_v1.py" for p in PROFILES}
 HERE = Path(__file__).resolve().parent
 
 

@@ -37,6 +37,27 @@ def offload_tier(num_blocks: int, block_size: int):
     return OffloadTier(BlockPool(num_blocks), block_size)
 
 
+def vllm_profile(name: str):
+    """pykv's profile of that name (``VllmProfile``): what the release differs in, read by the cases and the
+    harness instead of the profile's name."""
+    from pykv.border.vllm_profiles import PROFILES
+
+    return PROFILES[name]
+
+
+def profiles_of(releases: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of pykv's profiles whose release is among ``releases``, in the profile table's order."""
+    from pykv.border.vllm_profiles import PROFILES
+
+    return tuple(name for name, p in PROFILES.items() if p.release in releases)
+
+
+def runs_v0_engine(name: str) -> bool:
+    from pykv.border.vllm_profiles import Engine
+
+    return vllm_profile(name).engine is Engine.V0
+
+
 def _scheduled(chunk, v0: bool) -> list:
     """A chunk as ``[id, start, tokens]``. V0 schedules a prefix-cache hit as part of the prefill (0.6.3.post1
     ``Scheduler._get_num_new_tokens``; its model runner skips the hit's compute), so its chunk starts before the hit."""
@@ -61,7 +82,7 @@ def engine_config(case: Case):
         preemption_victim="priority" if c.priority_scheduling else "last",
         attention_backend="torch",
     )
-    if c.profile == "v0.6":
+    if vllm_profile(c.profile).swaps:
         values["num_cpu_blocks"] = c.num_cpu_blocks
     if c.watermark is not None:
         values["watermark"] = c.watermark
@@ -118,7 +139,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
-    v0 = case.config.profile == "v0.6"
+    v0 = runs_v0_engine(case.config.profile)
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
     sched, kv = engine.scheduler, engine.kv
     error: str | None = None

@@ -4,6 +4,7 @@ differ between releases are checked for the engine's profile (``engine.config.vl
 from __future__ import annotations
 
 from pykv import LLMEngine, RequestStatus
+from pykv.border.vllm_profiles import Engine
 from pykv.engine.kv.kv_cache_manager import cdiv
 
 
@@ -19,7 +20,7 @@ def step_checked(engine: LLMEngine):
 
     # V0 with chunked prefill admits prefills after a preemption and while requests are swapped
     # (vllm/core/scheduler.py, _schedule_chunked_prefill); V1 and V0 without chunking never do.
-    v0_chunked = cfg.profile.is_v0 and cfg.enable_chunked_prefill
+    v0_chunked = cfg.profile.engine is Engine.V0 and cfg.enable_chunked_prefill
     victims = [e.request_id for e in report.preempted]
     assert len(set(victims)) == len(victims) and set(victims) <= set(running_before), (victims, running_before)
     if cfg.preemption_victim == "last":  # the victim is the tail of the running queue (the last (re-)admitted)

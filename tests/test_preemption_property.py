@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rules import assert_drained, step_checked
 
 from pykv import SamplingParams
-from pykv.border.vllm_profiles import PROFILES
+from pykv.border.vllm_profiles import PROFILES, Engine
 from pykv.engine.parallel_sampling import sequence_ids
 
 PER_PROFILE = math.ceil(settings().max_examples / len(PROFILES))
@@ -91,14 +91,15 @@ def test_tokens_identical_under_preemption(
     ample = sum(n * math.ceil((len(p) + m) / block_size) for (p, m, _), n in zip(workload, ns))
     num_blocks = smallest_pool + round(pool_slack * max(0, ample - smallest_pool))
     num_blocks += PROFILES[vllm_profile].null_block  # a V1 pool also holds its null block (block 0)
-    if vllm_profile == "v0.6":  # 0.6.3's append check wants a free block per sequence even for a decode into a
+    p = PROFILES[vllm_profile]
+    if p.engine is Engine.V0:  # 0.6.3's append check wants a free block per sequence even for a decode into a
         num_blocks += max(ns)  # partly filled one: a group holding a just-full pool livelocks (pykv's guard aborts)
-    if vllm_profile == "v0.10":
+    if p.chunked_prefill_always:
         enable_chunked_prefill = True  # 0.10 always chunks
     budget = max(budget, max_num_seqs)  # vLLM refuses a budget under max_num_seqs (one decode token each)
     if not enable_chunked_prefill:
         budget = max(budget, largest + 1)  # max_model_len (len + m) must fit one step (vLLM refuses to start)
-    if enable_prefix_caching and enable_chunked_prefill and PROFILES[vllm_profile].is_v0:
+    if enable_prefix_caching and enable_chunked_prefill and p.prefix_chunks_whole_blocks:
         budget = math.ceil(budget / block_size) * block_size  # V0 needs whole blocks per chunk then
     swap = (
         {
@@ -107,12 +108,12 @@ def test_tokens_identical_under_preemption(
             "swap_fallback": swap_fallback,
             "swap_copy": swap_copy,
         }
-        if PROFILES[vllm_profile].is_v0
+        if p.swaps
         else {}
     )
     offload = (
         {}
-        if offload_slack is None or not PROFILES[vllm_profile].has_kv_offloading
+        if offload_slack is None or not p.has_kv_offloading
         else {"num_offload_blocks": max(1, round(offload_slack * num_blocks))}
     )
     engine = make_engine(
@@ -154,7 +155,7 @@ def test_tokens_identical_under_preemption(
                 assert engine.outputs[ids[i]].finish_reason == "abort"
                 continue
             if seq in orphaned or ids[i] in orphaned:  # 0.10.2's lost KV (fixed in 0.11.1): output may differ
-                assert vllm_profile == "v0.10" and engine.outputs[seq].finish_reason in ("stop", "length")
+                assert not p.victim_chunk_taken_back and engine.outputs[seq].finish_reason in ("stop", "length")
                 event("0.10.2 resumed past an orphaned chunk")
                 continue
             check_output(engine.outputs[seq], solo_tokens(make_engine, prompt, max_tokens), swap, swap_fallback, i)

@@ -301,7 +301,7 @@ def test_profiles_change_schedules_never_tokens(make_engine):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"vllm_profile": "v0.7"}, "vllm_profile must be one of ('v0.6', 'v0.10', 'v0.33')"),
+        ({"vllm_profile": "v0.7"}, f"vllm_profile must be one of {tuple(PROFILES)}"),
         ({"vllm_profile": "v0.33", "preemption_mode": "auto"}, "vllm_profile='v0.6'"),
         ({"vllm_profile": "v0.10", "watermark": 0.1}, "watermark is not a knob of vllm_profile='v0.10'"),
         ({"vllm_profile": "v0.33", "swap_fallback": "abort"}, "use vllm_profile='v0.6'"),

@@ -28,16 +28,24 @@ from pykv.border.vllm_flags import (
     same_flag,
     the_release,
 )
-from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfileName, profile
+from pykv.border.vllm_profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    PreemptionMode,
+    VllmProfile,
+    VllmProfileName,
+    profile,
+    profile_names,
+)
 
-PreemptionMode = Literal["recompute", "swap", "auto"]
 AttentionBackendName = Literal["auto", "torch", "triton"]
 DtypeName = Literal["float32", "float16", "bfloat16"]
 SwapFallback = Literal["recompute", "abort"]
 SwapCopy = Literal["batched", "per_block"]
 
-V0 = ("v0.6",)  # knobs only vLLM V0 had (swap)
-OFFLOADING = ("v0.33",)  # V1's CPU offloading tier (--kv-offloading-size: OFFLOADING_RELEASES)
+SWAPPING = profile_names(lambda p: p.swaps)  # knobs only releases that swap have (vLLM V0)
+OFFLOADING = profile_names(lambda p: p.has_kv_offloading)  # V1's CPU offloading tier (OFFLOADING_RELEASES)
+WATERMARKED = profile_names(lambda p: p.default_watermark is not None)  # releases with a watermark
 # The most blocks a pool may have, whatever their size: each block also costs Python objects (BlockPool). The engine
 # checks the pool's bytes against a memory budget too (pykv.border.limits.MAX_KV_BYTES), where the block size is known.
 MAX_POOL_BLOCKS = 1_000_000
@@ -58,9 +66,9 @@ class EngineConfig(BaseModel):
 
     vllm_profile: VllmProfileName = knob(
         DEFAULT_PROFILE,
-        "the vLLM release whose rules the engine follows: v0.6 (V0: swap, whole-prompt admission), "
-        "v0.10 (V1 as first shipped) or v0.33 (today's V1)",
+        "the vLLM release whose rules the engine follows: " + "; ".join(p.label() for p in PROFILES.values()),
         expose=EVERYWHERE,
+        widget="segmented",  # one short name per release: every release side by side, however many
         vllm=the_release(),
     )
     model: str = knob(
@@ -81,9 +89,15 @@ class EngineConfig(BaseModel):
         app_owned=True,
         max_length=32,
         vllm=per_release(
-            Flag("--device", "device", choices=("auto", "cuda", "neuron", "cpu", "openvino", "tpu", "xpu")),
-            "no flag in vLLM 0.10.2: the platform is detected (DeviceConfig(current_platform.device_type))",
-            "no flag in vLLM 0.33.0: the platform is detected (DeviceConfig(current_platform.device_type))",
+            {
+                "v0.6": Flag("--device", "device", choices=("auto", "cuda", "neuron", "cpu", "openvino", "tpu", "xpu")),
+                "v0.10": "no flag in vLLM 0.10.2: the platform is detected "
+                "(DeviceConfig(current_platform.device_type))",
+                "v0.32": "no flag in vLLM 0.32.0: the platform is detected "
+                "(DeviceConfig(current_platform.device_type))",
+                "v0.33": "no flag in vLLM 0.33.0: the platform is detected "
+                "(DeviceConfig(current_platform.device_type))",
+            }
         ),
     )
     attention_backend: AttentionBackendName = knob(
@@ -116,9 +130,12 @@ class EngineConfig(BaseModel):
         ge=1,
         le=256,
         vllm=per_release(
-            Flag("--block-size", "block_size", choices=(8, 16, 32)),
-            Flag("--block-size", "block_size", choices=(1, 8, 16, 32, 64, 128)),
-            Flag("--block-size", "block_size"),
+            {
+                "v0.6": Flag("--block-size", "block_size", choices=(8, 16, 32)),
+                "v0.10": Flag("--block-size", "block_size", choices=(1, 8, 16, 32, 64, 128)),
+                "v0.32": Flag("--block-size", "block_size"),
+                "v0.33": Flag("--block-size", "block_size"),
+            }
         ),
     )
     num_gpu_blocks: int = knob(
@@ -145,12 +162,15 @@ class EngineConfig(BaseModel):
         "CPU swap pool in GiB (vLLM's --swap-space); num_cpu_blocks overrides it",
         ge=0,
         le=64,
-        profiles=V0,
+        profiles=SWAPPING,
         vllm=per_release(
-            Flag("--swap-space", "swap_space"),
-            "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; only its V0 engine reads it, "
-            "which a non-default --preemption-mode falls back to: EngineArgs._is_v1_supported_oracle)",
-            "no flag in vLLM 0.33.0: V1 never swaps",
+            {
+                "v0.6": Flag("--swap-space", "swap_space"),
+                "v0.10": "not in this profile: V1 never swaps (0.10.2 still parses --swap-space; only its V0 engine "
+                "reads it, which a non-default --preemption-mode falls back to: EngineArgs._is_v1_supported_oracle)",
+                "v0.32": "no flag in vLLM 0.32.0: V1 never swaps",
+                "v0.33": "no flag in vLLM 0.33.0: V1 never swaps",
+            }
         ),
     )
     num_cpu_blocks: int | None = knob(
@@ -161,7 +181,7 @@ class EngineConfig(BaseModel):
         ge=0,
         le=MAX_POOL_BLOCKS,
         app_max=4096,
-        profiles=V0,
+        profiles=SWAPPING,
         vllm=pykv_only("the CPU pool in blocks; vLLM sizes it from --swap-space only"),
     )
     max_num_seqs: int = knob(
@@ -195,10 +215,13 @@ class EngineConfig(BaseModel):
         "(copy its blocks to the CPU pool; v0.6 only) or auto (V0's rule; v0.6 only)",
         expose=EVERYWHERE,
         vllm=per_release(
-            Flag("--preemption-mode", "preemption_mode"),
-            "not in this profile: V1 always recomputes (0.10.2 parses --preemption-mode, but a non-default "
-            "value falls back to the V0 engine: EngineArgs._is_v1_supported_oracle)",
-            "no flag in vLLM 0.33.0: V1 always recomputes",
+            {
+                "v0.6": Flag("--preemption-mode", "preemption_mode"),
+                "v0.10": "not in this profile: V1 always recomputes (0.10.2 parses --preemption-mode, but a "
+                "non-default value falls back to the V0 engine: EngineArgs._is_v1_supported_oracle)",
+                "v0.32": "no flag in vLLM 0.32.0: V1 always recomputes",
+                "v0.33": "no flag in vLLM 0.33.0: V1 always recomputes",
+            }
         ),
     )
     preemption_victim: VictimPolicyName = knob(
@@ -216,9 +239,12 @@ class EngineConfig(BaseModel):
         le=64,
         profiles=OFFLOADING,
         vllm=per_release(
-            "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
-            f"no flag in vLLM 0.10.2: the tier came later ({OFFLOADING_RELEASES})",
-            Flag("--kv-offloading-size", "kv_offloading_size"),
+            {
+                "v0.6": "not in vLLM 0.6.3.post1: the CPU offloading tier came with V1",
+                "v0.10": f"no flag in vLLM 0.10.2: the tier came later ({OFFLOADING_RELEASES})",
+                "v0.32": Flag("--kv-offloading-size", "kv_offloading_size"),
+                "v0.33": Flag("--kv-offloading-size", "kv_offloading_size"),
+            }
         ),
     )
     num_offload_blocks: int | None = knob(
@@ -236,9 +262,12 @@ class EngineConfig(BaseModel):
         "reuse full blocks whose token prefix was computed before (hash kept after free)",
         expose=EVERYWHERE,
         vllm=per_release(
-            Flag("--enable-prefix-caching", "enable_prefix_caching", "store_true"),
-            Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
-            Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+            {
+                "v0.6": Flag("--enable-prefix-caching", "enable_prefix_caching", "store_true"),
+                "v0.10": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+                "v0.32": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+                "v0.33": Flag("--enable-prefix-caching", "enable_prefix_caching", "bool_optional"),
+            }
         ),
     )
     enable_chunked_prefill: bool = knob(
@@ -246,9 +275,12 @@ class EngineConfig(BaseModel):
         "split long prompts over several steps to fit the token budget",
         expose=EVERYWHERE,
         vllm=per_release(
-            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "store_boolean"),
-            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
-            Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+            {
+                "v0.6": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "store_boolean"),
+                "v0.10": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+                "v0.32": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+                "v0.33": Flag("--enable-chunked-prefill", "enable_chunked_prefill", "bool_optional"),
+            }
         ),
     )
     seed: int = knob(
@@ -264,27 +296,30 @@ class EngineConfig(BaseModel):
     swap_fallback: SwapFallback = knob(
         "recompute",
         "when the CPU pool is full: recompute the victim instead, or abort it with vLLM V0's message",
-        profiles=V0,
+        profiles=SWAPPING,
         vllm=pykv_only("what pykv does when the CPU pool is full"),
     )
     swap_copy: SwapCopy = knob(
         "batched",
         "one copy per swap (batched) or one per block (per_block)",
-        profiles=V0,
+        profiles=SWAPPING,
         vllm=pykv_only("how pykv issues the swap copies"),
     )
     watermark: float | None = knob(
         None,
-        "share of the device pool an admission must leave free; none = the profile's (v0.6: 0.01 on every "
-        "admission and swap-in; v0.33: 0, on admissions while something runs)",
+        "share of the device pool an admission must leave free; none = the profile's (V0: 0.01 on every "
+        "admission and swap-in; V1, where it has one: 0, on admissions while something runs)",
         ge=0,
         lt=1,
-        profiles=("v0.6", "v0.33"),
+        profiles=WATERMARKED,
         vllm=per_release(
-            "no flag in vLLM 0.6.3.post1: its block manager keeps its constructor default, 0.01 "
-            "(core/block_manager.py BlockSpaceManager)",
-            "no flag in vLLM 0.10.2 (the watermark came back in later V1 releases)",
-            Flag("--watermark", "watermark"),
+            {
+                "v0.6": "no flag in vLLM 0.6.3.post1: its block manager keeps its constructor default, 0.01 "
+                "(core/block_manager.py BlockSpaceManager)",
+                "v0.10": "no flag in vLLM 0.10.2 (the watermark came back in later V1 releases)",
+                "v0.32": Flag("--watermark", "watermark"),
+                "v0.33": Flag("--watermark", "watermark"),
+            }
         ),
     )
     # Modelled PCIe cost of a swap, shown beside the measured one (default: PCIe Gen5 x16, pinned memory).
@@ -352,7 +387,7 @@ class EngineConfig(BaseModel):
         return type(self)(**(values | reset)), sorted(reset)
 
     @property
-    def profile(self):
+    def profile(self) -> VllmProfile:
         """The vLLM release this config follows (``pykv.border.vllm_profiles.VllmProfile``)."""
         return profile(self.vllm_profile)
 
@@ -410,7 +445,7 @@ def _check_profile(c: EngineConfig) -> None:
             "preemption_mode",
             f"preemption_mode={c.preemption_mode!r} does not exist in vllm_profile="
             f"{p.name!r} (vLLM {p.release}, {p.engine} always recomputes); it is in vllm_profile="
-            f"{having[0]!r} (vLLM {PROFILES[having[0]].release}, V0).",
+            f"{having[0]!r} (vLLM {PROFILES[having[0]].release}, {PROFILES[having[0]].engine}).",
         )
     for spec in knobs():
         if spec.profiles is None or p.name in spec.profiles or getattr(c, spec.name) == spec.default:
@@ -427,13 +462,19 @@ def _check_profile(c: EngineConfig) -> None:
             f"vLLM {p.release} keeps block 0 back as its null block, so "
             f"num_gpu_blocks={c.num_gpu_blocks} leaves no block for a request; set 2 or more.",
         )
-    if p.name == "v0.10" and not c.enable_chunked_prefill:
+    if p.chunked_prefill_always and not c.enable_chunked_prefill:
+        others = " and ".join(repr(n) for n in profile_names(lambda q: not q.chunked_prefill_always))
         raise ConfigError(
             "enable_chunked_prefill",
-            "vLLM 0.10.2 always chunks prefills (V1's default args force it "
-            "on); enable_chunked_prefill=False exists in vllm_profile='v0.6' and 'v0.33'.",
+            f"vLLM {p.release} always chunks prefills (V1's default args force it "
+            f"on); enable_chunked_prefill=False exists in vllm_profile={others}.",
         )
-    if p.is_v0 and c.enable_chunked_prefill and c.enable_prefix_caching and c.max_num_batched_tokens % c.block_size:
+    if (
+        p.prefix_chunks_whole_blocks
+        and c.enable_chunked_prefill
+        and c.enable_prefix_caching
+        and c.max_num_batched_tokens % c.block_size
+    ):
         raise ConfigError(
             "max_num_batched_tokens",
             f"vLLM {p.release} needs max_num_batched_tokens to be a multiple "

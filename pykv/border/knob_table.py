@@ -37,9 +37,10 @@ def knob(
     """A config field. ``not_in_lessons`` says why a lesson may not set it; ``app_owned`` marks what the
     app decides for every engine it builds (lessons included: model, device, dtype, backend); ``app_max``
     caps the value the app's sidebar and URL accept (a shared server); ``widget`` asks the sidebar for a
-    slider instead of a number box; ``options`` names a list the app fills at run time; ``profiles`` names
-    the vLLM profiles that have the knob (None: all of them); ``vllm`` is how each release's ``vllm serve``
-    spells it (``pykv.border.vllm_flags``), required of every knob."""
+    slider instead of a number box ("slider"), or for side-by-side choices however many ("segmented");
+    ``options`` names a list the app fills at run time; ``profiles`` names the vLLM profiles that have the knob
+    (None: all of them); ``vllm`` is how each release's ``vllm serve`` spells it (``pykv.border.vllm_flags``),
+    required of every knob."""
     meta = KnobMeta(expose, not_in_lessons, app_owned, app_max, widget, options, profiles, vllm)
     # The typed record rides in the field's schema extras (never rendered: nothing asks for a JSON schema).
     return Field(default, description=help, json_schema_extra=cast(dict, {META_KEY: meta}), **bounds)

@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import Mapping
 
-from pykv.border.vllm_profiles import PROFILES, VllmProfile
+from pykv.border.vllm_profiles import PROFILES, Engine, VllmProfile
 
 
 class MetricKind(enum.Enum):
@@ -44,9 +44,9 @@ class Exported(enum.Enum):
         if self is Exported.EVERY:
             return True
         if self is Exported.V0 or self is Exported.V1:
-            return profile.is_v0 == (self is Exported.V0)
+            return (profile.engine is Engine.V0) == (self is Exported.V0)
         if self is Exported.V0_AND_DEPRECATED:
-            return profile.is_v0 or profile.deprecated_v0_cache_metrics
+            return profile.engine is Engine.V0 or profile.deprecated_v0_cache_metrics
         if self is Exported.DEPRECATED:
             return profile.deprecated_v0_cache_metrics
         if self is Exported.REQUEST_HISTOGRAM:
@@ -237,7 +237,7 @@ def resolve(metric: Metric | str) -> tuple[Metric, str]:
 def kv_usage(profile: VllmProfile) -> Metric:
     """The device pool's usage gauge under the profile's name (V0 and V1 name it differently; 0.10.2 exports V0's
     name too, deprecated: ``DEPRECATED_TWIN``)."""
-    return GPU_CACHE_USAGE if profile.is_v0 else KV_CACHE_USAGE
+    return GPU_CACHE_USAGE if profile.engine is Engine.V0 else KV_CACHE_USAGE
 
 
 # A V1 metric and the deprecated V0-era name exported beside it with the same value, where the profile has

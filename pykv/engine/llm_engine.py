@@ -8,16 +8,17 @@ from typing import Sequence
 
 import torch
 
-from pykv.border.config import MAX_POOL_BLOCKS, EngineConfig, show_value
+from pykv.border.config import EngineConfig, show_value
 from pykv.border.pcie import modelled_copy_seconds
 from pykv.border.request import Request, RequestOutput, SamplingParams, sequence_id
 from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import CopyOnWrite, OffloadTransfer, PreemptionView, StepReport
+from pykv.border.vllm_profiles import Engine
 from pykv.engine.kv.block_copy import CopyKind
 from pykv.engine.kv.block_pool import BlockPool
 from pykv.engine.kv.cache_engine import CacheEngine, CopyTiming
-from pykv.engine.kv.kv_budget import check_pool_budget, cpu_pool_blocks, kv_pool_budget
 from pykv.engine.kv.kv_cache_manager import KVCacheManager
+from pykv.engine.kv.sizing import check_pool_budget, engine_sizing
 from pykv.engine.max_model_len import fit_max_model_len, fitted_because
 from pykv.engine.model.attention import prepare_backend, resolve_backend
 from pykv.engine.model.loader import LoadedModel, load_model
@@ -29,10 +30,12 @@ from pykv.engine.observe.snapshot_builder import build_snapshot
 from pykv.engine.observe.totals import EngineTotals
 from pykv.engine.parallel_sampling import check_n, fork_generators, group_output, sequence_ids
 from pykv.engine.prompt_checks import Prompt, checked_priority, checked_request_id, token_ids_of
-from pykv.engine.sched.scheduler import SchedulerOutput
+from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
 from pykv.engine.sched.scheduler_v0 import V0Scheduler
 from pykv.engine.sched.scheduler_v1 import V1Scheduler
 from pykv_kernels.launch_record import LaunchRecord
+
+SCHEDULERS: dict[Engine, type[Scheduler]] = {Engine.V0: V0Scheduler, Engine.V1: V1Scheduler}  # by engine generation
 
 
 @dataclass(frozen=True)
@@ -60,19 +63,17 @@ class LLMEngine:
         prepare_backend(config.attention_backend, config.device, stepwise)  # before the load imports triton
         self.loaded = loaded or load_model(config.model, config.device, config.dtype)
         model_cfg = self.loaded.config
-        self.bytes_per_block = CacheEngine.bytes_per_block(model_cfg, config.block_size, config.dtype)
+        self.sizing = engine_sizing(config, model_cfg)  # the pools, sized once (the app's seat reads the same)
         if config.gpu_memory_utilization is not None:
-            config = config.replace(num_gpu_blocks=self._blocks_from_gpu_memory(config))
+            config = config.replace(num_gpu_blocks=self.sizing.num_gpu_blocks)
             self.config = config
         self.max_model_len, self.startup_lines = fit_max_model_len(
-            config, model_cfg.max_position_embeddings, self.bytes_per_block
+            config, model_cfg.max_position_embeddings, self.sizing.bytes_per_block
         )
         self._max_model_len_note = fitted_because(config, self.max_model_len, model_cfg.max_position_embeddings)
         for line in self.startup_lines:
             logger.info(line)
-        num_cpu_blocks = cpu_pool_blocks(config, self.bytes_per_block)
-        check_pool_budget(config, self.bytes_per_block, num_cpu_blocks)  # before any block or tensor is allocated
-        offloading = config.num_offload_blocks is not None or config.kv_offloading_size is not None
+        check_pool_budget(config, self.sizing)  # before any block or tensor is allocated
         device_pool = BlockPool(
             config.num_gpu_blocks,
             null_block=config.profile.null_block,
@@ -82,15 +83,15 @@ class LLMEngine:
             device_pool,
             config.block_size,
             config.enable_prefix_caching,
-            cpu_pool=BlockPool(num_cpu_blocks),
-            offload=offloading,
+            cpu_pool=BlockPool(self.sizing.num_cpu_blocks),
+            offload=self.sizing.num_offload_blocks is not None,
+            share_full_blocks=config.profile.shares_full_blocks,
         )
-        scheduler_class = V0Scheduler if config.profile.is_v0 else V1Scheduler
-        self.scheduler = scheduler_class(config, self.kv, self.max_model_len)
+        self.scheduler = SCHEDULERS[config.profile.engine](config, self.kv, self.max_model_len)
         self.cache = CacheEngine(
             model_cfg,
-            config.num_gpu_blocks,
-            num_cpu_blocks,
+            self.sizing.num_gpu_blocks,
+            self.sizing.num_cpu_blocks,
             config.block_size,
             config.dtype,
             config.device,
@@ -99,7 +100,7 @@ class LLMEngine:
         self.backend = resolve_backend(config.attention_backend, config.device, stepwise)
         self.runner = ModelRunner(self.loaded, self.cache, self.kv, self.backend, config.device)
         self.ledger = CostLedger(
-            self.bytes_per_block, config.device, config.pcie_bandwidth_gbps, config.pcie_copy_overhead_us
+            self.sizing.bytes_per_block, config.device, config.pcie_bandwidth_gbps, config.pcie_copy_overhead_us
         )
         self.metrics = EngineMetrics(config.profile)
         self.observer = StepObserver(self.metrics, config)
@@ -108,19 +109,10 @@ class LLMEngine:
         self._num_added = 0
         self._sequence_ids: set[str] = set()  # ids of the sequences parallel sampling will fork (reserved)
 
-    def _blocks_from_gpu_memory(self, config: EngineConfig) -> int:
-        """vLLM's sizing: the share of GPU memory left for KV after the weights, in whole blocks."""
-        assert config.gpu_memory_utilization is not None  # called only when it is set
-        free, total = torch.cuda.mem_get_info(config.device)
-        budget = config.gpu_memory_utilization * total - (total - free)
-        blocks = min(
-            int(budget // self.bytes_per_block), MAX_POOL_BLOCKS, kv_pool_budget(config.device) // self.bytes_per_block
-        )
-        if blocks < 1:
-            raise ValueError(
-                f"gpu_memory_utilization={config.gpu_memory_utilization} leaves no room for one KV block; raise it."
-            )
-        return blocks
+    @property
+    def bytes_per_block(self) -> int:
+        """One KV block's bytes, K and V of every layer (``self.sizing``)."""
+        return self.sizing.bytes_per_block
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -149,13 +141,14 @@ class LLMEngine:
         vocab = self.loaded.config.vocab_size
         if any(not 0 <= t < vocab for t in token_ids):
             raise ValueError(f"Prompt token ids must lie in [0, {vocab}); got {min(token_ids)}..{max(token_ids)}.")
-        # 0.33 also refuses a prompt of exactly max_model_len: no room for one output token (_validate_prompt_len).
-        full = len(token_ids) == self.max_model_len and self.config.vllm_profile == "v0.33"
+        # 0.33 also refuses a prompt of exactly max_model_len (VllmProfile.prompt_leaves_output_room).
+        p = self.config.profile
+        full = len(token_ids) == self.max_model_len and p.prompt_leaves_output_room
         if len(token_ids) > self.max_model_len or full:
             raise ValueError(
                 f"The prompt has {len(token_ids)} tokens but max_model_len is {self.max_model_len}"
                 f"{self._max_model_len_note}"
-                f"{' and vLLM 0.33 keeps room for one output token' if full else ''}; shorten it."
+                f"{f' and vLLM {p.release} keeps room for one output token' if full else ''}; shorten it."
             )
         check_n(params, len(token_ids), self.config)
         index = self._num_added + offset
@@ -469,7 +462,7 @@ class LLMEngine:
             step=self.step_count,
             device=self.config.device,
             vllm_profile=self.config.vllm_profile,
-            bytes_per_block=self.bytes_per_block,
+            bytes_per_block=self.sizing.bytes_per_block,
             kv=self.kv,
             scheduler=self.scheduler,
             outputs=self.outputs.values(),

@@ -10,8 +10,9 @@ available memory; the override replaces the block count afterwards, in ``get_num
 preempted again and again (pykv's livelock guard ends it). The lab shrinks pools far below the model's
 context, so when ``max_model_len`` is left unset pykv fits it to the pool in every profile, as vLLM 0.33
 does with ``--max-model-len -1`` (``_auto_fit_max_model_len``), and says so. A ``max_model_len`` set larger
-than the pool is refused with the release's message, except under v0.10 with ``num_gpu_blocks``, which
-starts, as 0.10.2 does, and says what will happen. Without chunked prefill every release also refuses a
+than the pool is refused with the release's message, except where the release's check reads the profiled memory
+and not ``num_gpu_blocks`` (``VllmProfile.max_model_len_check``: 0.10.2), which starts, as 0.10.2 does, and says
+what will happen. Without chunked prefill every release also refuses a
 token budget smaller than max_model_len (``SchedulerConfig._verify_args`` / ``verify_max_model_len``): an
 unset max_model_len is fitted to the budget too, a set one is refused.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from pykv.border.config import EngineConfig
 from pykv.border.units import fmt_bytes
+from pykv.border.vllm_profiles import MaxModelLenCheck
 
 
 def fitted_because(config: EngineConfig, max_model_len: int, model_max: int) -> str:
@@ -46,12 +48,15 @@ def _pool_words(config: EngineConfig) -> str:
 def checks_the_override(config: EngineConfig) -> bool:
     """Whether the release's start-up check sees the pool pykv runs: every release with a pool sized from memory;
     with num_gpu_blocks (--num-gpu-blocks-override) V0 and 0.33.0 check it, 0.10.2 checks the profiled memory."""
-    return config.gpu_memory_utilization is not None or config.profile.name != "v0.10"
+    return (
+        config.gpu_memory_utilization is not None
+        or config.profile.max_model_len_check is not MaxModelLenCheck.PROFILED_MEMORY
+    )
 
 
 def _no_auto_fit(config: EngineConfig, model_max: int) -> str:
     p = config.profile
-    if p.name == "v0.33":
+    if p.auto_fits_max_model_len:
         return ""
     if not checks_the_override(config):
         return (
@@ -106,7 +111,7 @@ def fit_max_model_len(config: EngineConfig, model_max: int, bytes_per_block: int
             "--num-gpu-blocks-override), and a request that outgrows the pool is preempted again and again, until "
             "pykv's livelock guard aborts it"
         ]
-    if p.is_v0:
+    if p.max_model_len_check is MaxModelLenCheck.BLOCKS:
         raise ValueError(
             f"The model's max seq len ({wanted}) is larger than the maximum number of tokens that can be stored in KV "
             f"cache ({capacity}). Raise num_gpu_blocks or lower max_model_len (vLLM {p.release}'s start-up check)."

@@ -33,8 +33,7 @@ from pykv.border.limits import MAX_STEPS
 from pykv.border.request import SamplingParams
 from pykv.border.snapshot import Snapshot
 from pykv.border.workload import Workload, make_workload
-from pykv.engine.kv.cache_engine import CacheEngine
-from pykv.engine.kv.kv_budget import cpu_pool_blocks
+from pykv.engine.kv.sizing import engine_sizing
 from pykv.engine.llm_engine import LLMEngine
 from pykv.engine.model.loader import LoadedModel
 from pykv.lab.workload_runner import WorkloadRunner
@@ -52,10 +51,9 @@ SNAPSHOT_BYTES_ESTIMATE = 45_000  # bytes of one recorded step on the default co
 
 def memory_estimate(config: EngineConfig, loaded: LoadedModel) -> int:
     """Bytes a Lab on ``config`` may come to hold, known before anything is allocated: its KV pools
-    (device + CPU: the swap pool or the offloading tier) plus a full history of MAX_STEPS snapshots."""
-    per_block = CacheEngine.bytes_per_block(loaded.config, config.block_size, config.dtype)
-    cpu_blocks = cpu_pool_blocks(config, per_block)
-    return (config.num_gpu_blocks + cpu_blocks) * per_block + MAX_STEPS * SNAPSHOT_BYTES_ESTIMATE
+    (device + CPU: the swap pool or the offloading tier, sized as its engine sizes them: ``engine_sizing``) plus a
+    full history of MAX_STEPS snapshots."""
+    return engine_sizing(config, loaded.config).kv_bytes + MAX_STEPS * SNAPSHOT_BYTES_ESTIMATE
 
 
 def lab_config(**changes: Any) -> EngineConfig:

@@ -27,10 +27,13 @@ import random
 from dataclasses import dataclass, field
 
 from pykv.border.config import EngineConfig
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, Engine
 from pykv.border.workload import Workload, WorkloadRequest
 from pykv.bridge import Diagnosis
+from pykv.bridge.base.release_guess import release_key
 from pykv.bridge.traces.reader import TraceRequest
 
+ENGINES = {"v0": Engine.V0, "v1": Engine.V1}  # the bridge's engine names
 LAB_BLOCK_SIZE = 16
 LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the server's length
 MAX_LAB_RUNNING = 12
@@ -81,15 +84,19 @@ class ReplayPlan:
 
 
 def profile_for(diagnosis: Diagnosis) -> tuple[str, str]:
-    """The lab profile for the recognised release, and why."""
+    """The lab profile for the recognised release, and why: of the profiles of the server's engine, the oldest whose
+    release series (0.10, 0.33) is not older than any release the server may run (its rules the ones that server
+    could have grown into), else the newest (an unknown or a newer release); the default where the engine is not
+    recognised."""
     release = diagnosis.release
-    if release.engine == "v0":
-        return "v0.6", f"the server runs vLLM's V0 engine ({release.text}): profile v0.6 (vLLM 0.6.3.post1, V0)"
-    if release.engine == "v1" and release.at_least("0.11.0") is False:
-        return "v0.10", f"the server runs early V1 ({release.text}): profile v0.10 (vLLM 0.10.2)"
-    if release.engine == "v1":
-        return "v0.33", f"the server runs V1 ({release.text}): profile v0.33 (vLLM 0.33.0, today's V1)"
-    return "v0.33", "the engine was not recognised: profile v0.33 (today's V1), the default"
+    engine = ENGINES.get(release.engine or "")
+    if engine is None:
+        p = PROFILES[DEFAULT_PROFILE]
+        return p.name, f"the engine was not recognised: profile {p.label()}, the default"
+    ours = sorted((p for p in PROFILES.values() if p.engine is engine), key=lambda p: release_key(p.release))
+    series = release_key(release.high)[:2] if release.high is not None else None
+    chosen = next((p for p in ours if series is not None and series <= release_key(p.release)[:2]), ours[-1])
+    return chosen.name, f"the server runs vLLM's {engine} engine ({release.text}): profile {chosen.label()}"
 
 
 def server_pressure(diagnosis: Diagnosis) -> ServerPressure:
@@ -153,7 +160,7 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
         f"input:output {share_in:.0%}:{1 - share_in:.0%} of each request"
         + ("" if p.mean_input_tokens else " (assumed: the log gives no lengths)"),
     ]
-    if profile == "v0.6" and p.num_cpu_blocks:
+    if PROFILES[profile].swaps and p.num_cpu_blocks:
         cpu = max(1, round(p.num_cpu_blocks * blocks / (p.num_gpu_blocks or blocks)))
         knobs |= dict(preemption_mode="auto", num_cpu_blocks=cpu)
         keeps.append(

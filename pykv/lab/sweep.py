@@ -14,6 +14,7 @@ from pykv.border.config import EngineConfig
 from pykv.border.pcie import PCIE_GBPS, modelled_copy_seconds
 from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.run_totals import MODELLED_PCIE_FIELDS, RUN_TOTALS_COLUMNS
+from pykv.border.vllm_profiles import newest_profile
 from pykv.border.workload import PRESETS, check_preset_args, make_workload
 from pykv.engine.kv.kv_cache_manager import cdiv
 from pykv.engine.model.loader import LoadedModel, load_model
@@ -28,8 +29,8 @@ MODES: dict[str, dict] = {
     "recompute+offload": {"preemption_mode": "recompute", "enable_prefix_caching": False},
     "swap+prefix": {"preemption_mode": "swap", "enable_prefix_caching": True, "swap_copy": "batched"},
 }
-SWAP_PROFILE = "v0.6"  # swap modes run under vLLM V0's rules: V1 has no swap
-OFFLOAD_PROFILE = "v0.33"  # the CPU offloading tier is today's V1's (vLLM 0.11.1+)
+SWAP_PROFILE = newest_profile(lambda p: p.swaps)  # swap modes run under vLLM V0's rules: V1 has no swap
+OFFLOAD_PROFILE = newest_profile(lambda p: p.has_kv_offloading)  # the CPU offloading tier is V1's (vLLM 0.11.1+)
 OFFLOAD_MODES = ("recompute+offload",)
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 RUN_CONFIG_COLUMNS = [  # what a run was: its mode, axis value and the config fields a sweep varies
@@ -194,10 +195,10 @@ class SweepSpec:
             profile: str = self.base.vllm_profile
             if changes["preemption_mode"] == "swap":
                 changes["num_cpu_blocks"] = self.cpu_pool_factor * blocks
-                profile = profile if self.base.profile.is_v0 else SWAP_PROFILE  # only V0 swaps
+                profile = profile if self.base.profile.swaps else SWAP_PROFILE  # only V0 swaps
             if mode in OFFLOAD_MODES:
                 changes["num_offload_blocks"] = self.cpu_pool_factor * blocks
-                profile = OFFLOAD_PROFILE
+                profile = profile if self.base.profile.has_kv_offloading else OFFLOAD_PROFILE
             label = f"{mode} · {policy}" if len(self.policies) > 1 else mode
             runs.append((label, value, self.base.with_profile(profile, **changes)[0]))
         return runs
@@ -208,11 +209,11 @@ class SweepSpec:
         base = self.base.vllm_profile
         notes = []
         for mode in self.modes:
-            if mode in OFFLOAD_MODES and base != OFFLOAD_PROFILE:
+            if mode in OFFLOAD_MODES and not self.base.profile.has_kv_offloading:
                 notes.append(
                     f"{mode} runs on {OFFLOAD_PROFILE}, not {base}: the CPU offloading tier is V1's (vLLM 0.11.1+)"
                 )
-            elif MODES.get(mode, {}).get("preemption_mode") == "swap" and not self.base.profile.is_v0:
+            elif MODES.get(mode, {}).get("preemption_mode") == "swap" and not self.base.profile.swaps:
                 notes.append(f"{mode} runs on {SWAP_PROFILE}, not {base}: only vLLM V0 swaps")
         return notes
 

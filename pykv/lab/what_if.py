@@ -52,7 +52,7 @@ def lab_fix(step: str, config: EngineConfig) -> LabFix | None:
         return LabFix(
             step, f"half the running batch (--max-num-seqs {config.max_num_seqs} -> {seqs})", {"max_num_seqs": seqs}
         )
-    if step == "swap" and config.profile.is_v0:
+    if step == "swap" and config.profile.swaps:
         cpu = max(2 * (config.num_cpu_blocks or 0), config.num_gpu_blocks)
         return LabFix(
             step,

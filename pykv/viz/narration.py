@@ -158,7 +158,11 @@ def metrics_strip(snapshot: Snapshot) -> list[tuple[str, str, str]]:
             f"{snapshot.metric(PYKV_NUM_PREEMPTIONS):.0f}",
             f"{pykv_count} — all modes, counted when they happen. {vllm_count} reads "
             f"{snapshot.metric(VLLM_NUM_PREEMPTIONS):.0f}"
-            + ("" if snapshot.vllm_profile == "v0.6" else " (V1 counts a preemption on the request's next output)")
+            + (
+                " (V1 counts a preemption on the request's next output)"
+                if snapshot.profile is None or snapshot.profile.preemptions_counted_at_output
+                else ""
+            )
             + ".",
         ),
         (

@@ -45,6 +45,7 @@ class KVCacheManager:
         enable_prefix_caching: bool,
         cpu_pool: BlockPool | None = None,
         offload: bool = False,
+        share_full_blocks: bool = False,
     ) -> None:
         self.pool = pool
         self.cpu_pool = cpu_pool or BlockPool(0)  # V0: the swap pool; V1 with offloading: the tier's blocks
@@ -57,8 +58,8 @@ class KVCacheManager:
         self._num_registered: dict[str, int] = {}  # request id -> blocks already put in the prefix map
         self.prefix_stats = PrefixCacheStats()  # since the last make_prefix_cache_stats(); changed by record_lookup
         # A newly full block whose hash another block holds is swapped for that block (vLLM 0.6.3.post1
-        # PrefixCachingBlockAllocator.promote_to_immutable_block); V1 keeps both. Set by V0Scheduler only.
-        self.share_full_blocks = False
+        # PrefixCachingBlockAllocator.promote_to_immutable_block); V1 keeps both (VllmProfile.shares_full_blocks).
+        self.share_full_blocks = share_full_blocks
 
     def block_hashes(self, request: Request) -> list[BlockHash]:
         """Hashes of every full block of the request's tokens (extended lazily; ids never change)."""

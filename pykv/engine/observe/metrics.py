@@ -19,7 +19,7 @@ from pykv.border.metric_names import (
     read_metric,
     read_optional,
 )
-from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, VllmProfile
+from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, StatsLine, VllmProfile
 
 prometheus_client.disable_created_metrics()  # as vLLM does: no *_created series
 logger = logging.getLogger("pykv")
@@ -146,15 +146,15 @@ def kv_transfer_line(transfers: dict[str, float]) -> str:
     return "KV Transfer metrics: " + ", ".join(f"{k}={v}" for k, v in transfers.items())
 
 
-def stats_log_lines(fmt: str, w: StatsWindow) -> list[str]:
-    """The periodic stats line(s) in a release's words: V0 (vllm/engine/metrics.py, LoggingStatLogger.log),
-    V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.33 with the offloading tier adds the
-    external hit rate and a second line, the KV transfers)."""
+def stats_log_lines(fmt: StatsLine, w: StatsWindow) -> list[str]:
+    """The periodic stats line(s) in a release's words (``VllmProfile.stats_line``): V0 (vllm/engine/metrics.py,
+    LoggingStatLogger.log), V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.33 with the
+    offloading tier adds the external hit rate and a second line, the KV transfers)."""
     throughput = (
         f"Avg prompt throughput: {w.prompt_tps:.1f} tokens/s, "
         f"Avg generation throughput: {w.generation_tps:.1f} tokens/s, "
     )
-    if fmt == "v0":
+    if fmt is StatsLine.V0:
         lines = [
             throughput + f"Running: {w.running} reqs, Swapped: {w.swapped} reqs, Pending: {w.waiting} reqs, "
             f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, "
@@ -163,7 +163,7 @@ def stats_log_lines(fmt: str, w: StatsWindow) -> list[str]:
         if w.prefix_hit_rate is not None:
             lines.append(f"Prefix cache hit rate: GPU: {w.prefix_hit_rate * 100:.2f}%, CPU: 0.00%")
         return lines
-    if fmt == "v0.10":
+    if fmt is StatsLine.V1_FIRST:
         return [
             "Engine 000: " + throughput + f"Running: {w.running} reqs, Waiting: {w.waiting} reqs, "
             f"GPU KV cache usage: {w.gpu_usage * 100:.1f}%, Prefix cache hit rate: "

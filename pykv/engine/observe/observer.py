@@ -148,7 +148,11 @@ class StepObserver:
         p, pc = self.profile, o.prefix
         swaps = [c for c in o.preempted if c.mode == "swap"]
         # pykv's aborts (livelock guard, swap_fallback="abort") are no vLLM preemption.
-        reported = sum(c.mode != "abort" for c in o.preempted) if p.is_v0 else o.output_events.delivered_preemptions
+        reported = (
+            o.output_events.delivered_preemptions
+            if p.preemptions_counted_at_output
+            else sum(c.mode != "abort" for c in o.preempted)
+        )
         queries, hits = pc.queries, pc.hits  # what this release's vllm:prefix_cache_* count
         if p.prefix_stats_skip_preempted:
             queries, hits = queries - pc.preempted_queries, hits - pc.preempted_hits
@@ -209,7 +213,7 @@ class StepObserver:
         twin = DEPRECATED_TWIN.get(kv_usage(p))
         if twin is not None and m.exports(twin):  # 0.10.2's deprecated vllm:gpu_cache_usage_perc, the same value
             m.set(twin, o.gpu_usage)
-        if p.is_v0:
+        if m.exports(names.NUM_REQUESTS_SWAPPED):  # V0's pool gauges
             m.set(names.NUM_REQUESTS_SWAPPED, o.num_swapped)
             m.set(names.CPU_CACHE_USAGE, o.cpu_usage)
             rate = self._hit_rate()
@@ -246,7 +250,7 @@ class StepObserver:
             external_hit_rate=self._external_hit_rate(),
             transfers=dict(self._window_transfers),
         )
-        lines = stats_log_lines(self.profile.stats_format, window)
+        lines = stats_log_lines(self.profile.stats_line, window)
         for line in lines:
             logger.info(line)
         self._new_window()

@@ -1,24 +1,21 @@
-"""Continuous batching with a token budget, chunked prefill and preemption by recompute or swap: the
-parts every vLLM profile shares. Each profile's scheduling order lives in its own module."""
+"""Continuous batching with a token budget, chunked prefill and preemption by recompute: the parts every vLLM
+profile shares. Each engine's scheduling order lives in its own module, V0's swapping with it."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 from pykv.border.config import EngineConfig
+from pykv.border.preemption_choices import VICTIM_POLICIES
 from pykv.border.request import Request, RequestStatus, sequence_id
 from pykv.border.step_report import ScheduledChunk
 from pykv.engine.kv.block_copy import BlockCopy
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
+from pykv.engine.sched.request_queue import RequestQueue, create_request_queue
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
-
-SWAP_ABORT_MESSAGE = (
-    "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error. "
-    "(vLLM V0 stopped the whole engine here; pykv aborts only this request.)"
-)
 
 LIVELOCK_MESSAGE = (
     "Aborted: preempted {n} times in a row without producing a token (a preemption livelock). The running "
@@ -73,8 +70,8 @@ class Scheduler:
     Shared by all: a victim is chosen by ``preemption_victim`` (``pykv.engine.sched.victim_policy``; by default the
     *last* request of the running queue, possibly the request being scheduled itself). Recompute frees
     all its blocks, sets ``num_computed_tokens`` to 0 and puts it at the *front* of the waiting queue
-    keeping every token id. Swap (V0 only) moves its blocks to the
-    CPU pool and appends it to the swapped queue, keeping its progress.
+    keeping every token id. Swap (V0 only: ``V0Scheduler._preempt_live``) moves its blocks to the
+    CPU pool and appends it to the swapped queue, keeping its progress; the swapped queue is empty in V1.
     """
 
     def __init__(self, config: EngineConfig, kv: KVCacheManager, max_model_len: int) -> None:
@@ -82,25 +79,24 @@ class Scheduler:
         self.profile = config.profile
         self.kv = kv
         self.max_model_len = max_model_len
-        self.waiting: deque[Request] = deque()  # changed by Scheduler only
+        self.waiting = self._new_waiting_queue()  # changed by Scheduler only
         self.running: list[Request] = []  # changed by Scheduler only
-        self.swapped: deque[Request] = deque()  # changed by Scheduler only
+        self.swapped: deque[Request] = deque()  # changed by V0Scheduler only (V1 never swaps)
         self.requests: dict[str, Request] = {}  # every unfinished request
         self.num_preemptions = 0
         self._events = OutputEvents()  # since the last take_output_events()
         # over every block, V1's null block included (0.33.0 v1/core/kv_cache_manager.py KVCacheManager.__init__)
         self.watermark_blocks = int(config.effective_watermark * kv.pool.num_blocks)
 
-    def add_request(self, request: Request) -> None:
-        self.waiting.append(request)
-        self.requests[request.request_id] = request
-        self._order_waiting()
+    def _new_waiting_queue(self) -> RequestQueue:
+        """The waiting queue of the victim policy's --scheduling-policy (vLLM V1's ``create_request_queue``):
+        ordered by (priority, arrival) under ``priority``, first come first served otherwise."""
+        policy = VICTIM_POLICIES[self.config.preemption_victim].vllm_scheduling_policy
+        return create_request_queue("priority" if policy == "priority" else "fcfs")
 
-    def _order_waiting(self) -> None:
-        """Under the priority policy the waiting queue is ordered by (priority, arrival), as vLLM's priority
-        request queue pops it (a stable sort: equal keys keep their order)."""
-        if self.config.preemption_victim == "priority":
-            self.waiting = deque(sorted(self.waiting, key=lambda r: (r.priority, r.arrival_time)))
+    def add_request(self, request: Request) -> None:
+        self.waiting.add_request(request)
+        self.requests[request.request_id] = request
 
     def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
         return choose_victim(self.config.preemption_victim, candidates)
@@ -135,12 +131,9 @@ class Scheduler:
     def _preempt_group(
         self, group: list[Request], step: int, out: SchedulerOutput, why: str | None = None
     ) -> list[PreemptionEvent]:
-        """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole.
-
-        vLLM V0's modes: "swap" swaps (falling back when the CPU pool is full); "auto" swaps a group that has or
-        will have several sequences (``get_max_num_running_seqs() > 1``) and recomputes a single one; "recompute"
-        always recomputes (vLLM V1's only mode; vLLM 0.6.3 would assert on a group of several sequences, pykv
-        recomputes each)."""
+        """Preempt ``group``: one request, or (V0) the running sequences of one request, preempted whole. Each is
+        counted; one preempted too often without progress is aborted (pykv's livelock guard); the others go the
+        way ``_preempt_live`` decides."""
         events, live = [], []
         for victim in group:
             member_why = (
@@ -167,35 +160,16 @@ class Scheduler:
                 out.aborted.append(victim)
                 events.append(dataclasses.replace(event, mode="abort", reason="livelock guard"))
                 continue
-            victim.undelivered_preemptions += 1  # an abort below takes it back: vLLM never counted those
+            victim.undelivered_preemptions += 1  # an abort takes it back: vLLM never counted those
             live.append((victim, event))
-        mode = self.config.preemption_mode
-        swap = mode == "swap" or (mode == "auto" and sum(v.num_seqs for v, _ in live) > 1)
-        copies = self.kv.swap_out([v for v, _ in live]) if swap and live else None
-        if copies is not None:
-            out.block_copies += copies
-            for victim, event in live:
-                victim.status = RequestStatus.SWAPPED
-                self.swapped.append(victim)
-                events.append(dataclasses.replace(event, mode="swap"))
-            return events
-        reason = None
-        if swap and live:
-            reason = (
-                f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
-                f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}"
-            )
-        for victim, event in live:
-            if reason and self.config.swap_fallback == "abort":
-                victim.undelivered_preemptions -= 1
-                victim.finish_message = SWAP_ABORT_MESSAGE
-                self._finish(victim, RequestStatus.FINISHED_ABORTED)
-                out.aborted.append(victim)
-                events.append(dataclasses.replace(event, mode="abort", fallback="abort", reason=reason))
-                continue
+        return events + self._preempt_live(live, out)
+
+    def _preempt_live(self, live: list[tuple[Request, PreemptionEvent]], out: SchedulerOutput) -> list[PreemptionEvent]:
+        """The victims left after the livelock guard, each with its event (mode "recompute" so far): recompute
+        them, V1's only mode (V0 may swap: ``V0Scheduler._preempt_live``)."""
+        for victim, _ in live:
             self._preempt_by_recompute(victim)
-            events.append(dataclasses.replace(event, fallback="recompute" if reason else None, reason=reason))
-        return events
+        return [event for _, event in live]
 
     def _preempt_by_recompute(self, victim: Request) -> None:
         self.kv.free(victim)
@@ -206,8 +180,7 @@ class Scheduler:
     def _requeue(self, victim: Request) -> None:
         """A recompute victim goes back to the front of the waiting queue (V1's prepend_request; under the
         priority policy, to its (priority, arrival) place)."""
-        self.waiting.appendleft(victim)
-        self._order_waiting()
+        self.waiting.prepend_request(victim)
 
     # ---- after the forward pass ---------------------------------------------------------------
 
@@ -280,7 +253,7 @@ class Scheduler:
             self.running[at:at] = children
         return children
 
-    def num_queued(self, queue: Sequence[Request]) -> int:
+    def num_queued(self, queue: Collection[Request]) -> int:
         """A queue's length as the release's gauges and stats line count it: V0 counts sequence groups (a request's
         forked sequences with it, once), V1 requests (``VllmProfile.queues_count_groups``)."""
         if not self.profile.queues_count_groups:
@@ -317,11 +290,12 @@ class Scheduler:
     def _finish(self, request: Request, status: RequestStatus) -> None:
         request.status = status
         self._deliver_preemptions(request)
-        for queue in (self.running, self.waiting, self.swapped):
+        for queue in (self.running, self.swapped):
             if request in queue:
                 queue.remove(request)
+        if request in self.waiting:
+            self.waiting.remove_request(request)
         self.kv.free(request)
-        self.kv.free_swapped(request)
         self.kv.forget(request)
         del self.requests[request.request_id]
 
@@ -347,14 +321,5 @@ class Scheduler:
                 f"waiting {request.request_id} has computed tokens"
             )
             assert self.kv.num_blocks_of(request) == 0, f"waiting {request.request_id} holds blocks"
-        for request in self.swapped:
-            assert request.status == RequestStatus.SWAPPED
-            assert self.kv.num_blocks_of(request) == 0, f"swapped {request.request_id} holds device blocks"
-            cpu_blocks = len(self.kv.swap.block_tables[request.request_id])
-            # V0 swaps a table whole: a victim caught mid-(re-)prefill takes its reserved, unwritten blocks along
-            reserved = cdiv(max(request.num_computed_tokens, request.num_tokens), self.kv.block_size)
-            assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, (
-                "swapped KV lost, or padded past its reservation"
-            )
         queued = [r.request_id for q in (self.running, self.waiting, self.swapped) for r in q]
         assert len(queued) == len(set(queued)) == len(self.requests), "a request is in two queues or none"

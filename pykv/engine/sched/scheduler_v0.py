@@ -5,12 +5,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 
-from pykv.border.config import EngineConfig
 from pykv.border.request import Request, RequestStatus
-from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
+from pykv.engine.kv.kv_cache_manager import cdiv
+from pykv.engine.sched.request_queue import FCFSRequestQueue, RequestQueue
 from pykv.engine.sched.scheduler import PreemptionEvent, Scheduler, SchedulerOutput
 from pykv.engine.sched.victim_policy import VictimChoice, choose_victim
 
@@ -18,6 +19,10 @@ PROMPT_OVER_CAPACITY = (
     "Input prompt ({n} tokens) + lookahead slots (0) is too long and exceeds the capacity of block_manager"
 )
 SWAP_IN_NEVER = "Failing the request {id} because there's not enough kv cache blocks to run the entire sequence."
+SWAP_ABORT_MESSAGE = (
+    "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error. "
+    "(vLLM V0 stopped the whole engine here; pykv aborts only this request.)"
+)
 
 
 @dataclass
@@ -63,11 +68,10 @@ class V0Scheduler(Scheduler):
     (``can_allocate``); a request that could never fit (more blocks than the pool minus the watermark)
     is ignored (finish reason "length"). Recompute victims
     return to the front of the waiting queue after the step, so they are not re-admitted in it.
-    """
 
-    def __init__(self, config: EngineConfig, kv: KVCacheManager, max_model_len: int) -> None:
-        super().__init__(config, kv, max_model_len)
-        kv.share_full_blocks = True
+    Swapping is V0's alone and lives here: a victim swapped out (``_preempt_live``), the swapped queue brought back
+    (``_schedule_swapped``), and its invariants.
+    """
 
     def schedule(self, step: int) -> SchedulerOutput:
         out = SchedulerOutput()
@@ -99,7 +103,7 @@ class V0Scheduler(Scheduler):
                 running = self._schedule_running(out, step, budget, chunking)
                 swapped_in = _Scheduled() if out.preempted else self._schedule_swapped(out, budget, running)
                 self.running = running.leftover + running.decodes + swapped_in.decodes
-        self.waiting.extendleft(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
+        self.waiting.prepend_requests(self._recomputed)  # V0's waiting.extendleft(preempted), after the step
         return out
 
     @property
@@ -108,8 +112,10 @@ class V0Scheduler(Scheduler):
         calls ``_schedule_priority_preemption``; ``_schedule_chunked_prefill`` is first come, first served)."""
         return self.config.preemption_victim == "priority" and not self.config.enable_chunked_prefill
 
-    def _order_waiting(self) -> None:
-        """V0 keeps the waiting queue in arrival order; only ``_schedule_priority_preemption`` sorts it."""
+    def _new_waiting_queue(self) -> RequestQueue:
+        """V0 keeps a deque under every policy (0.6.3.post1 ``Scheduler.__init__``); only
+        ``_schedule_priority_preemption`` sorts it."""
+        return FCFSRequestQueue()
 
     def _choose_victim(self, candidates: list[Request]) -> VictimChoice:
         if self.config.preemption_victim == "priority" and not self._priority:
@@ -123,7 +129,7 @@ class V0Scheduler(Scheduler):
         key = _priority_key
         self.running.sort(key=key)
         if self.waiting:
-            head = self.waiting[0]
+            head = self.waiting.peek_request()
             while self.running and key(self.running[-1]) > key(head):
                 required = cdiv(head.num_tokens, self.kv.block_size)
                 if self.kv.pool.num_free_blocks() - required >= self.watermark_blocks and budget.can_schedule(
@@ -137,9 +143,9 @@ class V0Scheduler(Scheduler):
                 why = "it ranks below the waiting request (priority preemption)"
                 out.preempted.extend(self._preempt_group(group[::-1], step, out, why))
                 # the victim goes before the waiting queue's head at once, not after the step (it is sorted below)
-                self.waiting.extendleft(self._recomputed)
+                self.waiting.prepend_requests(self._recomputed)
                 self._recomputed = []
-        self.waiting = deque(sorted(self.waiting, key=key))
+        self.waiting = FCFSRequestQueue(sorted(self.waiting, key=key))
 
     def _num_new_tokens(self, request: Request, budget: _Budget, chunking: bool) -> int:
         """V0's _get_num_new_tokens: what the request lacks, cut to the budget when chunking (to whole
@@ -275,7 +281,7 @@ class V0Scheduler(Scheduler):
         # without chunking (pykv.engine.max_model_len), so a re-prefill stays within both.
         admitted = []
         while self.waiting:
-            request = self.waiting[0]
+            request = self.waiting.peek_request()
             required = cdiv(request.num_tokens, self.kv.block_size)  # the whole sequence, cache hits included
             if self.kv.pool.num_blocks - required < self.watermark_blocks:
                 self._ignore(out, request, PROMPT_OVER_CAPACITY.format(n=request.num_tokens))
@@ -292,7 +298,7 @@ class V0Scheduler(Scheduler):
             blocks = self._allocate(out, request, num_new - num_hit, hits, num_reserved_tokens=request.num_tokens)
             assert blocks is not None, "can_allocate checked the whole sequence"
             self.kv.record_lookup(request, hits)
-            self.waiting.popleft()
+            self.waiting.pop_request()
             request.status = RequestStatus.RUNNING
             request.num_computed_tokens = num_hit
             out.chunks.append(self._chunk(request, num_new - num_hit, num_hit))
@@ -313,8 +319,58 @@ class V0Scheduler(Scheduler):
             self.swapped.extend(swapped)
         return events
 
+    def _preempt_live(self, live: list[tuple[Request, PreemptionEvent]], out: SchedulerOutput) -> list[PreemptionEvent]:
+        """0.6.3.post1 ``Scheduler._preempt``'s modes: "swap" swaps (falling back when the CPU pool is full, see
+        ``swap_fallback``); "auto" swaps a group that has or will have several sequences
+        (``get_max_num_running_seqs() > 1``) and recomputes a single one; "recompute" always recomputes (vLLM
+        0.6.3 would assert on a group of several sequences, pykv recomputes each). A swapped victim's blocks move
+        to the CPU pool (``KVCacheManager.swap_out``) and it joins the swapped queue, keeping its progress."""
+        mode = self.config.preemption_mode
+        swap = bool(live) and (mode == "swap" or (mode == "auto" and sum(v.num_seqs for v, _ in live) > 1))
+        if not swap:
+            return super()._preempt_live(live, out)
+        copies = self.kv.swap_out([v for v, _ in live])
+        if copies is not None:
+            out.block_copies += copies
+            for victim, _ in live:
+                victim.status = RequestStatus.SWAPPED
+                self.swapped.append(victim)
+            return [dataclasses.replace(event, mode="swap") for _, event in live]
+        reason = (
+            f"CPU swap pool has {self.kv.cpu_pool.num_free_blocks()} free blocks of "
+            f"{self.kv.cpu_pool.num_blocks}; the victim needs {sum(e.num_blocks for _, e in live)}"
+        )
+        events = []
+        for victim, event in live:
+            if self.config.swap_fallback == "abort":
+                victim.undelivered_preemptions -= 1
+                victim.finish_message = SWAP_ABORT_MESSAGE
+                self._finish(victim, RequestStatus.FINISHED_ABORTED)
+                out.aborted.append(victim)
+                events.append(dataclasses.replace(event, mode="abort", fallback="abort", reason=reason))
+                continue
+            self._preempt_by_recompute(victim)
+            events.append(dataclasses.replace(event, fallback="recompute", reason=reason))
+        return events
+
     def _requeue(self, victim: Request) -> None:
         self._recomputed.append(victim)  # V0 puts recompute victims back only after the step
+
+    def _finish(self, request: Request, status: RequestStatus) -> None:
+        super()._finish(request, status)
+        self.kv.free_swapped(request)  # a swapped request aborted: its CPU blocks go too
+
+    def check_invariants(self) -> None:
+        super().check_invariants()
+        for request in self.swapped:
+            assert request.status == RequestStatus.SWAPPED
+            assert self.kv.num_blocks_of(request) == 0, f"swapped {request.request_id} holds device blocks"
+            cpu_blocks = len(self.kv.swap.block_tables[request.request_id])
+            # V0 swaps a table whole: a victim caught mid-(re-)prefill takes its reserved, unwritten blocks along
+            reserved = cdiv(max(request.num_computed_tokens, request.num_tokens), self.kv.block_size)
+            assert cdiv(request.num_computed_tokens, self.kv.block_size) <= cpu_blocks <= reserved, (
+                "swapped KV lost, or padded past its reservation"
+            )
 
     def _ignore(self, out: SchedulerOutput, request: Request, message: str) -> None:
         """V0's FINISHED_IGNORED: finish reason "length", with V0's warning as the message."""

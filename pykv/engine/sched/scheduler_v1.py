@@ -1,4 +1,4 @@
-"""vLLM V1's scheduling step (profiles "v0.10" and "v0.33"): ``vllm/v1/core/sched/scheduler.py``,
+"""vLLM V1's scheduling step (every V1 profile): ``vllm/v1/core/sched/scheduler.py``,
 ``Scheduler.schedule``, with each release's admission rule from ``vllm/v1/core/kv_cache_manager.py``,
 ``KVCacheManager.allocate_slots``."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from pykv.border.request import Request, RequestStatus
+from pykv.border.vllm_profiles import Admission, WatermarkScope
 from pykv.engine.sched.scheduler import Scheduler, SchedulerOutput
 
 
@@ -44,6 +45,9 @@ class V1Scheduler(Scheduler):
           the victim's reset progress (``_update_after_schedule``: 0 + its tokens), so the victim later resumes
           past tokens whose KV nobody computed (vLLM fixed it in 0.11.1, PR #26661); the index is not moved back,
           so the request after the current one is skipped this step; a self-preemption ends the scan.
+        - 0.32.0: as 0.33.0, but a self-preemption ends the scan (``if new_blocks is None: break``).
+
+        Each release's choice is a profile field: ``victim_chunk_taken_back``, ``scan_past_self_preemption``.
         """
         i = 0
         taken_back = self.profile.victim_chunk_taken_back
@@ -79,7 +83,7 @@ class V1Scheduler(Scheduler):
         computed tokens looks anything up; one that has some (0.10.2's orphaned chunk) goes on from them."""
         bs = self.kv.block_size
         while self.waiting and budget > 0 and self.num_running_seqs() < self.config.max_num_seqs:
-            request = self.waiting[0]
+            request = self.waiting.peek_request()
             if self.num_running_seqs() + request.num_seqs > self.config.max_num_seqs:
                 break  # pykv: a request yet to fork into n sequences needs room for all n
             looks_up = request.num_computed_tokens == 0
@@ -104,7 +108,7 @@ class V1Scheduler(Scheduler):
     def _admit(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int], loads: list[int]) -> None:
         """A waiting request whose blocks were just allocated joins the back of the running queue; blocks found
         in the offloading tier are copied in before the forward pass."""
-        self.waiting.popleft()
+        self.waiting.pop_request()
         request.status = RequestStatus.RUNNING
         if loads:
             out.block_copies.append(self.kv.load_offloaded(request, loads, len(hits)))
@@ -118,10 +122,10 @@ class V1Scheduler(Scheduler):
     def _fits(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int]) -> bool:
         """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
         keep_free = 0
-        if self.profile.watermark_scope == "v1" and self.running:
+        if self.profile.watermark_scope is WatermarkScope.ADMISSION_WHILE_RUNNING and self.running:
             assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
             keep_free = self.watermark_blocks
-        if self.profile.admission == "full_input":
+        if self.profile.admission is Admission.FULL_INPUT:
             full = min(request.num_tokens, self.max_model_len)
             if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
                 return False

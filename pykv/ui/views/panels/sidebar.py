@@ -41,7 +41,7 @@ def _options(spec: Knob, current: Any, profile_name: str) -> list:
 
 
 def shown_knobs(profile_name: str) -> list[Knob]:
-    """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only under v0.6)."""
+    """The sidebar's knobs, but the profile's own, that the chosen vLLM profile has (swap's only where it swaps)."""
     return [
         k for k in knobs("sidebar") if k.name != "vllm_profile" and (k.profiles is None or profile_name in k.profiles)
     ]
@@ -70,7 +70,7 @@ def widget(spec: Knob, value: Any, lab: Lab, profile_name: str) -> Any:
     if spec.kind == "choice" or spec.options:
         options = _options(spec, value, profile_name)
         value = value if value in options else options[0]  # e.g. swap, with a V1 release chosen
-        if spec.kind == "choice" and len(options) <= 3:
+        if spec.kind == "choice" and (len(options) <= 3 or spec.widget == "segmented"):
             return st.segmented_control(label, options, default=value, key=key, required=True, help=help_text)
         return st.selectbox(label, options, index=options.index(value), key=key, help=help_text)
     if spec.kind == "int":
