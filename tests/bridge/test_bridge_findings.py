@@ -5,7 +5,7 @@ from pathlib import Path
 from pykv.bridge import compare, diagnose, load_baseline, save_baseline
 from pykv.bridge.release_guess import guess_release
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bridge"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
 
 
 def findings(name):

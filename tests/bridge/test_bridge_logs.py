@@ -7,7 +7,7 @@ import pytest
 
 from pykv.bridge import BridgeInputError, diagnose
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bridge"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
 
 
 def run(name):

@@ -10,7 +10,7 @@ from pykv.border.workload import Workload
 from pykv.cli.main import main
 from pykv.review_pack.page import plotly_js
 
-EXAMPLES = Path(__file__).parent.parent / "pykv" / "bridge" / "examples"
+EXAMPLES = Path(__file__).parents[2] / "pykv" / "bridge" / "examples"
 STORM = str(EXAMPLES / "v1-0.33-preemption-storm.log")
 CONTRACT = {
     "release",

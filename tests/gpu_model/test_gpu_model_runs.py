@@ -18,7 +18,7 @@ from pykv.lessons.errors import FieldError
 from pykv.lessons.path_checks import Known
 from pykv.lessons.paths import check_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def report(step: int, chunks, preempted=(), swapped_in=()) -> StepReport:

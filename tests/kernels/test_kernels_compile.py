@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # (label, kernel, dtype, constexprs): the configurations the launchers pick on a GPU, plus edge cases.
 TF = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}

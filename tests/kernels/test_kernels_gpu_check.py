@@ -10,7 +10,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_gpu_check():

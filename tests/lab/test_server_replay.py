@@ -11,8 +11,8 @@ from pykv.gpu_model import Target
 from pykv.lab.server_replay import plan_replay, profile_for
 from pykv.lab.what_if import lab_fix, suggested_fixes, what_if
 
-EXAMPLES = Path(__file__).parent.parent / "pykv" / "bridge" / "examples"
-FIXTURES = Path(__file__).parent / "fixtures" / "bridge"
+EXAMPLES = Path(__file__).parents[2] / "pykv" / "bridge" / "examples"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
 VOCAB = 512
 
 

@@ -170,7 +170,7 @@ def test_an_unknown_reference_says_what_a_reference_is():
 
 
 def test_the_guides_example_block_loads():
-    guide = (Path(__file__).parents[1] / "lessons" / "README.md").read_text()
+    guide = (Path(__file__).parents[2] / "lessons" / "README.md").read_text()
     example = next(part for part in guide.split("````markdown\n")[1:] if part.startswith("```exercise"))
     block = example.split("```exercise\n", 1)[1].split("\n```", 1)[0]
     exercise = parse(block).steps[0].exercise

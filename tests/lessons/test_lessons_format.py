@@ -12,7 +12,7 @@ from pykv.lessons import LessonError, load_course, load_lesson
 from pykv.lessons.loader import read_course
 from pykv.lessons.step_blocks import AddRequest, Check, Configure, RunAction, RunUntil, StepAction, Tokenize, ValueOf
 
-FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
+FIXTURE = Path(__file__).parents[1] / "lesson_fixtures" / "example.md"
 
 FRONT = """\
 id: small
@@ -453,7 +453,7 @@ def test_loading_and_validating_the_course_imports_neither_the_engine_nor_torch(
         "print(len(lessons), len(problems), 'pykv.engine.llm_engine' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2]
     )
-    course = len(list((Path(__file__).parent.parent / "lessons").glob("[0-9][0-9]-*.md")))
+    course = len(list((Path(__file__).parents[2] / "lessons").glob("[0-9][0-9]-*.md")))
     assert out.stdout.split() == [str(course), "0", "False", "False"], out.stderr

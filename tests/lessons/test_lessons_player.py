@@ -17,7 +17,7 @@ from pykv.lessons.checks import compare, evaluate, render
 from pykv.lessons.paths import NOT_ARRIVED
 from pykv.lessons.step_blocks import Check, ValueOf
 
-FIXTURE = Path(__file__).parent / "lesson_fixtures" / "example.md"
+FIXTURE = Path(__file__).parents[1] / "lesson_fixtures" / "example.md"
 FRONT = """\
 ---
 id: player
@@ -371,7 +371,7 @@ def test_lab_fork_leaves_the_original_history_untouched(tiny):
 
 
 def test_the_instructor_guide_example_loads_and_replays(tiny):
-    guide = (Path(__file__).parents[1] / "lessons" / "README.md").read_text()
+    guide = (Path(__file__).parents[2] / "lessons" / "README.md").read_text()
     example = guide.split("````markdown\n", 1)[1].split("\n````", 1)[0]
     states = replay(parse_lesson(example, "lessons/README.md"), tiny)
     assert len(states) == 2 and all(s.passed for s in states), [(s.errors, s.failed_checks) for s in states]

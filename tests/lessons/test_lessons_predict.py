@@ -13,7 +13,7 @@ from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, LessonPlayer, PredictionResult, load_lesson, parse_lesson, replay
 from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, answer_text, parse_prediction
 
-FIXTURE = Path(__file__).parent / "lesson_fixtures" / "predict.md"
+FIXTURE = Path(__file__).parents[1] / "lesson_fixtures" / "predict.md"
 FRONT = """\
 ---
 id: predict

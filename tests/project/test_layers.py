@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 
 def readme_commands() -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from suite_order import FIRST_FILES
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_every_file_run_first_exists():

@@ -8,7 +8,7 @@ import pytest
 from app_helpers import ok, open_tab
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 APPLY = "FormSubmitter:config-Apply (rebuilds the engine)"
 ADD = "FormSubmitter:add_request-Queue it at this step"
 

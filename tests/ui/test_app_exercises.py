@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from pykv.lessons import load_course
 from pykv.lessons.exercises import exercise_ref
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 COURSE = load_course()
 BY_ID = {lesson.id: lesson for lesson in COURSE}
 

@@ -10,7 +10,7 @@ import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 RUN = "FormSubmitter:sweep_form_num_gpu_blocks-Run sweep"
 
 

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from pykv.gpu_model import DEFAULT_TARGET, GPUS
 from pykv.ui.views.live_views import TABS
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 POOL = "FormSubmitter:target_pool-Set pool (rebuilds the engine)"
 RUN_SWEEP = "FormSubmitter:sweep_form_num_gpu_blocks-Run sweep"
 GPU_NAME = re.compile("|".join(re.escape(name) for name in GPUS))

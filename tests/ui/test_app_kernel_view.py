@@ -15,7 +15,7 @@ from pykv.ui.views.kernel_view import open_key
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 
 
 @pytest.fixture

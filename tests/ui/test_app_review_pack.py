@@ -18,7 +18,7 @@ import pykv.review_pack.bundle as bundle
 from pykv.review_pack import sweep_pack
 from pykv.ui.views import review_pack_button
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 LABELS = ["HTML page", "Zip"]
 LESSON = """---
 id: pack

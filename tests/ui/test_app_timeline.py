@@ -18,7 +18,7 @@ from app_helpers import ok
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 
 
 @pytest.fixture

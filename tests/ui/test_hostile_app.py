@@ -17,7 +17,7 @@ from pykv.lab.lab import Lab
 from pykv.ui import safe_text
 from pykv.ui.session import budgets, course_files, seats, state
 
-APP = str(Path(__file__).parent.parent / "app.py")
+APP = str(Path(__file__).parents[2] / "app.py")
 HUGE = "9" * 5000
 LINKS = [
     "[session expired — log in](http://evil)",

@@ -5,10 +5,10 @@ given the projector column's width, wraps instead of running past the edge."""
 from __future__ import annotations
 
 import pytest
+from test_viz_figures import snap  # noqa: F401  (the fixture)
 
 from pykv.viz import block_grid_figure, queues_figure
 from pykv.viz.projection import PROJECTOR_SCALE, projected
-from tests.test_viz_figures import snap  # noqa: F401  (the fixture)
 
 
 def sizes(fig) -> dict:

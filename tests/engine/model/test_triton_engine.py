@@ -12,7 +12,7 @@ import pytest
 from pykv import SamplingParams
 from pykv.engine.model.attention import STEPWISE_CPU_ENV, TORCH_BACKEND, resolve_backend
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SYSTEM = list(range(100, 108))  # two full blocks of 4: a shared prefix
 
 
