@@ -154,7 +154,7 @@ def test_a_request_that_ended_before_it_forked_stands_alone(make_engine):
 def test_forked_sequences_decoded_together_equal_the_solo_run(make_engine):
     """The case CI's property test found: on this model a greedy near-tie that batch-dependent rounding (the
     length-bucketed SDPA pykv_kernels/torch_paged once was) flipped; the engine's attention is bitwise batch-invariant
-    (tests/test_torch_paged.py)."""
+    (tests/kernels/test_torch_paged.py)."""
     prompt = [106, 49, 33, 8, 216, 36]
     solo = make_engine(num_gpu_blocks=64).generate([prompt], SamplingParams(max_tokens=5))[0].output_token_ids
     engine = make_engine(

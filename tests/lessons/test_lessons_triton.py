@@ -1,7 +1,7 @@
 """Two lessons end to end as the lab runs them on a CPU (``attention_backend="auto"``: interpreted Triton on layer 0,
 torch on the others):
 every check passes and every request's tokens, at every lesson step, equal the torch run's (the course replay
-itself runs on torch, for speed: tests/test_course_replay.py)."""
+itself runs on torch, for speed: tests/lessons/test_course_replay.py)."""
 
 from __future__ import annotations
 

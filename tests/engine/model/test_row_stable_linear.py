@@ -1,5 +1,5 @@
 """The engine's linear layers: a row's output is bitwise the same alone, in any batch, at any position
-(greedy identity under preemption rests on it; tests/test_parallel_sampling.py has the engine-level case)."""
+(greedy identity under preemption rests on it; tests/engine/test_parallel_sampling.py has the engine-level case)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """vLLM's scheduling rules common to every profile, each shown on a small deterministic scenario under the
-default profile (v0.33); tests/test_profiles.py pins what differs between releases."""
+default profile (v0.33); tests/engine/sched/test_profiles.py pins what differs between releases."""
 
 from rules import assert_drained, step_checked
 
