@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from app_helpers import ok, open_tab
+from app_helpers import ADD, APP, narration, ok, open_tab, shown_step
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).parents[2] / "app.py")
 APPLY = "FormSubmitter:config-Apply (rebuilds the engine)"
-ADD = "FormSubmitter:add_request-Queue it at this step"
-
-
-@pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_file(APP, default_timeout=60)
-
-
-def shown_step(at: AppTest) -> int:
-    header = next(m.value for m in at.markdown if m.value.startswith("**Step "))
-    step = int(header.split("**")[1].split()[1])
-    assert at.query_params["step"] == [str(step)] or at.query_params["step"] == str(step)
-    return step
-
-
-def narration(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown if m.value.startswith("- "))
 
 
 def test_app_loads_at_step_zero_with_every_view(app):

@@ -65,15 +65,9 @@ Still here at engine step {{ engine.step }}.
 
 
 @pytest.fixture
-def course(tmp_path, monkeypatch, random_llama_path):
-    from pykv.ui.session import course_files
-
+def course(course_folder, monkeypatch, random_llama_path):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    folder = tmp_path / "course"
-    folder.mkdir()
-    (folder / "01-classy.md").write_text(LESSON)
-    monkeypatch.setattr(course_files, "LESSONS_DIR", folder)
-    return folder
+    return course_folder(("01-classy.md", LESSON))
 
 
 def session() -> AppTest:

@@ -4,23 +4,22 @@ bad ``exercise=`` value."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
-from app_helpers import ok
+from app_helpers import APP, ok
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_course
 from pykv.lessons.exercises import exercise_ref
 
-APP = str(Path(__file__).parents[2] / "app.py")
 COURSE = load_course()
 BY_ID = {lesson.id: lesson for lesson in COURSE}
 
 
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
+    """The whole app on the shipped model (not the random checkpoint of tests/ui/conftest.py's)."""
     monkeypatch.delenv("PYKV_MODEL", raising=False)  # the shipped model the exercises are written for
     return AppTest.from_file(APP, default_timeout=120)
 

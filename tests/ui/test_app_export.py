@@ -4,34 +4,10 @@ button, so the callables the page hands Streamlit are caught where Streamlit fil
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from streamlit.runtime.media_file_manager import MediaFileManager
+from app_helpers import APP, sweep_page
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).parents[2] / "app.py")
 RUN = "FormSubmitter:sweep_form_num_gpu_blocks-Run sweep"
-
-
-@pytest.fixture
-def deferred(monkeypatch) -> dict:
-    """element key -> the callable a download button will run when clicked (filled as pages run)."""
-    made: dict = {}
-    original = MediaFileManager.add_deferred
-
-    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, element_id=""):
-        made[element_id.rsplit("-", 1)[-1]] = (data_callable, file_name, mimetype)
-        return original(self, data_callable, mimetype, coordinates, file_name=file_name, element_id=element_id)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
-    return made
-
-
-def sweep_page():
-    from pykv.ui.pages import sweep
-
-    sweep.render()
 
 
 def export_keys(at: AppTest) -> set[str]:

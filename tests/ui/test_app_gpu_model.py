@@ -7,26 +7,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 
-import pytest
-from app_helpers import details_key, lessons_page, ok, open_tab
+from app_helpers import details_key, lessons_page, ok, open_tab, sweep_page
 from streamlit.testing.v1 import AppTest
 
 from pykv.gpu_model import DEFAULT_TARGET, GPUS
 from pykv.ui.views.live_views import TABS
 
-APP = str(Path(__file__).parents[2] / "app.py")
 POOL = "FormSubmitter:target_pool-Set pool (rebuilds the engine)"
 RUN_SWEEP = "FormSubmitter:sweep_form_num_gpu_blocks-Run sweep"
 GPU_NAME = re.compile("|".join(re.escape(name) for name in GPUS))
 A_COST = re.compile(r"\d\s*(ms|µs|s)\b|tokens/s|TTFT|TPOT|bill|delay|time|clock", re.IGNORECASE)
-
-
-@pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_file(APP, default_timeout=60)
 
 
 def modelled_metrics(at: AppTest) -> dict[str, str]:
@@ -106,12 +97,6 @@ def test_the_pool_is_sized_in_gib_of_the_target_models_kv(app):
     app.button(key=POOL).click().run()
     assert any("less than one block of Llama-3.1-8B KV" in e.value.replace("\\", "") for e in ok(app).error)
     assert app.session_state["lab"].config.num_gpu_blocks == 128  # nothing lost
-
-
-def sweep_page():
-    from pykv.ui.pages import sweep
-
-    sweep.render()
 
 
 def test_the_sweep_page_prices_every_run_on_the_target_beside_the_measured(random_llama_path, monkeypatch):

@@ -4,7 +4,6 @@ a program's blocks in block-table order, a choice that did not run at the step, 
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -15,17 +14,14 @@ from pykv.ui.views.kernel_view import open_key
 if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
-APP = str(Path(__file__).parents[2] / "app.py")
-
 
 @pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["attention_backend"] = "triton"
-    at.query_params["preset"] = "burst"
-    at.session_state[open_key("playground")] = True  # the panel is drawn only while its expander is open
-    return at
+def app(app) -> AppTest:
+    """tests/ui/conftest.py's app on interpreted Triton with the burst preset, the kernel view open."""
+    app.query_params["attention_backend"] = "triton"
+    app.query_params["preset"] = "burst"
+    app.session_state[open_key("playground")] = True  # the panel is drawn only while its expander is open
+    return app
 
 
 def ok(at: AppTest) -> AppTest:

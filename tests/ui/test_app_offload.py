@@ -7,16 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
-from test_app import ADD, APP, narration, ok, shown_step
+from app_helpers import ADD, narration, ok, shown_step
 
 from pykv.engine.kv.kv_cache_manager import hash_block_tokens
-
-
-@pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_file(APP, default_timeout=60)
 
 
 def test_the_tier_is_drawn_and_a_victim_comes_back_through_it(app):

@@ -7,18 +7,15 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from pathlib import Path
 
 import pytest
-from app_helpers import ok
-from streamlit.runtime.media_file_manager import MediaFileManager
+from app_helpers import APP, lessons_page, ok, sweep_page
 from streamlit.testing.v1 import AppTest
 
 import pykv.review_pack.bundle as bundle
 from pykv.review_pack import sweep_pack
 from pykv.ui.views import review_pack_button
 
-APP = str(Path(__file__).parents[2] / "app.py")
 LABELS = ["HTML page", "Zip"]
 LESSON = """---
 id: pack
@@ -65,23 +62,9 @@ def opened_pack(at: AppTest, key: str) -> AppTest:
     return ok(at.run())
 
 
-@pytest.fixture
-def deferred(monkeypatch) -> dict:
-    """element key -> (the callable a download button runs when clicked, file name), filled as pages run."""
-    made: dict = {}
-    original = MediaFileManager.add_deferred
-
-    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, element_id=""):
-        made[element_id.rsplit("-", 1)[-1]] = (data_callable, file_name)
-        return original(self, data_callable, mimetype, coordinates, file_name=file_name, element_id=element_id)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
-    return made
-
-
 def check_pack(deferred: dict, page: str, stem: str, *words: str) -> zipfile.ZipFile:
     """The page's two buttons: a whole HTML page holding ``words``, and a zip holding that page."""
-    (html, html_name), (zipped, zip_name) = deferred[f"{page}_review_html"], deferred[f"{page}_review_zip"]
+    (html, html_name, _), (zipped, zip_name, _) = deferred[f"{page}_review_html"], deferred[f"{page}_review_zip"]
     assert (html_name, zip_name) == (f"{stem}.html", f"{stem}.zip")
     text = html().decode()
     assert text.startswith("<!DOCTYPE html>") and len(text) > 1_000_000  # plotly.js is inside
@@ -126,7 +109,7 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
         return packs[-1]
 
     monkeypatch.setattr(review_pack_button, "sweep_pack", recording)
-    at = ok(AppTest.from_function(_sweep_page, default_timeout=60).run())
+    at = ok(AppTest.from_function(sweep_page, default_timeout=60).run())
     assert not pack_buttons(at)  # nothing to pack before a sweep
     at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
     at.number_input(key="sw_n_num_gpu_blocks").set_value(4)
@@ -152,15 +135,10 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
     assert len(page) == 5 and [f.figure.layout.title.text for f in packs[0].figures()] == page
 
 
-def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypatch, deferred):
-    from pykv.ui.session import course_files
-
+def test_the_lessons_page_offers_the_pack_of_the_steps_played(course_folder, monkeypatch, deferred):
     monkeypatch.delenv("PYKV_MODEL", raising=False)
-    course = tmp_path / "course"
-    course.mkdir()
-    (course / "01-pack.md").write_text(LESSON)
-    monkeypatch.setattr(course_files, "LESSONS_DIR", course)
-    at = AppTest.from_function(_lessons_page, default_timeout=180)
+    course_folder(("01-pack.md", LESSON))
+    at = AppTest.from_function(lessons_page, default_timeout=180)
     at.query_params["lesson"] = "pack"
     at.query_params["step"] = "2"
     assert pack_buttons(opened_pack(ok(at.run()), "lesson")) == LABELS
@@ -174,15 +152,3 @@ def test_the_lessons_page_offers_the_pack_of_the_steps_played(tmp_path, monkeypa
         "<strong>engine</strong>",
         "lessons?lesson=pack&amp;step=2",
     )
-
-
-def _sweep_page():
-    from pykv.ui.pages import sweep
-
-    sweep.render()
-
-
-def _lessons_page():
-    from pykv.ui.pages import lessons
-
-    lessons.render()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from app_helpers import ok
 from streamlit.testing.v1 import AppTest
 
 
@@ -19,11 +20,6 @@ def server_page():
 def app(random_llama_path, monkeypatch) -> AppTest:
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     return AppTest.from_function(server_page, default_timeout=180)
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, at.exception
-    return at
 
 
 def test_an_example_log_is_diagnosed_replayed_and_kept_as_a_baseline(app):

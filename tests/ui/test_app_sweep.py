@@ -4,6 +4,7 @@ its CSV downloads, results that outlive a rerun, and bad input as a message."""
 from __future__ import annotations
 
 import pytest
+from app_helpers import sweep_page
 from streamlit.testing.v1 import AppTest
 
 from pykv import EngineConfig
@@ -16,12 +17,6 @@ MEASURED_AND_MODELLED = {"sweep_runs", "sweep_costs", "sweep_modelled_runs", "sw
 
 def charts(at: AppTest) -> set[str]:
     return {c.key for c in at.get("plotly_chart")}
-
-
-def sweep_page():
-    from pykv.ui.pages import sweep
-
-    sweep.render()
 
 
 @pytest.fixture

@@ -11,28 +11,10 @@ would be a script write, which Streamlit forbids for a selection in a live app.)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
-from app_helpers import ok
+from app_helpers import ok, shown_step
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
-
-APP = str(Path(__file__).parents[2] / "app.py")
-
-
-@pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_file(APP, default_timeout=60)
-
-
-def shown_step(at: AppTest) -> int:
-    """The step in the header, checked against the URL's ?step=."""
-    header = next(m.value for m in at.markdown if m.value.startswith("**Step "))
-    step = int(header.split("**")[1].split()[1])
-    assert at.query_params["step"] in ([str(step)], str(step))
-    return step
 
 
 def timeline(at: AppTest):

@@ -5,19 +5,18 @@ element, and the session's config stays within the sidebar's limits."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import torch
+from app_helpers import messages, opened, shown_step
 from streamlit.testing.v1 import AppTest
 
 from pykv import EngineConfig
 from pykv.border.config import knobs
 from pykv.lab.lab import Lab
 from pykv.ui import safe_text
-from pykv.ui.session import budgets, course_files, seats, state
+from pykv.ui.session import budgets, seats, state
 
-APP = str(Path(__file__).parents[2] / "app.py")
 HUGE = "9" * 5000
 LINKS = [
     "[session expired — log in](http://evil)",
@@ -26,70 +25,6 @@ LINKS = [
     "<img src=http://evil/t.png>",
     "www.evil.example/login",
 ]
-LESSON = """---
-id: small
-title: Small lesson
-summary: A two-step lesson made for these tests.
-seed: 0
-config: {num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4}
-workload:
-  requests:
-    - {request_id: a, prompt: "def add(x, y):", max_tokens: 4, ignore_eos: true}
----
-
-## First
-
-One engine step.
-
-```actions
-- step: 1
-```
-
-## Second
-
-One more.
-
-```actions
-- step: 1
-```
-"""
-
-
-@pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_file(APP, default_timeout=120)
-
-
-def lessons_page():
-    from pykv.ui.pages import lessons
-
-    lessons.render()
-
-
-@pytest.fixture
-def lessons_app(random_llama_path, monkeypatch, tmp_path) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    (tmp_path / "01-small.md").write_text(LESSON)
-    monkeypatch.setattr(course_files, "LESSONS_DIR", tmp_path)
-    return AppTest.from_function(lessons_page, default_timeout=120)
-
-
-def opened(at: AppTest, **params: str) -> AppTest:
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def shown_step(at: AppTest) -> int:
-    header = next(m.value for m in at.markdown if m.value.startswith("**Step "))
-    return int(header.split("**")[1].split()[1])
-
-
-def messages(at: AppTest) -> list[str]:
-    return [e.value for e in [*at.warning, *at.error, *at.info]]
 
 
 def no_model_hint(at: AppTest) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_hostile_app import app, lessons_app, messages, opened  # noqa: F401  (fixtures and helpers)
+from app_helpers import messages, opened
 
 from pykv.border.config import knobs
 from pykv.ui import safe_text
@@ -37,7 +37,7 @@ def test_plain_keeps_every_payload_out_of_markdown(payload):
 
 
 @pytest.mark.parametrize("payload", PAYLOADS[:3])
-def test_every_playground_parameter_echoes_a_payload_as_code(app, payload):  # noqa: F811
+def test_every_playground_parameter_echoes_a_payload_as_code(app, payload):
     opened(app, **{name: payload for name in PLAYGROUND_PARAMS})
     shown = messages(app)
     assert shown
@@ -46,7 +46,7 @@ def test_every_playground_parameter_echoes_a_payload_as_code(app, payload):  # n
 
 
 @pytest.mark.parametrize("payload", PAYLOADS[:2])
-def test_lesson_parameters_echo_a_payload_as_code(lessons_app, payload):  # noqa: F811
+def test_lesson_parameters_echo_a_payload_as_code(lessons_app, payload):
     opened(lessons_app, lesson="small", step=payload, path=payload)
     for text in messages(lessons_app):
         assert not rendered(text), text

@@ -4,11 +4,10 @@ skips {optional} steps, the lesson ends at its last core step with its takeaway)
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from app_helpers import lessons_page, ok
+from app_helpers import ok, step_line
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons.loader import read_course
@@ -66,25 +65,12 @@ Engine step {{ engine.step }}.
 
 
 @pytest.fixture
-def app(monkeypatch) -> AppTest:
-    monkeypatch.delenv("PYKV_MODEL", raising=False)
-    return AppTest.from_function(lessons_page, default_timeout=180)
-
-
-@pytest.fixture
-def small_course(tmp_path, monkeypatch) -> Path:
-    from pykv.ui.session import course_files
-
-    folder = tmp_path / "course"
-    folder.mkdir()
-    (folder / "01-paths.md").write_text(LESSON)
-    monkeypatch.setattr(course_files, "LESSONS_DIR", folder)
-    return folder
+def small_course(course_folder) -> Path:
+    return course_folder(("01-paths.md", LESSON))
 
 
 def step_on_screen(at: AppTest) -> int:
-    line = next(m.value for m in at.markdown if re.search(r"· step \d+ of \d+$", m.value))
-    return int(re.search(r"step (\d+) of", line).group(1))
+    return step_line(at)[0]
 
 
 def open_link(at: AppTest, **params: str) -> AppTest:

@@ -6,10 +6,9 @@ the lessons are written for it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from app_helpers import details_key, lessons_page, ok, step_line
+from app_helpers import details_key, ok, step_line
 from streamlit.testing.v1 import AppTest
 
 from pykv.lessons import load_lesson
@@ -50,12 +49,6 @@ Still here at engine step {{{{ engine.step }}}}.
 - step: 1
 ```
 """
-
-
-@pytest.fixture
-def app(monkeypatch) -> AppTest:
-    monkeypatch.delenv("PYKV_MODEL", raising=False)  # the shipped model the lessons are written for
-    return AppTest.from_function(lessons_page, default_timeout=180)
 
 
 def shown(at: AppTest) -> tuple[int, int]:
@@ -209,22 +202,11 @@ def test_an_unknown_lesson_is_a_message_and_the_course_still_lists(app, course):
     assert app.button(key=f"open_{course[0].id}")
 
 
-def write_course(folder: Path, *files: tuple[str, str]) -> Path:
-    folder.mkdir()
-    for name, text in files:
-        (folder / name).write_text(text)
-    return folder
-
-
-def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, tmp_path, monkeypatch):
-    from pykv.ui.session import course_files
-
+def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, course_folder):
     good = SMALL_LESSON.format(id="good", title="Good lesson", actions="- step: 1")
     bad = SMALL_LESSON.format(id="bad", title="Bad lesson", actions="- step: 1")
     bad = bad.replace("seed: 0", "seed: 0\ncolour: red")  # not a front matter field
-    monkeypatch.setattr(
-        course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-good.md", good), ("02-bad.md", bad))
-    )
+    course_folder(("01-good.md", good), ("02-bad.md", bad))
     ok(app.run())
     assert len(app.error) == 1 and "02-bad.md" in app.error[0].value and "colour" in app.error[0].value
     assert app.button(key="open_good")
@@ -232,11 +214,9 @@ def test_a_bad_lesson_file_is_named_and_the_rest_of_the_course_still_lists(app, 
     assert shown(app) == (2, 2) and not failed_checks(app) and not app.error
 
 
-def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, tmp_path, monkeypatch):
-    from pykv.ui.session import course_files
-
+def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, course_folder):
     text = SMALL_LESSON.format(id="broken", title="Broken", actions="- step: 1\n- run_until: preemption")
-    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-broken.md", text)))
+    course_folder(("01-broken.md", text))
     open_link(app, "broken", 1)
     assert any("preemption" in e.value for e in app.error), [e.value for e in app.error]
     assert failed_checks(app)
@@ -246,15 +226,13 @@ def test_a_failing_action_shows_its_error_and_the_lesson_stays_navigable(app, tm
     assert shown(ok(app)) == (1, 2) and app.error
 
 
-def test_tokenize_draws_a_token_diff_and_side_runs_a_table(app, tmp_path, monkeypatch):
-    from pykv.ui.session import course_files
-
+def test_tokenize_draws_a_token_diff_and_side_runs_a_table(app, course_folder):
     actions = (
         '- tokenize: {name: pair, a: "def add(x, y):", b: "def add(x, z):"}\n'
         "- run: {name: small, config: {num_gpu_blocks: 8}}"
     )
     text = SMALL_LESSON.format(id="tok", title="Tokens", actions=actions).replace("  at_least: 1", "  at_least: 0")
-    monkeypatch.setattr(course_files, "LESSONS_DIR", write_course(tmp_path / "course", ("01-tok.md", text)))
+    course_folder(("01-tok.md", text))
     open_link(app, "tok", 1)
     assert not app.error and not failed_checks(app)
     charts = {c.proto.id for c in app.get("plotly_chart")}
