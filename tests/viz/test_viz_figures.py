@@ -6,58 +6,12 @@ import re
 
 import plotly.graph_objects as go
 import pytest
+from hand_made import block, request, snapshot
 
-from pykv.border.snapshot import BlockView, RequestView, Snapshot, diff_snapshots
-from pykv.border.step_report import PreemptionView
+from pykv.border.snapshot import BlockView, diff_snapshots
 from pykv.viz import REQUEST_PALETTE, block_grid_figure, block_tables_figure, queues_figure, request_color, template
 from pykv.viz.blocks import grid_columns
 from pykv.viz.theme import DARK, LIGHT, text_color_on, text_px
-
-
-def block(i, pool="gpu", ref=0, owners=(), logical=(), hash_=None, filled=0):
-    state = "used" if ref else ("cached" if hash_ else "free")
-    return BlockView(i, pool, ref, list(owners), list(logical), hash_, filled, state, None if ref else i)
-
-
-def request(rid, status="running", table=(), pool="gpu", preemptions=0):
-    return RequestView(
-        rid, status, 20, 3, 22, [5, 6, 7], list(table), pool if table else None, preemptions, 0, 0.0, 0, 0.0, None, "x"
-    )
-
-
-def snapshot(blocks, requests, queues=None, preemptions=(), step=3) -> Snapshot:
-    queues = queues or {
-        "waiting": [],
-        "running": [r.request_id for r in requests if r.status == "running"],
-        "swapped": [],
-    }
-    return Snapshot(step, "cpu", 16, 8192, queues, blocks, requests, list(preemptions), {}, None)
-
-
-@pytest.fixture
-def snap() -> Snapshot:
-    # 8 device blocks: 0,1 owned by req 0; 2 shared by req 0 and req 1 (ref 2); 3 cached; 4..7 free.
-    blocks = (
-        [
-            block(0, ref=1, owners=["0"], logical=[0], hash_="aa" * 8, filled=16),
-            block(1, ref=1, owners=["0"], logical=[1], filled=5),
-            block(2, ref=2, owners=["0", "1"], logical=[2, 0], hash_="bb" * 8, filled=16),
-            block(3, hash_="cc" * 8, filled=16),
-        ]
-        + [block(i) for i in range(4, 8)]
-        + [block(0, pool="cpu", ref=1, owners=["2"], logical=[0], filled=16), block(1, pool="cpu")]
-    )
-    reqs = [
-        request("0", table=[0, 1, 2]),
-        request("1", table=[2]),
-        request("2", "swapped", [0], "cpu", 1),
-        request("3", "finished_length"),
-    ]
-    queues = {"waiting": [], "running": ["0", "1"], "swapped": ["2"]}
-    pre = [
-        PreemptionView(step=2, request_id="2", mode="swap", num_blocks=1, num_tokens=16, num_bytes=8192, device="cpu")
-    ]
-    return snapshot(blocks, reqs, queues, pre)
 
 
 def heatmap(fig: go.Figure) -> go.Heatmap:

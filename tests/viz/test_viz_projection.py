@@ -5,7 +5,6 @@ given the projector column's width, wraps instead of running past the edge."""
 from __future__ import annotations
 
 import pytest
-from test_viz_figures import snap  # noqa: F401  (the fixture)
 
 from pykv.viz import block_grid_figure, queues_figure
 from pykv.viz.projection import PROJECTOR_SCALE, projected
@@ -26,7 +25,7 @@ def sizes(fig) -> dict:
     }
 
 
-def test_a_projected_figure_is_the_same_figure_larger(snap):  # noqa: F811
+def test_a_projected_figure_is_the_same_figure_larger(snap):
     grid = block_grid_figure(snap, "gpu", {("gpu", 0)}, height=270)
     before = sizes(grid)
     big = projected(grid)
@@ -45,7 +44,7 @@ def test_a_projected_figure_is_the_same_figure_larger(snap):  # noqa: F811
     assert [a["text"] for a in big_spec["layout"]["annotations"]] == [a["text"] for a in spec["layout"]["annotations"]]
 
 
-def test_the_badge_key_wraps_in_a_narrow_column(snap):  # noqa: F811
+def test_the_badge_key_wraps_in_a_narrow_column(snap):
     def key(fig):
         return fig.layout.annotations[-1].text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pandas as pd
-from test_viz_figures import block, snapshot
+from hand_made import block, snapshot
 
 from pykv.viz import block_grid_figure
 from pykv.viz.tax_chart import recompute_tax_figure
