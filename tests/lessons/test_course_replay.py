@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pykv.engine.model.loader import load_model
 from pykv.lessons import load_course, load_lesson, replay
 from pykv.lessons.loader import COURSE_DIR, lesson_files
 
 FILES = lesson_files()
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 def _report(states) -> str:

@@ -14,7 +14,6 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from pykv.engine.model.loader import load_model
 from pykv.lab.lab import Lab
 from pykv.lessons import LessonError, load_course, parse_lesson
 from pykv.lessons.exercise_block import PlaygroundLink
@@ -24,11 +23,6 @@ from pykv.ui.session.state import config_from_query, default_config
 
 COURSE = load_course()
 EXERCISES = [(lesson, i) for lesson in COURSE for i, step in enumerate(lesson.steps) if step.exercise is not None]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 def playground_lab(link: PlaygroundLink, lesson: Lesson, loaded) -> Lab:

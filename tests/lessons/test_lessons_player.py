@@ -10,7 +10,6 @@ import pytest
 
 from pykv import EngineConfig
 from pykv.border.workload import make_workload
-from pykv.engine.model.loader import load_model
 from pykv.lab.lab import Lab
 from pykv.lessons import LessonPlayer, PathError, load_lesson, parse_lesson, replay, resolve
 from pykv.lessons.checks import compare, evaluate, render
@@ -31,11 +30,6 @@ workload:
     - {request_id: b, prompt: "class Stack:", max_tokens: 24, ignore_eos: true, arrival_step: 1}
 ---
 """
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 def lesson_of(body: str):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, LessonPlayer, PredictionResult, load_lesson, parse_lesson, replay
 from pykv.lessons.predict import CHECK_DESCRIPTION, Prediction, answer_text, parse_prediction
 
@@ -51,11 +50,6 @@ def error_for(tmp_path: Path, text: str) -> LessonError:
         load_lesson(path)
     assert str(info.value).startswith(str(path)) or "01-predict.md" in str(info.value).split(":")[0]
     return info.value
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 # ---- loading ------------------------------------------------------------------------------------

@@ -14,11 +14,6 @@ from pykv.lab.lab import lab_config
 from pykv.lessons import run_cache, runs
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
-
-
 @pytest.fixture
 def measured(monkeypatch):
     """The side runs actually run (not recalled), by name; memory and the shared folder start empty."""

@@ -9,7 +9,6 @@ import textwrap
 import pytest
 
 from pykv.engine.kv.cache_engine import CacheEngine
-from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonError, parse_lesson, replay, resolve
 from pykv.lessons.path_checks import Known
 from pykv.lessons.paths import check_path
@@ -29,11 +28,6 @@ workload:
     - {request_id: b, prompt: "class Stack:", max_tokens: 16, ignore_eos: true}
 ---
 """
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import importlib.util
 import pytest
 
 from pykv.engine.model.attention import STEPWISE_CPU_ENV
-from pykv.engine.model.loader import load_model
 from pykv.lessons import LessonPlayer, load_lesson
 from pykv.lessons.loader import COURSE_DIR
 
@@ -18,11 +17,6 @@ if importlib.util.find_spec("triton") is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
 LESSONS = ["01-kv-cache-and-blocks.md", "03-recompute-is-a-rollback.md"]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny", "cpu", "float32")
 
 
 def play(path, loaded, backend: str, monkeypatch) -> LessonPlayer:
