@@ -38,22 +38,6 @@ BAD_CODE = "A class code is 6 letters and digits, e.g. K7QM2X."
 CHOICES = ["A", "B", "C"]
 
 
-class FakeClock:
-    def __init__(self, t: float = 1_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 @pytest.fixture(params=["memory", "redis"])
 def classes(request, clock):
     if request.param == "memory":
@@ -259,8 +243,7 @@ def test_a_class_expires_idle_s_after_the_last_instructor_action(classes, clock)
         classes.drive(state.code, secret, step=3)
 
 
-def test_sweep_expired_drops_idle_classes_from_memory():
-    clock = FakeClock()
+def test_sweep_expired_drops_idle_classes_from_memory(clock):
     store = MemoryStore(clock=clock)
     classes = Classes(store, idle_s=100, clock=clock)
     old, _ = classes.start("l")

@@ -9,14 +9,6 @@ import pytest
 from pykv.classroom import HEARTBEAT_S, PRESENCE_S, Classes, ClassNotFound, MemoryStore, Presence
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 class CountingStore(MemoryStore):
     def __init__(self, clock) -> None:
         super().__init__(clock=clock)
@@ -28,8 +20,7 @@ class CountingStore(MemoryStore):
 
 
 @pytest.fixture
-def setup():
-    clock = Clock()
+def setup(clock):
     store = CountingStore(clock)
     return Classes(store, clock=clock, heartbeat_s=HEARTBEAT_S), store, clock
 

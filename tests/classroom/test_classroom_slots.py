@@ -10,19 +10,6 @@ from pykv.classroom import ClassError, Classes, ClassNotFound, MemoryStore
 from pykv.classroom.limits import MAX_CLASSES_PER_OWNER, UNJOINED_S
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def make(clock, **kw) -> Classes:
     return Classes(MemoryStore(clock=clock), clock=clock, unjoined_s=UNJOINED_S, **kw)
 
