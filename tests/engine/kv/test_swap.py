@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from rules import assert_drained, step_checked
+from rules import assert_drained, drain_checked, step_checked
 
 from pykv import SamplingParams
 from pykv.engine.kv.cache_engine import CacheEngine
@@ -21,7 +21,7 @@ def run_until(engine, predicate, max_steps=200):
         report = step_checked(engine)
         if predicate(report):
             return report
-    raise AssertionError("condition never met")
+    raise AssertionError(f"condition not met within {max_steps} steps")
 
 
 @pytest.mark.parametrize("swap_copy", ["batched", "per_block"])
@@ -59,12 +59,14 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
         block_size=4, num_gpu_blocks=6, max_num_seqs=3, vllm_profile="v0.6", preemption_mode="swap", num_cpu_blocks=8
     )
     crowd(engine)
-    while True:
+    for _ in range(100):
         before = engine.cache.gpu_cache.clone()
         tables = {rid: list(t) for rid, t in engine.kv.block_tables.items()}
         report = step_checked(engine)
         if report.preempted:
             break
+    else:
+        raise AssertionError("no preemption within 100 steps")
     (event,) = report.preempted
     assert event.mode == "swap" and event.num_bytes == event.num_blocks * engine.bytes_per_block
     cpu_ids = engine.kv.swap.block_tables[event.request_id]
@@ -79,8 +81,7 @@ def test_engine_swap_moves_the_exact_kv_and_brings_it_back(make_engine):
     for i, gpu in enumerate(table[: len(cpu_ids)]):
         filled = min(4, num_tokens - 4 * i)  # the swap-in step's forward appends after these slots
         assert torch.equal(engine.cache.gpu_cache[:, :, gpu, :filled], swapped_kv[:, :, i, :filled])
-    while engine.has_unfinished_requests():
-        step_checked(engine)
+    drain_checked(engine)
     assert_drained(engine)
     m = engine.metrics
     swaps = [c for c in engine.preemptions() if c.mode == "swap"]
@@ -121,8 +122,7 @@ def test_abort_fallback_uses_vllm_v0_message_and_aborts_only_the_victim(make_eng
     (aborted,) = [o for o in report.finished if o.request_id == event.request_id]
     assert aborted.finish_reason == "abort"
     assert aborted.message.startswith("Aborted due to the lack of CPU swap space. Please increase the swap space")
-    while engine.has_unfinished_requests():
-        step_checked(engine)
+    drain_checked(engine)
     reasons = {o.request_id: o.finish_reason for o in engine.outputs.values()}
     aborted_ids = {e.request_id for e in engine.preemptions() if e.mode == "abort"}
     assert {rid for rid, reason in reasons.items() if reason == "abort"} == aborted_ids
@@ -152,15 +152,17 @@ def test_watermark_holds_back_swap_in_while_others_run(make_engine):
     )
     crowd(engine, n=3, prompt_len=8)
     run_until(engine, lambda r: r.preempted)
-    while engine.scheduler.swapped:
+    for _ in range(200):
+        if not engine.scheduler.swapped:
+            break
         free_before = engine.kv.pool.num_free_blocks()
         running_before = bool(engine.scheduler.running)
         report = step_checked(engine)
         for cost in report.swapped_in:
             if running_before:
                 assert free_before - cost.num_blocks >= 5
-    while engine.has_unfinished_requests():
-        step_checked(engine)
+    assert not engine.scheduler.swapped, "still swapped after 200 steps"
+    drain_checked(engine)
     assert_drained(engine)
 
 
@@ -199,7 +201,9 @@ def mid_prefill_swap_run(make_engine, prompt_len, num_gpu_blocks=13):
     )
     for rid, start, n, out in (("d0", 10, 15, 30), ("d1", 30, 10, 30), ("d2", 50, 10, 30), ("d3", 70, 10, 5)):
         engine.add_request(list(range(start, start + n)), SamplingParams(max_tokens=out, ignore_eos=True), rid)
-    while engine.has_unfinished_requests():
+    for _ in range(500):
+        if not engine.has_unfinished_requests():
+            break
         if engine.step_count == 1:
             engine.add_request(list(range(100, 100 + prompt_len)), SamplingParams(max_tokens=8, ignore_eos=True), "x")
         yield engine, step_checked(engine)

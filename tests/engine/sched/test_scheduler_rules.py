@@ -1,7 +1,7 @@
 """vLLM's scheduling rules common to every profile, each shown on a small deterministic scenario under the
 default profile (v0.33); tests/engine/sched/test_profiles.py pins what differs between releases."""
 
-from rules import assert_drained, step_checked
+from rules import assert_drained, drain_checked, step_checked
 
 from pykv import SamplingParams
 
@@ -15,6 +15,15 @@ def run_until_preemption(engine, max_steps=100):
         if report.preempted:
             return running, report
     raise AssertionError("no preemption happened")
+
+
+def run_until_scheduled(engine, request_id, max_steps=100):
+    """Step until ``request_id`` has a chunk in the batch; that chunk."""
+    for _ in range(max_steps):
+        chunk = next((c for c in step_checked(engine).chunks if c.request_id == request_id), None)
+        if chunk is not None:
+            return chunk
+    raise AssertionError(f"{request_id} was not scheduled within {max_steps} steps")
 
 
 def test_victim_is_last_running_and_reenters_at_front_without_admission(make_engine):
@@ -39,14 +48,9 @@ def test_recompute_reprefills_prompt_plus_generated_tokens(make_engine):
     victim = engine.scheduler.requests[report.preempted[0].request_id]
     num_tokens = victim.num_tokens
     assert report.preempted[0].num_tokens == num_tokens - 1  # the last sampled token had no KV yet
-    while True:
-        report = step_checked(engine)
-        chunk = next((c for c in report.chunks if c.request_id == victim.request_id), None)
-        if chunk is not None:
-            break
+    chunk = run_until_scheduled(engine, victim.request_id)
     assert (chunk.start, chunk.num_new_tokens, chunk.is_prefill) == (0, num_tokens, True)
-    while engine.has_unfinished_requests():
-        step_checked(engine)
+    drain_checked(engine)
     assert_drained(engine)
 
 
@@ -56,11 +60,7 @@ def test_readmission_starts_at_prefix_cache_hit_on_own_blocks(make_engine):
     engine.add_request(list(range(40, 52)), SamplingParams(max_tokens=10, ignore_eos=True))
     _, report = run_until_preemption(engine)
     victim = report.preempted[0].request_id
-    while True:
-        report = step_checked(engine)
-        chunk = next((c for c in report.chunks if c.request_id == victim), None)
-        if chunk is not None:
-            break
+    chunk = run_until_scheduled(engine, victim)
     assert chunk.num_cached_tokens > 0 and chunk.start == chunk.num_cached_tokens
 
 
