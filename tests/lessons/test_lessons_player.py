@@ -224,11 +224,13 @@ def test_actions_step_run_until_and_conditions(tiny):
     )
     player = LessonPlayer(lesson, tiny)
     cursors = []
-    while True:
+    for _ in range(player.num_steps):
         assert player.state.passed, (player.state.step.title, player.state.errors, player.state.failed_checks)
         cursors.append(player.state.lab.cursor)
         if not player.next():
             break
+    else:
+        raise AssertionError(f"Next still moved on after the lesson's {player.num_steps} steps")
     assert cursors[0] == 2 and cursors[2] == cursors[1] and cursors[3] > cursors[2] and cursors[4] >= cursors[3]
     assert player.state.lab.at_end()
 
