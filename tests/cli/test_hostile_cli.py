@@ -5,9 +5,10 @@ more): each is one line on stderr (``error: ...``), exit code 2, no traceback, a
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
+from app_helpers import sweep_page
+from growth import assert_growth, raising
 
 import pykv.cli.main
 import pykv.lab.sweep
@@ -70,13 +71,11 @@ def no_work(monkeypatch):
     monkeypatch.setattr(pykv.lab.sweep, "load_model", forbidden)
 
 
-def run_cli(capsys, argv) -> tuple[int, list[str], float]:
-    t0 = time.perf_counter()
+def run_cli(capsys, argv) -> tuple[int, list[str]]:
     code = main(argv)
-    seconds = time.perf_counter() - t0
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
-    return code, [line for line in captured.err.splitlines() if line.strip()], seconds
+    return code, [line for line in captured.err.splitlines() if line.strip()]
 
 
 # (argv with {dir} for tmp_path and {model} for the random checkpoint, words the one line must contain)
@@ -149,10 +148,10 @@ BEFORE_WORK = [
 @pytest.mark.parametrize("argv, words", BEFORE_WORK, ids=[" ".join(a)[:60] for a, _ in BEFORE_WORK])
 def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, words, files, no_work, random_llama_path, capsys):
     argv = [a.replace("{dir}", str(files)) for a in argv] + ["--model", str(random_llama_path)]
-    code, lines, seconds = run_cli(capsys, argv)
+    code, lines = run_cli(capsys, argv)
     assert code == 2, lines
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
-    assert len(lines[0]) <= 320 and seconds < 1.5
+    assert len(lines[0]) <= 320
 
 
 def test_argparse_errors_exit_2_without_a_traceback(capsys):
@@ -166,7 +165,7 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(monkeypatch, random_llama_
         raise RuntimeError("the device\nfell over")
 
     monkeypatch.setattr(pykv.cli.main, "LLMEngine", boom)
-    code, lines, _ = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
+    code, lines = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
     assert code == 1 and lines == ["error: RuntimeError: the device fell over"]
 
 
@@ -175,12 +174,12 @@ def test_ctrl_c_is_one_line(monkeypatch, random_llama_path, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(pykv.cli.main, "LLMEngine", interrupted)
-    code, lines, _ = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
+    code, lines = run_cli(capsys, ["generate", "hi", "--model", str(random_llama_path)])
     assert code == 130 and lines == ["error: interrupted"]
 
 
 def test_a_prompt_past_max_model_len_is_one_line(random_llama_path, capsys):
-    code, lines, _ = run_cli(
+    code, lines = run_cli(
         capsys, ["generate", "def fib(n): return n" * 20, "--max-model-len", "8", "--model", str(random_llama_path)]
     )
     errors = [line for line in lines if line.startswith("error: ")]
@@ -188,7 +187,7 @@ def test_a_prompt_past_max_model_len_is_one_line(random_llama_path, capsys):
 
 
 def test_an_unfinished_run_exits_1(random_llama_path, capsys):
-    code, lines, _ = run_cli(
+    code, lines = run_cli(
         capsys,
         [
             "run",
@@ -235,11 +234,10 @@ def test_a_good_run_still_exports_its_workload(random_llama_path, tmp_path, caps
 # ---- workloads and sweep values through the Python API ------------------------------------------------
 
 
-def test_row_13_deep_json_is_a_value_error_fast():
-    t0 = time.perf_counter()
+def test_row_13_deep_json_is_a_value_error_in_linear_time():
     with pytest.raises(ValueError, match=f"nested more than {MAX_JSON_DEPTH}"):
         Workload.from_json("[" * 200_000 + "]" * 200_000)
-    assert time.perf_counter() - t0 < 1
+    assert_growth(lambda n: "[" * n + "]" * n, raising(Workload.from_json), 50_000)
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting():
@@ -266,10 +264,15 @@ def test_workload_error_messages_are_short():
     ],
 )
 def test_preset_arguments_are_bounded_before_anything_is_built(kwargs, words):
-    t0 = time.perf_counter()
     with pytest.raises(ValueError, match=words):
         make_workload("storm", **kwargs)
-    assert time.perf_counter() - t0 < 0.1
+
+
+@pytest.mark.parametrize("name, size", [("n", 1_000_000), ("max_tokens", 10**7)])
+def test_a_preset_argument_out_of_range_costs_the_same_however_large(name, size):
+    assert_growth(
+        lambda n: {name: n}, raising(lambda kwargs: make_workload("storm", **kwargs)), size, factor=100, max_ratio=3
+    )
 
 
 def test_spread_arrivals_are_bounded():
@@ -296,10 +299,12 @@ def test_an_unknown_preset_does_not_offer_a_file():
     ],
 )
 def test_parse_values_counts_before_listing(text, words):
-    t0 = time.perf_counter()
     with pytest.raises(ValueError, match=words):
         parse_values(text)
-    assert time.perf_counter() - t0 < 0.1
+
+
+def test_a_range_of_too_many_values_costs_the_same_however_many():
+    assert_growth(lambda n: f"1:{n}:1", raising(parse_values), 1_000_000, factor=100, max_ratio=3)
 
 
 def test_count_values_is_arithmetic():
@@ -326,15 +331,8 @@ def test_row_29_sweep_page_counts_runs_before_building_configs(random_llama_path
 
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     monkeypatch.setattr(SweepSpec, "configs", forbidden)
-    at = AppTest.from_function(_sweep_page, default_timeout=60).run()
+    at = AppTest.from_function(sweep_page, default_timeout=60).run()
     at.text_input(key="sw_values_num_gpu_blocks").set_value("1:300000:1")
-    t0 = time.perf_counter()
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
-    assert time.perf_counter() - t0 < 5 and not at.exception
+    assert not at.exception
     assert any("600000 runs" in e.value and "at most 60" in e.value for e in at.error)
-
-
-def _sweep_page():
-    from pykv.ui.pages import sweep
-
-    sweep.render()

@@ -3,9 +3,8 @@ changes release, argparse's usage block, ``SamplingParams(stop=...)``, a capped 
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from growth import assert_growth, raising
 
 from pykv import EngineConfig, SamplingParams
 from pykv.border.workload import Workload
@@ -14,18 +13,14 @@ from pykv.engine.max_model_len import fit_max_model_len
 
 
 def test_escaped_quotes_without_a_closing_quote_are_linear():
-    text = '"' + '\\"' * 10_000  # 20 KB: seconds with the quadratic string regex (80 KB: 17 s or more)
-    t0 = time.perf_counter()
     with pytest.raises(ValueError, match="not valid JSON"):
-        Workload.from_json(text)
-    assert time.perf_counter() - t0 < 1
+        Workload.from_json('"' + '\\"' * 10_000)
+    # 20 KB took seconds with the quadratic string regex (80 KB: 17 s or more)
+    assert_growth(lambda n: '"' + '\\"' * n, raising(Workload.from_json), 2_500)
 
 
 def test_a_trailing_backslash_is_linear_too():
-    t0 = time.perf_counter()
-    with pytest.raises(ValueError):
-        Workload.from_json('["' + 'a\\"' * 10_000 + "\\")
-    assert time.perf_counter() - t0 < 1
+    assert_growth(lambda n: '["' + 'a\\"' * n + "\\", raising(Workload.from_json), 2_500)
 
 
 def test_sweep_says_when_offload_runs_on_another_release(random_llama_path, capsys):
@@ -86,7 +81,6 @@ def test_max_model_len_above_the_models_limit_is_capped_with_a_note():
 
 
 def test_a_review_pack_too_big_for_memory_is_refused_up_front(tmp_path, capsys):
-    t0 = time.perf_counter()
     assert (
         main(
             [
@@ -105,4 +99,4 @@ def test_a_review_pack_too_big_for_memory_is_refused_up_front(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "1,000,000" in err and "--max-steps" in err and err.count("\n") == 1
-    assert time.perf_counter() - t0 < 5 and not (tmp_path / "p.html").exists()
+    assert not (tmp_path / "p.html").exists()
