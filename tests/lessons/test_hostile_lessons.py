@@ -1,14 +1,15 @@
 """Hostile and careless lesson files (issue 12, rows 17-21 and more): each gives one short, one-line
-LessonError naming the file (and the field where there is one) within a second, and ``read_course``
-reports it beside the lessons that load, never raising."""
+LessonError naming the file (and the field where there is one), and ``read_course`` reports it beside the lessons
+that load, never raising. A hostile file that comes in sizes is refused, and a large legal lesson or odd narration
+loads, in time that grows no faster than its size (tests/growth.py)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from growth import assert_growth, raising
 
 from pykv.lessons import LessonError, load_lesson
 from pykv.lessons.limits import (
@@ -395,37 +396,53 @@ def _assert_short_one_line(error: LessonError, name: str) -> str:
     return message
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    """Load one good lesson first, so the one-second bound measures the file, not the first imports."""
-    load_lesson(_write(tmp_path_factory.mktemp("warm") / "01-good.md", lesson()))
-
-
 def test_the_good_lesson_of_the_catalogue_loads(tmp_path):
     assert load_lesson(_write(tmp_path / "01-ok.md", lesson())).id == "hostile"
 
 
 @pytest.mark.parametrize("content, field, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_a_hostile_lesson_is_one_short_lesson_error_within_a_second(tmp_path, content, field, words):
+def test_a_hostile_lesson_is_one_short_lesson_error(tmp_path, content, field, words):
     path = _write(tmp_path / "02-hostile.md", _content(content))
-    start = time.perf_counter()
     with pytest.raises(LessonError) as info:
         load_lesson(path)
-    took = time.perf_counter() - start
     message = _assert_short_one_line(info.value, "02-hostile.md")
-    assert took < 1.0, f"{took:.2f} s: {message[:300]}"
     assert info.value.field.startswith(field), message[:500]
     assert words in info.value.problem, message[:500]
 
     # The same file in a course folder: reported, and the good lessons around it still load.
     _write(tmp_path / "01-first.md", lesson(front(lesson_id="first")))
     _write(tmp_path / "03-third.md", lesson(front(lesson_id="third")))
-    start = time.perf_counter()
     lessons, problems = read_course(tmp_path)
-    assert time.perf_counter() - start < 2.0
     assert [lesson.id for lesson in lessons] == ["first", "third"]
     assert len(problems) == 1 and Path(problems[0].path).name == "02-hostile.md"
     _assert_short_one_line(problems[0], "02-hostile.md")
+
+
+# The hostile files of CASES that come in sizes, as (file content of size n, n): refused at every size from n to 4n
+HOSTILE_SIZES: dict[str, tuple[Callable[[int], str], int]] = {
+    "yaml-nested-deep-front-matter": (lambda n: lesson(front(extra="notes: " + "[" * n + "]" * n + "\n")), 12_500),
+    "yaml-nested-deep-in-expect": (lambda n: lesson(body=step(expect=EXPECT_A + "[" * n + "]" * n + "\n")), 12_500),
+    "actions-past-the-size-cap": (lambda n: lesson(body=step("- step: 1\n" * n)), 62_500),
+    "actions-under-the-size-cap": (lambda n: lesson(body=step("- step: 1\n" * n)), 6_000),
+    "huge-single-line-narration": (lambda n: lesson(body=step(narration="x" * n)), 50_000),
+    "check-operand-long-list": (lambda n: lesson(body=step(expect=EXPECT_A + "[" + "0," * n + "0]\n")), 25_000),
+    "yaml-value-long": (lambda n: lesson(body=step(expect=EXPECT_A + "x" * n + "\n")), 21_000),
+    "hex-int-many-digits": (lambda n: lesson(front(config="  max_model_len: 0x" + "F" * n + "\n")), 2_000),
+    "template-path-many-segments": (
+        lambda n: lesson(body=step(narration="{{ request.a.block_table" + ".0" * n + " }}")),
+        1_250,
+    ),
+    "key-long": (lambda n: lesson(front(config="  " + "k" * n + ": 1\n")), 2_000),
+    "front-matter-never-closes": (lambda n: "---\n" + front() + "x: y\n" * n, 5_000),
+}
+
+
+@pytest.mark.parametrize("content, size", HOSTILE_SIZES.values(), ids=HOSTILE_SIZES)
+def test_a_hostile_lesson_is_refused_in_time_linear_in_its_size(tmp_path, content, size):
+    def written(n: int) -> Path:
+        return _write(tmp_path / f"02-hostile-{n}.md", content(n))
+
+    assert_growth(written, raising(load_lesson, LessonError), size)
 
 
 def test_read_course_reports_anything_a_loader_raises_as_a_lesson_error(tmp_path):
@@ -475,17 +492,20 @@ def test_crlf_old_mac_line_ends_and_a_byte_order_mark_are_fine(tmp_path):
     assert load_lesson(_write(tmp_path / "03-bom.md", "\ufeff" + text)).id == "hostile"
 
 
-def test_a_large_legal_lesson_loads_within_a_second(tmp_path):
+def test_a_large_legal_lesson_loads_in_time_linear_in_its_steps(tmp_path):
     """The limits leave room: 100 steps with actions and checks, under the size and value budgets."""
     actions = "- step: 1\n" * 5
     expect = (EXPECT_A + "running\n") * 4
-    body = "".join(step(actions, expect, title=f"Step {i}") for i in range(MAX_LESSON_STEPS))
-    path = _write(tmp_path / "01-big.md", lesson(body=body))
+
+    def steps(n: int) -> Path:
+        body = "".join(step(actions, expect, title=f"Step {i}") for i in range(n))
+        return _write(tmp_path / f"01-big-{n}.md", lesson(body=body))
+
+    path = steps(MAX_LESSON_STEPS)
     assert path.stat().st_size < MAX_FILE_BYTES
-    start = time.perf_counter()
     loaded = load_lesson(path)
-    assert time.perf_counter() - start < 1.0
     assert len(loaded.steps) == MAX_LESSON_STEPS and len(loaded.steps[-1].actions) == 5
+    assert_growth(steps, load_lesson, MAX_LESSON_STEPS // 4)
 
 
 def test_messages_echo_values_short(tmp_path):
@@ -501,28 +521,40 @@ def test_messages_echo_values_short(tmp_path):
 def test_parse_lesson_bounds_text_given_directly():
     from pykv.lessons import parse_lesson
 
-    start = time.perf_counter()
     with pytest.raises(LessonError, match="a lesson file has at most 256 KB") as info:
         parse_lesson(lesson(body=step(narration="x" * 2_000_000)), "given.md")
-    assert time.perf_counter() - start < 1.0
     _assert_short_one_line(info.value, "given.md")
+    # bounded before it is parsed: 10x the text past the size bound is refused as fast
+    assert_growth(
+        lambda n: lesson(body=step(narration="x" * n)),
+        raising(lambda text: parse_lesson(text, "given.md"), LessonError),
+        MAX_FILE_BYTES,
+        factor=10,
+        max_ratio=3,
+    )
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        "".join(step(narration="{{" * 9999, title=f"S{i}") for i in range(12)),  # was 40 s: a quadratic template regex
-        "".join(step(narration="{{ " + "a" * 19_000, title=f"S{i}") for i in range(12)),
-        "".join(step(narration="{{ engine.step }}" * 1100, title=f"S{i}") for i in range(12)),
-        "".join(step(narration="```\n" * 2000 + "text", title=f"S{i}") for i in range(12)),
-    ],
-    ids=["open-braces", "an-open-template", "many-templates", "many-fences"],
-)
-def test_odd_but_valid_narration_loads_within_a_second(tmp_path, body):
-    path = _write(tmp_path / "01-odd.md", lesson(body=body))
-    start = time.perf_counter()
-    load_lesson(path)
-    assert time.perf_counter() - start < 1.0
+def twelve_steps(narration: Callable[[int], str]) -> Callable[[int], str]:
+    """A lesson of 12 steps, each narrated ``narration(n)``."""
+    return lambda n: lesson(body="".join(step(narration=narration(n), title=f"S{i}") for i in range(12)))
+
+
+# (narration of size n, n): each loads at 4n, under the narration and file bounds
+ODD_NARRATION = {
+    "open-braces": (lambda n: "{{" * n, 2_499),  # was 40 s at 9999: a quadratic template regex
+    "an-open-template": (lambda n: "{{ " + "a" * n, 4_750),
+    "many-templates": (lambda n: "{{ engine.step }}" * n, 275),
+    "many-fences": (lambda n: "```\n" * n + "text", 500),
+}
+
+
+@pytest.mark.parametrize("narration, size", ODD_NARRATION.values(), ids=ODD_NARRATION)
+def test_odd_but_valid_narration_loads_in_time_linear_in_its_length(tmp_path, narration, size):
+    def written(n: int) -> Path:
+        return _write(tmp_path / f"01-odd-{n}.md", twelve_steps(narration)(n))
+
+    assert len(load_lesson(written(4 * size)).steps) == 12
+    assert_growth(written, load_lesson, size)
 
 
 @pytest.mark.parametrize(
