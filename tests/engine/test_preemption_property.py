@@ -42,6 +42,7 @@ request = st.tuples(
 )
 
 
+@pytest.mark.slow  # hundreds of random engines per profile
 @pytest.mark.parametrize("vllm_profile", list(PROFILES))
 @settings(max_examples=PER_PROFILE)
 @given(

@@ -53,6 +53,7 @@ def test_swapped_bytes_are_blocks_times_bytes_per_block(base, random_llama):
     assert (costs["modelled_pcie_gen4_s"] > costs["modelled_pcie_gen5_s"]).all()
 
 
+@pytest.mark.slow  # a sweep of the storm over pool sizes
 def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llama):
     """Every pool of the band, not a hand-picked few: recompute's count is exactly n - usable // blocks
     per request there (see StormShape), so shrinking the pool never lowers it."""

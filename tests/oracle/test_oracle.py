@@ -60,6 +60,7 @@ def test_known_divergences_name_real_cases():
         assert reason and set(listed) <= names, f"{rule}: names a case that does not exist"
 
 
+@pytest.mark.slow  # its setup runs vLLM's schedulers on every case: one to two minutes
 @pytest.mark.parametrize("name", list(_params()))
 def test_case_matches_vllm(comparisons, name):
     result = comparisons[name]
