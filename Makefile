@@ -1,5 +1,5 @@
 # The common commands (README, "Developing"). Run inside the virtual environment.
-.PHONY: check test fast bench app
+.PHONY: check test fast quick bench app
 
 check:
 	ruff check . && ruff format --check . && lint-imports && mypy
@@ -9,6 +9,9 @@ test:
 
 fast:
 	python -m pytest -n 2 --dist loadfile --ignore=tests/e2e
+
+quick:
+	python -m pytest -n 2 --dist loadfile -m "not slow"
 
 bench:
 	python -m bench.bench_vs_hf

@@ -35,9 +35,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-KERNEL_TESTS = ["tests/test_kernels_store.py", "tests/test_kernels_decode.py", "tests/test_kernels_prefill.py"]
+KERNEL_TESTS = [
+    "tests/kernels/test_kernels_store.py",
+    "tests/kernels/test_kernels_decode.py",
+    "tests/kernels/test_kernels_prefill.py",
+]
 HEADS, KV_HEADS, HEAD_DIM, BLOCK = 32, 8, 128, 16
-DEVICE = "cuda"  # module-level device and shapes: tests/test_kernels_gpu_check.py dry-runs the sections on CPU
+DEVICE = "cuda"  # module-level device and shapes: tests/kernels/test_kernels_gpu_check.py dry-runs the sections on CPU
 DECODE_BATCH, DECODE_CONTEXT, LONG_CONTEXT, PREFILL_TOKENS = 64, 4096, 32768, 4096
 STORE_TOKENS, COPY_BYTES = (256, 16384), 2 << 30
 PLAYGROUND_STEPS = None  # the Playground section runs the whole storm (the CPU dry run: a few steps)

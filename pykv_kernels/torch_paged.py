@@ -9,7 +9,7 @@ only::
     keys(p) = ceil((p + 1) / KEY_TILE) * KEY_TILE     (padding reads position 0: never NaN; -inf mask)
 
 Rows whose ``keys(p)`` agree run as entries of one ``scaled_dot_product_attention`` batch, which the CPU
-flash kernel computes one by one (tests/test_torch_paged.py checks a row is bitwise the same alone or in
+flash kernel computes one by one (tests/kernels/test_torch_paged.py checks a row is bitwise the same alone or in
 any batch, at 1 and 2 threads). So a row's output depends on neither the other requests in the step, nor
 how its prompt was chunked, nor whether it ran as a decode or a prefill row (recompute after preemption
 re-prefills tokens first decoded one at a time). The references are not invariant: their shapes follow

@@ -1,10 +1,15 @@
-"""What the AppTest files share: the lessons page as a script, a run that raised nothing, the step on screen."""
+"""What the AppTest files share: the app and its pages as scripts, a run that raised nothing, the step on screen,
+the narration and the messages shown. The fixtures that open them are in tests/ui/conftest.py."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+ADD = "FormSubmitter:add_request-Queue it at this step"
 
 
 def lessons_page():
@@ -13,9 +18,40 @@ def lessons_page():
     lessons.render()
 
 
+def sweep_page():
+    from pykv.ui.pages import sweep
+
+    sweep.render()
+
+
 def ok(at: AppTest) -> AppTest:
     assert not at.exception, at.exception
     return at
+
+
+def opened(at: AppTest, **params: str) -> AppTest:
+    """Run ``at`` with these query parameters (a link): it raised nothing."""
+    for name, value in params.items():
+        at.query_params[name] = value
+    return ok(at.run())
+
+
+def shown_step(at: AppTest, *, url: bool = True) -> int:
+    """The Playground's step in the header; ``url``: checked against the URL's ?step=."""
+    header = next(m.value for m in at.markdown if m.value.startswith("**Step "))
+    step = int(header.split("**")[1].split()[1])
+    if url:
+        assert at.query_params["step"] in ([str(step)], str(step))
+    return step
+
+
+def narration(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown if m.value.startswith("- "))
+
+
+def messages(at: AppTest) -> list[str]:
+    """The warnings, errors and notes on the page."""
+    return [e.value for e in [*at.warning, *at.error, *at.info]]
 
 
 def step_line(at: AppTest) -> tuple[int, int]:

@@ -100,6 +100,15 @@ def step_checked(engine: LLMEngine):
     return report
 
 
+def drain_checked(engine: LLMEngine, max_steps: int = 500) -> None:
+    """Step (checked) until every request has finished; fail after ``max_steps`` steps instead of looping on."""
+    for _ in range(max_steps):
+        if not engine.has_unfinished_requests():
+            return
+        step_checked(engine)
+    assert not engine.has_unfinished_requests(), f"requests still unfinished after {max_steps} steps"
+
+
 def assert_drained(engine: LLMEngine) -> None:
     assert not engine.has_unfinished_requests()
     for block in engine.kv.pool.blocks + engine.kv.cpu_pool.blocks:

@@ -1,5 +1,5 @@
 """The check that a SpecFigure serves what a go.Figure of the same dicts serves (pykv.viz.spec_figure): the suite
-installs it for every figure it draws (conftest), and tests/test_spec_figure.py counts it on real runs."""
+installs it for every figure it draws (conftest), and tests/viz/test_spec_figure.py counts it on real runs."""
 
 from __future__ import annotations
 

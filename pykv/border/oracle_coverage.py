@@ -1,5 +1,5 @@
 """What is proved against vLLM by running it: the oracle's case set per profile, the last sweep, how to rerun it
-and what lies outside it. The About page and the README say this; ``tests/test_oracle.py`` checks the case names
+and what lies outside it. The About page and the README say this; ``tests/oracle/test_oracle.py`` checks the case names
 here against the cases the oracle runs (``oracle/cases.py``), so the page cannot drift from CI."""
 
 from __future__ import annotations
@@ -110,6 +110,6 @@ def oracle_markdown() -> str:
         "| profile | vLLM run | cases | case names |\n|---|---|---|---|\n"
         f"{rows}\n\nThe cases: {cases}.\n\n{SWEEP}\n\n"
         "**Rerun it**: `python3 oracle/build_venvs.py` (one venv per release, CPU only, cached), then "
-        "`pytest tests/test_oracle.py` or the sweep above. `oracle/README.md` explains the drivers.\n\n"
+        "`pytest tests/oracle/test_oracle.py` or the sweep above. `oracle/README.md` explains the drivers.\n\n"
         f"**Outside the oracle**\n\n{outside}"
     )

@@ -10,7 +10,7 @@ Colour rules (checked in tests):
 * The palette is 16 colours picked from Okabe-Ito's and Paul Tol's published sets (bright, muted, light,
   vibrant, dark) to be far apart for everyone: every pair differs by at least 20 CIELAB units in normal
   vision and 15 under simulated deuteranopia and protanopia (Machado 2009), and each colour is 25+ units from the
-  ones of the three ids before it (``tests/test_viz_palette.py`` checks it). The earlier Okabe-Ito + Tol
+  ones of the three ids before it (``tests/viz/test_viz_palette.py`` checks it). The earlier Okabe-Ito + Tol
   "muted" list put req 1 and req 8 (sky blue, cyan) and req 2/9/10 (greens) within 5-14 units. No meaning
   is carried by red-vs-green alone: block *states* differ by
   lightness and by text (free cells are blank, cached cells print ref 0, used cells print ref >= 1).

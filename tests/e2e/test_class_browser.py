@@ -56,6 +56,7 @@ def click(page, label: str) -> None:
     page.locator("button").filter(has_text=label).first.click()
 
 
+@pytest.mark.slow  # a class with three browser sessions
 def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_app_url, lesson):
     n = len(lesson.steps)
     contexts = []

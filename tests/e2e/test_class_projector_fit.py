@@ -22,6 +22,7 @@ def lesson():
     return found[0]
 
 
+@pytest.mark.slow  # walks every step of a class lesson, twice
 def test_the_class_projector_fits_both_screens_before_and_after_the_reveal(browser, tiny_class_probe_url, lesson):
     found = walk_class_lesson(browser, tiny_class_probe_url, lesson)
     assert any("(revealed)" in where for where, _ in found)  # the lesson asks a question: the reveal was measured

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from testkit.page_wait import wait_settled
 
 VIEWPORT = {"width": 1440, "height": 900}
@@ -83,6 +85,7 @@ def above_the_fold(locator) -> bool:
     return box is not None and box["y"] + box["height"] <= VIEWPORT["height"]
 
 
+@pytest.mark.slow  # two minutes in CI
 def test_light_step_to_a_preemption(browser, app_url, artifacts):
     context, page = open_page(browser, app_url, "light")
     try:

@@ -38,6 +38,7 @@ def open_at(browser, url: str, width: int, height: int):
     return context, page
 
 
+@pytest.mark.slow  # a minute a screen size in CI
 @pytest.mark.parametrize("width, height", [(1600, 900), (1280, 800)])
 def test_no_metric_label_value_or_chart_note_is_cut(browser, tiny_app_url, width, height):
     context, page = open_at(browser, tiny_app_url, width, height)

@@ -25,6 +25,7 @@ def course():
     return COURSE
 
 
+@pytest.mark.slow  # a minute in CI
 def test_the_keyless_projector_follows_the_speaker_view(browser, tiny_class_app_url, course):
     lesson = next(lesson for lesson in course.values() if len(lesson.steps) >= 3 and lesson.steps[1].notes)
     n, notes = len(lesson.steps), lesson.steps[1].notes.splitlines()[0][:40]

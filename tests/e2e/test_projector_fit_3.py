@@ -13,6 +13,7 @@ from testkit.projector import check_lesson_fits, course_part
 LESSONS = course_part(3)
 
 
+@pytest.mark.slow  # walks every step of its lessons in a browser
 @pytest.mark.parametrize("lesson", LESSONS or [None], ids=[lesson.id for lesson in LESSONS] or ["no-lessons"])
 def test_every_step_of_the_lesson_fits_both_projector_screens(fit_page, tiny_probe_url, lesson):
     if lesson is None:

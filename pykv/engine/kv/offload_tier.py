@@ -34,8 +34,8 @@ block per offloaded chunk, no ``store_threshold``):
   (``_maximal_prefix_lookup``); a lookup ranks nothing. Blocks found are loaded into freshly allocated device blocks.
 
 The store, load, finish and eviction rules are checked against vLLM 0.33.0's own ``CPUOffloadingManager`` on random
-scripts (``oracle/tier.py``, run by ``tests/test_offload_tier.py``); the connector half above (what a request offers
-when) is not, as oracle/README.md says.
+scripts (``oracle/tier.py``, run by ``tests/engine/kv/test_offload_tier.py``); the connector half above (what a
+request offers when) is not, as oracle/README.md says.
 
 On a ``BlockPool`` whose free queue holds the empty blocks first, then the stored ones in eviction order (the
 grid's "eviction order", 0 = evicted next among them)::

@@ -1,0 +1,55 @@
+"""The Your server page through AppTest: an example log gives the release, findings, a replay and a baseline;
+junk is one error and the page stays usable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_helpers import ok
+from streamlit.testing.v1 import AppTest
+
+
+def server_page():
+    from pykv.ui.pages import server
+
+    server.render()
+
+
+@pytest.fixture
+def app(random_llama_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    return AppTest.from_function(server_page, default_timeout=180)
+
+
+def test_an_example_log_is_diagnosed_replayed_and_kept_as_a_baseline(app):
+    ok(app.run())
+    ok(app.selectbox(key="server_example").select("v1-0.33-preemption-storm.log").run())
+    heads = [s.value for s in app.subheader]
+    assert heads[0].startswith("Release: 0") and "Findings" in heads and "Replay it in the lab" in heads
+    assert any("Preemption storm" in e.label for e in app.expander)
+    startup = app.dataframe[0].value  # a fact the log does not print is a dash, never "None"; numbers as read
+    assert startup.loc[0, "kv_cache_tokens"] == "180,000" and startup.loc[0, "num_cpu_blocks"] == "—"
+    ok(app.button(key="server_what_if").click().run())
+    table = app.dataframe[-1].value  # the what-if table, last on the page before the baseline's (none yet)
+    assert list(table.columns) == ["", "as planned", "fix 1", "fix 2"] and table.iloc[0, 0] == "preemptions"
+
+
+def test_junk_is_one_error_and_the_previous_diagnosis_stays(app):
+    ok(app.run())
+    ok(app.selectbox(key="server_example").select("v0-preemption-storm.log").run())
+    app.text_area(key="server_paste").input("not a log at all")
+    ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
+    assert len(app.error) == 1 and "found no vLLM stats line" in app.error[0].value
+    assert app.subheader[0].value.startswith("Release: V0")  # the example's diagnosis is still shown
+
+
+def test_a_bad_baseline_upload_is_one_error(app, tmp_path):
+    from pykv.bridge.baseline import parse_baseline
+
+    with pytest.raises(ValueError, match="not a number"):
+        parse_baseline(json.dumps({"baseline_version": 1, "figures": {"mean_gen_tps": "fast"}}).encode())
+    with pytest.raises(ValueError, match="not a bridge baseline"):
+        parse_baseline(b'{"figures": 3}')
+    with pytest.raises(ValueError, match="small JSON file"):
+        parse_baseline(b" " * 2_000_000)
