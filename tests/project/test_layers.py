@@ -41,7 +41,7 @@ def test_every_contract_over_a_container_is_exhaustive():
 
 def lint_copy(tmp_path: Path, module: str, text: str) -> subprocess.CompletedProcess:
     """lint-imports on a copy of the tree where ``module`` (a path under the root) got ``text`` appended."""
-    for name in ("pykv", "pykv_kernels"):
+    for name in ("pykv", "pykv_kernels", "oracle", "testkit"):  # the root packages the contracts name
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.safetensors"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with open(tmp_path / module, "a") as f:
@@ -76,6 +76,11 @@ def broken_contracts(stdout: str) -> list[str]:
         ("pykv/lessons/course/workshop.py", "from pykv.lessons.run import player", "inside the lessons"),
         ("pykv/bridge/base/records.py", "from pykv.bridge.logs import parser", "inside the bridge"),
         ("pykv/bridge/metrics/scrapes.py", "from pykv.bridge.traces import rows", "inside the bridge"),
+        # the checkout's helpers: never imported by the product, pykv reached by the oracle in one module only
+        ("pykv/lab/lab.py", "from testkit import streamlit_server", "the product (pykv, pykv_kernels) never imports"),
+        ("oracle/tier.py", "from pykv.engine.kv import block_pool", "oracle: only oracle.pykv_side imports pykv"),
+        ("oracle/trace.py", "from oracle import pykv_side", "oracle: the drivers run in vLLM's venvs"),
+        ("testkit/streamlit_server.py", "from pykv.ui import safe_text", "testkit: the server, browser"),
     ],
 )
 def test_an_upward_import_breaks_a_contract(tmp_path, module, bad_import, contract):
@@ -107,3 +112,26 @@ def test_a_new_module_in_no_layer_breaks_its_container_contract(tmp_path, contai
 def test_the_tree_as_it_is_keeps_every_contract():
     run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+RUFF = Path(sys.executable).parent / "ruff"
+
+
+@pytest.mark.parametrize(
+    "bad_import",
+    ["from pykv import LLMEngine", "from pykv import EngineConfig", "from pykv.lessons import LessonPlayer"],
+)
+def test_a_lazy_import_inside_pykv_is_refused(tmp_path, bad_import):
+    """`from pykv import X` resolves through importlib, where lint-imports cannot see it: ruff's banned-api refuses it
+    inside pykv (and only there: tests, benchmarks and users keep the front door)."""
+    for where, refused in (("pykv/lab/probe.py", True), ("tests/probe.py", False)):
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text(f"{bad_import}\n\nprint({bad_import.split()[-1]})\n")
+        shutil.copy(ROOT / "pyproject.toml", tmp_path)
+        run = subprocess.run(
+            [str(RUFF), "check", "--no-cache", "--select", "TID251", where],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert (run.returncode == 1 and "TID251" in run.stdout) is refused, (where, run.stdout + run.stderr)
