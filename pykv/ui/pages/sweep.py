@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -108,7 +109,7 @@ def render() -> None:
     axis = st.segmented_control(
         "Sweep over",
         list(AXIS_NAMES),
-        format_func=AXIS_NAMES.get,
+        format_func=lambda axis: AXIS_NAMES[axis],
         key="sweep_axis",
         default="num_gpu_blocks",
         required=True,
@@ -279,7 +280,7 @@ def _show(run: SweepRun | None) -> None:
 def _exporter(run: SweepRun, device: str):
     """``export(draw, name, key)``: a chart's Export control; its link is the command that reruns the sweep."""
     spec = run.spec
-    what = dict(
+    what: dict[str, Any] = dict(  # the sweep's own fields, said the same in the caption and the command
         workload=spec.workload,
         workload_args=spec.workload_args,
         axis=spec.axis,

@@ -137,7 +137,7 @@ def query_for(lab: Lab) -> dict[str, str]:
 
 def sync_url(lab: Lab) -> None:
     """Make the address bar reproduce the view: ?preset=...&step=N (+ changed config fields)."""
-    wanted = query_for(lab) | {k: st.query_params.get(k) for k in KEPT_PARAMS if k in st.query_params}
+    wanted = query_for(lab) | {k: st.query_params[k] for k in KEPT_PARAMS if k in st.query_params}
     current = {k: st.query_params.get(k) for k in list(st.query_params.keys())}
     if current != wanted:
         st.query_params.from_dict(wanted)
@@ -147,8 +147,8 @@ def lab_from_url(workload: Workload | None = None, seed: int = 0) -> Lab:
     """The Lab a link asks for (``workload`` and its ``seed`` instead of the link's preset: an exercise on a
     lesson's own workload). Every bad value is a warning and its default; ModelError (the model cannot be
     loaded) or ServerFull pass through for the caller to show."""
-    params = {k: st.query_params.get(k) for k in st.query_params.keys()}
-    preset = params.get("preset", DEFAULT_PRESET)
+    params = {k: st.query_params[k] for k in st.query_params.keys()}
+    preset: str | None = params.get("preset", DEFAULT_PRESET)  # None (below) for preset=none
     if preset not in PRESETS and preset != "none":
         st.warning(
             f"Unknown preset {code(preset)} in the link; using `{DEFAULT_PRESET}`. Presets: {', '.join(PRESETS)}."

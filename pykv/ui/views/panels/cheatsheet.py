@@ -17,7 +17,7 @@ FILE_NAME = "pykv_cheatsheet.html"
 
 def open_sheet() -> None:
     """Show the cheat sheet (the workshop path, if chosen, is kept for the way back)."""
-    kept = {k: st.query_params.get(k) for k in (PATH_PARAM, CLASS_PARAM, KEY_PARAM) if k in st.query_params}
+    kept = {k: st.query_params[k] for k in (PATH_PARAM, CLASS_PARAM, KEY_PARAM) if k in st.query_params}
     st.query_params.from_dict({PARAM: "1"} | kept)  # an instructor's class and key stay
 
 

@@ -30,6 +30,7 @@ def program_label(launch: LaunchRecord, item: WorkItem, request_ids: list[str]) 
     if launch.phase == "store":
         heads = "all KV heads" if item.kv_head is None else f"KV head {item.kv_head}"
         return f"store · tokens {item.query_rows[0]}..{item.query_rows[1] - 1} · {heads}"
+    assert item.seq is not None  # only the store's items span several requests
     label = f"{launch.phase} · req {request_ids[item.seq]} · KV head {item.kv_head}"
     if launch.phase == "prefill":
         label += f" · tokens {item.query_positions[0]}..{item.query_positions[1] - 1}"

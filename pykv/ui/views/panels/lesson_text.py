@@ -78,7 +78,9 @@ def checks_summary(step_state: StepState) -> str:
 def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, str]:
     """(what the projector shows, the rest): whole paragraphs (a fenced block is one) while they fit in
     ``words``; a first paragraph longer than that is cut after its last sentence that fits (or its first)."""
-    paragraphs, current, fenced = [], [], False
+    paragraphs: list[str] = []
+    current: list[str] = []
+    fenced = False
     for line in narration.strip().splitlines():
         if line.lstrip().startswith("```"):
             fenced = not fenced
@@ -90,7 +92,8 @@ def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, 
             current.append(line)
     if current:
         paragraphs.append("\n".join(current))
-    shown, count = [], 0
+    shown: list[str] = []
+    count = 0
     for i, paragraph in enumerate(paragraphs):
         n = len(paragraph.split())
         if count + n > words:

@@ -46,6 +46,7 @@ def _solo_answer(lesson_id: str, index: int, radio: str | None) -> None:
 
 def question(step_state: StepState) -> None:
     p = step_state.prediction
+    assert p is not None  # called only for a step with a prediction
     st.markdown(f"#### :material/psychology_alt: Predict: {p.question}")
     show("predict")
 
@@ -54,6 +55,7 @@ def solo(lesson_id: str, step_state: StepState, projector: bool = False) -> None
     """Ask (not yet answered) or show the outcome beside the learner's own answer (on the projector without
     the why: the narration under it says it, and the screen has no line to spare)."""
     p, index = step_state.prediction, step_state.index
+    assert p is not None  # called only for a step with a prediction
     answers = st.session_state.get(SOLO, {})
     if (lesson_id, index) not in answers:
         question(step_state)
@@ -69,6 +71,7 @@ def solo(lesson_id: str, step_state: StepState, projector: bool = False) -> None
 
 def outcome(step_state: StepState, mine: str | None, why: bool = True) -> None:
     p = step_state.prediction
+    assert p is not None  # called only for a step with a prediction
     said = f" You said **{mine}**." if mine else ""
     if p.correct is None:
         st.warning(f"{p.question} The engine's outcome ({p.answer!r}) is none of the choices.{said}")
@@ -89,6 +92,7 @@ def follower(member: Membership, step_state: StepState, answering: bool = True) 
     """Answer until the instructor reveals; then the outcome and the room's answers. ``answering`` False: the
     class's projector, which shows the question and its choices only."""
     p, registry, me = step_state.prediction, classroom.classes(), classroom.learner_id()
+    assert p is not None  # called only for a step with a prediction
     step = step_state.index + 1
     try:
         mine = registry.answer_of(member.code, me, step) if answering else None
@@ -162,6 +166,7 @@ def _room_chart(code: str, step: int, step_state: StepState, revealed: bool, com
     """The room's answers. ``compact``: the class projector, where the step's narration must fit beside it on
     one 1280x720 screen: a shorter chart, and no caption (the chart's subtitle counts the answers)."""
     p = step_state.prediction
+    assert p is not None  # called only for a step with a prediction
     try:
         counts = classroom.classes().tally(code, step)
     except Exception as e:  # the class ended meanwhile

@@ -126,7 +126,9 @@ def render(lab: Lab) -> None:
             st.warning(caveat, icon=":material/warning:")
         st.markdown("### Modelled target")
         target.picker("sb_", horizontal=False)
-        target.pool_in_gib(lab, apply, knob_named("num_gpu_blocks").maximum)
+        most_blocks = knob_named("num_gpu_blocks").maximum
+        assert most_blocks is not None  # num_gpu_blocks has an app_max (an int)
+        target.pool_in_gib(lab, apply, int(most_blocks))
 
 
 def apply(lab: Lab, changes: dict, preset: str, note: str | None = None) -> None:

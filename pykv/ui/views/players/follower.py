@@ -157,6 +157,7 @@ def _explore(shared: SharedLesson, index: int, code: str) -> None:
     """A private Lab at the class's step (a seat of the app's engine cap) and off to the Playground."""
     try:
         lab = shared.branch_lab(index)
+        assert lab.loaded is not None  # set from its engine when the shared Lab was built
         seat = seats.claim_seat(lab.config, lab.loaded)
     except Exception as e:  # ServerFull: the app's engine cap
         st.error(safe_text.plain(e))

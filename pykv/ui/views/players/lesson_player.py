@@ -237,7 +237,7 @@ def _player(lesson: Lesson) -> LessonPlayer | None:
 
 
 def _sync_url(lesson_id: str, step: int, presenter: bool) -> None:
-    kept = {k: st.query_params.get(k) for k in (CLASS_PARAM, KEY_PARAM, "speaker") if k in st.query_params}
+    kept = {k: st.query_params[k] for k in (CLASS_PARAM, KEY_PARAM, "speaker") if k in st.query_params}
     wanted = (
         {"lesson": lesson_id, "step": str(step)}
         | ({"presenter": "1"} if presenter else {})
@@ -366,7 +366,7 @@ def _narration(lesson: Lesson, step_state: StepState, view: StepView, member: Me
 def open_lesson(lesson_id: str | None) -> None:
     """Open a lesson (None: the course list), keeping presenter mode and an instructor's class."""
     kept = {
-        k: st.query_params.get(k)
+        k: st.query_params[k]
         for k in ("presenter", "speaker", CLASS_PARAM, KEY_PARAM, lesson_guide.PATH_PARAM)
         if k in st.query_params
     }

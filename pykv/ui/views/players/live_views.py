@@ -81,7 +81,7 @@ def render(
         width=1100,
         note=f" · step times measured on {snap.device}",
     )  # a copy: the run grows
-    details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=TABS.get(focus))
+    details(lab, snap, diff, dark, key_prefix, export, modelled, default_tab=None if focus is None else TABS.get(focus))
     target.formulas_expander(modelled.est)
 
 
@@ -240,10 +240,18 @@ def timeline(lab: Lab, dark: bool, key_prefix: str = "", selectable: bool = Fals
     """Every recorded step, the one on screen marked. ``selectable``: a click reruns the page, which
     reads the step with ``clicked_step`` before it draws anything (so the controls show the new step)."""
     fig = timeline_figure(lab.snapshots, lab.cursor, dark=dark, height=TIMELINE_HEIGHT)
-    select = dict(on_select="rerun", selection_mode=("points",)) if selectable else {}
-    st.plotly_chart(fig, theme=None, key=f"{key_prefix}timeline", config=PLOT_CONFIG, **select)
     if selectable:
+        st.plotly_chart(
+            fig,
+            theme=None,
+            key=f"{key_prefix}timeline",
+            config=PLOT_CONFIG,
+            on_select="rerun",
+            selection_mode=("points",),
+        )
         st.caption("Click a point to show its step.")
+    else:
+        st.plotly_chart(fig, theme=None, key=f"{key_prefix}timeline", config=PLOT_CONFIG)
 
 
 def clicked_step(lab: Lab, key_prefix: str = "") -> int | None:
@@ -260,6 +268,7 @@ def clicked_step(lab: Lab, key_prefix: str = "") -> int | None:
     if step is None:
         st.session_state.pop(handled, None)
         return None
+    assert selection is not None  # selected_step found a step in it
     points = selection["selection"]["points"]
     if st.session_state.get(handled) == points:
         return None

@@ -10,7 +10,8 @@ HTML always works.
 from __future__ import annotations
 
 import re
-from typing import Callable, Literal
+from functools import partial
+from typing import Callable, Literal, TypeAlias
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -18,13 +19,14 @@ import streamlit as st
 from pykv.review_pack.export import DEFAULT_WIDTH, SCALES, export_html, export_image, static_export_problem
 from pykv.ui.safe_text import plain
 
-FigureSource = go.Figure | Callable[[], go.Figure]
+FigureSource: TypeAlias = go.Figure | Callable[[], go.Figure]
+Format: TypeAlias = Literal["svg", "png", "html"]
 MIME = {"svg": "image/svg+xml", "png": "image/png", "html": "text/html"}
 
 
 def export_bytes(
     source: FigureSource,
-    fmt: Literal["svg", "png", "html"],
+    fmt: Format,
     *,
     caption: str,
     link: str | None,
@@ -76,16 +78,26 @@ def export_controls(
             "PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale", required=True
         )
         scale = int((scale_text or "2x")[0])
-        args = dict(caption=caption, link=link, width=width, height=height, link_label=link_label)
+        formats: tuple[tuple[Format, str, int], ...] = (  # (format, label, scale: export_bytes's default but PNG's)
+            ("svg", "SVG", 1),
+            ("png", f"PNG {scale}x", scale),
+            ("html", "HTML", 1),
+        )
         with st.container(horizontal=True, gap="small"):
-            for fmt, label, extra in (
-                ("svg", "SVG", {}),
-                ("png", f"PNG {scale}x", {"scale": scale}),
-                ("html", "HTML", {}),
-            ):
+            for fmt, label, fmt_scale in formats:
                 st.download_button(
                     label,
-                    data=lambda fmt=fmt, extra=extra: export_bytes(fig, fmt, **args, **extra),
+                    data=partial(  # bound now, called at the click
+                        export_bytes,
+                        fig,
+                        fmt,
+                        caption=caption,
+                        link=link,
+                        scale=fmt_scale,
+                        width=width,
+                        height=height,
+                        link_label=link_label,
+                    ),
                     file_name=f"{stem}.{fmt}" if fmt != "png" else f"{stem}@{scale}x.png",
                     mime=MIME[fmt],
                     key=f"{key}_{fmt}",

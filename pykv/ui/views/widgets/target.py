@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -54,13 +54,14 @@ def _choose(key_prefix: str) -> None:
 def picker(key_prefix: str = "", horizontal: bool = True) -> Estimate:
     """GPU, model, dtype and tensor-parallel size of the modelled target; returns its Estimate."""
     t = current()
+    pickers: tuple[tuple[str, list[Any], Any, Callable[[Any], str] | None], ...] = (  # name, options, value, format
+        ("gpu", list(GPUS), t.gpu, None),
+        ("model", list(MODELS), t.model, lambda m: MODELS[m]),
+        ("dtype", list(DTYPES), t.dtype, None),
+        ("tp", list(TP_CHOICES), t.tp, lambda n: f"TP{n}"),
+    )
     with st.container(horizontal=horizontal, key=f"{key_prefix}target_picker"):
-        for name, options, value, fmt in (
-            ("gpu", list(GPUS), t.gpu, None),
-            ("model", list(MODELS), t.model, MODELS.get),
-            ("dtype", list(DTYPES), t.dtype, None),
-            ("tp", list(TP_CHOICES), t.tp, lambda n: f"TP{n}"),
-        ):
+        for name, options, value, fmt in pickers:
             st.selectbox(
                 f"modelled {name}",
                 options,
