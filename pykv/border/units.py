@@ -30,3 +30,8 @@ def fmt_model_ms(ms: float | None) -> str:
     if ms is None:
         return "—"
     return f"{ms / 1e3:.2f} s" if ms >= 10_000 else f"{ms:.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def fmt_gib(num_bytes: float) -> str:
+    """A memory budget, three significant digits: 3 * 2**30 -> "3 GiB", 2**29 -> "512 MiB"."""
+    return f"{num_bytes / 2**30:.3g} GiB" if num_bytes >= 2**30 else f"{num_bytes / 2**20:.3g} MiB"

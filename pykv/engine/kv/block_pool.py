@@ -35,10 +35,6 @@ class Block:
     num_tokens_filled: int = 0  # set by KVCacheManager for display: how many slots hold KV
     computed_by: str | None = None  # set by KVCacheManager: the request whose KV fills it
 
-    @property
-    def is_free(self) -> bool:
-        return self.ref_cnt == 0
-
 
 class BlockPool:
     """All physical blocks of a pool.

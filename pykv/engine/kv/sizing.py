@@ -16,6 +16,7 @@ import torch
 
 from pykv.border.config import MAX_POOL_BLOCKS, ConfigError, EngineConfig
 from pykv.border.limits import MAX_KV_BYTES_ENV
+from pykv.border.units import fmt_gib
 from pykv.engine.kv.cache_engine import CacheEngine
 from pykv.engine.kv.kv_budget import kv_pool_budget
 from pykv.engine.model.model import ModelConfig
@@ -99,9 +100,9 @@ def check_pool_budget(config: EngineConfig, sizing: EngineSizing) -> None:
     if sizing.num_gpu_blocks > largest:
         raise ConfigError(
             "num_gpu_blocks",
-            f"num_gpu_blocks={sizing.num_gpu_blocks} needs {_gib(sizing.num_gpu_blocks * bytes_per_block)} "
+            f"num_gpu_blocks={sizing.num_gpu_blocks} needs {fmt_gib(sizing.num_gpu_blocks * bytes_per_block)} "
             f"of KV cache ({bytes_per_block} B per block) but the device pool's budget is "
-            f"{_gib(gpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+            f"{fmt_gib(gpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
         )
     cpu_budget = kv_pool_budget("cpu")
     largest = min(MAX_POOL_BLOCKS, cpu_budget // bytes_per_block)
@@ -111,24 +112,20 @@ def check_pool_budget(config: EngineConfig, sizing: EngineSizing) -> None:
             raise ConfigError(
                 name,
                 f"The CPU offloading tier of {num_cpu_blocks} blocks needs "
-                f"{_gib(num_cpu_blocks * bytes_per_block)} ({bytes_per_block} B per block) but its budget is "
-                f"{_gib(cpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
+                f"{fmt_gib(num_cpu_blocks * bytes_per_block)} ({bytes_per_block} B per block) but its budget is "
+                f"{fmt_gib(cpu_budget)}: use at most {largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
             )
         if config.num_cpu_blocks is None:
             most = largest * bytes_per_block / 2**30
             raise ConfigError(
                 "swap_space",
                 f"swap_space={config.swap_space:g} GiB makes {num_cpu_blocks} CPU blocks but at most {largest} "
-                f"fit ({_gib(cpu_budget)} budget, {bytes_per_block} B per block): set swap_space to at most "
+                f"fit ({fmt_gib(cpu_budget)} budget, {bytes_per_block} B per block): set swap_space to at most "
                 f"{most:.3f} or set num_cpu_blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
             )
         raise ConfigError(
             "num_cpu_blocks",
-            f"num_cpu_blocks={num_cpu_blocks} needs {_gib(num_cpu_blocks * bytes_per_block)} of CPU swap "
-            f"pool ({bytes_per_block} B per block) but its budget is {_gib(cpu_budget)}: use at most "
+            f"num_cpu_blocks={num_cpu_blocks} needs {fmt_gib(num_cpu_blocks * bytes_per_block)} of CPU swap "
+            f"pool ({bytes_per_block} B per block) but its budget is {fmt_gib(cpu_budget)}: use at most "
             f"{largest} blocks (or raise {MAX_KV_BYTES_ENV}, in bytes).",
         )
-
-
-def _gib(num_bytes: float) -> str:
-    return f"{num_bytes / 2**30:.3g} GiB" if num_bytes >= 2**30 else f"{num_bytes / 2**20:.3g} MiB"
