@@ -86,18 +86,20 @@ class RunModelled:
         ]
 
     def preemptions(self) -> pd.DataFrame:
-        """Each preemption's modelled bill, the delay it made the others wait, and why a bill is 0 or small."""
+        """Each preemption's modelled bill, the delay it made the others wait, and why a bill is 0 or small (a swap
+        is priced in its whole blocks, not its tokens)."""
         frame = with_modelled_bills(preemptions_frame(self.record.last), self.bills, self.label)
         keep = [
             "step",
             "request_id",
             "mode",
+            "num_blocks",
             "num_tokens",
             f"bill ms (modelled {self.label})",
             f"delay to others ms (modelled {self.label})",
             "why the bill is 0 or small",
         ]
-        return frame[keep].rename(columns={"request_id": "victim", "num_tokens": "tokens"})
+        return frame[keep].rename(columns={"request_id": "victim", "num_blocks": "blocks", "num_tokens": "tokens"})
 
 
 def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled") -> Section:
@@ -115,7 +117,8 @@ def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled"
             para(
                 f"{len(bills_frame)} preemptions priced on {m.label}"
                 + (f"; {notes} bills are 0 or small, and the last column says why" if notes else "")
-                + ". The measured costs are in the Preemption bill section."
+                + ". A swap is priced in its whole blocks (V0 copies a block whole), a recompute in the tokens it "
+                "redoes. The measured costs are in the Preemption bill section."
             ),
             frame_table(bills_frame.head(MAX_ROWS), "modelled wide"),
         ]
