@@ -202,7 +202,7 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
     for p in snapshot.preemptions:
         measured = ((p.swap_out_s or 0.0) + (p.swap_in_s or 0.0)) if p.mode == "swap" else p.recompute_s
         modelled = ((p.modelled_pcie_out_s or 0.0) + (p.modelled_pcie_in_s or 0.0)) if p.mode == "swap" else None
-        mode = p.mode + (f" ({p.fallback})" if p.fallback else "")
+        mode = p.mode + (" (swap fell back)" if p.fallback else "")  # fallback names the mode it fell back to
         rows.append(
             {
                 "step": p.step,
@@ -229,7 +229,8 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
         "modelled PCIe ms",
         "steps lost",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    # object columns: a count stays a whole number beside a dash (a float column would print 9 as "9.00")
+    return pd.DataFrame(rows, columns=columns, dtype=object)
 
 
 def bill_section(r: RunRecord, sid: str = "bill") -> Section:

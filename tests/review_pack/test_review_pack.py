@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hand_made import snapshot as hand_made_snapshot
 
 import pykv.review_pack.bundle as bundle
 from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
+from pykv.border.step_report import PreemptionView
 from pykv.border.vllm_command import (
     command_caveat,
     knob_mappings,
@@ -34,8 +36,8 @@ from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
 from pykv.review_pack.deep_link import link_caveats, playground_query
 from pykv.review_pack.export import ExportUnavailable
 from pykv.review_pack.fit import overflows
-from pykv.review_pack.page import HALF_WIDTH_PX, Figures, ReviewPack, Section, plotly_js
-from pykv.review_pack.run import grid_figures
+from pykv.review_pack.page import HALF_WIDTH_PX, Figures, ReviewPack, Section, frame_table, plotly_js
+from pykv.review_pack.run import bill_frame, grid_figures
 from pykv.review_pack.text import markdown_html
 from testkit.review_packs import assert_fits, section, section_html, visible_text
 
@@ -152,6 +154,45 @@ def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     assert command_caveat(config) and command_caveat(config.replace(device="cuda")) is None
     assert command_caveat(EngineConfig(vllm_profile="v0.33")) is None  # V1 has no --device: nothing to swap out
     assert "this is the command for a GPU" in html  # the review pack's fixture is a v0.6 run on the CPU
+
+
+def cells(table_html: str) -> list[list[str]]:
+    """Each row of a page table as the text of its cells (header row first)."""
+    rows = re.findall(r"(?s)<tr>(.*?)</tr>", table_html)
+    return [[visible_text(c).strip() for c in re.findall(r"(?s)<t[hd][^>]*>(.*?)</t[hd]>", r)] for r in rows]
+
+
+def test_the_bill_names_a_fallen_back_swap_and_counts_steps_in_whole_numbers():
+    """A swap that fell back read "recompute (recompute)"; a column of counts with one still open (None) printed its
+    whole numbers as floats ("9.00", "10.0")."""
+
+    def view(rid, mode, steps_lost, **extra):
+        return PreemptionView(
+            step=3, request_id=rid, mode=mode, num_blocks=3, num_tokens=33, num_bytes=98304, device="cpu",
+            steps_lost=steps_lost, **extra,
+        )  # fmt: skip
+
+    preempted = [
+        view("7", "recompute", 9, fallback="recompute", reason="CPU swap pool has 0 free blocks of 6"),
+        view("8", "recompute", 10),
+        view("9", "swap", None, swap_out_s=0.0003, modelled_pcie_out_s=0.00001),
+    ]
+    head, *rows = cells(frame_table(bill_frame(hand_made_snapshot([], [], preemptions=preempted))))
+    mode, lost = head.index("mode"), head.index("steps lost")
+    assert [r[mode] for r in rows] == ["recompute (swap fell back)", "recompute", "swap"]
+    assert [r[lost] for r in rows] == ["9", "10", "—"]  # whole numbers, a dash while the swap is still out
+
+
+def test_the_configuration_table_shows_what_pykv_ran_with(record, html):
+    """The fixture is a v0.6 run on the CPU with num_cpu_blocks=48: its device row said "cuda" (the command's word)
+    and its swap_space row "0.0" beside --swap-space 0.00146484375 (the GiB those blocks are)."""
+    (table_html,) = re.findall(r"(?s)<table class=\"config\".*?</table>", section_html(html, "config"))
+    rows = {r[0]: r[1:] for r in cells(table_html)[1:]}
+    assert rows["device"][:2] == ["cpu", "--device cuda"] and "this is the command for a GPU" in rows["device"][2]
+    swap_space, flag = rows["swap_space"][:2]
+    assert flag == f"--swap-space {swap_space}" and float(swap_space) > 0, rows["swap_space"]
+    assert "num_cpu_blocks=48" in rows["swap_space"][2]
+    assert rows["model"][0] == record.config.model  # pykv's value; the flag names the folder
 
 
 def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
