@@ -27,7 +27,7 @@ def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], str | None]:
                     fmt,
                     scale=PNG_SCALE if fmt == "png" else 1,
                     caption=f.caption,
-                    link=link_at_step(pack.link, f.step),
+                    link=link_at_step(pack.link, f.step) if f.linked else None,
                     width=export_width(f),
                 )
     except ExportUnavailable as e:

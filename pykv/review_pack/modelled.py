@@ -28,11 +28,14 @@ MAX_ROWS = 500  # rows of one modelled table in the page (the CSVs in the zip ha
 
 
 def crossover_pack_figure(est: Estimate, block_size: int, name: str = "modelled-crossover") -> PackFigure:
+    """The Sweep page's crossover chart: its title and subtitle say it is modelled, and on what; it prices one victim
+    of each length on the target, so it is the same whatever was run, and its image carries no run link."""
     return PackFigure(
         name,
-        f"Recompute or swap for one victim, modelled on {est.label} (block size {block_size}): "
-        "the Sweep page's crossover chart. Modelled, not measured.",
+        f"The Sweep page's crossover chart at block size {block_size}: it depends on the target and the block size "
+        "only, not on the run.",
         crossover_figure(crossover_curves(est, block_size)),
+        linked=False,
     )
 
 

@@ -17,10 +17,11 @@ from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from pykv.review_pack.fit import fit_width
+from pykv.review_pack.fit import fit_width, split_subtitle
 
 PAGE_WIDTH_PX = 700  # the content width: A4 less 12 mm margins is 703 px at 96 dpi
 HALF_WIDTH_PX = 345
+SUBTITLE_PX = 12  # a chart's subtitle on the page (plotly's own 0.7 em of a 14 px title is ~10 px)
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
 
 
@@ -33,6 +34,7 @@ class PackFigure:
     figure: go.Figure
     half: bool = False  # half the page width (small multiples)
     step: int | None = None  # the step drawn, where it is not the run's last (its exported link opens that step)
+    linked: bool = True  # False: the figure does not depend on the run, so its exported image carries no run link
 
 
 @dataclass(frozen=True)
@@ -237,8 +239,10 @@ def figure_width(f: PackFigure) -> int:
 
 
 def figure_div(f: PackFigure) -> str:
-    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column)."""
-    div = fit_width(f.figure, figure_width(f)).to_html(
+    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column), its
+    subtitle at ``SUBTITLE_PX`` in at most two lines, the sentences that do not fit leading its caption."""
+    fig, rest = split_subtitle(f.figure, figure_width(f), SUBTITLE_PX)
+    div = fit_width(fig, figure_width(f)).to_html(
         full_html=False,
         include_plotlyjs=False,
         div_id="fig-" + _ID.sub("-", f.name),
@@ -246,7 +250,8 @@ def figure_div(f: PackFigure) -> str:
         default_width="100%",
     )
     cls = "fig-half" if f.half else "fig-full"
-    return f'<figure class="{cls}">{div}<figcaption>{esc(f.caption)}</figcaption></figure>'
+    caption = " ".join(text for text in (rest, f.caption) if text)
+    return f'<figure class="{cls}">{div}<figcaption>{esc(caption)}</figcaption></figure>'
 
 
 def _block(b: Block) -> str:

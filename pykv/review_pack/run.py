@@ -39,6 +39,7 @@ GRID_PREEMPTIONS = 4  # block grids drawn at the first this-many steps that pree
 MAX_LOG_LINES = 5_000  # log lines written into the page (the run's own count is said)
 TEXT_CHARS = 40  # characters of a request's text shown in the tables
 MAX_ROWS = 500  # rows of one table in the page (the CSVs in the zip have them all)
+TIMELINE_HEIGHT = 440  # six panels at the page's width: at 360 a panel was a 20 px sliver
 
 
 # ---- the numbers on the first page ---------------------------------------------------------------
@@ -142,7 +143,7 @@ def timeline_section(r: RunRecord, prefix: str = "", sid: str = "timeline") -> S
     fig = PackFigure(
         f"{prefix}timeline",
         f"Every step of the run, 0 to {r.last.step}.",
-        timeline_figure(r.snapshots, len(r.snapshots) - 1),
+        timeline_figure(r.snapshots, len(r.snapshots) - 1, height=TIMELINE_HEIGHT),
     )
     return Section(sid, "Timeline", (fig,))
 

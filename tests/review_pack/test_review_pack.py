@@ -250,6 +250,25 @@ def test_each_grid_image_links_to_the_step_it_draws_and_the_cpu_grid_has_its_leg
     assert any("changed this step" in a.text for a in cpu.figure.layout.annotations)
 
 
+def test_the_crossover_image_carries_no_run_link_and_says_modelled_once(pack, monkeypatch):
+    """The crossover prices one victim on the target: the same for any run, so a run link on it misled; its title and
+    subtitle say it is modelled, and its caption said "Modelled, not measured" again."""
+    links = {}
+
+    def recording(fig, fmt, *, caption, link=None, **kwargs):
+        links[caption] = link
+        return fake_export(fig, fmt, caption=caption, link=link)
+
+    monkeypatch.setattr(bundle, "export_image", recording)
+    build_zip(pack)
+    crossover = next(f for f in pack.figures() if f.name == "modelled-crossover")
+    assert links[crossover.caption] is None and all(links[f.caption] for f in pack.figures() if f is not crossover)
+    said = " ".join(
+        [crossover.caption, crossover.figure.layout.title.text, crossover.figure.layout.title.subtitle.text]
+    )
+    assert said.count("not measured") == 1 and "not on the run" in crossover.caption
+
+
 def test_every_figure_fits_the_width_it_is_drawn_at(pack):
     assert_fits(pack)
     grid = next(f for f in pack.figures() if f.name.endswith("-cpu"))  # the half-width grid's legend wraps to it
