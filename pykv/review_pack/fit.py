@@ -230,7 +230,9 @@ def split_subtitle(fig: go.Figure, width: int, font_px: float, max_lines: int = 
     out = go.Figure(fig)
     if not text:
         return out, ""
-    room, kept, rest = width - 2 * PAD_PX, [], []
+    room = width - 2 * PAD_PX
+    kept: list[str] = []
+    rest: list[str] = []
     if _TAG.sub("", _BR.sub(" ", text)) != _BR.sub(" ", text):
         kept = [text]
     else:
