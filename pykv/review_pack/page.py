@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
 
+from pykv.review_pack.deep_link import absolute
 from pykv.review_pack.fit import fit_width, split_subtitle
 
 PAGE_WIDTH_PX = 700  # the content width: A4 less 12 mm margins is 703 px at 96 dpi
@@ -68,7 +69,7 @@ class ReviewPack:
     subtitle: str
     sections: tuple[Section, ...]
     summary: str = ""  # an HTML fragment for the first page, under the title
-    link: str | None = None  # a relative link into the app that reproduces the run (None: none does)
+    link: str | None = None  # a link into the app that reproduces the run (absolute where the lab's address was known)
     csvs: dict[str, str] = field(default_factory=dict)  # file name -> CSV text
     files: dict[str, str] = field(default_factory=dict)  # other text files (the final snapshot's JSON)
 
@@ -86,6 +87,16 @@ def esc(value: object) -> str:
 def para(text: str, cls: str = "") -> str:
     attr = f' class="{esc(cls)}"' if cls else ""
     return f"<p{attr}>{esc(text)}</p>"
+
+
+def link_html(link: str) -> str:
+    """A link, clickable where it is absolute (``https://...``), plain text where it is relative."""
+    return f'<a href="{esc(link)}">{esc(link)}</a>' if absolute(link) else esc(link)
+
+
+def link_block(link: str) -> str:
+    """:func:`link_html` in a code block."""
+    return f'<pre class="link">{link_html(link)}</pre>'
 
 
 def code_block(text: str, cls: str = "") -> str:

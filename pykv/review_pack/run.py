@@ -18,6 +18,7 @@ from pykv.border.metric_names import (
 from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
+from pykv.review_pack.deep_link import RELATIVE_NOTE
 from pykv.review_pack.modelled import RunModelled, run_modelled_csvs, run_modelled_section
 from pykv.review_pack.page import (
     HALF_WIDTH_PX,
@@ -28,6 +29,7 @@ from pykv.review_pack.page import (
     code_block,
     definition_list,
     frame_table,
+    link_block,
     para,
     table,
 )
@@ -121,11 +123,8 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
             )
         )
     blocks.append("<h3>Link</h3>")
-    link = r.link
-    if r.app_link is not None:
-        blocks.append(para("Append to the lab's address to open the same view in the app:"))
-        blocks.append(code_block(r.app_link, "link"))
-    elif link is None:
+    link = r.app_link if r.app_link is not None else r.link
+    if link is None:
         blocks.append(
             para(
                 "No Playground link reproduces this run: the workload is not a preset, and a link can "
@@ -133,8 +132,10 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
             )
         )
     else:
-        blocks.append(para("Append to the lab's address (the Playground page) to replay the run to its last step:"))
-        blocks.append(code_block(link, "link"))
+        replays = "the Playground, replaying the run to its last step"
+        blocks.append(para(f"Opens {'the same view in the app' if r.app_link is not None else replays}:"))
+        blocks.append(link_block(link))
+        blocks += [] if r.lab_root else [para(RELATIVE_NOTE, "muted")]
     blocks += [para(note, "muted") for note in (r.link_caveats() if r.app_link is None else [])]
     return Section(sid, "Workload", tuple(blocks))
 

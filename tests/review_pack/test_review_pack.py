@@ -144,6 +144,30 @@ def test_the_link_is_relative_and_says_what_it_cannot_carry(record, html):
     assert playground_query(EngineConfig(), "burst", 0) == "?preset=burst&step=0"
 
 
+def test_under_the_labs_address_every_link_is_a_full_one(record, monkeypatch):
+    """Issue 48 #13: the pack's link, each exported image's and the README's, pasted into a design doc, open the lab."""
+    pack = run_pack(replace(record, lab_root="https://lab.example.org"))
+    step = record.last.step
+    assert pack.link.startswith(f"https://lab.example.org/?preset=storm&step={step}&")
+    text = section_html(render_html(pack).decode(), "workload")
+    assert f'<a href="{pack.link.replace("&", "&amp;")}">' in text and "relative" not in visible_text(text)
+    exported = {}
+
+    def recording(fig, fmt, *, caption, link=None, link_label="link", **kwargs):
+        exported[caption] = (link, link_label)
+        return fake_export(fig, fmt, caption=caption, link=link)
+
+    monkeypatch.setattr(bundle, "export_image", recording)
+    z = zipfile.ZipFile(io.BytesIO(build_zip(pack)))
+    assert f"Link into the lab: {pack.link}\n" in z.read("README.txt").decode()
+    early = next(f for f in pack.figures() if f.step is not None and f.step < step)
+    link, label = exported[early.caption]
+    assert link.startswith("https://lab.example.org/?preset=storm&") and f"step={early.step}" in link
+    assert label == "link"
+    build_zip(run_pack(record))  # no address known: relative, and the label says so
+    assert exported[early.caption][1] == "link (append to the lab's address)"
+
+
 def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     """vLLM 0.6.3.post1 on a CPU turns chunked prefill and prefix caching off (executor/cpu_executor.py) and has no
     swap space (worker/cpu_worker.py): --device cpu would not reproduce the run, so the command is the GPU's."""
@@ -365,13 +389,23 @@ def one_error(capsys) -> str:
     return lines[0]
 
 
-def test_cli_writes_the_page_and_exits_0(random_llama_path, tmp_path, capsys):
+def test_cli_writes_the_page_and_exits_0(random_llama_path, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("PYKV_PUBLIC_URL", raising=False)
     out = tmp_path / "review.html"
     assert main(cli_args(random_llama_path, out, "--vllm-profile", "v0.6")) == 0
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "vLLM 0.6.3.post1" in text and "?preset=storm" in text
+    assert "set PYKV_PUBLIC_URL to the lab" in text  # no address known: the link stays relative, and says so
     assert f"wrote {out}" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["review.html"]  # no temporary file left
+
+
+def test_cli_links_under_pykv_public_url(random_llama_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org/")
+    out = tmp_path / "review.html"
+    assert main(cli_args(random_llama_path, out, "--max-steps", "3")) == 0
+    link = "https://lab.example.org/?preset=storm&amp;step=3&amp;"
+    assert f'<pre class="link"><a href="{link}' in out.read_text()
 
 
 def test_cli_max_steps_writes_the_steps_run_and_says_the_run_was_cut(random_llama_path, tmp_path, capsys):
