@@ -130,21 +130,28 @@ def plain_number(value: float) -> str:
     return f"{value:.{decimals}f}"
 
 
+def _number(v: object) -> bool:
+    return isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
 def table(
     columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "", widths: Sequence[str] | None = None
 ) -> str:
-    """A plain table; numbers right-aligned; a header may break after an underscore. ``widths`` (CSS widths,
-    one per column) fixes the layout, so no cell can push the table past the page."""
+    """A plain table; numbers right-aligned, and the dash of a number not known in a column of numbers too; a header
+    may break after an underscore. ``widths`` (CSS widths, one per column) fixes the layout, so no cell can push the
+    table past the page."""
     head = "".join(f"<th>{esc(c).replace('_', '_<wbr>')}</th>" for c in columns)
+    rows = [tuple(r) for r in rows]
+    numbers = [any(map(_number, c)) and all(_number(v) or cell_text(v) == "—" for v in c) for c in zip(*rows)]
     body = []
     for row in rows:
         cells = "".join(
             f"<td><code>{esc(v)}</code></td>"
             if isinstance(v, Code)
             else f'<td class="num">{esc(cell_text(v))}</td>'
-            if isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            if _number(v) or numbers[i]
             else f"<td>{esc(cell_text(v))}</td>"
-            for v in row
+            for i, v in enumerate(row)
         )
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{esc(cls)}"' if cls else ""

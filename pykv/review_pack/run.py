@@ -231,8 +231,10 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
         "modelled PCIe ms",
         "steps lost",
     ]
-    # object columns: a count stays a whole number beside a dash (a float column would print 9 as "9.00")
-    return pd.DataFrame(rows, columns=columns, dtype=object)
+    frame = pd.DataFrame(rows, columns=columns)
+    # whole numbers beside a dash (not yet known): as floats they printed "9.00" and "10.0"
+    frame["steps lost"] = pd.Series([r["steps lost"] for r in rows], dtype=object)
+    return frame
 
 
 def bill_section(r: RunRecord, sid: str = "bill") -> Section:
