@@ -36,7 +36,7 @@ class KnobMapping:
     """One knob of a config under one release."""
 
     knob: str
-    value: Any  # pykv's value
+    value: Any  # pykv's value (a CPU pool set in blocks: its size in the flag's unit, GiB)
     status: Status  # flag: mapped; unset: None, the release's own default applies; release: vllm_profile;
     # not_in_release: vLLM has no such flag in this release; pykv_only: no vLLM flag in any release
     args: tuple[str, ...] = ()  # the command-line words, e.g. ("--block-size", "16")
@@ -55,27 +55,28 @@ def _words(flag: Flag, value: Any) -> tuple[str, ...]:
 
 
 def _mapped(name: str, value: Any, flag: Flag, p: VllmProfile) -> KnobMapping:
-    note = ""
+    """``value`` is pykv's (what the table's value column shows); the flag may be given another (``given``)."""
+    note, given = "", value
     if name == "device" and value.startswith("cuda:"):
-        value, note = "cuda", f"{value}: pick the GPU with CUDA_VISIBLE_DEVICES"
+        given, note = "cuda", f"{value}: pick the GPU with CUDA_VISIBLE_DEVICES"
     if name == "device" and value == "cpu" and p.cpu_build_differs:
-        value, note = "cuda", V0_CPU_NOTE
+        given, note = "cuda", V0_CPU_NOTE
     if name == "model" and value == "tiny":
-        value, note = SHIPPED_MODEL_PATH, "the shipped model's folder (a Hugging Face Llama checkpoint)"
+        given, note = SHIPPED_MODEL_PATH, "the shipped model's folder (a Hugging Face Llama checkpoint)"
     if name == "preemption_mode" and value == "auto":
         return KnobMapping(
             name, value, "unset", note=f"unset: vLLM {p.release} then picks by its own rule, as pykv's auto does"
         )
-    if flag.choices is not None and value not in flag.choices:
+    if flag.choices is not None and given not in flag.choices:
         note = (
-            f"vLLM {p.release} accepts only {', '.join(map(str, flag.choices))}; pykv's {value} has no exact "
+            f"vLLM {p.release} accepts only {', '.join(map(str, flag.choices))}; pykv's {given} has no exact "
             "equivalent there"
         )
     if name == "num_gpu_blocks" and p.null_block:
         note = f"{value - 1} usable: vLLM {p.release} keeps block 0 back as the null block, as pykv does"
     if name == "enable_prefix_caching" and flag.style == "store_true" and not value:
         note = "off: the release's default (no flag)"
-    return KnobMapping(name, value, "flag", _words(flag, value), {flag.kwarg: value}, note)
+    return KnobMapping(name, value, "flag", _words(flag, given), {flag.kwarg: given}, note)
 
 
 def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: int | None) -> KnobMapping:
@@ -86,7 +87,7 @@ def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: int | None) -
     if not bytes_per_block:
         return KnobMapping(
             "swap_space",
-            config.swap_space,
+            None,
             "unset",
             note=(
                 f"set it to the bytes of num_cpu_blocks={config.num_cpu_blocks} blocks on the model, in GiB (pykv's "
@@ -96,7 +97,7 @@ def _swap_space(config: EngineConfig, flag: Flag, bytes_per_block: int | None) -
     gib = config.num_cpu_blocks * bytes_per_block / 2**30
     return KnobMapping(
         "swap_space",
-        config.swap_space,
+        gib,  # the pool the engine ran with, not the swap_space num_cpu_blocks overrode (0.0 beside the flag misled)
         "flag",
         (flag.flag, repr(gib)),
         {flag.kwarg: gib},
@@ -131,7 +132,7 @@ def _offloading_size(config: EngineConfig, flag: Flag, bytes_per_block: int | No
     padded = "" if aligned == bytes_per_block else f", rounded up to {aligned:,} as vLLM pads each block to a page"
     return KnobMapping(
         "kv_offloading_size",
-        None,
+        gib,
         "flag",
         (flag.flag, repr(gib)),
         {flag.kwarg: gib},

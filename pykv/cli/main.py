@@ -245,6 +245,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pykv.lab.lab import Lab
     from pykv.review_pack import record_from_lab, render_html, run_pack
     from pykv.review_pack.bundle import bundle
+    from pykv.review_pack.deep_link import public_root
 
     check_writable(args.out, "--out")
     for name in ("kaleido", "choreographer"):  # the image export's browser logs each start and exit at INFO
@@ -279,7 +280,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         else (f"The run stopped after --max-steps {lab.head} with requests unfinished; the pack shows the steps run.")
     )
     record = record_from_lab(
-        lab, preset=args.workload if args.workload in PRESETS else None, preset_args=given, seed=args.seed, note=note
+        lab,
+        preset=args.workload if args.workload in PRESETS else None,
+        preset_args=given,
+        seed=args.seed,
+        note=note,
+        lab_root=public_root(),  # no browser here: the host's address, if it set one
     )
     pack = run_pack(record)
     html = render_html(pack)
@@ -384,7 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         "run a workload and write its review pack: one self-contained HTML page (or "
         "a zip with it, every figure as SVG and PNG, and the CSVs); the run's log lines go into the "
-        "pack, progress to stderr",
+        "pack, progress to stderr; its link into the lab is a full address under PYKV_PUBLIC_URL when set "
+        "(e.g. PYKV_PUBLIC_URL=https://lab.example.org), else relative",
     )
     add_engine_flags(report, log_stats_interval=10)  # the same flags and defaults as run
     report.add_argument("--workload", default="storm", help=f"a preset ({', '.join(PRESETS)}) or a workload JSON file")

@@ -201,14 +201,24 @@ class Estimate:
         copies = blocks * self.shape.layers * 2 if per_block else 1
         return self.copy_ms(tokens * self.kv_bytes_per_token_per_gpu, direction, True, copies)
 
+    def swap_bytes(self, view: PreemptionView, block_size: int | None) -> int:
+        """The bytes a swap of the engine (a PreemptionView) moves each way in this model's KV: whole blocks x
+        bytes per block, as V0's ``swap_blocks`` copies a block whole however few of its slots hold tokens (a
+        33-token victim in blocks of 16 moves 48 tokens' worth). ValueError without the block size: pricing its
+        tokens instead would understate up to a block per sequence."""
+        if block_size is None:
+            raise ValueError("A swap is priced in whole blocks: give the block size of the run it comes from.")
+        blocks = view.num_blocks if view.blocks_copied is None else view.blocks_copied
+        return blocks * block_size * self.kv_bytes_per_token_per_gpu
+
     def swap_ms(self, view: PreemptionView, direction: str, block_size: int | None) -> float:
-        """A swap of the engine (a PreemptionView) in this model's bytes: whole blocks when the block size
-        is known; batched unless the engine copied block by block."""
+        """A swap of the engine in this model's bytes (:meth:`swap_bytes`), over this GPU's host link; batched
+        unless the engine copied block by block."""
         blocks = view.num_blocks if view.blocks_copied is None else view.blocks_copied
         if blocks == 0:
             return 0.0  # a sequence whose blocks a sibling's copy already moved
-        tokens = blocks * block_size if block_size else view.num_tokens
-        return self.kv_copy_ms(tokens, direction, blocks, per_block=(view.swap_copies or 1) > 1)
+        copies = blocks * self.shape.layers * 2 if (view.swap_copies or 1) > 1 else 1
+        return self.copy_ms(self.swap_bytes(view, block_size), direction, True, copies)
 
     def step_cost(self, report: StepReport, block_size: int | None = None) -> StepCost:
         """The modelled cost of a real pykv step: its chunks, and the swap copies it waited for."""

@@ -16,7 +16,8 @@ Per step, on each of the `tp` GPUs (M tokens over S sequences; a chunk is n new 
 - **overhead** = step overhead + layers × layer overhead
 - **tensor parallel** = 2 × layers × (all-reduce latency + 2(tp−1)/tp × M × hidden × 2 bytes / (link × link efficiency))
 - **copies** (swap, offload) = bytes / host-link bandwidth (per direction, pinned or pageable) + copies × per-copy
-  overhead; per-block copies issue one per block, layer and K/V
+  overhead; a swap moves whole blocks (blocks × block size × KV bytes per token, however few of a block's slots
+  hold tokens, as V0's `swap_blocks` does); per-block copies issue one per block, layer and K/V
 - **step** = linear + attention + overhead + tensor parallel + copies. The modelled clock adds up the steps.
 """
 

@@ -38,14 +38,18 @@ class ModelledBill:
     steps: list[int] = field(default_factory=list)  # the steps that paid it
     step_ms: list[float] = field(default_factory=list)  # what each of them paid
     superseded: bool = False  # preempted again before it recovered: the next preemption's bill carries on
+    blocks: int = 0  # swap: the whole blocks copied each way (recompute: the blocks freed)
+    kv_bytes: int = 0  # swap: the bytes those blocks hold in the target model's KV, each way (what is priced)
 
     @property
     def note(self) -> str | None:
         """Why the bill is 0 or near 0, in words for wherever it is shown; None for an ordinary bill."""
         if self.superseded and not self.complete:
             return "preempted again before it recovered: its re-prefill is billed to the next preemption"
+        if not self.complete and self.mode == "swap":  # a swap has no re-prefill: its copy back in is still to come
+            return "not swapped back in yet (the copy back in is billed when it happens)"
         if not self.complete and self.modelled_ms == 0:
-            return "not re-prefilled yet (pending)" if self.mode == "recompute" else "not swapped back in yet"
+            return "not re-prefilled yet (pending)"
         if not self.complete:
             return "partly paid so far (re-prefill still running)"
         if self.mode == "recompute" and self.modelled_ms < MARGINAL_SHARE * self.seed_formula_ms:
@@ -142,6 +146,7 @@ def _recompute_bill(est: Estimate, p: PreemptionView, later: Iterable[StepReport
         steps,
         paid,
         superseded,
+        blocks=p.num_blocks,
     )
 
 
@@ -179,6 +184,8 @@ def _swap_bill(
         complete,
         steps,
         paid,
+        blocks=p.num_blocks if p.blocks_copied is None else p.blocks_copied,
+        kv_bytes=est.swap_bytes(p, block_size),
     )
 
 

@@ -8,6 +8,7 @@ import io
 import zipfile
 from urllib.parse import parse_qsl, urlencode
 
+from pykv.review_pack.deep_link import RELATIVE_LABEL, RELATIVE_NOTE, absolute
 from pykv.review_pack.export import DEFAULT_WIDTH, ExportUnavailable, export_image
 from pykv.review_pack.page import PAGE_WIDTH_PX, PackFigure, ReviewPack, render_html
 
@@ -27,7 +28,8 @@ def export_figures(pack: ReviewPack) -> tuple[dict[str, bytes], str | None]:
                     fmt,
                     scale=PNG_SCALE if fmt == "png" else 1,
                     caption=f.caption,
-                    link=link_at_step(pack.link, f.step),
+                    link=link_at_step(pack.link, f.step) if f.linked else None,
+                    link_label="link" if absolute(pack.link) else RELATIVE_LABEL,
                     width=export_width(f),
                 )
     except ExportUnavailable as e:
@@ -66,8 +68,10 @@ def readme(pack: ReviewPack, names: list[str], problem: str | None) -> str:
             f"Every figure is still in {HTML_NAME} (interactive), and every table is in the CSVs.",
             "",
         ]
-    if pack.link:
-        lines += [f"Playground link (relative to the lab's address): {pack.link}", ""]
+    if pack.link and absolute(pack.link):
+        lines += [f"Link into the lab: {pack.link}", ""]
+    elif pack.link:
+        lines += [f"Link into the lab (relative): {pack.link}", RELATIVE_NOTE, ""]
     lines += ["Files:"] + [f"  {name}" for name in names]
     return "\n".join(lines) + "\n"
 

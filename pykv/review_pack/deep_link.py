@@ -1,10 +1,15 @@
 """The Playground link that reproduces a run, built as the app builds its own address bar
 (``pykv.ui.session.state.query_for``: the preset, the step, and every knob exposed to URLs that differs from
-the lab's default), and what such a link cannot carry, said plainly. Relative: the pack never names a
-host."""
+the lab's default), and what such a link cannot carry, said plainly.
+
+A link is built relative (``?preset=...``, ``lessons?lesson=...``) and handed out absolute, under the lab's
+address, so that pasted into a design doc it can be clicked: ``PYKV_PUBLIC_URL`` where the host set it, else the
+address the browser used (the app passes it in), else it stays relative and says so (the CLI without
+``PYKV_PUBLIC_URL``)."""
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlencode
 
 from pykv.border.config import EngineConfig, knobs
@@ -12,6 +17,30 @@ from pykv.border.knob_table import knob_text
 from pykv.lab.lab import lab_config
 
 APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says
+PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the lab's address as the host publishes it (https://lab.example.org)
+RELATIVE_LABEL = "link (append to the lab's address)"  # an exported figure's link line where no address is known
+RELATIVE_NOTE = (
+    f"The lab's address was not known where this was made, so the link is relative: append it to the lab's "
+    f"address, or set {PUBLIC_URL_ENV} to the lab's address before making it to get a full link."
+)
+
+
+def public_root() -> str | None:
+    """``PYKV_PUBLIC_URL`` without its trailing slash, when set to an http(s) address."""
+    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
+    return public if public.startswith(("http://", "https://")) else None
+
+
+def absolute(link: str | None) -> bool:
+    return link is not None and link.startswith(("http://", "https://"))
+
+
+def app_address(link: str, root: str | None) -> str:
+    """``link`` (relative to the lab's root: ``?preset=...``, ``lessons?...``) under ``root`` (the lab's address,
+    no trailing slash), or as it is where ``root`` is None or the link is absolute already."""
+    if root is None or absolute(link):
+        return link
+    return f"{root}/{link.removeprefix('./')}"
 
 
 def playground_query(config: EngineConfig, preset: str | None, step: int) -> str:

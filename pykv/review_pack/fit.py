@@ -5,9 +5,9 @@ the right edge, and a legend of long names ("swap, modelled H100-SXM + Llama-3.1
 is cut off. So, for that width:
 
 - title and subtitle lines are wrapped (a line with markup, e.g. a caption's coloured span, is kept whole:
-  its maker wrapped it), the top margin is set to hold them (not ``title.automargin``: plotly.js then tops
-  a title of two lines as if it had one, and its first line leaves the figure), and the figure grows by the
-  lines added, so the plot keeps its height;
+  its maker wrapped it), the top margin is set to hold them, and no more where nothing else sits above the plot
+  (not ``title.automargin``: plotly.js then tops a title of two lines as if it had one, and its first line leaves
+  the figure), and the figure grows by the lines added, so the plot keeps its height;
 - a legend beside the plot wider than ``LEGEND_SHARE`` of the width goes under it, in rows, and the
   figure grows by those rows;
 - a plain-text note under the plot (an annotation at the paper's left edge) is wrapped, and the bottom
@@ -136,6 +136,16 @@ def _below_plot(a) -> bool:
     )
 
 
+def _above_plot(fig: go.Figure) -> bool:
+    """Something other than the title sits in the top margin: a note or legend above the plot area, top ticks."""
+    for a in fig.layout.annotations:
+        if a.yref == "container" or (a.yref == "paper" and ((a.y or 0) > 1 or (a.y == 1 and a.yanchor == "bottom"))):
+            return True
+    axes = fig.layout.to_plotly_json()
+    top_ticks = any(k.startswith("xaxis") and (axes[k] or {}).get("side") == "top" for k in axes)
+    return top_ticks or (fig.layout.legend.y is not None and fig.layout.legend.y > 1)
+
+
 def fit_width(fig: go.Figure, width: int) -> go.Figure:
     """A copy of ``fig`` laid out for ``width`` px (see the module docstring); ``fig`` is not changed."""
     out = go.Figure(fig)
@@ -170,7 +180,9 @@ def fit_width(fig: go.Figure, width: int) -> go.Figure:
             + len(new_subtitle) * subtitle_px * LINE_EM
             + TITLE_GAP_PX
         )
-        margin_t = max(margin_t + grow_top, needed)
+        # nothing but the title above the plot: the margin is what the title needs (the crossover's 96 px, kept,
+        # left an empty band under a two-line subtitle)
+        margin_t = max(margin_t + grow_top, needed) if _above_plot(out) else needed
         grow_top = margin_t - _margin(fig, "t")
     plot_px = width - _margin(out, "l") - _margin(out, "r")
     names = legend_entries(out)
@@ -204,6 +216,32 @@ def fit_width(fig: go.Figure, width: int) -> go.Figure:
         margin=dict(t=math.ceil(margin_t), b=math.ceil(margin_b)),
     )
     return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_subtitle(fig: go.Figure, width: int, font_px: float, max_lines: int = 2) -> tuple[go.Figure, str]:
+    """(a copy of ``fig`` whose subtitle is drawn at ``font_px`` in at most ``max_lines`` lines at ``width`` px, the
+    sentences of it that did not fit, as plain text). Whole sentences are kept from the start; a subtitle with markup
+    is kept whole (its maker laid it out). A page puts the rest in the figure's caption, where it wraps as text does:
+    the app's subtitles, drawn at plotly's 0.7 em at a page's width, were ~10 px and three or four lines."""
+    text = fig.layout.title.subtitle.text or ""
+    out = go.Figure(fig)
+    if not text:
+        return out, ""
+    room = width - 2 * PAD_PX
+    kept: list[str] = []
+    rest: list[str] = []
+    if _TAG.sub("", _BR.sub(" ", text)) != _BR.sub(" ", text):
+        kept = [text]
+    else:
+        for sentence in _SENTENCE_END.split(html.unescape(_BR.sub(" ", text))):
+            fits = not rest and len(wrap_lines(" ".join(kept + [sentence]), font_px, room)) <= max_lines
+            (kept if fits else rest).append(sentence)
+        kept = [html.escape(" ".join(kept), quote=False)] if kept else []
+    out.update_layout(title=dict(subtitle=dict(text=kept[0] if kept else None, font=dict(size=font_px))))
+    return out, " ".join(rest)
 
 
 def overflows(fig: go.Figure, width: int) -> list[str]:

@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.player import StepState
 from pykv.lessons.values.checks import CheckResult, format_short
+from pykv.review_pack.deep_link import app_address
 from pykv.review_pack.modelled import RunModelled
-from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, para, table
+from pykv.review_pack.page import Figures, PackFigure, ReviewPack, Section, esc, even, link_html, para, table
 from pykv.review_pack.record import RunRecord, record_from_lab
 from pykv.review_pack.run import grid_figures, run_files, run_sections, summary_html
 from pykv.review_pack.text import markdown_html
@@ -32,9 +33,10 @@ RUN_COLUMNS = (
 )
 
 
-def lesson_link(lesson: Lesson, step: int) -> str:
-    """The Lessons page's own link to a step (relative): ``lessons?lesson=ID&step=K``."""
-    return "lessons?" + urlencode({"lesson": lesson.id, "step": str(step)})
+def lesson_link(lesson: Lesson, step: int, root: str | None = None) -> str:
+    """The Lessons page's own link to a step: ``ROOT/lessons?lesson=ID&step=K`` (relative where ``root``, the lab's
+    address, is None)."""
+    return app_address("lessons?" + urlencode({"lesson": lesson.id, "step": str(step)}), root)
 
 
 def check_html(c: CheckResult) -> str:
@@ -50,9 +52,13 @@ def check_html(c: CheckResult) -> str:
     return f"<li>{line}" + (f"<br><em>{esc(c.why)}</em>" if c.why else "") + "</li>"
 
 
-def step_section(lesson: Lesson, state: StepState, previous: StepState | None) -> Section:
+def step_section(lesson: Lesson, state: StepState, previous: StepState | None, root: str | None = None) -> Section:
     n, k = len(lesson.steps), state.index + 1
-    blocks: list = [para(f"Step {k} of {n} · link: {lesson_link(lesson, k)}", "muted"), markdown_html(state.narration)]
+    link = lesson_link(lesson, k, root)
+    blocks: list = [
+        f'<p class="muted">Step {k} of {n} · link: {link_html(link)}</p>',
+        markdown_html(state.narration),
+    ]
     blocks += [para(e, "fail") for e in state.errors]
     if state.checks:
         passed = sum(c.passed for c in state.checks)
@@ -98,14 +104,16 @@ def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: RunRecord |
     n, played = len(lesson.steps), len(states)
     checks = [c for s in states for c in s.checks]
     failed = sum(not c.passed for c in checks)
-    record = replace(record or record_from_lab(states[-1].lab), preset=None, app_link=lesson_link(lesson, played))
-    intro = para(lesson.summary) + para(
-        f"{played} of {n} steps played; {len(checks) - failed} of {len(checks)} checks pass"
+    record = record or record_from_lab(states[-1].lab)
+    link = lesson_link(lesson, played, record.lab_root)
+    record = replace(record, preset=None, app_link=link)
+    cls = ' class="fail"' if failed else ""
+    intro = para(lesson.summary) + (
+        f"<p{cls}>{played} of {n} steps played; {len(checks) - failed} of {len(checks)} checks pass"
         + (f", {failed} fail." if failed else ".")
-        + f" Link: {lesson_link(lesson, played)}",
-        "fail" if failed else "",
+        + f" Link: {link_html(link)}</p>"
     )
-    sections = [step_section(lesson, s, states[i - 1] if i else None) for i, s in enumerate(states)]
+    sections = [step_section(lesson, s, states[i - 1] if i else None, record.lab_root) for i, s in enumerate(states)]
     modelled = RunModelled(record)
     sections += run_sections(record, prefix="run-", modelled=modelled)
     sections = [
@@ -120,7 +128,7 @@ def lesson_pack(lesson: Lesson, states: Sequence[StepState], record: RunRecord |
         subtitle,
         tuple(sections),
         summary=intro + summary_html(record),
-        link=lesson_link(lesson, played),
+        link=link,
         csvs=csvs,
         files=files,
     )

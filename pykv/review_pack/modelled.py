@@ -28,11 +28,14 @@ MAX_ROWS = 500  # rows of one modelled table in the page (the CSVs in the zip ha
 
 
 def crossover_pack_figure(est: Estimate, block_size: int, name: str = "modelled-crossover") -> PackFigure:
+    """The Sweep page's crossover chart: its title and subtitle say it is modelled, and on what; it prices one victim
+    of each length on the target, so it is the same whatever was run, and its image carries no run link."""
     return PackFigure(
         name,
-        f"Recompute or swap for one victim, modelled on {est.label} (block size {block_size}): "
-        "the Sweep page's crossover chart. Modelled, not measured.",
+        f"The Sweep page's crossover chart at block size {block_size}: it depends on the target and the block size "
+        "only, not on the run.",
         crossover_figure(crossover_curves(est, block_size)),
+        linked=False,
     )
 
 
@@ -86,18 +89,20 @@ class RunModelled:
         ]
 
     def preemptions(self) -> pd.DataFrame:
-        """Each preemption's modelled bill, the delay it made the others wait, and why a bill is 0 or small."""
+        """Each preemption's modelled bill, the delay it made the others wait, and why a bill is 0 or small (a swap
+        is priced in its whole blocks, not its tokens)."""
         frame = with_modelled_bills(preemptions_frame(self.record.last), self.bills, self.label)
         keep = [
             "step",
             "request_id",
             "mode",
+            "num_blocks",
             "num_tokens",
             f"bill ms (modelled {self.label})",
             f"delay to others ms (modelled {self.label})",
             "why the bill is 0 or small",
         ]
-        return frame[keep].rename(columns={"request_id": "victim", "num_tokens": "tokens"})
+        return frame[keep].rename(columns={"request_id": "victim", "num_blocks": "blocks", "num_tokens": "tokens"})
 
 
 def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled") -> Section:
@@ -115,7 +120,8 @@ def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled"
             para(
                 f"{len(bills_frame)} preemptions priced on {m.label}"
                 + (f"; {notes} bills are 0 or small, and the last column says why" if notes else "")
-                + ". The measured costs are in the Preemption bill section."
+                + ". A swap is priced in its whole blocks (V0 copies a block whole), a recompute in the tokens it "
+                "redoes. The measured costs are in the Preemption bill section."
             ),
             frame_table(bills_frame.head(MAX_ROWS), "modelled wide"),
         ]

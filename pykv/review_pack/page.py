@@ -17,10 +17,12 @@ from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from pykv.review_pack.fit import fit_width
+from pykv.review_pack.deep_link import absolute
+from pykv.review_pack.fit import fit_width, split_subtitle
 
 PAGE_WIDTH_PX = 700  # the content width: A4 less 12 mm margins is 703 px at 96 dpi
 HALF_WIDTH_PX = 345
+SUBTITLE_PX = 12  # a chart's subtitle on the page (plotly's own 0.7 em of a 14 px title is ~10 px)
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
 
 
@@ -33,6 +35,7 @@ class PackFigure:
     figure: go.Figure
     half: bool = False  # half the page width (small multiples)
     step: int | None = None  # the step drawn, where it is not the run's last (its exported link opens that step)
+    linked: bool = True  # False: the figure does not depend on the run, so its exported image carries no run link
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class ReviewPack:
     subtitle: str
     sections: tuple[Section, ...]
     summary: str = ""  # an HTML fragment for the first page, under the title
-    link: str | None = None  # a relative link into the app that reproduces the run (None: none does)
+    link: str | None = None  # a link into the app that reproduces the run (absolute where the lab's address was known)
     csvs: dict[str, str] = field(default_factory=dict)  # file name -> CSV text
     files: dict[str, str] = field(default_factory=dict)  # other text files (the final snapshot's JSON)
 
@@ -84,6 +87,16 @@ def esc(value: object) -> str:
 def para(text: str, cls: str = "") -> str:
     attr = f' class="{esc(cls)}"' if cls else ""
     return f"<p{attr}>{esc(text)}</p>"
+
+
+def link_html(link: str) -> str:
+    """A link, clickable where it is absolute (``https://...``), plain text where it is relative."""
+    return f'<a href="{esc(link)}">{esc(link)}</a>' if absolute(link) else esc(link)
+
+
+def link_block(link: str) -> str:
+    """:func:`link_html` in a code block."""
+    return f'<pre class="link">{link_html(link)}</pre>'
 
 
 def code_block(text: str, cls: str = "") -> str:
@@ -117,21 +130,28 @@ def plain_number(value: float) -> str:
     return f"{value:.{decimals}f}"
 
 
+def _number(v: object) -> bool:
+    return isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
 def table(
     columns: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "", widths: Sequence[str] | None = None
 ) -> str:
-    """A plain table; numbers right-aligned; a header may break after an underscore. ``widths`` (CSS widths,
-    one per column) fixes the layout, so no cell can push the table past the page."""
+    """A plain table; numbers right-aligned, and the dash of a number not known in a column of numbers too; a header
+    may break after an underscore. ``widths`` (CSS widths, one per column) fixes the layout, so no cell can push the
+    table past the page."""
     head = "".join(f"<th>{esc(c).replace('_', '_<wbr>')}</th>" for c in columns)
+    rows = [tuple(r) for r in rows]
+    numbers = [any(map(_number, c)) and all(_number(v) or cell_text(v) == "—" for v in c) for c in zip(*rows)]
     body = []
     for row in rows:
         cells = "".join(
             f"<td><code>{esc(v)}</code></td>"
             if isinstance(v, Code)
             else f'<td class="num">{esc(cell_text(v))}</td>'
-            if isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            if _number(v) or numbers[i]
             else f"<td>{esc(cell_text(v))}</td>"
-            for v in row
+            for i, v in enumerate(row)
         )
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{esc(cls)}"' if cls else ""
@@ -237,8 +257,10 @@ def figure_width(f: PackFigure) -> int:
 
 
 def figure_div(f: PackFigure) -> str:
-    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column)."""
-    div = fit_width(f.figure, figure_width(f)).to_html(
+    """``f`` as a div, fitted to the width the page gives it (the app's figures are laid out for a wider column), its
+    subtitle at ``SUBTITLE_PX`` in at most two lines, the sentences that do not fit leading its caption."""
+    fig, rest = split_subtitle(f.figure, figure_width(f), SUBTITLE_PX)
+    div = fit_width(fig, figure_width(f)).to_html(
         full_html=False,
         include_plotlyjs=False,
         div_id="fig-" + _ID.sub("-", f.name),
@@ -246,7 +268,8 @@ def figure_div(f: PackFigure) -> str:
         default_width="100%",
     )
     cls = "fig-half" if f.half else "fig-full"
-    return f'<figure class="{cls}">{div}<figcaption>{esc(f.caption)}</figcaption></figure>'
+    caption = " ".join(text for text in (rest, f.caption) if text)
+    return f'<figure class="{cls}">{div}<figcaption>{esc(caption)}</figcaption></figure>'
 
 
 def _block(b: Block) -> str:

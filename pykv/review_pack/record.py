@@ -12,7 +12,7 @@ from pykv.border.workload import Workload
 from pykv.engine.max_model_len import fit_max_model_len
 from pykv.gpu_model import DEFAULT_TARGET, Target
 from pykv.lab.lab import Lab
-from pykv.review_pack.deep_link import link_caveats, playground_query
+from pykv.review_pack.deep_link import app_address, link_caveats, playground_query
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class RunRecord:
     note: str | None = None  # why the run stopped where it did, when that is not its end
     view_step: int | None = None  # the step the app showed when the pack was asked for
     app_link: str | None = None  # a link into the app that stands for the run instead (a lesson's step)
+    lab_root: str | None = None  # the lab's address, links made absolute under it (None: unknown, links relative)
     max_model_len: int | None = None  # the length the engine ran with (pykv fits an unset one to the pool)
     target: Target = DEFAULT_TARGET  # the GPU + model the pack's modelled section prices the schedule on
 
@@ -46,8 +47,11 @@ class RunRecord:
 
     @property
     def link(self) -> str | None:
-        """The Playground link to the run's last step (relative), or None where no link can name the workload."""
-        return None if self.file_workload else playground_query(self.config, self.preset, self.last.step)
+        """The Playground link to the run's last step (absolute under ``lab_root``, else relative), or None where no
+        link can name the workload."""
+        if self.file_workload:
+            return None
+        return app_address(playground_query(self.config, self.preset, self.last.step), self.lab_root)
 
     def link_caveats(self) -> list[str]:
         return link_caveats(self.config, self.file_workload, self.seed, self.preset_args, self.manual_requests)

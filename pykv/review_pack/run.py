@@ -18,6 +18,7 @@ from pykv.border.metric_names import (
 from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
+from pykv.review_pack.deep_link import RELATIVE_NOTE
 from pykv.review_pack.modelled import RunModelled, run_modelled_csvs, run_modelled_section
 from pykv.review_pack.page import (
     HALF_WIDTH_PX,
@@ -28,6 +29,7 @@ from pykv.review_pack.page import (
     code_block,
     definition_list,
     frame_table,
+    link_block,
     para,
     table,
 )
@@ -39,6 +41,7 @@ GRID_PREEMPTIONS = 4  # block grids drawn at the first this-many steps that pree
 MAX_LOG_LINES = 5_000  # log lines written into the page (the run's own count is said)
 TEXT_CHARS = 40  # characters of a request's text shown in the tables
 MAX_ROWS = 500  # rows of one table in the page (the CSVs in the zip have them all)
+TIMELINE_HEIGHT = 440  # six panels at the page's width: at 360 a panel was a 20 px sliver
 
 
 # ---- the numbers on the first page ---------------------------------------------------------------
@@ -120,11 +123,8 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
             )
         )
     blocks.append("<h3>Link</h3>")
-    link = r.link
-    if r.app_link is not None:
-        blocks.append(para("Append to the lab's address to open the same view in the app:"))
-        blocks.append(code_block(r.app_link, "link"))
-    elif link is None:
+    link = r.app_link if r.app_link is not None else r.link
+    if link is None:
         blocks.append(
             para(
                 "No Playground link reproduces this run: the workload is not a preset, and a link can "
@@ -132,8 +132,10 @@ def workload_section(r: RunRecord, sid: str = "workload") -> Section:
             )
         )
     else:
-        blocks.append(para("Append to the lab's address (the Playground page) to replay the run to its last step:"))
-        blocks.append(code_block(link, "link"))
+        replays = "the Playground, replaying the run to its last step"
+        blocks.append(para(f"Opens {'the same view in the app' if r.app_link is not None else replays}:"))
+        blocks.append(link_block(link))
+        blocks += [] if r.lab_root else [para(RELATIVE_NOTE, "muted")]
     blocks += [para(note, "muted") for note in (r.link_caveats() if r.app_link is None else [])]
     return Section(sid, "Workload", tuple(blocks))
 
@@ -142,7 +144,7 @@ def timeline_section(r: RunRecord, prefix: str = "", sid: str = "timeline") -> S
     fig = PackFigure(
         f"{prefix}timeline",
         f"Every step of the run, 0 to {r.last.step}.",
-        timeline_figure(r.snapshots, len(r.snapshots) - 1),
+        timeline_figure(r.snapshots, len(r.snapshots) - 1, height=TIMELINE_HEIGHT),
     )
     return Section(sid, "Timeline", (fig,))
 
@@ -202,7 +204,7 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
     for p in snapshot.preemptions:
         measured = ((p.swap_out_s or 0.0) + (p.swap_in_s or 0.0)) if p.mode == "swap" else p.recompute_s
         modelled = ((p.modelled_pcie_out_s or 0.0) + (p.modelled_pcie_in_s or 0.0)) if p.mode == "swap" else None
-        mode = p.mode + (f" ({p.fallback})" if p.fallback else "")
+        mode = p.mode + (" (swap fell back)" if p.fallback else "")  # fallback names the mode it fell back to
         rows.append(
             {
                 "step": p.step,
@@ -229,7 +231,10 @@ def bill_frame(snapshot: Snapshot) -> pd.DataFrame:
         "modelled PCIe ms",
         "steps lost",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    # whole numbers beside a dash (not yet known): as floats they printed "9.00" and "10.0"
+    frame["steps lost"] = pd.Series([r["steps lost"] for r in rows], dtype=object)
+    return frame
 
 
 def bill_section(r: RunRecord, sid: str = "bill") -> Section:

@@ -69,11 +69,11 @@ def modelled_narration(
     snapshot: Snapshot,
     label: str,
     bills: Sequence[ModelledBill],
-    kv_bytes_per_token: int,
     per_token_us: float,
     link: str,
 ) -> list[str]:
-    """Sentences on what this step's preemptions, swaps and re-prefills cost on the target (modelled)."""
+    """Sentences on what this step's preemptions, swaps and re-prefills cost on the target (modelled). A swap is
+    priced in whole blocks (``ModelledBill.kv_bytes``): what V0 copies, however few of a block's slots are filled."""
     report = snapshot.report
     if report is None:
         return []
@@ -96,9 +96,8 @@ def modelled_narration(
             paid = b.step_ms[b.steps.index(report.step)]
             way = "out" if b.step == report.step else "back in"
             lines.append(
-                f"Modelled {label}: copying req {b.request_id}'s {b.tokens} tokens "
-                f"({fmt_bytes(b.tokens * kv_bytes_per_token)} of KV) {way} over {link} takes "
-                f"{fmt_model_ms(paid)}."
+                f"Modelled {label}: copying req {b.request_id}'s {b.blocks} whole blocks ({b.tokens} tokens; "
+                f"{fmt_bytes(b.kv_bytes)} of KV) {way} over {link} takes {fmt_model_ms(paid)}."
             )
     return lines
 

@@ -61,6 +61,10 @@ GAP_PX = 20  # between panels: room for the next panel's title
 # right: the per-panel legends; bottom: the step axis
 MARGIN = dict(l=8 + tick_label_margin(["100k"]), r=118, t=40, b=40)
 MIN_STEPS_SHOWN = 10  # a short run still gets an axis of whole steps
+LANE_PX = 16  # the preemption strip's lanes at least this far apart: a 12 px square and a gap (R above S, apart)
+LEGEND_FONT_PX = 10
+LEGEND_ROW_PX = 19  # one entry of a legend at LEGEND_FONT_PX, as plotly.js spaces them
+LEGEND_PAD_PX = 8  # above a legend's first entry
 
 
 @dataclass(frozen=True)
@@ -135,15 +139,23 @@ def _axes(row: int) -> tuple[str, str, str, str]:
     return f"x{n}", f"y{n}", f"xaxis{n}", f"yaxis{n}"
 
 
-def _domains(height: int) -> list[tuple[float, float]]:
-    """Each panel's vertical (bottom, top), top panel first; the gaps are fixed in pixels."""
-    plot_px = max(60.0, height - MARGIN["t"] - MARGIN["b"])
+def _plot_px(height: int) -> float:
+    return max(60.0, height - MARGIN["t"] - MARGIN["b"])
+
+
+def _domains(height: int, lanes: int = 1) -> list[tuple[float, float]]:
+    """Each panel's vertical (bottom, top), top panel first; the gaps are fixed in pixels, and the preemption strip
+    gets at least ``LANE_PX`` per lane (its share alone put R and S on top of each other in a short figure)."""
+    plot_px = _plot_px(height)
     gap = min(0.08, GAP_PX / plot_px)
     usable = 1.0 - gap * (len(PANELS) - 1)
-    total = sum(w for _, w in PANELS)
+    weights = dict(PANELS)
+    total = sum(weights.values())
+    strip = min(usable / 2, max(usable * weights["preemptions"] / total, lanes * LANE_PX / plot_px))
+    per_weight = (usable - strip) / (total - weights["preemptions"])
     domains, top = [], 1.0
-    for _, weight in PANELS:
-        bottom = max(0.0, top - usable * weight / total)
+    for name, weight in PANELS:
+        bottom = max(0.0, top - (strip if name == "preemptions" else per_weight * weight))
         domains.append((bottom, top))
         top = bottom - gap
     return domains
@@ -172,6 +184,8 @@ def _line(
         unselected=dict(marker=dict(opacity=1)),
     )  # a click must not grey out every other point
 
+
+LEGENDS = {"legend": "kv", "legend2": "queues", "legend3": "preemptions"}  # legend -> the panel it stands beside
 
 # Up to this many steps a 12 px square per step fits a ~1000 px timeline; past it neighbours overlap ("RR"), so
 # the squares shrink and lose their letter (the lane's tick label and the legend still name the mode).
@@ -215,14 +229,14 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
     c = colors(dark)
     s = timeline_series(history)
     cols, n = s.cols, len(history)
-    domains = _domains(height)
+    lanes = [mode for mode in s.events if s.events[mode]] or ["recompute"]  # modes seen, in MODES order
+    domains = _domains(height, len(lanes))
 
     data = [_line(cols["gpu"], "kv", "device pool", SERIES_COLOR["gpu"], "device pool %{y:.0f}%", "legend", True)]
     if s.has_cpu:
         data.append(_line(cols["cpu"], "kv", "CPU pool", SERIES_COLOR["cpu"], "CPU pool %{y:.0f}%", "legend"))
     queues = ("running", "waiting", "swapped") if s.has_swapped else ("running", "waiting")
     data += [_line(cols[q], "queues", q, SERIES_COLOR[q], f"{q} %{{y:.0f}}", "legend2") for q in queues]
-    lanes = [mode for mode in s.events if s.events[mode]] or ["recompute"]  # modes seen, in MODES order
     data += _preemption_traces(s.events, lanes, n)
     data += [
         _line(
@@ -310,10 +324,16 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
                 font=dict(size=10, color=c["muted"]),
             )
         )
-    for legend, panel in (("legend", "kv"), ("legend2", "queues"), ("legend3", "preemptions")):
+    # each legend beside its panel, or under the one above where that one runs longer than its panel (the queues'
+    # three entries ran over the preemptions' "R = recompute" in a short figure)
+    shown = {legend: sum(1 for t in data if t["showlegend"] and t["legend"] == legend) for legend in LEGENDS}
+    free_from = 1.0
+    for legend, panel in LEGENDS.items():
+        y = min(domains[ROW[panel] - 1][1], free_from)
+        free_from = y - (LEGEND_PAD_PX + shown[legend] * LEGEND_ROW_PX) / _plot_px(height)
         layout[legend] = dict(
-            x=1.01, xanchor="left", y=domains[ROW[panel] - 1][1], yanchor="top", font=dict(size=10), tracegroupgap=0
-        )  # beside its panel
+            x=1.01, xanchor="left", y=y, yanchor="top", font=dict(size=LEGEND_FONT_PX), tracegroupgap=0
+        )
 
     cursor = min(max(cursor, 0), max(n - 1, 0))
     shapes = [

@@ -89,6 +89,23 @@ def test_a_chunked_re_prefill_and_a_swap_are_billed_over_every_step_that_paid():
     assert totals.modelled_s == pytest.approx(sum(est.step_ms(r, 16) for r in swapped) * 1e-3)
 
 
+def test_a_swap_is_priced_in_its_whole_blocks_and_an_open_one_says_it_has_no_re_prefill():
+    """V0's swap_blocks copies a block whole: a 33-token victim in blocks of 16 moves three blocks (48 tokens' worth),
+    not 33 tokens' worth; a swap not yet back is waiting for its copy in, not for a re-prefill."""
+    est = estimate()
+    swapped = [report(1, [ScheduledChunk("x", 9, 1, False)], [preempt(1, "v", "swap", 33, 3)])]
+    (bill,) = bills(est, swapped, 16)
+    whole = 3 * 16 * est.kv_bytes_per_token_per_gpu
+    assert bill.blocks == 3 and bill.kv_bytes == whole and bill.tokens == 33
+    assert bill.modelled_ms == pytest.approx(est.copy_ms(whole, "d2h"))
+    assert bill.modelled_ms > est.copy_ms(33 * est.kv_bytes_per_token_per_gpu, "d2h")  # its tokens alone: less
+    assert not bill.complete and bill.note == "not swapped back in yet (the copy back in is billed when it happens)"
+    with pytest.raises(ValueError, match="whole blocks"):  # never quietly priced per token
+        bills(est, swapped, None)
+    (recompute,) = bills(est, [report(1, [], [preempt(1, "v", "recompute", 33, 3)])], 16)
+    assert recompute.note == "not re-prefilled yet (pending)"
+
+
 def test_a_live_run_priced_on_a_target(make_engine):
     engine = make_engine(num_gpu_blocks=12, block_size=4, max_num_seqs=4)
     for prompt in ("def a(x):", "class B:", "import os\n"):

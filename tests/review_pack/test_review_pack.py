@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hand_made import snapshot as hand_made_snapshot
 
 import pykv.review_pack.bundle as bundle
 from pykv.border.config import EngineConfig
 from pykv.border.snapshot import Snapshot
+from pykv.border.step_report import PreemptionView
 from pykv.border.vllm_command import (
     command_caveat,
     knob_mappings,
@@ -34,8 +36,8 @@ from pykv.review_pack import build_zip, record_from_lab, render_html, run_pack
 from pykv.review_pack.deep_link import link_caveats, playground_query
 from pykv.review_pack.export import ExportUnavailable
 from pykv.review_pack.fit import overflows
-from pykv.review_pack.page import HALF_WIDTH_PX, Figures, ReviewPack, Section, plotly_js
-from pykv.review_pack.run import grid_figures
+from pykv.review_pack.page import HALF_WIDTH_PX, Figures, ReviewPack, Section, frame_table, plotly_js
+from pykv.review_pack.run import bill_frame, grid_figures
 from pykv.review_pack.text import markdown_html
 from testkit.review_packs import assert_fits, section, section_html, visible_text
 
@@ -142,6 +144,30 @@ def test_the_link_is_relative_and_says_what_it_cannot_carry(record, html):
     assert playground_query(EngineConfig(), "burst", 0) == "?preset=burst&step=0"
 
 
+def test_under_the_labs_address_every_link_is_a_full_one(record, monkeypatch):
+    """Issue 48 #13: the pack's link, each exported image's and the README's, pasted into a design doc, open the lab."""
+    pack = run_pack(replace(record, lab_root="https://lab.example.org"))
+    step = record.last.step
+    assert pack.link.startswith(f"https://lab.example.org/?preset=storm&step={step}&")
+    text = section_html(render_html(pack).decode(), "workload")
+    assert f'<a href="{pack.link.replace("&", "&amp;")}">' in text and "relative" not in visible_text(text)
+    exported = {}
+
+    def recording(fig, fmt, *, caption, link=None, link_label="link", **kwargs):
+        exported[caption] = (link, link_label)
+        return fake_export(fig, fmt, caption=caption, link=link)
+
+    monkeypatch.setattr(bundle, "export_image", recording)
+    z = zipfile.ZipFile(io.BytesIO(build_zip(pack)))
+    assert f"Link into the lab: {pack.link}\n" in z.read("README.txt").decode()
+    early = next(f for f in pack.figures() if f.step is not None and f.step < step)
+    link, label = exported[early.caption]
+    assert link.startswith("https://lab.example.org/?preset=storm&") and f"step={early.step}" in link
+    assert label == "link"
+    build_zip(run_pack(record))  # no address known: relative, and the label says so
+    assert exported[early.caption][1] == "link (append to the lab's address)"
+
+
 def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     """vLLM 0.6.3.post1 on a CPU turns chunked prefill and prefix caching off (executor/cpu_executor.py) and has no
     swap space (worker/cpu_worker.py): --device cpu would not reproduce the run, so the command is the GPU's."""
@@ -152,6 +178,45 @@ def test_a_v0_run_on_a_cpu_gets_the_gpu_command_and_says_why(html):
     assert command_caveat(config) and command_caveat(config.replace(device="cuda")) is None
     assert command_caveat(EngineConfig(vllm_profile="v0.33")) is None  # V1 has no --device: nothing to swap out
     assert "this is the command for a GPU" in html  # the review pack's fixture is a v0.6 run on the CPU
+
+
+def cells(table_html: str) -> list[list[str]]:
+    """Each row of a page table as the text of its cells (header row first)."""
+    rows = re.findall(r"(?s)<tr>(.*?)</tr>", table_html)
+    return [[visible_text(c).strip() for c in re.findall(r"(?s)<t[hd][^>]*>(.*?)</t[hd]>", r)] for r in rows]
+
+
+def test_the_bill_names_a_fallen_back_swap_and_counts_steps_in_whole_numbers():
+    """A swap that fell back read "recompute (recompute)"; a column of counts with one still open (None) printed its
+    whole numbers as floats ("9.00", "10.0")."""
+
+    def view(rid, mode, steps_lost, **extra):
+        return PreemptionView(
+            step=3, request_id=rid, mode=mode, num_blocks=3, num_tokens=33, num_bytes=98304, device="cpu",
+            steps_lost=steps_lost, **extra,
+        )  # fmt: skip
+
+    preempted = [
+        view("7", "recompute", 9, fallback="recompute", reason="CPU swap pool has 0 free blocks of 6"),
+        view("8", "recompute", 10),
+        view("9", "swap", None, swap_out_s=0.0003, modelled_pcie_out_s=0.00001),
+    ]
+    head, *rows = cells(frame_table(bill_frame(hand_made_snapshot([], [], preemptions=preempted))))
+    mode, lost = head.index("mode"), head.index("steps lost")
+    assert [r[mode] for r in rows] == ["recompute (swap fell back)", "recompute", "swap"]
+    assert [r[lost] for r in rows] == ["9", "10", "—"]  # whole numbers, a dash while the swap is still out
+
+
+def test_the_configuration_table_shows_what_pykv_ran_with(record, html):
+    """The fixture is a v0.6 run on the CPU with num_cpu_blocks=48: its device row said "cuda" (the command's word)
+    and its swap_space row "0.0" beside --swap-space 0.00146484375 (the GiB those blocks are)."""
+    (table_html,) = re.findall(r"(?s)<table class=\"config\".*?</table>", section_html(html, "config"))
+    rows = {r[0]: r[1:] for r in cells(table_html)[1:]}
+    assert rows["device"][:2] == ["cpu", "--device cuda"] and "this is the command for a GPU" in rows["device"][2]
+    swap_space, flag = rows["swap_space"][:2]
+    assert flag == f"--swap-space {swap_space}" and float(swap_space) > 0, rows["swap_space"]
+    assert "num_cpu_blocks=48" in rows["swap_space"][2]
+    assert rows["model"][0] == record.config.model  # pykv's value; the flag names the folder
 
 
 def test_a_max_model_len_fitted_to_the_pool_is_passed_on(record, html):
@@ -207,6 +272,25 @@ def test_each_grid_image_links_to_the_step_it_draws_and_the_cpu_grid_has_its_leg
     assert f"step={record.last.step}" not in links[early.caption] and links[early.caption].count("step=") == 1
     cpu = next(f for f in pack.figures() if f.name.endswith("-cpu"))
     assert any("changed this step" in a.text for a in cpu.figure.layout.annotations)
+
+
+def test_the_crossover_image_carries_no_run_link_and_says_modelled_once(pack, monkeypatch):
+    """The crossover prices one victim on the target: the same for any run, so a run link on it misled; its title and
+    subtitle say it is modelled, and its caption said "Modelled, not measured" again."""
+    links = {}
+
+    def recording(fig, fmt, *, caption, link=None, **kwargs):
+        links[caption] = link
+        return fake_export(fig, fmt, caption=caption, link=link)
+
+    monkeypatch.setattr(bundle, "export_image", recording)
+    build_zip(pack)
+    crossover = next(f for f in pack.figures() if f.name == "modelled-crossover")
+    assert links[crossover.caption] is None and all(links[f.caption] for f in pack.figures() if f is not crossover)
+    said = " ".join(
+        [crossover.caption, crossover.figure.layout.title.text, crossover.figure.layout.title.subtitle.text]
+    )
+    assert said.count("not measured") == 1 and "not on the run" in crossover.caption
 
 
 def test_every_figure_fits_the_width_it_is_drawn_at(pack):
@@ -305,13 +389,23 @@ def one_error(capsys) -> str:
     return lines[0]
 
 
-def test_cli_writes_the_page_and_exits_0(random_llama_path, tmp_path, capsys):
+def test_cli_writes_the_page_and_exits_0(random_llama_path, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("PYKV_PUBLIC_URL", raising=False)
     out = tmp_path / "review.html"
     assert main(cli_args(random_llama_path, out, "--vllm-profile", "v0.6")) == 0
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "vLLM 0.6.3.post1" in text and "?preset=storm" in text
+    assert "set PYKV_PUBLIC_URL to the lab" in text  # no address known: the link stays relative, and says so
     assert f"wrote {out}" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["review.html"]  # no temporary file left
+
+
+def test_cli_links_under_pykv_public_url(random_llama_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org/")
+    out = tmp_path / "review.html"
+    assert main(cli_args(random_llama_path, out, "--max-steps", "3")) == 0
+    link = "https://lab.example.org/?preset=storm&amp;step=3&amp;"
+    assert f'<pre class="link"><a href="{link}' in out.read_text()
 
 
 def test_cli_max_steps_writes_the_steps_run_and_says_the_run_was_cut(random_llama_path, tmp_path, capsys):

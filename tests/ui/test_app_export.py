@@ -38,9 +38,23 @@ def test_the_playground_offers_every_figure_for_export(random_llama_path, monkey
     make, name, mime = deferred["grid_gpu_svg"]
     assert name == "pykv_step1_kv_pool.svg" and mime == "image/svg+xml"
     svg = make()
-    assert svg.startswith(b"<svg") and b"Device KV pool" in svg and b"link: ?preset=storm&amp;step=1" in svg
+    assert svg.startswith(b"<svg") and b"Device KV pool" in svg
+    # no browser here and no PYKV_PUBLIC_URL: no address to put the link under, and the label says so
+    assert b"link (append to the lab's address): ?preset=storm&amp;step=1" in svg
     page, name, _ = deferred["timeline_html"]
     assert name == "pykv_step1_timeline.html" and b"step times measured on cpu" in page()
+
+
+def test_an_exported_figure_links_under_the_labs_public_address(random_llama_path, monkeypatch, deferred):
+    """Issue 48 #13: "link: ?preset=storm&step=40" pasted into a design doc cannot be clicked."""
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org/pykv/")
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.button(key="step").click().run()
+    opened_exports(at, ("queues",))
+    assert not at.exception, at.exception
+    svg = deferred["queues_svg"][0]()
+    assert b"link: https://lab.example.org/pykv/?preset=storm&amp;step=1<" in svg
 
 
 def test_the_sweep_charts_offer_export_with_the_command_that_reruns_them(random_llama_path, monkeypatch, deferred):

@@ -96,8 +96,21 @@ def test_the_playground_offers_the_pack_of_its_run(random_llama_path, monkeypatc
         "?preset=storm&amp;step=2",
         '<section id="modelled">',
         "Modelled on H100-SXM + Llama-3.1-8B",
+        "the link is relative",  # no browser, no PYKV_PUBLIC_URL: no address to put it under, and it says so
     )  # the session's target
     assert "snapshot_step_2.json" in z.namelist()
+
+
+def test_the_playground_pack_links_under_the_labs_public_address(random_llama_path, monkeypatch, deferred):
+    """Issue 48 #13: a relative link pasted into a design doc cannot be clicked."""
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org/")
+    at = opened_pack(ok(AppTest.from_file(APP, default_timeout=60).run()), "playground")
+    ok(at.button(key="step").click().run())
+    link = "https://lab.example.org/?preset=storm&amp;step=1"
+    z = check_pack(deferred, "playground", "pykv_review_step1", f'<a href="{link}">{link}</a>')
+    assert "Link into the lab: https://lab.example.org/?preset=storm&step=1\n" in z.read("README.txt").decode()
+    assert "the link is relative" not in z.read("review.html").decode()
 
 
 def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypatch, deferred):
@@ -137,6 +150,7 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
 
 def test_the_lessons_page_offers_the_pack_of_the_steps_played(course_folder, monkeypatch, deferred):
     monkeypatch.delenv("PYKV_MODEL", raising=False)
+    monkeypatch.setenv("PYKV_PUBLIC_URL", "https://lab.example.org")  # its links are full addresses under it
     course_folder(("01-pack.md", LESSON))
     at = AppTest.from_function(lessons_page, default_timeout=180)
     at.query_params["lesson"] = "pack"
@@ -150,5 +164,6 @@ def test_the_lessons_page_offers_the_pack_of_the_steps_played(course_folder, mon
         '<section id="step-2">',
         "✓ pass",
         "<strong>engine</strong>",
-        "lessons?lesson=pack&amp;step=2",
+        'link: <a href="https://lab.example.org/lessons?lesson=pack&amp;step=1">',  # each step's own
+        'Link: <a href="https://lab.example.org/lessons?lesson=pack&amp;step=2">',  # the steps played
     )

@@ -18,3 +18,8 @@ def page(url_path: str):
         return _ROUTED[url_path]
     except KeyError:
         raise ValueError(f"no page {url_path!r} is routed (app.py routes the pages)") from None
+
+
+def url_paths() -> set[str]:
+    """The url paths app.py routes (a browser's address may end in one)."""
+    return set(_ROUTED)

@@ -22,9 +22,7 @@ def strip(snap: Snapshot, modelled: ModelledRun, key: str) -> None:
 
 def narration_lines(snap: Snapshot, modelled: ModelledRun) -> list[str]:
     est = modelled.est
-    return modelled_narration(
-        snap, modelled.label, modelled.bills, est.kv_bytes_per_token_per_gpu, per_token_prefill_us(est), est.link.name
-    )
+    return modelled_narration(snap, modelled.label, modelled.bills, per_token_prefill_us(est), est.link.name)
 
 
 def real_gpu_note(step: RealGpuStep) -> str:

@@ -20,13 +20,13 @@ from pykv.lessons.values.paths import LESSON_TARGET
 from pykv.review_pack import ReviewPack, build_zip, lesson_pack, record_from_lab, render_html, run_pack, sweep_pack
 from pykv.review_pack.export import static_export_problem
 from pykv.ui.safe_text import plain
-from pykv.ui.session import state
+from pykv.ui.session import lab_address, state
 from pykv.ui.views.widgets import target
 
 
 def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:
     """The Playground's pack maker: the Lab's whole history as it stands now, modelled on the session's target."""
-    record = record_from_lab(lab, target=target.current())
+    record = record_from_lab(lab, target=target.current(), lab_root=lab_address.lab_root())
     return lambda: run_pack(record)
 
 
@@ -43,7 +43,8 @@ def sweep_pack_maker(
 
 def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], ReviewPack]:
     """The lesson's pack: the steps played so far (``LessonPlayer.states``), modelled on the lesson's target."""
-    record = record_from_lab(states[-1].lab, target=LESSON_TARGET)  # now: the player may fork that Lab next step
+    # now: the player may fork that Lab next step (and the browser's address is known on this thread only)
+    record = record_from_lab(states[-1].lab, target=LESSON_TARGET, lab_root=lab_address.lab_root())
     return lambda: lesson_pack(lesson, states, record=record)
 
 

@@ -1,5 +1,6 @@
 """The Export control under a figure: a popover with SVG, PNG (1x/2x/3x) and HTML downloads, each in
-the light template with the figure's caption and deep link (``pykv.review_pack.export``).
+the light template with the figure's caption and deep link, absolute under the lab's address
+(``pykv.ui.session.lab_address``; ``pykv.review_pack.export``).
 
 The bytes are made only when a download button is pressed: each button gets a callable, which
 Streamlit runs on a thread of its own at the click, so a page rerun (a Play tick) never starts the
@@ -18,6 +19,7 @@ import streamlit as st
 
 from pykv.review_pack.export import DEFAULT_WIDTH, SCALES, export_html, export_image, static_export_problem
 from pykv.ui.safe_text import plain
+from pykv.ui.session import lab_address
 
 FigureSource: TypeAlias = go.Figure | Callable[[], go.Figure]
 Format: TypeAlias = Literal["svg", "png", "html"]
@@ -61,7 +63,9 @@ def export_controls(
 ) -> None:
     """An "Export" popover for one figure. ``fig``: the figure drawn on the light template, or a
     callable that draws it (so a dark page builds the light one only on a click); ``name``: the
-    file name without extension; ``key``: unique on the page."""
+    file name without extension; ``key``: unique on the page. ``link`` with the label "link" is a link into the app,
+    relative (``?preset=...``, ``lessons?...``): the files carry it under the lab's address; any other label (the
+    Sweep's "reproduce" command) is carried as it is."""
     with st.popover(
         "Export",
         icon=":material/download:",
@@ -78,6 +82,8 @@ def export_controls(
             "PNG scale", [f"{s}x" for s in SCALES], default="2x", key=f"{key}_scale", required=True
         )
         scale = int((scale_text or "2x")[0])
+        if link is not None and link_label == "link":
+            link, link_label = lab_address.app_link(link)  # here, on the page's thread: the browser's address
         formats: tuple[tuple[Format, str, int], ...] = (  # (format, label, scale: export_bytes's default but PNG's)
             ("svg", "SVG", 1),
             ("png", f"PNG {scale}x", scale),
