@@ -214,16 +214,25 @@ def _lesson():
     return course_files.course()[0][0]
 
 
-def test_ending_the_class_frees_it_and_followers_are_told(course):
+def test_ending_the_class_frees_it_and_followers_are_told_and_stay_on_its_step(course):
     teacher = session()
     code, _ = start_class(teacher)
     learner = follow(code)
+    teacher.button(key="lesson_dot_3").click()
+    ok(teacher.run())
+    ok(learner.run())
+    assert shown(learner) == (3, 3)
     teacher.button(key="class_end").click()
     ok(teacher.run())
     assert "class" not in teacher.query_params and classroom.classes().version(code) is None
     ok(learner.run())
     assert any(f"Class {code} has ended" in i.value for i in learner.info)  # not "ask your instructor for the code"
     assert not any("Ask your instructor" in m.value for m in [*learner.error, *learner.info])
+    # the learner stays on the lesson and step the class ended on, now on a player of their own (not the course list)
+    assert shown(learner) == (3, 3) and (param(learner, "lesson"), param(learner, "step")) == ("classy", "3")
+    assert "class" not in learner.query_params and learner.button(key="lesson_prev").disabled is False
+    learner.button(key="lesson_prev").click()
+    assert shown(ok(learner.run())) == (2, 3)
     other, _ = classroom.classes().start("classy")  # the registry itself still serves other classes
     assert classroom.classes().get(other.code).step == 1 and other.code != code
 

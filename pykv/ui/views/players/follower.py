@@ -68,6 +68,7 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
         _follow(member, projector)
         return
     hidden = predict_panel.hidden(step_state, member.state.revealed)
+    st.session_state[classroom.FOLLOWED_AT] = (lesson.id, index + 1)
     if _explore_requested(member.code):
         if hidden and index == 0:  # nothing ran before this step: any Lab would give its answer away
             st.info("Answer the question first: exploring opens once the instructor reveals it.")
