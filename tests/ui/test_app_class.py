@@ -300,7 +300,9 @@ def test_the_projector_shows_the_class_code_and_link(course):
     projector = session()
     projector.query_params["class"], projector.query_params["presenter"] = code, "1"
     ok(projector.run())
-    assert any(code in c.value and f"lessons?class={code}" in c.value for c in projector.caption)
+    assert any(f"`{code}`" in m.value and f"lessons?class={code}" in m.value for m in projector.markdown)
+    # the QR code is an image (an inline <svg> is stripped by st.html's sanitiser); the browser test decodes it
+    assert any('<img src="data:image/svg+xml' in h.proto.body for h in projector.get("html"))
 
 
 def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):
