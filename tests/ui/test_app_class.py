@@ -295,14 +295,22 @@ def test_the_class_projector_shows_the_takeaway_at_the_lessons_end(course):
     assert shown(full) == (3, 3) and takeaways(full) == ["**Takeaway** · Followers follow."]
 
 
+def qr_images(at: AppTest) -> list[str]:
+    return [h.proto.body for h in at.get("html") if '<img src="data:image/svg+xml' in h.proto.body]
+
+
 def test_the_projector_shows_the_class_code_and_link(course):
-    code, _ = start_class(session())
+    code, key = start_class(session())
     projector = session()
     projector.query_params["class"], projector.query_params["presenter"] = code, "1"
     ok(projector.run())
     assert any(f"`{code}`" in m.value and f"lessons?class={code}" in m.value for m in projector.markdown)
     # the QR code is an image (an inline <svg> is stripped by st.html's sanitiser); the browser test decodes it
-    assert any('<img src="data:image/svg+xml' in h.proto.body for h in projector.get("html"))
+    assert len(qr_images(projector)) == 1
+    classroom.classes().drive(code, key, step=2, revealed=True)  # the room's answers take the QR code's place ...
+    ok(projector.run())
+    assert shown(projector) == (2, 3) and not qr_images(projector)
+    assert any(m.value.startswith(f"Class `{code}` · ") for m in projector.markdown)  # ... the code stays on screen
 
 
 def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):

@@ -84,9 +84,7 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
     room_chart = projector and not hidden and step_state.prediction is not None  # revealed: the room's answers
     with text_col, st.container(key="lesson_text") if projector else nullcontext():
         if projector:  # in the text column, as the solo projector's navigation: the views keep the screen's height
-            st.markdown(where)
-        if room_chart:  # the room's answers take the QR code's room: the link in one line
-            st.caption(f"Join: {classroom.learner_link(member.code)}")
+            st.markdown((f"Class `{member.code}` · " if room_chart else "") + where)  # the QR code's room is taken
         st.markdown(f"### {step_state.step.title}")
         if step_state.prediction is not None:
             predict_panel.follower(member, step_state, answering=not projector)
