@@ -1,19 +1,21 @@
 """pykv lab: `streamlit run app.py`. A router only; pages live in pykv/ui.
 
 `streamlit run` finds the ``st.App`` below and serves this file through it, with the app's own HTTP routes
-(a class's long polls, pykv/ui/session/follow_push.py); every session's run executes this file as
-``__main__``, the router.
+(a class's long polls, pykv/ui/session/follow_push.py; each page's own address, deep_links.py); every session's
+run executes this file as ``__main__``, the router.
 """
 
 import plotly.graph_objects as go
 import streamlit as st
 
 if __name__ != "__main__":  # imported by the server: the ASGI app, this file its script
-    from pykv.ui.session.follow_push import routes as http_routes
+    from pykv.ui.session import deep_links, follow_push, routes
 
-    app = st.App(__file__, routes=http_routes())
+    app = st.App(__file__, routes=follow_push.routes() + deep_links.routes(routes.URL_PATHS))
 else:
-    st.set_page_config(page_title="pykv lab", page_icon=":material/grid_view:", layout="wide")
+    from pykv.ui import ICON
+
+    st.set_page_config(page_title="pykv lab", page_icon=ICON, layout="wide")
 
     # Cold start: an invisible chart first makes the browser fetch plotly.js while Python imports torch
     # and loads the model (about 2 s sooner to the first drawn grid). It is cleared at once, and drawn on a

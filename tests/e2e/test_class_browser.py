@@ -2,15 +2,19 @@
 context (separate sessions, as three laptops), against one `streamlit run` on the shipped model.
 The instructor starts a class; the learners follow the instructor's Next within a few seconds; one
 explores on their own in the Playground and comes back to the class's current step; ending the class
-tells the learners."""
+tells the learners. The class's QR code, read by a decoder off screenshots of the instructor's panel and
+of the projector, is the class link, large enough for the back row."""
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+import zxingcpp
+from PIL import Image
 
 from testkit.page_wait import wait_settled
 from testkit.projector import measure
@@ -110,6 +114,44 @@ def test_learners_follow_explore_rejoin_and_the_class_ends(browser, tiny_class_a
         click(teacher, "End class")
         for page in learners:
             page.get_by_text(re.compile(rf"Class {code} has ended")).first.wait_for(timeout=FOLLOW_MS)
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def qr_codes(png: bytes) -> list:
+    """The QR codes a decoder reads off a screenshot (each with its text and its corners in the image)."""
+    return [code for code in zxingcpp.read_barcodes(Image.open(io.BytesIO(png))) if code.format.name == "QRCode"]
+
+
+def test_the_class_qr_code_scans_to_the_class_link_in_the_panel_and_from_the_projectors_back_row(
+    browser, tiny_class_app_url, lesson
+):
+    n = len(lesson.steps)
+    contexts = []
+    try:
+        context, teacher = open_page(browser, f"{tiny_class_app_url}/lessons?lesson={lesson.id}&step=1")
+        contexts.append(context)
+        wait_for_step(teacher, 1, n)
+        click(teacher, "Start a class")
+        teacher.get_by_text(re.compile(r"^Class code")).first.wait_for()
+        code = parse_qs(urlparse(teacher.url).query)["class"][0]
+        link = f"{tiny_class_app_url}/lessons?class={code}"  # the address this browser used, as the panel says
+        wait_idle(teacher)
+        assert [c.text for c in qr_codes(teacher.locator(".st-key-class_panel").screenshot())] == [link]
+
+        context, projector = open_page(browser, f"{tiny_class_app_url}/lessons?class={code}&presenter=1")
+        contexts.append(context)
+        for width, height, share in ((1920, 1080, 0.25), (1280, 720, 0.2)):
+            projector.set_viewport_size({"width": width, "height": height})
+            wait_for_step(projector, 1, n)
+            wait_idle(projector)
+            (found,) = qr_codes(projector.screenshot())
+            corners = found.position
+            side = corners.bottom_left.y - corners.top_left.y  # the code itself, without its white margin
+            print(f"{width}x{height}: the projector's QR code is {side} px, {side / height:.0%} of the screen")
+            assert found.text == link and side >= share * height, (found.text, side)
+            assert measure(projector)["overflow"] == 0  # and the step still fits the screen
     finally:
         for context in contexts:
             context.close()

@@ -1,6 +1,7 @@
 """Narration that fits the projector and matches the views: at most ~70 words on screen per step (the rest
-folds away), a view named in a tab is the step's ``focus`` (its tab opens), a CPU pool is only talked about
-where the lesson has one, and every request a narration names exists in the lesson by then.
+folds away), cut where a reader can stop (a sentence's end, never "...into a slot:"), a view named in a tab
+is the step's ``focus`` (its tab opens), a CPU pool is only talked about where the lesson has one, and every
+request a narration names exists in the lesson by then.
 
 One test per rule, over every step of the course: it fails with the list of every step that breaks the rule,
 and a rule that only applies to some steps also fails when it applies to none (it would check nothing). The
@@ -13,7 +14,7 @@ import re
 from pykv.lessons import load_course, parse_lesson
 from pykv.lessons.format.schema import Lesson
 from pykv.lessons.format.step_blocks import AddRequest, Configure
-from pykv.ui.views.panels.lesson_text import PROJECTOR_WORDS, projector_split
+from pykv.ui.views.panels.lesson_text import PROJECTOR_WORDS, ROOM_CHART_WORDS, ends_a_sentence, projector_split
 
 COURSE = load_course()
 TAB_PHRASES = {  # what a narration calls a view that sits in a tab -> the focus that opens it
@@ -39,6 +40,21 @@ def too_long(course: list[Lesson]) -> list[str]:
                 offenders.append(f"{where(lesson, index)}: {len(shown.split())} words on the projector")
             if shown.split() + rest.split() != step.narration.split():
                 offenders.append(f"{where(lesson, index)}: the projector split loses or changes words")
+    return offenders
+
+
+def cut_mid_sentence(course: list[Lesson]) -> list[str]:
+    """Steps whose projector part stops mid-sentence or on an introduction (a colon), at both of the projector's
+    budgets (a class projector gives some words up for the room's answers to a question)."""
+    offenders = []
+    for lesson in course:
+        for index, step in enumerate(lesson.steps):
+            budgets = [PROJECTOR_WORDS] + [PROJECTOR_WORDS - ROOM_CHART_WORDS] * (step.predict is not None)
+            for words in budgets:
+                shown, _ = projector_split(step.narration, words)
+                if not ends_a_sentence(shown):
+                    stop = shown[-40:].strip()
+                    offenders.append(f"{where(lesson, index)}: the projector stops at {stop!r} ({words} words)")
     return offenders
 
 
@@ -116,12 +132,39 @@ def test_a_long_first_paragraph_is_cut_after_a_sentence():
     assert shown == "Sentence 0 has five words. Sentence 1 has five words." and rest.startswith("Sentence 2 ")
 
 
+def test_an_introduction_goes_with_what_it_introduces():
+    text = "First sentence here.\n\nThe runner turns a position into a slot:\n\n```text\na b c d e f g h\n```\n\nLast."
+    shown, rest = projector_split(text, words=10)
+    assert shown == "First sentence here." and rest.startswith("The runner turns") and ends_a_sentence(shown)
+    assert projector_split(text, words=40) == (text, "")
+
+
+def test_a_long_first_paragraph_never_ends_on_its_colon():
+    text = "One two three four. Five six seven eight nine: " + " ".join(["w"] * 20) + "."
+    shown, rest = projector_split(text, words=12)
+    assert shown == "One two three four." and rest.startswith("Five six")
+    assert not ends_a_sentence("One two three four. Five six seven eight nine:")
+    assert not ends_a_sentence("The block table is what makes that")
+
+
+def test_a_long_first_list_is_cut_after_an_item_or_a_sentence():
+    items = "- " + "One item of six words." + "\n- " + " ".join(["x"] * 30) + "."
+    assert projector_split(items, words=12) == ("- One item of six words.", "- " + " ".join(["x"] * 30) + ".")
+    long_item = "- First of two. " + " ".join(["Y"] * 30) + ".\n- Second item."
+    shown, rest = projector_split(long_item, words=12)
+    assert shown == "- First of two." and rest.endswith("- Second item.") and ends_a_sentence(shown)
+
+
 def test_the_course_has_steps_to_check():
     assert sum(len(lesson.steps) for lesson in COURSE) > 0
 
 
 def test_the_projector_shows_at_most_70_words_and_loses_none():
     assert too_long(COURSE) == []
+
+
+def test_the_projector_stops_at_a_sentence_end_on_every_step():
+    assert cut_mid_sentence(COURSE) == []
 
 
 def test_a_view_in_a_tab_is_the_steps_focus():
@@ -154,7 +197,15 @@ workload:
 
 ## Too long
 
+{words}.
+
+## Stops on a colon
+
+The runner turns every token position into a slot:
+
+```text
 {words}
+```
 
 ## Reads a tab it does not open
 
@@ -173,6 +224,8 @@ Request **z** arrives.
 def test_each_rule_catches_a_step_that_breaks_it():
     bad = parse_lesson(BAD_LESSON.replace("{words}", " ".join(["word"] * (PROJECTOR_WORDS + 5))), "bad.md")
     assert too_long([bad]) == [f"bad:1: {PROJECTOR_WORDS + 5} words on the projector"]
-    assert unfocused_tabs([bad]) == (1, ["bad:2: reads the requests tab: add ```focus requests"])
-    assert pools_not_there([bad]) == (1, ["bad:3: talks about a CPU pool the engine does not have here"])
-    assert unknown_requests([bad]) == ["bad:4: names ['z'], which the lesson never defines (it has ['a'])"]
+    stop = "turns every token position into a slot:"
+    assert cut_mid_sentence([bad]) == [f"bad:2: the projector stops at {stop!r} (70 words)"]
+    assert unfocused_tabs([bad]) == (1, ["bad:3: reads the requests tab: add ```focus requests"])
+    assert pools_not_there([bad]) == (1, ["bad:4: talks about a CPU pool the engine does not have here"])
+    assert unknown_requests([bad]) == ["bad:5: names ['z'], which the lesson never defines (it has ['a'])"]

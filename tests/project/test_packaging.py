@@ -42,3 +42,4 @@ def test_the_wheel_holds_only_the_product(tmp_path):
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top == {"pykv", "pykv_kernels"}, top
     assert "pykv/assets/tiny/model.safetensors" in names  # the shipped model travels with the package
+    assert "pykv/ui/icon.svg" in names  # and the page icon (no page asks a font host for one)

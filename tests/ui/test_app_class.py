@@ -214,16 +214,25 @@ def _lesson():
     return course_files.course()[0][0]
 
 
-def test_ending_the_class_frees_it_and_followers_are_told(course):
+def test_ending_the_class_frees_it_and_followers_are_told_and_stay_on_its_step(course):
     teacher = session()
     code, _ = start_class(teacher)
     learner = follow(code)
+    teacher.button(key="lesson_dot_3").click()
+    ok(teacher.run())
+    ok(learner.run())
+    assert shown(learner) == (3, 3)
     teacher.button(key="class_end").click()
     ok(teacher.run())
     assert "class" not in teacher.query_params and classroom.classes().version(code) is None
     ok(learner.run())
     assert any(f"Class {code} has ended" in i.value for i in learner.info)  # not "ask your instructor for the code"
     assert not any("Ask your instructor" in m.value for m in [*learner.error, *learner.info])
+    # the learner stays on the lesson and step the class ended on, now on a player of their own (not the course list)
+    assert shown(learner) == (3, 3) and (param(learner, "lesson"), param(learner, "step")) == ("classy", "3")
+    assert "class" not in learner.query_params and learner.button(key="lesson_prev").disabled is False
+    learner.button(key="lesson_prev").click()
+    assert shown(ok(learner.run())) == (2, 3)
     other, _ = classroom.classes().start("classy")  # the registry itself still serves other classes
     assert classroom.classes().get(other.code).step == 1 and other.code != code
 
@@ -286,12 +295,22 @@ def test_the_class_projector_shows_the_takeaway_at_the_lessons_end(course):
     assert shown(full) == (3, 3) and takeaways(full) == ["**Takeaway** · Followers follow."]
 
 
+def qr_images(at: AppTest) -> list[str]:
+    return [h.proto.body for h in at.get("html") if '<img src="data:image/svg+xml' in h.proto.body]
+
+
 def test_the_projector_shows_the_class_code_and_link(course):
-    code, _ = start_class(session())
+    code, key = start_class(session())
     projector = session()
     projector.query_params["class"], projector.query_params["presenter"] = code, "1"
     ok(projector.run())
-    assert any(code in c.value and f"lessons?class={code}" in c.value for c in projector.caption)
+    assert any(f"`{code}`" in m.value and f"lessons?class={code}" in m.value for m in projector.markdown)
+    # the QR code is an image (an inline <svg> is stripped by st.html's sanitiser); the browser test decodes it
+    assert len(qr_images(projector)) == 1
+    classroom.classes().drive(code, key, step=2, revealed=True)  # the room's answers take the QR code's place ...
+    ok(projector.run())
+    assert shown(projector) == (2, 3) and not qr_images(projector)
+    assert any(m.value.startswith(f"Class `{code}` · ") for m in projector.markdown)  # ... the code stays on screen
 
 
 def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):

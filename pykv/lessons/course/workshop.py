@@ -75,6 +75,16 @@ def step_before(lesson: Lesson, index: int, path: PathName) -> int | None:
     return earlier[-1] if earlier else None
 
 
+def lesson_after(lessons: Sequence[Lesson], lesson_id: str, path: PathName) -> Lesson | None:
+    """The lesson "Next lesson" opens after ``lesson_id``: the course's next one (on the workshop path, the next one
+    it keeps); None after the last, or for a lesson not in ``lessons``."""
+    ids = [lesson.id for lesson in lessons]
+    if lesson_id not in ids:
+        return None
+    later = [lesson for lesson in lessons[ids.index(lesson_id) + 1 :] if path == "full" or on_workshop_path(lesson)]
+    return later[0] if later else None
+
+
 def on_workshop_path(lesson: Lesson) -> bool:
     """False for a lesson the workshop path leaves out (``core_minutes: 0``)."""
     return lesson.core_minutes != 0

@@ -42,11 +42,15 @@ def render() -> None:
         classroom.retry_soon()
         return
     except ClassNotFound as e:  # an ended class: its followers are told so; a mistyped code is an error
-        if e.code == st.session_state.get(classroom.FOLLOWED):
-            st.info(f"Class {e.code} has ended. The course is below: carry on at your own pace.")
-        else:
-            st.error(classroom.safe_error(e))
         classroom.leave_class_params()
+        if e.code != st.session_state.get(classroom.FOLLOWED):
+            st.error(classroom.safe_error(e))
+        elif (lesson := _last_followed(lessons)) is not None:  # the learner stays where the class left them
+            st.info(f"Class {e.code} has ended. Its last step stays on your screen: carry on at your own pace.")
+            lesson_player.render(lesson)
+            return
+        else:
+            st.info(f"Class {e.code} has ended. The course is below: carry on at your own pace.")
         course_list(lessons, problems)
         return
     except Exception as e:  # a bad class code: the course, and a message
@@ -73,6 +77,15 @@ def render() -> None:
         course_list(lessons, problems)
         return
     lesson_player.render(lesson, member)
+
+
+def _last_followed(lessons: list[Lesson]) -> Lesson | None:
+    """The lesson a follower last showed, its step put in the URL (the player reads it); None if there was none."""
+    lesson_id, step = st.session_state.pop(classroom.FOLLOWED_AT, (None, None))
+    lesson = next((lesson for lesson in lessons if lesson.id == lesson_id), None)
+    if lesson is not None:
+        st.query_params.update({"lesson": lesson.id, "step": str(step)})
+    return lesson
 
 
 def _flashes() -> None:

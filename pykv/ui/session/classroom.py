@@ -33,6 +33,7 @@ SWEEP_EVERY_S = 60.0
 EXPLORING = "exploring_class"  # session_state: the class code a learner explores away from (in the Playground)
 KEYS = "class_keys"  # session_state: class code -> the key this session drives it with
 FOLLOWED = "class_followed"  # session_state: the class code this session last followed (to say it ended)
+FOLLOWED_AT = "class_followed_at"  # session_state: (lesson id, step) it last showed (where an ended class leaves it)
 SYNCED = "class_synced"  # session_state: (lesson id, step) an instructor's window last showed in step with the class
 
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+URL_PATHS = ("playground", "sweep", "lessons", "server", "about")  # app.py's pages (each served at its own path)
 _ROUTED: dict = {}  # url path -> st.Page; written by app.py on every run (the same pages each time)
 
 
 def routed(by_path: dict) -> list:
     """Remember app.py's pages (url path -> st.Page) and return them for st.navigation."""
+    if tuple(by_path) != URL_PATHS:  # the server serves a deep link to each page (deep_links): the same list
+        raise ValueError(f"app.py routes {tuple(by_path)}, but routes.URL_PATHS names {URL_PATHS}")
     _ROUTED.update(by_path)
     return list(by_path.values())
 

@@ -138,6 +138,23 @@ def test_the_workshop_path_skips_optional_steps_and_ends_with_the_takeaway(app, 
     assert param(ok(app), "path") == "core" and "lesson" not in app.query_params  # the course list keeps the path
 
 
+def test_a_lessons_last_step_opens_the_next_lesson_on_the_projector_too(app, course_folder):
+    second = LESSON.replace("id: paths", "id: second").replace("title: Two paths", "title: The second one")
+    course_folder(("01-paths.md", LESSON), ("02-second.md", second))
+    open_link(app, lesson="paths", step="3", path="core", presenter="1")  # the workshop path's last step of lesson 1
+    following = app.button(key="lesson_next")
+    assert following.label == "Next lesson" and not following.disabled and "The second one" in following.help
+    following.click().run()
+    assert (param(ok(app), "lesson"), step_on_screen(app)) == ("second", 1)
+    assert param(app, "presenter") == "1" and param(app, "path") == "core"  # still the projector, the same path
+    open_link(app, step="3")  # the course's last lesson ends: nothing follows
+    assert app.button(key="lesson_next").label == "Next" and app.button(key="lesson_next").disabled
+    app.query_params.pop("presenter")
+    assert "the course's last lesson" in next(s.value for s in open_link(app, step="3").success)  # not projected
+    open_link(app, lesson="paths", step="3")
+    assert "**Next lesson** opens “The second one”" in next(s.value for s in app.success)
+
+
 def test_the_full_course_plays_every_step_and_a_bad_path_says_so(app, small_course):
     open_link(app, lesson="paths", step="1", path="fast")
     assert any("'fast' is not a path" in w.value for w in app.warning)

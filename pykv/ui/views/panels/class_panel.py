@@ -7,6 +7,7 @@ class, and the learners' link (``?class=CODE``) never carries the key.
 
 from __future__ import annotations
 
+from html import escape
 from urllib.parse import urlencode
 
 import segno
@@ -97,16 +98,47 @@ def panel(member: Membership) -> None:
                 "without a step.",
             )
         with qr_col:
-            st.html(qr_svg(link))
+            st.html(qr_img(link, "width: 100%; max-width: 14rem"))
     st.caption(
         "Keep this tab's address to yourself: its `key` drives the class (a reload keeps it). Project the "
         "Projector link, which holds no key."
     )
 
 
-def qr_svg(link: str) -> str:
-    """The link as an inline SVG QR code on white (readable on a dark theme and a projector)."""
-    return segno.make(link, error="m").svg_inline(scale=4, border=2, dark="#000", light="#fff")
+def qr_img(link: str, style: str) -> str:
+    """The link as a QR code, black on white (readable on a dark theme and a projector): an <img> of an SVG data
+    URI, scaled by ``style`` (its viewBox keeps it sharp at any size). Not an inline <svg>: st.html sanitises its
+    HTML (DOMPurify), which drops one and left an empty box, but keeps an image's data URI."""
+    uri = segno.make(link, error="m").svg_data_uri(border=2, dark="#000", light="#fff", omitsize=True)
+    alt = escape(f"QR code of {link}", quote=True)
+    return f'<img src="{uri}" alt="{alt}" title="{alt}" style="display: block; {style}">'
+
+
+# The projector's QR code takes what the step leaves of the screen, up to 30% of its height (at 1080p a quarter of the
+# screen for the code itself, scanned from the back row; 24% at 720p, where the room sits nearer) and at least 12%:
+# the text column is as tall as the screen (less PRESENTER_CSS's page padding, and a margin), every box in it keeps
+# its height, and the QR code's box shrinks, a size container whose image is as tall as it is.
+PROJECTOR_QR_CSS = """<style>
+.st-key-lesson_text:has(.st-key-projector_join) {flex: none; height: calc(100vh - 3rem);}
+.st-key-lesson_text:has(.st-key-projector_join) > * {flex-shrink: 0;}
+.st-key-lesson_text > :has(> .st-key-projector_join) {flex: 0 1 30vh; min-height: 12vh; container-type: size;}
+.st-key-projector_join img {height: 100cqh; width: auto;}
+@media (max-height: 800px) {
+  .st-key-lesson_text:has(.st-key-projector_join) {height: calc(100vh - 2.25rem);}
+  .st-key-lesson_text > :has(> .st-key-projector_join) {flex-basis: 24vh;}
+}
+</style>"""
+
+
+def join_box(code: str) -> None:
+    """The projector's way into the class, at the foot of its text column: the QR code, the link and the code in the
+    room's type."""
+    link = classroom.learner_link(code)
+    st.html(PROJECTOR_QR_CSS)
+    with st.container(key="projector_join"):
+        qr, words = st.columns(2, vertical_alignment="center", gap="small")  # half the text column holds the code
+        qr.html(qr_img(link, ""))
+        words.markdown(f"**Join the class:** scan the code, or open {link}  \nClass code **`{code}`**")
 
 
 def _presence(code: str) -> None:

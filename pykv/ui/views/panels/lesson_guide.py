@@ -9,11 +9,14 @@ The player keeps ``path`` in the URL as it moves; the course list sets it (``pat
 
 from __future__ import annotations
 
+from typing import Callable
+
 import streamlit as st
 
 from pykv.lessons.course.workshop import (
     PathName,
     course_minutes,
+    lesson_after,
     lesson_minutes,
     on_workshop_path,
     path_named,
@@ -22,6 +25,7 @@ from pykv.lessons.course.workshop import (
 )
 from pykv.lessons.format.schema import Lesson, LessonStep
 from pykv.ui import safe_text
+from pykv.ui.session import course_files
 
 PATH_PARAM = "path"
 PATH_LABELS = {"core": "Workshop path: core steps only", "full": "Full course: every step"}
@@ -47,6 +51,44 @@ def neighbours(lesson: Lesson, k: int, path: PathName) -> tuple[int | None, int 
     """(the 1-based step Prev goes to, the one Next goes to) from step ``k`` on this path; None at an end."""
     before, after = step_before(lesson, k - 1, path), step_after(lesson, k - 1, path)
     return (None if before is None else before + 1), (None if after is None else after + 1)
+
+
+def next_lesson(lesson: Lesson, path: PathName) -> Lesson | None:
+    """The lesson that follows ``lesson`` in this server's course on this path (None after the last)."""
+    return lesson_after(course_files.course()[0], lesson.id, path)
+
+
+def next_button(
+    lesson: Lesson, k: int, path: PathName, go: Callable[[int], None], open_lesson: Callable[[str], None], keys: bool
+) -> None:
+    """Next: the path's next step, or at the lesson's end "Next lesson" (the next one's first step; disabled after
+    the course's last). ``go`` moves to a step, ``open_lesson`` to a lesson; ``keys``: → presses it."""
+    after = neighbours(lesson, k, path)[1]
+    following = next_lesson(lesson, path) if after is None else None
+    key_hint = " (keyboard →)" if keys else ""
+    if following is not None:
+        st.button(
+            "Next lesson",
+            key="lesson_next",
+            shortcut="Right" if keys else None,
+            type="primary",
+            icon=":material/skip_next:",
+            on_click=open_lesson,
+            args=(following.id,),
+            help=f"“{following.title}”, from its first step{key_hint}.",
+        )
+        return
+    st.button(
+        "Next",
+        key="lesson_next",
+        shortcut="Right" if keys else None,
+        type="primary",
+        icon=":material/arrow_forward:",
+        on_click=go,
+        args=(after or k,),
+        disabled=after is None,
+        help=f"The next step{key_hint}." if after is not None else "The course's last step.",
+    )
 
 
 def dot_help(i: int, step: LessonStep, on_screen: bool) -> str:
@@ -88,7 +130,9 @@ def end_of_lesson(lesson: Lesson, path: PathName, projector: bool = False) -> No
         else ""
     )
     takeaway = f"**Takeaway** · {lesson.takeaway}\n\n" if lesson.takeaway else ""
-    st.success(f"{takeaway}{end}. Pick the next one from All lessons.", icon=":material/done_all:")
+    following = next_lesson(lesson, path)
+    then = f"**Next lesson** opens “{following.title}”" if following else "That was the course's last lesson"
+    st.success(f"{takeaway}{end}. {then}.", icon=":material/done_all:")
 
 
 # ---- the course list ---------------------------------------------------------------------------

@@ -76,8 +76,46 @@ def checks_summary(step_state: StepState) -> str:
 
 
 def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, str]:
-    """(what the projector shows, the rest): whole paragraphs (a fenced block is one) while they fit in
-    ``words``; a first paragraph longer than that is cut after its last sentence that fits (or its first)."""
+    """(what the projector shows, the rest), cut where the room can stop reading (``ends_a_sentence``): whole
+    paragraphs while they fit in ``words`` (a fenced block is one, and a paragraph that ends with a colon goes
+    with what it introduces); a first paragraph longer than that is cut after its last sentence (or list item)
+    that fits, or its first."""
+    groups = _introduced(_paragraphs(narration))
+    shown: list[str] = []
+    for i, group in enumerate(groups):
+        if len(" ".join(shown + group).split()) > words:
+            rest = [p for later in groups[i:] for p in later]
+            if not shown:
+                head, tail = _units_that_fit(rest[0], words)
+                shown, rest = [head], [tail] * bool(tail) + rest[1:]
+            return "\n\n".join(shown), "\n\n".join(rest)
+        shown += group
+    return "\n\n".join(shown), ""
+
+
+_SENTENCE_END = re.compile(r"[.!?][*_`\"')\]]*$")  # "blocks." / "(as vLLM does.)" / "**free**."
+# a sentence ends at . ! or ? before a space and a capital or markup ("e.g. the", "0.6.3 and" go on)
+_SENTENCE_BREAK = re.compile(r"[.!?][*_`\"')\]]*(?=\s+[A-Z*`(\"])")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s", re.M)
+
+
+def ends_a_sentence(shown: str) -> bool:
+    """Whether the projector's part stops where a reader can: after a sentence, a whole block (a fence, a table,
+    a quote, a list) or what a colon introduced; never after a colon or mid-sentence."""
+    paragraphs = _paragraphs(shown)
+    if not paragraphs:
+        return True
+    last = paragraphs[-1]
+    introduced = len(paragraphs) > 1 and paragraphs[-2].rstrip().endswith(":")
+    return introduced or _is_block(last) or bool(_SENTENCE_END.search(last.rstrip()))
+
+
+def _is_block(paragraph: str) -> bool:
+    return paragraph.lstrip().startswith(("```", "|", ">", "#")) or bool(_LIST_ITEM.match(paragraph))
+
+
+def _paragraphs(narration: str) -> list[str]:
+    """The narration's paragraphs; a fenced block is one, blank lines and all."""
     paragraphs: list[str] = []
     current: list[str] = []
     fenced = False
@@ -92,25 +130,42 @@ def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, 
             current.append(line)
     if current:
         paragraphs.append("\n".join(current))
-    shown: list[str] = []
-    count = 0
-    for i, paragraph in enumerate(paragraphs):
-        n = len(paragraph.split())
-        if count + n > words:
-            if not shown:  # one long first paragraph: by sentences
-                sentences = re.split(r"(?<=[.!?:])\s+", paragraph)
-                head, used = [sentences[0]], len(sentences[0].split())
-                for sentence in sentences[1:]:
-                    if used + len(sentence.split()) > words:
-                        break
-                    head.append(sentence)
-                    used += len(sentence.split())
-                rest = [" ".join(sentences[len(head) :])] if len(head) < len(sentences) else []
-                return " ".join(head), "\n\n".join(rest + paragraphs[1:])
-            return "\n\n".join(shown), "\n\n".join(paragraphs[i:])
-        shown.append(paragraph)
-        count += n
-    return "\n\n".join(shown), ""
+    return paragraphs
+
+
+def _introduced(paragraphs: list[str]) -> list[list[str]]:
+    """The paragraphs in groups the projector never splits: one that ends with a colon and what it introduces."""
+    groups: list[list[str]] = []
+    for paragraph in paragraphs:
+        if groups and groups[-1][-1].rstrip().endswith(":"):
+            groups[-1].append(paragraph)
+        else:
+            groups.append([paragraph])
+    return groups
+
+
+def _units_that_fit(paragraph: str, words: int) -> tuple[str, str]:
+    """(the paragraph's first units that fit in ``words``, at least one, the rest): a list's items, a prose
+    paragraph's sentences (never ending on one that introduces what follows, unless it is the first); a list whose
+    first item is too long, that item's sentences. A fence, a table or a quote is shown whole."""
+    if paragraph.lstrip().startswith(("```", "|", ">")):
+        return paragraph, ""
+    starts = [m.start() for m in _LIST_ITEM.finditer(paragraph)] if _LIST_ITEM.match(paragraph) else []
+    items = [paragraph[a:b].strip() for a, b in zip(starts, [*starts[1:], len(paragraph)])]
+    after: list[str] = []
+    if items and len(items[0].split()) <= words:
+        units, joiner = items, "\n"
+    else:  # prose, or a list whose first item alone is too long
+        text, after = (items[0], items[1:]) if items else (paragraph, [])
+        ends = [m.end() for m in _SENTENCE_BREAK.finditer(text)]
+        units, joiner = [text[a:b].strip() for a, b in zip([0, *ends], [*ends, len(text)])], " "
+    taken = 1
+    while taken < len(units) and len(" ".join(units[: taken + 1]).split()) <= words:
+        taken += 1
+    if taken > 1 and units[taken - 1].endswith(":"):
+        taken -= 1
+    rest = [joiner.join(units[taken:]), "\n".join(after)]
+    return joiner.join(units[:taken]), "\n\n".join(part for part in rest if part)
 
 
 def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None:

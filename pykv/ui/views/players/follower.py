@@ -19,13 +19,13 @@ from pykv.lessons.run.shared import SharedLesson
 from pykv.ui import safe_text
 from pykv.ui.session import classroom, follow_push, routes, seats
 from pykv.ui.session.classroom import EXPLORING, Membership
-from pykv.ui.views.panels import exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
+from pykv.ui.views.panels import class_panel, exercise_box, follower_views, lesson_guide, lesson_text, predict_panel
 from pykv.ui.views.widgets.style import PRESENTER_CSS
 
 
 def render(member: Membership, lessons: list[Lesson]) -> None:
-    """A learner's page, or with ``?presenter=1`` the class's projector: the same step in large type, no
-    answer form, no explore button and no presence (it is not a learner)."""
+    """A learner's page, or with ``?presenter=1`` the class's projector: the same step in large type with the class's
+    QR code, no answer form, no explore button and no presence (it is not a learner)."""
     projector = st.query_params.get("presenter") == "1"
     st.session_state[classroom.FOLLOWED] = member.code
     if projector:
@@ -68,6 +68,7 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
         _follow(member, projector)
         return
     hidden = predict_panel.hidden(step_state, member.state.revealed)
+    st.session_state[classroom.FOLLOWED_AT] = (lesson.id, index + 1)
     if _explore_requested(member.code):
         if hidden and index == 0:  # nothing ran before this step: any Lab would give its answer away
             st.info("Answer the question first: exploring opens once the instructor reveals it.")
@@ -80,19 +81,20 @@ def _class_step(code: str, lessons: list[Lesson], projector: bool) -> None:
         st.caption(f"Class `{member.code}` · your page follows the instructor.")
     text_col, views_col = st.columns([4, 6] if projector else [3, 7], gap="medium")
     # the projector's type is set on a keyed box (PRESENTER_CSS); a learner's page does without it: one element less
+    room_chart = projector and not hidden and step_state.prediction is not None  # revealed: the room's answers
     with text_col, st.container(key="lesson_text") if projector else nullcontext():
         if projector:  # in the text column, as the solo projector's navigation: the views keep the screen's height
-            st.markdown(where)
-            st.caption(f"Join: {classroom.learner_link(member.code)}")  # one line: the link carries the code
+            st.markdown((f"Class `{member.code}` · " if room_chart else "") + where)  # the QR code's room is taken
         st.markdown(f"### {step_state.step.title}")
         if step_state.prediction is not None:
             predict_panel.follower(member, step_state, answering=not projector)
         if not hidden:
-            room_chart = projector and step_state.prediction is not None  # revealed: the room's answers are shown
             words = lesson_text.PROJECTOR_WORDS - (lesson_text.ROOM_CHART_WORDS if room_chart else 0)
             lesson_text.body(step_state, folded_checks=projector, words=words)
             exercise_box.render(lesson, index, projector)  # "Your turn": its link opens a tab of the learner's own
-        if not projector:
+        if projector and not room_chart:  # under the step, in the room's type: the back row scans it, latecomers join
+            class_panel.join_box(member.code)
+        elif not projector:
             st.button(
                 "Explore on my own",
                 key="class_explore",

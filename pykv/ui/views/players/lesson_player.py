@@ -69,7 +69,7 @@ def render(lesson: Lesson, member: Membership | None = None) -> None:
         classroom.shared_lesson(lesson).prefetch(index + 1)  # the next step is ready when the instructor moves
     _sync_url(lesson.id, index + 1, presenter)
     if member is not None and st.query_params.get("speaker") == "1":
-        speaker_view.render(lesson, states, index, member, _go)
+        speaker_view.render(lesson, states, index, member, _go, open_lesson)
         return
 
     step_state: StepState = states[index]
@@ -272,7 +272,7 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, view: StepV
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
     if k == 1:
         lesson_guide.objective(lesson)
-    before, after = lesson_guide.neighbours(lesson, k, lesson_guide.current_path())  # ?path=core skips {optional}
+    before = lesson_guide.neighbours(lesson, k, lesson_guide.current_path())[0]  # ?path=core skips {optional}
     st.html(current_dot_css(k))
     with st.container(horizontal=True, gap=None, key="lesson_dots"):
         for i, step in enumerate(lesson.steps, 1):
@@ -296,17 +296,7 @@ def _navigation(lesson: Lesson, states: list[StepState], index: int, view: StepV
             disabled=before is None,
             help="The previous step, exactly as it was (keyboard ←).",
         )
-        st.button(
-            "Next",
-            key="lesson_next",
-            shortcut="Right",
-            type="primary",
-            icon=":material/arrow_forward:",
-            on_click=_go,
-            args=(after or n,),
-            disabled=after is None,
-            help="The next step (keyboard →).",
-        )
+        lesson_guide.next_button(lesson, k, lesson_guide.current_path(), _go, open_lesson, keys=True)
         with (
             st.popover("More", icon=":material/more_horiz:")
             if view.presenter

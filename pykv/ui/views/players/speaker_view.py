@@ -22,7 +22,14 @@ CLOCK_EVERY_S = 5.0
 STEP_SINCE = "speaker_step_since"  # session_state: (lesson id, step) -> when this window first showed it
 
 
-def render(lesson: Lesson, states: list[StepState], index: int, member: Membership, go: Callable[[int], None]) -> None:
+def render(
+    lesson: Lesson,
+    states: list[StepState],
+    index: int,
+    member: Membership,
+    go: Callable[[int], None],
+    open_lesson: Callable[[str], None],
+) -> None:
     step_state, n, k = states[index], len(lesson.steps), index + 1
     st.markdown(f"**{lesson.title}** · step {k} of {n}")
     st.caption(
@@ -39,15 +46,7 @@ def render(lesson: Lesson, states: list[StepState], index: int, member: Membersh
             args=(before or 1,),
             disabled=before is None,
         )
-        st.button(
-            "Next",
-            key="lesson_next",
-            type="primary",
-            icon=":material/arrow_forward:",
-            on_click=go,
-            args=(after or n,),
-            disabled=after is None,
-        )
+        lesson_guide.next_button(lesson, k, lesson_guide.current_path(), go, open_lesson, keys=False)
     at_class_step = (member.state.lesson_id, member.state.step) == (lesson.id, k) and member.state.step_at > 0
     since = (
         member.state.step_at
@@ -72,8 +71,10 @@ def render(lesson: Lesson, states: list[StepState], index: int, member: Membersh
     if after is not None:
         following = lesson.steps[after - 1]
         st.markdown(f"**Next:** {following.title}" + (" · asks a prediction" if following.predict else ""))
+    elif (following_lesson := lesson_guide.next_lesson(lesson, lesson_guide.current_path())) is not None:
+        st.markdown(f"**Next:** the end of the lesson; *Next lesson* opens “{following_lesson.title}”.")
     else:
-        st.markdown("**Next:** the end of the lesson.")
+        st.markdown("**Next:** the end of the course.")
 
 
 def _clock(member: Membership, since: float) -> None:
