@@ -12,8 +12,10 @@ from pykv.lessons.format.differs import callout_markdown
 from pykv.lessons.run.player import StepState
 from pykv.lessons.values.checks import CheckResult, format_short, format_value
 from pykv.ui.session import state
+from pykv.ui.views.panels.follower_views import PROJECTOR_WIDTHS
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
+from pykv.viz.projection import PROJECTOR_TEXT_PX
 from pykv.viz.side_runs import side_runs_figure
 
 PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
@@ -111,11 +113,17 @@ def projector_split(narration: str, words: int = PROJECTOR_WORDS) -> tuple[str, 
 
 
 def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None:
-    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``)."""
+    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``, in the room
+    the grid's column leaves under it)."""
     runs = step_state.runs
     devices = sorted({run.device for run in runs.values()})
     fig = side_runs_figure(
-        list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices), dark=state.is_dark()
+        list(runs),
+        {name: vars(run) for name, run in runs.items()},
+        ", ".join(devices),
+        dark=state.is_dark(),
+        width=PROJECTOR_WIDTHS[0] if projector else None,
+        floor_px=PROJECTOR_TEXT_PX if projector else None,
     )
     if projector:
         projector_chart.chart(fig, key)
