@@ -11,6 +11,7 @@ import streamlit as st
 from pykv.lessons.format.differs import callout_markdown
 from pykv.lessons.run.player import StepState
 from pykv.lessons.values.checks import CheckResult, format_short, format_value
+from pykv.ui.safe_text import breakable
 from pykv.ui.session import state
 from pykv.ui.views.panels.follower_views import PROJECTOR_WIDTHS
 from pykv.ui.views.widgets import projector_chart
@@ -45,12 +46,12 @@ def body(
         st.error(error)
     if folded_checks:  # the projector: what the room reads fits; the rest one click away
         shown, rest = projector_split(step_state.narration, words)
-        st.markdown(shown)
+        _markdown(shown)
         if rest:
             with st.expander("More on this step"):
-                st.markdown(rest)
+                _markdown(rest)
     else:
-        st.markdown(step_state.narration)
+        _markdown(step_state.narration)
     if step_state.step.differs is not None and folded_checks:  # the projector: opened when it is talked about
         with st.expander("Claim · vLLM · pykv", icon=":material/campaign:"):
             st.markdown(callout_markdown(step_state.step.differs))
@@ -66,9 +67,15 @@ def body(
     lines = "\n".join(check_line(c) for c in step_state.checks)
     if folded_checks:
         with st.expander(f"Checks {checks_summary(step_state)}", expanded=bool(step_state.failed_checks)):
-            st.markdown(lines)
+            _markdown(lines)
     else:  # one element, not a heading and a list: a class's pages all redraw this at once
-        st.markdown(f"**Checks**\n\n{lines}")
+        _markdown(f"**Checks**\n\n{lines}")
+
+
+def _markdown(text: str) -> None:
+    """The step's Markdown, its long identifiers breaking only after a : _ or . (``safe_text.breakable``: no HTML
+    but the break points it adds)."""
+    st.markdown(breakable(text), unsafe_allow_html=True)
 
 
 def checks_summary(step_state: StepState) -> str:
