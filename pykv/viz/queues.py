@@ -28,7 +28,7 @@ from pykv.viz.theme import (
 LANES = ("WAITING", "RUNNING", "SWAPPED", "FINISHED")
 MAX_CHIPS = 16  # per lane; older finished requests collapse into "+N earlier"
 MIN_SLOTS = 12  # a lane's length in chips, however few it holds (where the width allows: slot_px)
-CHIP_PAD_PX = 6  # a chip's least room around its id
+CHIP_PAD_PX = 8  # a chip's least room around its id
 MODE_LETTER = {"recompute": "R", "swap": "S", "abort": "A"}
 CHIP_HALF_WIDTH = 0.42  # of a slot: a gap between neighbours at any width
 LANE_TOP, LANE_BOTTOM = -0.42, 0.48  # a lane's band, around its centre (y grows downwards)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from hand_made import request, snapshot
 
 from pykv.viz import answers_figure, block_grid_figure, queues_figure, token_diff_figure
 from pykv.viz.projection import PROJECTOR_SCALE, PROJECTOR_TEXT_PX, projected
 from pykv.viz.side_runs import side_runs_figure
+from pykv.viz.theme import text_px
 
 
 def sizes(fig) -> dict:
@@ -141,3 +143,23 @@ def test_every_text_the_projector_draws_reaches_the_back_row(snap):
         assert min(px for _, px in big) >= 18, (name, [s for s in big if s[1] < 18])
     for name, fig in projector_figures(snap, None).items():  # the measure sees what the floor changed
         assert min(px for _, px in text_sizes(fig)) < 14, name
+
+
+@pytest.mark.parametrize("width,floor_px", [(230, None), (270, PROJECTOR_TEXT_PX)])  # a learner's, the projector's
+@pytest.mark.parametrize("waiting", [3, 20])
+def test_a_queue_chip_holds_its_id_in_a_narrow_column(width, floor_px, waiting):
+    """At 1280 px a learner's chips were 8 px slivers their letters spilled out of: twelve slots in a 230 px chart.
+    A chip is now wide enough for its id, and a lane longer than the chart holds ends in "+N more"."""
+    ids = [str(i) for i in range(waiting)]
+    snap = snapshot([], [request(i, "waiting") for i in ids], queues={"waiting": ids, "running": [], "swapped": []})
+    fig = queues_figure(snap, height=235, width=width, floor_px=floor_px)
+    spec = fig.to_plotly_json()["layout"]
+    low, high = spec["xaxis"]["range"]
+    slot_px = (width - spec["margin"]["l"] - spec["margin"]["r"]) / (high - low)
+    chips = [s for s in spec["shapes"] if s.get("xref") != "paper"]
+    font = fig.data[0].textfont.size
+    longest = max(len(t) for t in fig.data[0].text)
+    assert all((s["x1"] - s["x0"]) * slot_px >= text_px(longest, font) + 4 for s in chips)
+    notes = [a["text"] for a in spec["annotations"] if a["text"].startswith("+")]
+    assert len(chips) + sum(int(n.split()[0]) for n in notes) == waiting  # every request shown or counted
+    assert bool(notes) == (waiting > len(chips))
