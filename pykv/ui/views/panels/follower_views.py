@@ -28,6 +28,9 @@ from pykv.viz.projection import PROJECTOR_TEXT_PX
 PROJECTOR_WIDTHS = (340, 270)
 # A learner's at 1280 px, the narrowest laptop the page is laid out for: wider screens get the same lines, never cut
 LEARNER_WIDTHS = (290, 230)
+# The projector's grid at 720p when nothing is drawn under it: it takes the room a side-runs chart would have (the
+# lower third of a 1080p screen stayed empty)
+PROJECTOR_GRID_ALONE_PX = 400
 
 
 def render(
@@ -47,6 +50,8 @@ def render(
     check that the page still fits), each chart at both projector sizes (``projector_chart``)."""
     snap, prev = lab.view, lab.previous
     dark = state.is_dark()
+    if projector and below_grid is None:
+        grid_height = max(grid_height, PROJECTOR_GRID_ALONE_PX)
 
     def figures():
         diff = diff_snapshots(prev, snap) if prev is not None else None
