@@ -23,7 +23,7 @@ from pykv.viz.projection import PROJECTOR_TEXT_PX
 
 SOLO = "solo_answers"  # session_state: (lesson id, step index) -> the learner's choice ("" = just show me)
 TALLY_EVERY_S = 2.0  # the instructor's chart of the room's answers refreshes this often
-COMPACT_BASE_PX, COMPACT_ROW_PX = 56, 26  # the class projector's chart, its text 14 px: 160 px for four choices
+COMPACT_BASE_PX, COMPACT_ROW_PX = 50, 22  # the class projector's chart, its text 14 px: 138 px for four choices
 
 
 def solo_revealed(lesson_id: str, index: int) -> bool:

@@ -40,6 +40,7 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {dis
   /* the back row's floor (testkit.projector.FLOOR_PX): Streamlit's smallest type (metric labels, buttons, captions,
      the page's controls) is 0.875rem, which this rem makes 18 px at 1080p (16 px made it 14) */
   html {font-size: calc(18px / 0.875);}
+  .st-key-lesson_text {gap: 16px;}  /* the type grew, not the room between the text's parts (1rem: 16 px was) */
 }
 @media (max-height: 800px) {  /* a 720p projector: the same share of the screen's height as 1080p's type */
   .st-key-lesson_text p, .st-key-lesson_text li {font-size: 16px; line-height: 1.4;}
