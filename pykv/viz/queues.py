@@ -4,8 +4,9 @@ A chip is the request's colour with its id inside; a preempted request carries a
 chip: ``R2`` = preempted twice, last time by recompute; ``S1`` = once, by swap. Chips are rectangles in data
 units (a slot each), not markers of a fixed pixel size: a narrow chart (a 1280x720 projector's column) shrinks
 them with their slots instead of stacking 20 px markers on each other and on the lane labels. Where the chart's
-width is known, a slot is never narrower than its id needs (``SLOT_EM`` of the chip's text): a lane with more
-requests than slots shows the front of the queue and "+N more" (FINISHED: the latest, and "+N earlier").
+width is known, a slot is no narrower than its id needs unless the queue is too long for that (``slot_px``); on a
+projector never: a lane longer than the chart holds shows the front of the queue and "+N more" (FINISHED: the
+latest, and "+N earlier").
 """
 
 from __future__ import annotations
@@ -107,16 +108,19 @@ def slot_px(chars: int, chip_px: float) -> float:
     return (chars * CHAR_EM * chip_px + CHIP_PAD_PX) / (2 * CHIP_HALF_WIDTH)
 
 
-def _slots(members: dict[str, list[str]], plot_px: float | None, least_px: float, note_px: float) -> tuple[int, int]:
+def _slots(
+    members: dict[str, list[str]], plot_px: float | None, least_px: float, note_px: float, cut: bool
+) -> tuple[int, int]:
     """(slots a lane is long, chips a lane shows at most): as many slots as the longest lane needs (MIN_SLOTS at
-    least, MAX_CHIPS chips at most), no more than ``plot_px`` holds at ``least_px`` each; a lane cut short keeps
-    room for its "+N more" (at ``note_px``) after its chips."""
-    longest = max(len(ids) for ids in members.values())
+    least, MAX_CHIPS chips at most), where the width is known no more empty ones than ``plot_px`` holds at
+    ``least_px`` each. ``cut``: no more slots at all than that either (a projector: the room cannot hover a sliver
+    for its id), a lane cut short keeping room for its "+N more" (at ``note_px``) after its chips."""
+    longest = min(MAX_CHIPS, max(len(ids) for ids in members.values()))
     if plot_px is None:
-        return max(MIN_SLOTS, min(longest, MAX_CHIPS)), MAX_CHIPS
+        return max(MIN_SLOTS, longest), MAX_CHIPS
     room = max(2, int(plot_px / least_px - 1.9))  # the x range: 0.7 of a slot before the slots, 1.2 after
-    if longest <= min(room, MAX_CHIPS):
-        return min(max(MIN_SLOTS, longest), room), MAX_CHIPS
+    if longest <= room or not cut:
+        return max(min(MIN_SLOTS, room), longest), MAX_CHIPS
     note = max(len(note_text(lane, len(ids))) for lane, ids in members.items())
     # a note starts 0.3 of a slot before its lane's last chip's slot ends, and may use the range's 1.2 after the slots
     shown = int(room + 1.5 - text_px(note, note_px) / (plot_px / (room + 1.9)))
@@ -148,7 +152,8 @@ def queues_figure(
     left = 4 + tick_label_margin(ticks, lane_px)  # the lane names
     every_id = [rid for ids in members.values() for rid in ids]
     chars = max((len(text) for rid in every_id for text in (rid, badge(views.get(rid), modes))), default=1)
-    slots, shown = _slots(members, None if width is None else width - left - 4, slot_px(chars, chip_px), lane_px)
+    plot_px = None if width is None else width - left - 4
+    slots, shown = _slots(members, plot_px, slot_px(chars, chip_px), lane_px, cut=floor_px is not None)
     # the key starts at the figure's left edge, under the lane names, not the lanes: the whole width is its line
     key_text = " ".join(BADGE_KEY)
     if width is not None and text_px(len(key_text), key_px) > width - 8:
