@@ -72,6 +72,33 @@ MEASURE_JS = """(floor) => {
 }""".replace("SMALL_TEXT", SMALL_TEXT_JS)
 
 
+# Each queue chip's id (in the visible chart of an element whose st-key holds ``key``) against the chip drawn behind
+# it: how much wider (px) the id and 2 px either side of it are than its chip. null: no such chart on screen
+CHIPS_JS = """(key) => {
+  const chart = [...document.querySelectorAll(`[class*="${key}"] [data-testid="stPlotlyChart"]`)]
+      .find(c => c.checkVisibility());
+  if (!chart) return null;
+  const shapes = [...chart.querySelectorAll('.shapelayer path')].map(p => p.getBoundingClientRect());
+  return [...chart.querySelectorAll('.scatterlayer .textpoint text')].map(t => {
+    const r = t.getBoundingClientRect(), x = (r.left + r.right) / 2, y = (r.top + r.bottom) / 2;
+    // the chip: the smallest shape under the id's centre (a lane's band is under it too)
+    const chip = shapes.filter(c => c.left <= x && x <= c.right && c.top <= y && y <= c.bottom)
+        .sort((a, b) => a.width - b.width)[0];
+    return {text: t.textContent, over: chip ? Math.max(0, r.width + 4 - chip.width) : null};
+  }).filter(c => c.over !== null);
+}"""
+
+
+def chip_overflows(page, key: str, required: bool = True) -> list[str]:
+    """The queue chips (of the visible queue chart keyed ``key``) too narrow to hold their id with 2 px either side:
+    "chip b 3 px too narrow" (a learner's at 1280 px were 8 px slivers its letters spilled out of). ``required``:
+    AssertionError when no chip was measured."""
+    chips = page.evaluate(CHIPS_JS, key) or []
+    if required and not chips:
+        raise AssertionError(f"no queue chip on screen in a chart keyed {key}")
+    return [f"chip {c['text']} {c['over']:.0f} px too narrow" for c in chips if c["over"]]
+
+
 def measure(page) -> dict:
     """{"overflow": pixels the page scrolls past the viewport, "cut": metric labels cut off, "hidden": boxes whose
     text scrolls out of sight, "broken": words of metric labels split over two lines, "small": texts under the

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from testkit.page_wait import wait_settled
+from testkit.projector import chip_overflows
 
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 60_000
@@ -138,5 +139,23 @@ def test_a_learners_1280_px_column_breaks_identifiers_only_after_a_separator(bro
             assert found["width"] < 300 and any(len(name) > 20 for name in found["found"]), found  # a test of a case
             broken += [f"{lesson_id} step {k}: {name}" for name in found["broken"]]
         assert not broken, broken
+    finally:
+        context.close()
+
+
+def test_a_learners_queue_chips_hold_their_ids_at_1280_px(browser, tiny_app_url, course):
+    """The queue chart is ~200 px wide on a 1280 px laptop, where a chip was an 8 px sliver its id spilled out of."""
+    steps = {lesson.id: len(lesson.steps) for lesson in course}
+    lesson_id, k = IDENTIFIER_STEPS[0]  # three requests running
+    if lesson_id not in steps:
+        pytest.skip(f"lesson {lesson_id} is not in the course")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{tiny_app_url}/lessons?lesson={lesson_id}&step={k}")
+        wait_for_step(page, k, steps[lesson_id])
+        wait_idle(page)
+        page.locator(".st-key-lesson_queues .main-svg text").first.wait_for(state="attached", timeout=TIMEOUT_MS)
+        assert not chip_overflows(page, "st-key-lesson_queues")
     finally:
         context.close()
