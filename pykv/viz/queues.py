@@ -102,10 +102,10 @@ KEY_FONT_PX = 10
 CHIP_FONT_PX = 10
 
 
-def slot_px(chars: int, chip_px: float) -> float:
-    """A slot's least width: its chip (2 x CHIP_HALF_WIDTH of it) holds ``chars`` characters of ``chip_px`` text
-    (the longest id or badge) with CHIP_PAD_PX to spare."""
-    return (chars * CHAR_EM * chip_px + CHIP_PAD_PX) / (2 * CHIP_HALF_WIDTH)
+def slot_px(id_chars: int, badge_chars: int, chip_px: float) -> float:
+    """A slot's least width: its chip (2 x CHIP_HALF_WIDTH of it) holds ``id_chars`` characters of ``chip_px`` text
+    (the longest id) with CHIP_PAD_PX to spare, and the badge under it (``badge_chars``) keeps off its neighbour's."""
+    return max((id_chars * CHAR_EM * chip_px + CHIP_PAD_PX) / (2 * CHIP_HALF_WIDTH), text_px(badge_chars, chip_px) + 4)
 
 
 def _slots(
@@ -151,9 +151,10 @@ def queues_figure(
     ticks = [f"{lane} ({len(members[lane])})" for lane in LANES]
     left = 4 + tick_label_margin(ticks, lane_px)  # the lane names
     every_id = [rid for ids in members.values() for rid in ids]
-    chars = max((len(text) for rid in every_id for text in (rid, badge(views.get(rid), modes))), default=1)
+    id_chars = max((len(rid) for rid in every_id), default=1)
+    badge_chars = max((len(badge(views.get(rid), modes)) for rid in every_id), default=0)
     plot_px = None if width is None else width - left - 4
-    slots, shown = _slots(members, plot_px, slot_px(chars, chip_px), lane_px, cut=floor_px is not None)
+    slots, shown = _slots(members, plot_px, slot_px(id_chars, badge_chars, chip_px), lane_px, cut=floor_px is not None)
     # the key starts at the figure's left edge, under the lane names, not the lanes: the whole width is its line
     key_text = " ".join(BADGE_KEY)
     if width is not None and text_px(len(key_text), key_px) > width - 8:
