@@ -2,7 +2,8 @@
 (``?presenter=1``) in headless Chromium, one browser session per lesson pressing Next, and measures every
 step at every size (the viewport is resized in place: no rerun) — a step with a prediction twice, with
 its question open and after "Just show me". Reports how far each view scrolls, which metric labels are
-cut off and which boxes hide text below their fold (a room cannot scroll them). It measures the app as
+cut off, which boxes hide text below their fold (a room cannot scroll them) and which texts are under the
+back row's floor (``testkit.projector.FLOOR_PX``). It measures the app as
 testkit/layout_probe_app.py serves it, each chart an empty box of its height (tests/e2e/test_layout_probe.py
 checks that a probed page is laid out as the real one):
 
@@ -44,8 +45,8 @@ def main() -> None:
     bad = misfits(found)
     report = [
         f"# python -m bench.projector_fit --sizes {args.sizes}" + (f" --lesson {args.lesson}" if args.lesson else ""),
-        f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut and no text "
-        f"hidden in a scrolling box "
+        f"{len(found) - len(bad)} of {len(found)} step views fit one screen with no metric label cut, no text "
+        f"hidden in a scrolling box and no text under the floor "
         f"({time.monotonic() - started:.0f} s)",
         *bad,
     ]

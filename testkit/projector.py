@@ -1,6 +1,7 @@
 """Measuring a lesson step in the projector view (``?presenter=1``) in headless Chromium: how far the page
-scrolls at each projector size, which metric labels are cut and which boxes hide text below their fold (the room
-cannot scroll them). tests/e2e/test_projector_fit_*.py assert on it
+scrolls at each projector size, which metric labels are cut, which boxes hide text below their fold (the room
+cannot scroll them) and which texts are smaller than the back row reads (``FLOOR_PX``).
+tests/e2e/test_projector_fit_*.py assert on it
 (the course dealt into PARTS files, so that pytest-xdist's --dist loadfile walks them on both cores at once);
 bench/projector_fit.py reports it for the whole course."""
 
@@ -11,7 +12,36 @@ from urllib.parse import parse_qs, urlparse
 from testkit.page_wait import next_frame, wait_settled
 
 SIZES = ((1920, 1080), (1280, 720))
-MEASURE_JS = """() => {
+# The smallest type the back row of a room reads, in CSS px of the computed font size: 18 on a 1080p projector, 14 on a
+# 720p one (PRESENTER_CSS's breakpoints: a screen at least 1800x1000 is drawn as 1080p).
+FLOOR_PX = {"1080p": 18, "720p": 14}
+
+
+def floor_px(width: int, height: int) -> int:
+    return FLOOR_PX["1080p" if width >= 1800 and height >= 1000 else "720p"]
+
+
+# Every visible text node's size: its element's computed font size, times the scale an SVG transform draws it at
+# (plotly shrinks a bar's text that does not fit with one). Not a layout probe's chart box (its caption stands in for
+# a chart: tests/e2e/test_projector_type.py measures the real charts' text) nor what no one sees (a closed expander,
+# the 1080p chart at 720p, plotly's off-screen text measurer, a link clipped to 1 px until it has the focus).
+SMALL_TEXT_JS = """(floor) => {
+  const small = new Map();
+  const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+    const el = node.parentElement, text = node.textContent.trim();
+    if (!text || !el || el.closest('style, script, [data-probe="chart"], .js-plotly-tester')) continue;
+    if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+    const box = el.getBoundingClientRect();  // a "Skip to main content" link: clipped to 1 px until focused
+    if (box.width <= 1 || box.height <= 1) continue;
+    let px = parseFloat(getComputedStyle(el).fontSize);
+    if (el instanceof SVGGraphicsElement) { const m = el.getScreenCTM(); px *= Math.hypot(m.c, m.d); }
+    px = Math.round(px * 10) / 10;
+    if (px < floor) small.set(`${text.slice(0, 30)} (${px} px)`, true);
+  }
+  return [...small.keys()];
+}"""
+MEASURE_JS = """(floor) => {
   const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
   const overflow = Math.max(main.scrollHeight - main.clientHeight,
                             document.scrollingElement.scrollHeight - window.innerHeight, 0);
@@ -38,14 +68,43 @@ MEASURE_JS = """() => {
       }
     }
   }
-  return {overflow, cut, hidden, broken};
+  return {overflow, cut, hidden, broken, small: (SMALL_TEXT)(floor)};
+}""".replace("SMALL_TEXT", SMALL_TEXT_JS)
+
+
+# Each queue chip's id (in the visible chart of an element whose st-key holds ``key``) against the chip drawn behind
+# it: how much wider (px) the id and 2 px either side of it are than its chip. null: no such chart on screen
+CHIPS_JS = """(key) => {
+  const chart = [...document.querySelectorAll(`[class*="${key}"] [data-testid="stPlotlyChart"]`)]
+      .find(c => c.checkVisibility());
+  if (!chart) return null;
+  const shapes = [...chart.querySelectorAll('.shapelayer path')].map(p => p.getBoundingClientRect());
+  return [...chart.querySelectorAll('.scatterlayer .textpoint text')].map(t => {
+    const r = t.getBoundingClientRect(), x = (r.left + r.right) / 2, y = (r.top + r.bottom) / 2;
+    // the chip: the smallest shape under the id's centre (a lane's band is under it too)
+    const chip = shapes.filter(c => c.left <= x && x <= c.right && c.top <= y && y <= c.bottom)
+        .sort((a, b) => a.width - b.width)[0];
+    return {text: t.textContent, over: chip ? Math.max(0, r.width + 4 - chip.width) : null};
+  }).filter(c => c.over !== null);
 }"""
+
+
+def chip_overflows(page, key: str, required: bool = True) -> list[str]:
+    """The queue chips (of the visible queue chart keyed ``key``) too narrow to hold their id with 2 px either side:
+    "chip b 3 px too narrow" (a learner's at 1280 px were 8 px slivers its letters spilled out of). ``required``:
+    AssertionError when no chip was measured."""
+    chips = page.evaluate(CHIPS_JS, key) or []
+    if required and not chips:
+        raise AssertionError(f"no queue chip on screen in a chart keyed {key}")
+    return [f"chip {c['text']} {c['over']:.0f} px too narrow" for c in chips if c["over"]]
 
 
 def measure(page) -> dict:
     """{"overflow": pixels the page scrolls past the viewport, "cut": metric labels cut off, "hidden": boxes whose
-    text scrolls out of sight, "broken": words of metric labels split over two lines}."""
-    return page.evaluate(MEASURE_JS)
+    text scrolls out of sight, "broken": words of metric labels split over two lines, "small": texts under the
+    floor of the viewport's size (``floor_px``), each with its size}."""
+    size = page.viewport_size
+    return page.evaluate(MEASURE_JS, floor_px(size["width"], size["height"]))
 
 
 def wait_rendered(page) -> None:
@@ -162,8 +221,9 @@ def misfits(found: list[tuple[str, dict]]) -> list[str]:
         + (f", cut labels {m['cut']}" if m["cut"] else "")
         + (f", text hidden in {m['hidden']}" if m["hidden"] else "")
         + (f", label words broken {m['broken']}" if m["broken"] else "")
+        + (f", text under the floor {m['small']}" if m["small"] else "")
         for where, m in found
-        if m["overflow"] or m["cut"] or m["hidden"] or m["broken"]
+        if m["overflow"] or m["cut"] or m["hidden"] or m["broken"] or m["small"]
     ]
 
 
@@ -178,10 +238,11 @@ def course_part(part: int) -> list:
 
 
 def check_lesson_fits(page, url: str, lesson) -> None:
-    """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut and no text hidden in
-    a scrolling box (a step with a prediction with its question open and answered, and the step where the workshop
-    path ends the lesson), and no speaker notes are on it (the walk ends on the workshop path's last step: none of its
-    notes are shown). ``page``: any page of the browser; the walk opens the lesson in it afresh (a new session)."""
+    """Every step of ``lesson`` in the projector view fits both SIZES with no metric label cut, no text hidden in
+    a scrolling box and no text under the floor (``floor_px``) (a step with a prediction with its question open and
+    answered, and the step where the workshop path ends the lesson), and no speaker notes are on it (the walk ends on
+    the workshop path's last step: none of its notes are shown). ``page``: any page of the browser; the walk opens
+    the lesson in it afresh (a new session)."""
     found = walk_lesson(page, url, lesson)
     bad = misfits(found)
     if bad:

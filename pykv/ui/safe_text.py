@@ -1,9 +1,13 @@
 """Untrusted text (URL values, engine messages that echo them) made safe for Streamlit's Markdown:
-a link in the address bar must never show learners a clickable link or load an image."""
+a link in the address bar must never show learners a clickable link or load an image. And a lesson's Markdown
+whose long identifiers may break only after a ``:``, ``_`` or ``.`` (``breakable``), with no HTML of its own."""
 
 from __future__ import annotations
 
+import html
 import re
+
+from pykv.lessons.format.markdown import outside_code
 
 URL_ECHO_CHARS = 60  # how much of a URL value a message quotes
 
@@ -29,3 +33,45 @@ def plain(text: object) -> str:
     return " ".join(
         code(word) if _RISKY.search(word) else _MARKDOWN_SPECIAL.sub(r"\\\1", word) for word in str(text).split()
     )
+
+
+BREAKABLE_CHARS = 12  # an identifier this long may end a line after its : _ . (a learner's column is ~230 px)
+_IDENTIFIER = re.compile(r"(?<![\w.:/])[A-Za-z][\w.:]*[_:][\w.:]*\w")  # pykv:num_preemptions_total, run.a.wall_s
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_LINK_TARGET = re.compile(r"(\]\([^)]*\))")
+
+
+def _break_points(text: str) -> str:
+    """``text`` with a <wbr> after each : _ . inside its long identifiers (no character added: a copy is the name)."""
+
+    def marked(m: re.Match) -> str:
+        return re.sub(r"([_:.])(?=\w)", r"\1<wbr>", m[0]) if len(m[0]) >= BREAKABLE_CHARS else m[0]
+
+    return _IDENTIFIER.sub(marked, text)
+
+
+def _prose(text: str) -> str:
+    """Text outside code spans: every "<" escaped (no tag of the lesson's, or of a value filled into it, renders),
+    identifiers given break points, a link's target left as it is."""
+    parts = _LINK_TARGET.split(text)
+    return "".join(part if i % 2 else _break_points(part.replace("<", "&lt;")) for i, part in enumerate(parts))
+
+
+def breakable(markdown: str) -> str:
+    """Lesson Markdown for ``st.markdown(..., unsafe_allow_html=True)`` whose long identifiers (in code spans or not)
+    may end a line only after a ``:``, ``_`` or ``.``: a learner's ~230 px column broke "pykv:num_preemption / s_total"
+    mid-word. The only HTML in the result is the <wbr>s and the <code> elements this adds (a code span holding an
+    identifier, its text escaped); every other "<" is escaped, and fenced code blocks are kept verbatim."""
+
+    def spans(text: str) -> str:
+        out, last = [], 0
+        for m in _CODE_SPAN.finditer(text):
+            code = m[2][1:-1] if len(m[2]) > 2 and m[2][0] == m[2][-1] == " " else m[2]
+            out.append(_prose(text[last : m.start()]))
+            escaped = html.escape(code, quote=False)
+            marked = _break_points(escaped)
+            out.append(f"<code>{marked}</code>" if marked != escaped else m[0])
+            last = m.end()
+        return "".join(out) + _prose(text[last:])
+
+    return outside_code(markdown, spans)

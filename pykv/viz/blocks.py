@@ -22,7 +22,7 @@ from typing import Iterable
 import plotly.graph_objects as go
 
 from pykv.border.snapshot import BlockView, Snapshot
-from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px, tick_label_margin
+from pykv.viz.theme import colors, figure, request_color, text_color_on, text_px, tick_label_margin, title_px
 
 POOL_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap pool", "offload": "CPU offloading tier"}
 SHORT_TITLES = {"gpu": "Device KV pool", "cpu": "CPU swap", "offload": "CPU tier"}
@@ -91,12 +91,15 @@ LEGEND_FONT_PX = 11
 LEGEND_LINE_PX = 16
 LEGEND_SEP = "   "
 GRID_MARGIN_PX = 4
+CELL_FONT_PX = 11
 
 
-def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: float | None = None) -> list[str]:
+def legend_lines(
+    entries: list[tuple[str, str, str]], per_line: int = 6, width: float | None = None, font_px: float = LEGEND_FONT_PX
+) -> list[str]:
     """A legend's lines (``(glyph, colour, label)`` entries): ``per_line`` entries a line, or, with ``width``
-    (px), as many as fit in it (estimated: ``theme.text_px``), so no line runs past a narrow figure's edge. The
-    legend is one annotation: one trace per entry would cost more than the whole grid to build."""
+    (px), as many as fit in it at ``font_px`` (estimated: ``theme.text_px``), so no line runs past a narrow figure's
+    edge. The legend is one annotation: one trace per entry would cost more than the whole grid to build."""
     items = [f'<span style="color:{color}">{glyph}</span> {label}' for glyph, color, label in entries]
     if width is None:
         return [LEGEND_SEP.join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
@@ -105,7 +108,7 @@ def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: 
     for item, (glyph, _, label) in zip(items, entries):
         chars = len(re.sub(r"<[^>]+>", "", glyph)) + 1 + len(label)
         wanted = chars + (len(LEGEND_SEP) if lines[-1] else 0)
-        if lines[-1] and text_px(used + wanted, LEGEND_FONT_PX) > width:
+        if lines[-1] and text_px(used + wanted, font_px) > width:
             lines.append([])
             used, wanted = 0, chars
         lines[-1].append(item)
@@ -113,7 +116,9 @@ def legend_lines(entries: list[tuple[str, str, str]], per_line: int = 6, width: 
     return [LEGEND_SEP.join(line) for line in lines]
 
 
-def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str) -> list[dict]:
+def grid_traces(
+    fills: list[str], texts: list[str], hovers: list[str], cols: int, name: str, font_px: float = CELL_FONT_PX
+) -> list[dict]:
     """Cells i = 0..n-1 at (i % cols, i // cols): one heatmap for the fills (a discrete colour scale)
     and two text traces for the labels, black on light fills and white on dark ones."""
     n = len(fills)
@@ -153,7 +158,7 @@ def grid_traces(fills: list[str], texts: list[str], hovers: list[str], cols: int
                 x=[i % cols for i in cells],
                 y=[i // cols for i in cells],
                 text=[texts[i] for i in cells],
-                textfont=dict(color=color, size=11),
+                textfont=dict(color=color, size=font_px),
                 hoverinfo="skip",
                 showlegend=False,
                 name=f"{name} labels",
@@ -178,12 +183,13 @@ def outline_shapes(cells: Iterable[int], cols: int, color: str) -> list[dict]:
     ]
 
 
-def _empty(title: str, height: int, dark: bool, message: str) -> go.Figure:
+def _empty(title: str, height: int, dark: bool, message: str, floor_px: float | None = None) -> go.Figure:
     return figure(
         title,
         height,
         dark,
         [],
+        floor_px=floor_px,
         xaxis=HIDDEN_AXIS,
         yaxis=HIDDEN_AXIS,
         annotations=[dict(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")],
@@ -199,10 +205,12 @@ def block_grid_figure(
     legend: bool = True,
     cols: int | None = None,
     width: int | None = None,
+    floor_px: float | None = None,
 ) -> go.Figure:
     """One cell per physical block of ``pool``; ``changed`` = (pool, block id) pairs to outline;
     ``cols`` overrides :func:`grid_columns` (a narrow side panel wants fewer); ``width``: the px it is drawn at,
-    where known (a review pack's small multiple), to which the legend wraps (else six entries a line)."""
+    where known (a review pack's small multiple), to which the legend wraps (else six entries a line); ``floor_px``:
+    its smallest text (the projector's floor), else the grid's own 11 px."""
     blocks = sorted((b for b in snapshot.blocks if b.pool == pool), key=lambda b: b.block_id)
     tier = pool == "cpu" and snapshot.cpu_pool == "offload"
     used = sum(b.block_hash is not None if tier else b.state == "used" for b in blocks)
@@ -218,7 +226,11 @@ def block_grid_figure(
     rows = max(1, math.ceil(len(blocks) / cols))
     if not blocks:
         return _empty(
-            title, height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))), dark, "no blocks in this pool"
+            title,
+            height or max(160, min(520, 60 + rows * 26 + (70 if legend else 0))),
+            dark,
+            "no blocks in this pool",
+            floor_px,
         )
     c = colors(dark)
     data = grid_traces(
@@ -227,7 +239,11 @@ def block_grid_figure(
         [tier_hover(b) if tier else block_hover(b, name) for b in blocks],
         cols,
         name,
+        max(CELL_FONT_PX, floor_px or 0),
     )
+    legend_font = max(LEGEND_FONT_PX, floor_px or 0)
+    line_px = round(LEGEND_LINE_PX * legend_font / LEGEND_FONT_PX)
+    top = round(30 * title_px(floor_px) / title_px(None))  # the title's room grows with it
     annotations = []
     lines: list[str] = []
     if legend:
@@ -238,7 +254,7 @@ def block_grid_figure(
         entries += [("□", c["muted"], "free"), ("■", c["cached"], "cached (ref 0, hash kept)")]
         entries += [(NULL_MARK, c["muted"], "null block (not counted)")] if nulls else []
         entries += [("<b>□</b>", c["outline"], "changed this step")]
-        lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX)
+        lines = legend_lines(entries, width=None if width is None else width - 2 * GRID_MARGIN_PX, font_px=legend_font)
         annotations.append(
             dict(
                 text="<br>".join(lines),
@@ -251,10 +267,10 @@ def block_grid_figure(
                 yshift=-4,
                 showarrow=False,
                 align="left",
-                font=dict(size=LEGEND_FONT_PX),
+                font=dict(size=legend_font),
             )
         )
-    legend_px = max(70, 38 + LEGEND_LINE_PX * len(lines)) if legend else 0  # up to two lines: the 70 px it had
+    legend_px = max(70, 38 + line_px * len(lines)) if legend else 0  # up to two lines: the 70 px it had
     height = height or max(160, min(520 + max(0, legend_px - 70), 60 + rows * 26 + legend_px))
     marked = [b.block_id for b in blocks if changed and (pool, b.block_id) in changed]
     return figure(
@@ -267,7 +283,8 @@ def block_grid_figure(
         annotations=annotations,
         xaxis=HIDDEN_AXIS | dict(range=[-0.5, cols - 0.5]),
         yaxis=HIDDEN_AXIS | dict(range=[rows - 0.5, -0.5]),
-        margin=dict(l=GRID_MARGIN_PX, r=GRID_MARGIN_PX, t=30, b=16 + LEGEND_LINE_PX * len(lines)),
+        margin=dict(l=GRID_MARGIN_PX, r=GRID_MARGIN_PX, t=top, b=16 + line_px * len(lines)),
+        floor_px=floor_px,
     )
 
 

@@ -6,7 +6,7 @@ named "modelled <GPU> + <model>".
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -92,11 +92,11 @@ def modelled_runs_figure(
                 yaxis="y2",
             )
         )
-    axes = {
+    axes: dict[str, Any] = {
         "yaxis": dict(title=dict(text="tokens/s, measured"), rangemode="tozero", domain=[0.56, 1]),
         "yaxis2": dict(title=dict(text="tokens/s, modelled"), rangemode="tozero", domain=[0, 0.44], anchor="x"),
     }
-    marks = {}
+    marks: dict[str, Any] = {}
     if capacity is not None:
         muted = colors(dark)["muted"]
         marks = dict(

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from pykv.viz.theme import colors, figure
+from pykv.viz.theme import FONT_PX, colors, figure, title_px
 
 WAITING = "#0072B2"  # Okabe-Ito blue: every bar before the reveal
 RIGHT = "#009E73"  # Okabe-Ito bluish green: the right choice once revealed
@@ -37,11 +37,12 @@ def answers_figure(
     correct: str | None,
     dark: bool = False,
     height: int | None = None,
+    floor_px: float | None = None,
 ) -> go.Figure:
     """Bars of ``counts`` (answers per choice; a choice missing from it has 0, a key that is no choice is
     ignored) in ``choices`` order, top to bottom. ``correct`` None: not revealed yet, all bars alike;
-    otherwise the choice to highlight. ValueError on repeated choices, a negative count or a
-    ``correct`` that is not one of the choices."""
+    otherwise the choice to highlight. ``floor_px``: its smallest text (the projector's floor), else 12 px.
+    ValueError on repeated choices, a negative count or a ``correct`` that is not one of the choices."""
     choices = [str(c) for c in choices]
     if len(set(choices)) != len(choices):
         raise ValueError(f"the choices must be distinct, got {choices}")
@@ -51,6 +52,7 @@ def answers_figure(
     if any(v < 0 for v in values):
         raise ValueError(f"answer counts cannot be negative, got {dict(zip(choices, values))}")
     c = colors(dark)
+    font = max(FONT_PX, floor_px or 0)
     total = sum(values)
     revealed = correct is not None
     fills = [(RIGHT if choice == correct else c["cached"]) if revealed else WAITING for choice in choices]
@@ -65,7 +67,7 @@ def answers_figure(
         text=texts,
         textposition="outside",
         cliponaxis=False,
-        textfont=dict(color=c["font"]),
+        textfont=dict(color=c["font"], size=font),
         customdata=shares,
         marker=dict(color=fills, line=dict(color=outlines, width=2)),
         hovertemplate="%{y}: %{x} answers (%{customdata:.0%})<extra></extra>",
@@ -75,14 +77,18 @@ def answers_figure(
     layout: dict[str, Any] = dict(
         subtitle=subtitle,
         bargap=0.3,
+        uniformtext=dict(minsize=font, mode="show"),  # a count is never shrunk to the bar's thickness
         showlegend=False,
-        margin=dict(l=8, r=48, t=56, b=8),
+        # a projector's chart (``floor_px``) is short: its title and subtitle close above the bars, no count axis
+        # (each bar prints its count)
+        margin=dict(l=8, r=48, t=56 if floor_px is None else round(title_px(floor_px) + 2.2 * floor_px), b=8),
         xaxis=dict(
             rangemode="tozero",
             range=None if total else [0, 1],
             tick0=0,
             dtick=_whole_step(max(values)),
             tickformat="d",
+            showticklabels=floor_px is None,
             automargin=True,
             showgrid=True,
         ),
@@ -100,4 +106,4 @@ def answers_figure(
                 font=dict(color=c["muted"]),
             )
         ]
-    return figure("The room's answers", height or 90 + 40 * len(choices), dark, [bar], **layout)
+    return figure("The room's answers", height or 90 + 40 * len(choices), dark, [bar], floor_px=floor_px, **layout)

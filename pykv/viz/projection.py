@@ -18,9 +18,12 @@ from pykv.viz.spec_figure import SpecFigure
 # A 1920x1080 screen against the 1280x720 the projector's figures are built for is 1.5x; a little less, because
 # 1080p also shows what 720p folds away (the earlier steps' token diffs): at 1.5 one step of the course scrolled.
 PROJECTOR_SCALE = 1.4
+# The smallest text a projector's figure is built with (its builder's ``text_px``): the back row reads 14 px at 720p
+# and 18 at 1080p, where ``projected`` draws it at 14 x PROJECTOR_SCALE = 19.6 px.
+PROJECTOR_TEXT_PX = 14
 
 _FONT_KEYS = frozenset({"font", "textfont", "tickfont", "insidetextfont", "outsidetextfont"})
-_PIXEL_KEYS = frozenset({"xshift", "yshift", "standoff", "ticklen", "borderpad", "borderwidth"})
+_PIXEL_KEYS = frozenset({"xshift", "yshift", "standoff", "ticklen", "borderpad", "borderwidth", "minsize"})
 _MARGIN_KEYS = frozenset({"l", "r", "t", "b", "pad"})
 
 
@@ -54,9 +57,9 @@ def _scaled(node, scale: float, parent: str = ""):
 
 
 def projected(figure: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
-    """A copy of ``figure`` with its fonts, marker sizes, line widths, margins, pixel shifts and height times
-    ``scale`` (its template's too: a font the figure leaves to the template grows with it). Pure: ``figure`` is
-    left as it was."""
+    """A copy of ``figure`` with its fonts (and the least a bar's text may shrink to), marker sizes, line widths,
+    margins, pixel shifts and height times ``scale`` (its template's too: a font the figure leaves to the template
+    grows with it). Pure: ``figure`` is left as it was."""
     spec = _scaled(figure.to_plotly_json(), scale)
     layout = spec.setdefault("layout", {})
     if layout.get("height") is not None:

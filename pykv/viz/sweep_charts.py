@@ -100,7 +100,7 @@ def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: int | None = N
         for i, (column, _, unit) in enumerate(panels)
     ]
     gap, span = 0.06, (1 - 2 * 0.06) / 3
-    axes = {
+    axes: dict[str, Any] = {
         f"yaxis{i + 1}" if i else "yaxis": dict(
             title=dict(text=label),
             rangemode="tozero",
@@ -109,7 +109,7 @@ def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: int | None = N
         )
         for i, (_, label, _) in enumerate(panels)
     }
-    marks = {}
+    marks: dict[str, Any] = {}
     if capacity is not None:
         muted = colors(dark)["muted"]
         marks = dict(

@@ -87,6 +87,7 @@ def text_px(chars: int, font_px: float) -> float:
 # so the room kept for them assumes wider characters than running text, and a gap to the plot.
 LABEL_EM = 0.62
 LABEL_GAP_PX = 6
+FONT_PX, TITLE_PX = 12, 14  # the template's text and titles
 
 
 def tick_label_margin(labels, font_px: float = 12) -> int:
@@ -129,14 +130,14 @@ def template(dark: bool = False) -> go.layout.Template:
         layout=go.Layout(
             paper_bgcolor=c["paper"],
             plot_bgcolor=c["plot"],
-            font=dict(family="Inter, 'Source Sans Pro', Helvetica, Arial, sans-serif", size=12, color=c["font"]),
+            font=dict(family="Inter, 'Source Sans Pro', Helvetica, Arial, sans-serif", size=FONT_PX, color=c["font"]),
             colorway=list(REQUEST_PALETTE),
             xaxis=axis,
             yaxis=axis,
             hoverlabel=dict(bgcolor=c["paper"], font=dict(color=c["font"]), bordercolor=c["muted"]),
             legend=dict(bgcolor="rgba(0,0,0,0)", font=dict(color=c["font"])),
             margin=dict(l=8, r=8, t=36, b=8),
-            title=dict(font=dict(size=14, color=c["font"]), x=0, xanchor="left"),
+            title=dict(font=dict(size=TITLE_PX, color=c["font"]), x=0, xanchor="left"),
         )
     )
 
@@ -147,15 +148,35 @@ def template_spec(dark: bool = False) -> dict:
     return template(dark).to_plotly_json()
 
 
-def figure(title: str, height: int, dark: bool, data: list[dict], subtitle: str | None = None, **layout) -> go.Figure:
+def title_px(floor_px: float | None) -> float:
+    """The title's font size of a figure whose smallest text is ``floor_px`` (None: the template's)."""
+    return TITLE_PX if floor_px is None else max(TITLE_PX, floor_px + 2)
+
+
+def figure(
+    title: str,
+    height: int,
+    dark: bool,
+    data: list[dict],
+    subtitle: str | None = None,
+    floor_px: float | None = None,
+    **layout,
+) -> go.Figure:
     """A figure from trace and layout dicts, on the project's template: a ``SpecFigure``, which the app serves
     without ever building plotly's objects (``spec_figure``), and which becomes a full ``go.Figure`` where
     anything asks for more. Not validated where the app serves it: plotly's validation was two thirds of a
     Playground Step click's server time (a grid of ~300 shapes: 35 ms against 2 ms). The tests set
     ``PYKV_VALIDATE_FIGURES=1``, so every figure they draw is validated (an unknown property raises).
     Layout keys are plotly's own names, nested as dicts (no ``title_font``-style shorthand: the JSON is sent as
-    written)."""
-    heading = dict(text=title) if subtitle is None else dict(text=title, subtitle=dict(text=subtitle))
+    written). ``floor_px``: the smallest text the figure draws (a projector's floor, which its builder lays out for):
+    the figure's own font, its title's and its subtitle's are never smaller (plotly draws a subtitle at 70% of the
+    title)."""
+    heading: dict = dict(text=title) if subtitle is None else dict(text=title, subtitle=dict(text=subtitle))
+    if floor_px is not None:
+        heading["font"] = dict(size=title_px(floor_px))
+        if subtitle is not None:
+            heading["subtitle"]["font"] = dict(size=floor_px)
+        layout = dict(font=dict(size=max(FONT_PX, floor_px))) | layout
     layout = dict(template=template_spec(dark), title=heading, height=height) | layout
     if os.environ.get(VALIDATE_ENV) == "1":
         go.Figure(data=data, layout=layout)  # raises on a property plotly does not know

@@ -23,9 +23,11 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from pykv.viz.theme import colors, figure, text_color_on
+from pykv.viz.theme import CHAR_EM, FONT_PX, colors, figure, text_color_on, text_px, tick_label_margin, title_px
 
 ACCENTS = ("#E69F00", "#56B4E9")  # Okabe-Ito orange (a), sky blue (b)
+PIECE_FONT_PX = 10
+PIECE_CHARS = 6  # a piece's characters in its cell, where the figure's width is not known
 FRAME_COLUMNS = ["position", "a token", "a piece", "b token", "b piece", "same", "in common prefix"]
 
 
@@ -95,8 +97,12 @@ def token_diff_figure(
     height: int | None = None,
     per_row: int | None = None,
     title: str | None = None,
+    width: int | None = None,
+    floor_px: float | None = None,
 ) -> go.Figure:
-    """The two sequences as row pairs; block boundaries (if ``block_size``) as dotted lines."""
+    """The two sequences as row pairs; block boundaries (if ``block_size``) as dotted lines. ``width``: the px it is
+    drawn at, where known (the projector's column): a piece is cut to what its cell holds and a long title takes two
+    lines; ``floor_px``: its smallest text (the projector's floor), else 10 px in the cells."""
     c = colors(dark)
     n = max(len(a), len(b))
     diff = first_difference(a, b)
@@ -112,6 +118,17 @@ def token_diff_figure(
             shared = prefix // block_size
             title += f" · {shared} full block{'' if shared == 1 else 's'} shared (block_size {block_size})"
     height = height or 70 + chunks * 70
+    piece_px, label_px = max(PIECE_FONT_PX, floor_px or 0), max(FONT_PX, floor_px or 0)
+    tickvals = [k * 3 + s for k in range(chunks) for s in (0, 1)]
+    ticktext = [f"{labels[s]} {k * per_row}–{min(n, (k + 1) * per_row) - 1}" for k in range(chunks) for s in (0, 1)]
+    left = max(64, tick_label_margin(ticktext, label_px))
+    chars = PIECE_CHARS
+    if width is not None:
+        cell_px = (width - left - 8) / (per_row + 0.2)
+        chars = max(2, int(0.9 * cell_px / (CHAR_EM * piece_px)))
+        if " · " in title and text_px(len(title), title_px(floor_px)) > width - 16:  # plotly never wraps a title
+            head, _, tail = title.rpartition(" · ")
+            title = f"{head}<br>{tail}"
 
     fills, texts, hovers, xs, ys, firsts = [], [], [], [], [], []
     sides = ((a, _pieces(a, a_pieces), labels[0]), (b, _pieces(b, b_pieces), labels[1]))
@@ -120,7 +137,7 @@ def token_diff_figure(
         for i, tok in enumerate(ids):
             same = i < len(other) and other[i] == tok
             fills.append(c["cached"] if i < prefix else ACCENTS[s])
-            texts.append(show_piece(pieces[i]))
+            texts.append(show_piece(pieces[i], chars))
             hovers.append(
                 f"<b>{name}</b> token {i}: id {tok}<br>piece {pieces[i]!r}<br>"
                 + ("in the common prefix" if i < prefix else "same id as the other" if same else "differs")
@@ -163,7 +180,7 @@ def token_diff_figure(
                 x=[xs[j] for j in cells],
                 y=[ys[j] for j in cells],
                 text=[texts[j] for j in cells],
-                textfont=dict(color=ink, size=10),
+                textfont=dict(color=ink, size=piece_px),
                 hoverinfo="skip",
                 showlegend=False,
                 name="pieces",
@@ -193,8 +210,6 @@ def token_diff_figure(
             )
             for x in range(block_size, per_row, block_size)
         ]
-    tickvals = [k * 3 + s for k in range(chunks) for s in (0, 1)]
-    ticktext = [f"{labels[s]} {k * per_row}–{min(n, (k + 1) * per_row) - 1}" for k in range(chunks) for s in (0, 1)]
     annotations = [] if n else [dict(text="no tokens", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")]
     return figure(
         title,
@@ -214,5 +229,11 @@ def token_diff_figure(
             ticks="",
             showline=False,
         ),
-        margin=dict(l=64, r=8, t=40, b=8),
+        margin=dict(
+            l=left,
+            r=8,
+            t=round(40 * title_px(floor_px) / title_px(None) + 1.3 * title_px(floor_px) * title.count("<br>")),
+            b=8,
+        ),
+        floor_px=floor_px,
     )

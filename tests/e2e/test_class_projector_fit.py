@@ -1,7 +1,7 @@
 """A class's projector (``?class=CODE&presenter=1``) fits one 1920×1080 and one 1280×720 screen, with no metric
-label cut and no text hidden in a scrolling box, at every step of the lesson whose prediction once pushed it 175 px
-past 720p after the instructor's Reveal (the room's answers beside the narration; the same step fitted the solo
-projector): the question, then the revealed answer."""
+label cut, no text hidden in a scrolling box and no text under the back row's floor, at every step of the lesson
+whose prediction once pushed it 175 px past 720p after the instructor's Reveal (the room's answers beside the
+narration; the same step fitted the solo projector): the question, then the revealed answer."""
 
 from __future__ import annotations
 

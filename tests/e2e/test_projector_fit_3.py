@@ -1,5 +1,6 @@
 """Every step of every lesson in the projector view, in a real browser on the shipped model, fits one 1920×1080
-and one 1280×720 screen with no metric label cut off and no text hidden in a scrolling box (a room cannot scroll it),
+and one 1280×720 screen with no metric label cut off, no text hidden in a scrolling box (a room cannot scroll it)
+and no text under the back row's floor (18 px at 1080p, 14 at 720p; the charts' own text: test_projector_type.py),
 and no speaker notes are on it, measured on the layout probe (charts as empty boxes of their heights;
 tests/e2e/test_layout_probe.py): part 3 of testkit.projector.PARTS (every
 PARTS-th lesson from the 3rd), so that --dist loadfile walks the parts on both cores at once."""

@@ -22,11 +22,15 @@ from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.metric_row import metric_row
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz import block_grid_figure, metrics_strip, narrate, queues_figure
+from pykv.viz.projection import PROJECTOR_TEXT_PX
 
 # The projector's grid and queue columns at 1280x720, in px, rounded down (1080p draws them larger, projector_chart)
 PROJECTOR_WIDTHS = (340, 270)
 # A learner's at 1280 px, the narrowest laptop the page is laid out for: wider screens get the same lines, never cut
 LEARNER_WIDTHS = (290, 230)
+# The projector's grid at 720p when nothing is drawn under it: it takes the room a side-runs chart would have (the
+# lower third of a 1080p screen stayed empty)
+PROJECTOR_GRID_ALONE_PX = 400
 
 
 def render(
@@ -46,15 +50,20 @@ def render(
     check that the page still fits), each chart at both projector sizes (``projector_chart``)."""
     snap, prev = lab.view, lab.previous
     dark = state.is_dark()
+    if projector and below_grid is None:
+        grid_height = max(grid_height, PROJECTOR_GRID_ALONE_PX)
 
     def figures():
         diff = diff_snapshots(prev, snap) if prev is not None else None
-        widths = PROJECTOR_WIDTHS if projector else LEARNER_WIDTHS  # the legends wrap to them
+        widths = PROJECTOR_WIDTHS if projector else LEARNER_WIDTHS  # the legends wrap to them, the chips fit them
+        floor = PROJECTOR_TEXT_PX if projector else None  # the back row's type
         # SpecFigures: a class's followers, handed the same ones by the memo, serve the dicts made for the first
         grid = block_grid_figure(
-            snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark, width=widths[0]
+            snap, "gpu", diff.blocks if diff else None, height=grid_height, dark=dark, width=widths[0], floor_px=floor
         )
-        queues = queues_figure(snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1])
+        queues = queues_figure(
+            snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1], floor_px=floor
+        )
         return grid, queues, metrics_strip(snap), narrate(snap)
 
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
@@ -78,5 +87,6 @@ def render(
             aside()
             return
         st.markdown("**This step**")
-        with st.container(height="content" if projector else 215, border=True, key=f"{key}_narration"):
+        # on the projector no frame: a learner's scrolls, the room's is as tall as its lines (and 720p has no 34 px)
+        with st.container(height="content" if projector else 215, border=not projector, key=f"{key}_narration"):
             st.markdown("\n".join(f"- {line}" for line in lines))

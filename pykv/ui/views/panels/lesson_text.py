@@ -11,9 +11,12 @@ import streamlit as st
 from pykv.lessons.format.differs import callout_markdown
 from pykv.lessons.run.player import StepState
 from pykv.lessons.values.checks import CheckResult, format_short, format_value
+from pykv.ui.safe_text import breakable
 from pykv.ui.session import state
+from pykv.ui.views.panels.follower_views import PROJECTOR_WIDTHS
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
+from pykv.viz.projection import PROJECTOR_TEXT_PX
 from pykv.viz.side_runs import side_runs_figure
 
 PROJECTOR_WORDS = 70  # narration words the projector shows at once (the room reads them from the back row)
@@ -43,12 +46,12 @@ def body(
         st.error(error)
     if folded_checks:  # the projector: what the room reads fits; the rest one click away
         shown, rest = projector_split(step_state.narration, words)
-        st.markdown(shown)
+        _markdown(shown)
         if rest:
             with st.expander("More on this step"):
-                st.markdown(rest)
+                _markdown(rest)
     else:
-        st.markdown(step_state.narration)
+        _markdown(step_state.narration)
     if step_state.step.differs is not None and folded_checks:  # the projector: opened when it is talked about
         with st.expander("Claim · vLLM · pykv", icon=":material/campaign:"):
             st.markdown(callout_markdown(step_state.step.differs))
@@ -64,9 +67,15 @@ def body(
     lines = "\n".join(check_line(c) for c in step_state.checks)
     if folded_checks:
         with st.expander(f"Checks {checks_summary(step_state)}", expanded=bool(step_state.failed_checks)):
-            st.markdown(lines)
+            _markdown(lines)
     else:  # one element, not a heading and a list: a class's pages all redraw this at once
-        st.markdown(f"**Checks**\n\n{lines}")
+        _markdown(f"**Checks**\n\n{lines}")
+
+
+def _markdown(text: str) -> None:
+    """The step's Markdown, its long identifiers breaking only after a : _ or . (``safe_text.breakable``: no HTML
+    but the break points it adds)."""
+    st.markdown(breakable(text), unsafe_allow_html=True)
 
 
 def checks_summary(step_state: StepState) -> str:
@@ -169,11 +178,17 @@ def _units_that_fit(paragraph: str, words: int) -> tuple[str, str]:
 
 
 def runs_chart(step_state: StepState, key: str, projector: bool = False) -> None:
-    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``)."""
+    """The step's side runs as a chart (``projector``: at both projector sizes, ``projector_chart``, in the room
+    the grid's column leaves under it)."""
     runs = step_state.runs
     devices = sorted({run.device for run in runs.values()})
     fig = side_runs_figure(
-        list(runs), {name: vars(run) for name, run in runs.items()}, ", ".join(devices), dark=state.is_dark()
+        list(runs),
+        {name: vars(run) for name, run in runs.items()},
+        ", ".join(devices),
+        dark=state.is_dark(),
+        width=PROJECTOR_WIDTHS[0] if projector else None,
+        floor_px=PROJECTOR_TEXT_PX if projector else None,
     )
     if projector:
         projector_chart.chart(fig, key)

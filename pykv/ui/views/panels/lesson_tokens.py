@@ -1,7 +1,7 @@
 """A lesson step's token diffs: one expander per tokenization the lesson has made so far (``tokens.NAME``).
 
 The ones this step adds open (on the projector only the first: one screen); an earlier step's stays a
-click away, except on a 720p projector, where PRESENTER_CSS hides it for room.
+click away, except on the projector, where PRESENTER_CSS hides it for room.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from pykv.ui.session import state
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.export_buttons import export_controls
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
+from pykv.viz.projection import PROJECTOR_TEXT_PX
 from pykv.viz.token_diff import token_diff_figure
+
+PROJECTOR_WIDTH = 650  # px: the projector's engine column at 1280x720, where the diff is drawn (1080p: projected)
 
 
 def new_tokens(states: list[StepState], step_state: StepState, hidden: bool) -> list[str]:
@@ -42,7 +45,8 @@ def _diff(name: str, tokens: TokenDiff, link: str, projector: bool) -> None:
         token_diff_figure, tokens.a, tokens.b, tokens.a_pieces, tokens.b_pieces, block_size=tokens.block_size
     )
     if projector:
-        projector_chart.chart(draw(dark=state.is_dark()), f"lesson_tokens_{name}")
+        figure = draw(dark=state.is_dark(), width=PROJECTOR_WIDTH, floor_px=PROJECTOR_TEXT_PX)
+        projector_chart.chart(figure, f"lesson_tokens_{name}")
         return
     clip = lambda text: repr(text if len(text) <= 60 else text[:59] + "…")  # noqa: E731
     st.caption(f"`tokens.{name}` · a: `{clip(tokens.a_text)}` · b: `{clip(tokens.b_text)}`")

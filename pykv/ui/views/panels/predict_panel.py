@@ -19,10 +19,11 @@ from pykv.ui.session.flash import flash, show
 from pykv.ui.views.widgets import projector_chart
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.predictions import answers_figure
+from pykv.viz.projection import PROJECTOR_TEXT_PX
 
 SOLO = "solo_answers"  # session_state: (lesson id, step index) -> the learner's choice ("" = just show me)
 TALLY_EVERY_S = 2.0  # the instructor's chart of the room's answers refreshes this often
-COMPACT_BASE_PX, COMPACT_ROW_PX = 40, 24  # the class projector's chart: 136 px for four choices (250 elsewhere)
+COMPACT_BASE_PX, COMPACT_ROW_PX = 50, 22  # the class projector's chart, its text 14 px: 138 px for four choices
 
 
 def solo_revealed(lesson_id: str, index: int) -> bool:
@@ -181,6 +182,7 @@ def _room_chart(code: str, step: int, step_state: StepState, revealed: bool, com
         p.correct if revealed else None,
         dark=state.is_dark(),
         height=COMPACT_BASE_PX + COMPACT_ROW_PX * len(p.choices) if compact else None,
+        floor_px=PROJECTOR_TEXT_PX if compact else None,
     )
     if compact:  # the class projector: at both of its sizes, as the room's other charts
         projector_chart.chart(fig, f"class_tally_{step}_{revealed}")

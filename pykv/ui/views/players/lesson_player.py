@@ -38,6 +38,7 @@ from pykv.ui.views.players import live_views, speaker_view
 from pykv.ui.views.widgets.style import PRESENTER_CSS, current_dot_css
 
 PLAYERS = "lesson_players"  # session_state: lesson id -> LessonPlayer (one per session per lesson)
+LEARNER_QUEUE_PX = 200  # the queue chart's column at 1280 px, the narrowest laptop: its chips are sized to it
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,15 @@ def _views(
     if focus:
         st.markdown(f":material/arrow_downward: **Look at {FOCUS_VIEWS[focus]}**")
     live_views.render(
-        lab, key_prefix="lesson_", split=(3, 2), grid_height=420, link=link, modelled_target=LESSON_TARGET, focus=focus
-    )  # the target the lesson's text names
+        lab,
+        key_prefix="lesson_",
+        split=(3, 2),
+        grid_height=420,
+        link=link,
+        modelled_target=LESSON_TARGET,  # the target the lesson's text names
+        focus=focus,
+        queue_width=LEARNER_QUEUE_PX,
+    )
     kernel_view.expander(lab, key="lesson")
 
 

@@ -51,12 +51,14 @@ def render(
     timeline_select: bool = False,
     modelled_target: Target | None = None,
     focus: str | None = None,
+    queue_width: int | None = None,
 ) -> None:
     """Everything below the controls: metrics, grids | queues + narration, the run timeline, then the detail tabs.
     ``link``: the relative deep link an exported figure names (default: the Playground's ?preset=...&step=...).
     ``timeline_select``: a click on the timeline asks for its step (the page acts on ``clicked_step``).
     ``modelled_target``: the GPU + model the modelled row prices the schedule on (default: the session's).
-    ``focus``: a lesson step's view (pykv.lessons.format.schema.FOCUS_VIEWS); a detail tab of that name opens first."""
+    ``focus``: a lesson step's view (pykv.lessons.format.schema.FOCUS_VIEWS); a detail tab of that name opens first.
+    ``queue_width``: the queue column's px at 1280 where the caller's is narrow (a lesson's): chips fit their ids."""
     snap = lab.view
     diff = diff_snapshots(lab.previous, snap) if lab.previous is not None else None
     dark, k = state.is_dark(), key_prefix
@@ -71,7 +73,7 @@ def render(
     with left:
         _grids(snap, diff, dark, k, grid_height, export)
     with right:
-        _queues(snap, diff, dark, k, export)
+        _queues(snap, diff, dark, k, export, queue_width)
         _this_step(snap, modelled, k)
     timeline(lab, dark, key_prefix, timeline_select)
     export(
@@ -103,9 +105,9 @@ def _grids(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, height
         export(cpu, "cpu_offload_tier" if snap.cpu_pool == "offload" else "cpu_swap_pool", f"{k}grid_cpu", width=420)
 
 
-def _queues(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, export) -> None:
+def _queues(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, export, width: int | None = None) -> None:
     queues = partial(queues_figure, snap, changed=diff.requests if diff else None, height=235)
-    st.plotly_chart(queues(dark=dark), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
+    st.plotly_chart(queues(dark=dark, width=width), theme=None, key=f"{k}queues", config=PLOT_CONFIG)
     export(queues, "queues", f"{k}queues", width=800)
 
 

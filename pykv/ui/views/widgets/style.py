@@ -19,28 +19,38 @@ LESSON_DOTS_CSS = """<style>
 .st-key-lesson_dots button {padding: 0 0.2rem; min-height: 1.6rem;} .st-key-lesson_dots p {font-size: 1.1rem;}
 </style>"""
 PRESENTER_CSS = """<style>
-.st-key-lesson_text p, .st-key-lesson_text li {font-size: 1.45rem; line-height: 1.5;}
-.st-key-lesson_text h3 {font-size: 2.1rem;} .st-key-lesson_text code {font-size: 1.25rem;}
+/* code is drawn at 0.75em of its text (an expander's "Token diff tokens.sys"): never under the floor's 0.875rem */
+[data-testid="stMain"] code {font-size: max(0.875rem, 0.75em);}
+/* the room's type in px: a 1080p projector's rem is larger (below), and the prose keeps the size it fits at */
+.st-key-lesson_text p, .st-key-lesson_text li {font-size: 23px; line-height: 1.5;}
+.st-key-lesson_text h3 {font-size: 34px;} .st-key-lesson_text code {font-size: 20px;}
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
 /* the step's engine log, as tall as its lines (a room cannot scroll it): the room's type, smaller at 720p */
-.st-key-projector_narration p, .st-key-projector_narration li {font-size: 1.15rem; line-height: 1.4;}
+.st-key-projector_narration p, .st-key-projector_narration li {font-size: 19px; line-height: 1.4;}
+/* an earlier step's token diff: no room (its wrapper too, or the gap stays); at 1080p the floor's larger type took
+   the room its folded box had */
+[class*="st-key-projector_old_tokens_"], :has(> [class*="st-key-projector_old_tokens_"]) {display: none;}
 /* each chart is drawn for 720p and for 1080p (projector_chart): the one the screen is large enough for is shown */
 @media (max-width: 1799.98px), (max-height: 999.98px) {
   [class*="_for1080p"], :has(> [class*="_for1080p"]) {display: none;}
 }
 @media (min-width: 1800px) and (min-height: 1000px) {
   [class*="_for720p"], :has(> [class*="_for720p"]) {display: none;}
+  /* the back row's floor (testkit.projector.FLOOR_PX): Streamlit's smallest type (metric labels, buttons, captions,
+     the page's controls) is 0.875rem, which this rem makes 18 px at 1080p (16 px made it 14) */
+  html {font-size: calc(18px / 0.875);}
+  .st-key-lesson_text {gap: 16px;}  /* the type grew, not the room between the text's parts (1rem: 16 px was) */
 }
 @media (max-height: 800px) {  /* a 720p projector: the same share of the screen's height as 1080p's type */
-  .st-key-lesson_text p, .st-key-lesson_text li {font-size: 1rem; line-height: 1.4;}
-  .st-key-lesson_text h3 {font-size: 1.35rem;} .st-key-lesson_text code {font-size: 0.9rem;}
+  .st-key-lesson_text p, .st-key-lesson_text li {font-size: 16px; line-height: 1.4;}
+  .st-key-lesson_text h3 {font-size: 22px;} .st-key-lesson_text code {font-size: 14.5px;}
   [data-testid="stMainBlockContainer"] {padding-top: 0.75rem;}
-  .st-key-projector_takeaway p {font-size: 0.9rem; line-height: 1.35;}
-  .st-key-projector_narration p, .st-key-projector_narration li {font-size: 0.8rem; line-height: 1.25;}
+  .st-key-projector_takeaway p {font-size: 14.5px; line-height: 1.35;}
+  /* no smaller than 720p's floor (testkit.projector.FLOOR_PX) */
+  .st-key-projector_narration p, .st-key-projector_narration li {font-size: 14px; line-height: 1.2;}
   .st-key-lesson_text {gap: 0.55rem;}
-  /* an earlier step's token diff: no room at 720p (its wrapper too, or the gap stays) */
-  [class*="st-key-projector_old_tokens_"], :has(> [class*="st-key-projector_old_tokens_"]) {display: none;}
+  .st-key-lesson_text :is(th, td) {padding: 0.25rem 0.5rem; line-height: 1.35;}  /* identifiers take two lines a row */
 }
 </style>"""  # the projector: one screen for the room (no page list, tighter margins)
 
