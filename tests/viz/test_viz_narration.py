@@ -10,7 +10,7 @@ from pykv.border.snapshot import Snapshot
 from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
 from pykv.border.units import fmt_bytes
 from pykv.border.vllm_profiles import PROFILES
-from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
+from pykv.viz import metrics_strip, narrate, preemption_costs_frame, preemptions_frame, requests_frame
 
 ZEROS = dict.fromkeys(exported_samples(PROFILES["v0.33"]), 0.0)  # every sample a v0.33 engine exports, at 0
 
@@ -155,6 +155,18 @@ def test_tables():
     s = snap_with(None, preemptions=[cost("3", "recompute")])
     assert list(preemptions_frame(s)["mode"]) == ["recompute"]
     assert requests_frame(s).empty and "TTFT ms" in requests_frame(s).columns
+
+
+def test_preemption_costs_are_written_with_their_units():
+    """Issue 48 item 11: the Preemption costs tab showed a swap's seconds to six decimals ("0.000005")."""
+    swap = cost("3", "swap", swap_out_s=0.000005, swap_in_s=0.0123, modelled_pcie_out_s=0.00004, steps_lost=9)
+    rec = cost("4", "recompute", recomputed_tokens=80, recompute_s=1.5, steps_lost=None)
+    table = preemption_costs_frame(snap_with(None, preemptions=[swap, rec]))
+    first, second = table.to_dict("records")
+    assert (first["swap out"], first["swap in"], first["PCIe out (modelled)"]) == ("5.0 µs", "12.30 ms", "40.0 µs")
+    assert (first["recompute time"], second["recompute time"], second["swap out"]) == ("—", "1.50 s", "—")
+    assert first["KV bytes"] == "80 KiB" and first["steps lost"] == 9 and str(table["steps lost"].dtype) == "Int64"
+    assert (first["step"], first["request_id"]) == (7, "3")  # the names the modelled bills are matched by
 
 
 def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():

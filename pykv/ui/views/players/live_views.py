@@ -29,7 +29,7 @@ from pykv.viz import (
     engine_times,
     metrics_strip,
     narrate,
-    preemptions_frame,
+    preemption_costs_frame,
     queues_figure,
     requests_frame,
     selected_step,
@@ -186,13 +186,13 @@ def _requests_tab(tab, lab: Lab, snap, k: str, modelled: ModelledRun | None) -> 
 
 def _costs_tab(tab, snap, k: str, modelled: ModelledRun | None) -> None:
     with tab:
-        frame = preemptions_frame(snap)
+        frame = preemption_costs_frame(snap)
         if frame.empty:
             st.caption("No preemption yet.")
         else:
             caption = (
                 f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
-                "recompute_s is the forward time apportioned to re-prefilled tokens."
+                "Recompute time is the forward time apportioned to re-prefilled tokens."
             )
             if modelled is not None:
                 frame = with_modelled_bills(frame, modelled.bills, modelled.label)
