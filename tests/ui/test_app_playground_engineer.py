@@ -41,3 +41,49 @@ def test_a_stall_says_why_the_head_waits_and_next_admission_jumps_past_it(app):
     assert step > 61 and any(re.search(rf"Step {step} admitted req \d+ \(waited \d+ steps\)", i) for i in said), said
     previous = app.session_state["lab"].snapshots[step - 1]
     assert previous.report.head_wait is not None, "the step before the admission still stalled"
+
+
+def test_the_sidebar_says_what_is_unapplied_and_the_gib_box_follows_apply(app):
+    """Item 9: the knobs gave no sign of edits not yet applied, and the "KV pool, GiB" box kept its old value after
+    Apply, so Set pool then quietly rebuilt the old pool."""
+    ok(app.run())
+    assert not unapplied(app)
+    app.number_input(key="cfg_num_gpu_blocks").set_value(32).run()
+    assert ok(app).session_state["lab"].config.num_gpu_blocks == 64  # nothing applied yet ...
+    assert "`num_gpu_blocks` `64` → `32`" in unapplied(app)  # ... and the sidebar says so
+    assert app.slider(key="cfg_num_gpu_blocks_slider").value == 32  # the slider follows the box
+    app.button(key="apply").click().run()
+    assert ok(app).session_state["lab"].config.num_gpu_blocks == 32 and not unapplied(app)
+    gib = app.number_input(key="target_pool_gib").value
+    app.button(key="target_pool_set").click().run()  # the box shows the applied pool: Set pool keeps it
+    assert ok(app).session_state["lab"].config.num_gpu_blocks == 32, f"Set pool rebuilt another pool from {gib} GiB"
+    app.number_input(key="target_pool_gib").set_value(gib * 2).run()
+    assert any("Unapplied" in w.value and "64 blocks" in w.value for w in app.sidebar.warning)
+
+
+def unapplied(app) -> str:
+    return "\n".join(w.value for w in app.sidebar.warning if "Unapplied changes" in w.value)
+
+
+def test_a_learner_types_the_exact_pool_and_the_finder_bisects_real_runs(app, random_llama):
+    """Item 4: lesson 2's answer is one pool size among 512 (the slider moved ~2.3 blocks a pixel): the box takes it
+    exactly, and "Find the smallest pool" answers in a few real runs, both sides of its answer checked."""
+    from pykv.border.workload import make_workload
+    from pykv.lab.completed_run import run_to_completion
+
+    app.query_params.update({"preset": "burst", "num_gpu_blocks": "32"})
+    ok(app.run())
+    app.button(key="pool_search_go").click().run()
+    done = next(s.value for s in ok(app).sidebar.success if "Smallest pool with no preemption" in s.value)
+    answer = int(re.search(r"\*\*(\d+) blocks\*\*", done).group(1))
+    probes = [m.value for m in app.sidebar.markdown if m.value.startswith("- ")][0].splitlines()
+    assert len(probes) <= 10 and any(f" {answer - 1} blocks: req" in p and "preempted" in p for p in probes), probes
+    config = app.session_state["lab"].config
+    for blocks, preempts in ((answer, False), (answer - 1, True)):  # the answer holds, run apart from the finder
+        run = run_to_completion(config.replace(num_gpu_blocks=blocks), make_workload("burst", seed=0), random_llama)
+        assert bool(run.engine.preemptions()) is preempts, blocks
+    app.button(key="pool_search_apply").click().run()
+    assert ok(app).session_state["lab"].config.num_gpu_blocks == answer
+    app.number_input(key="cfg_num_gpu_blocks").set_value(answer - 1).run()  # one block less, typed exactly
+    app.button(key="apply").click().run()
+    assert ok(app).session_state["lab"].config.num_gpu_blocks == answer - 1
