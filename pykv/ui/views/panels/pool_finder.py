@@ -27,12 +27,14 @@ def render(lab: Lab, apply: Callable[[Lab, dict, str], None], max_blocks: int) -
         search = None  # another run (a knob, the workload): what it found says nothing about this one
     with st.expander("Find the smallest pool", icon=":material/search:", expanded=search is not None):
         st.caption(
-            "The smallest num_gpu_blocks at which this run (these knobs, this workload) has no preemption, by "
+            "The smallest num_gpu_blocks at which this engine's run (its applied knobs, its workload) has no "
+            "preemption, by "
             "bisection: each probe runs the engine on it, to its end or to its first preemption (plain torch "
             "attention: the same schedule). It assumes a bigger pool never preempts more, and shows every probe."
         )
         going_on = search is not None and search.next_blocks() is not None and bool(search.probes)
-        if (search is None or search.next_blocks() is not None) and st.button(
+        slot = st.empty()  # the button, gone once the answer is known
+        if (search is None or search.next_blocks() is not None) and slot.button(
             "Go on" if going_on else "Find it",
             key="pool_search_go",
             icon=":material/play_arrow:",
@@ -42,13 +44,16 @@ def render(lab: Lab, apply: Callable[[Lab, dict, str], None], max_blocks: int) -
             search = search or PoolSearch.of(lab, max_blocks)
             st.session_state[SEARCH] = search
             _run(search, lab)
+            if search.next_blocks() is None:
+                slot.empty()
         if search is not None:
             _result(search, lab, apply)
 
 
 def _run(search: PoolSearch, lab: Lab) -> None:
     """Probe until the answer is known, the allowance is spent or a probe runs out of time; a progress bar."""
-    bar = st.progress(0.0, text="Starting…")
+    shown = st.empty()  # the progress bar, gone when the search ends
+    bar = shown.progress(0.0, text="Starting…")
     while (blocks := search.next_blocks()) is not None:
         with budgets.charged() as budget:
             left = budget.remaining()
@@ -71,7 +76,8 @@ def _run(search: PoolSearch, lab: Lab) -> None:
             st.warning(f"Stopped: the probe at {blocks} blocks ran out of time. Press Go on to run it again.")
             break
         search.record(probe)
-    bar.progress(1.0 if search.next_blocks() is None else len(search.probes) / (len(search.probes) + 1), text="Done")
+    if search.next_blocks() is None:
+        shown.empty()
 
 
 def _result(search: PoolSearch, lab: Lab, apply: Callable[[Lab, dict, str], None]) -> None:

@@ -168,6 +168,7 @@ def _engine_knobs() -> None:
         for key in [k for k in st.session_state if str(k).startswith("cfg_")]:
             del st.session_state[key]
         st.session_state.cfg_for = cfg
+    top = st.empty()
     chosen = widget(knob_named("vllm_profile"), cfg.vllm_profile, lab, cfg.vllm_profile) or cfg.vllm_profile
     if chosen != cfg.vllm_profile:
         st.caption(f"{chosen}'s knobs are below; Apply switches the engine to it.")
@@ -187,6 +188,8 @@ def _engine_knobs() -> None:
     changes = {name: value for name, value in shown.items() if value is not None or knob_named(name).optional}
     pending = unapplied(lab, changes, preset)
     if pending:
+        with top:  # also where the knobs start: a change made there is seen as unapplied at once
+            st.caption(f":orange[:material/edit_note: {len(pending)} unapplied — Apply below]")
         st.warning(
             f"**Unapplied changes** (the engine still runs the old values): {'; '.join(pending)}.",
             icon=":material/edit_note:",
