@@ -37,7 +37,7 @@ def render(lab: Lab, apply: Callable[[Lab, dict, str], None], max_blocks: int) -
         if (search is None or search.next_blocks() is not None) and slot.button(
             "Go on" if going_on else "Find it",
             key="pool_search_go",
-            icon=":material/play_arrow:",
+            icon=":material/manage_search:",  # not play_arrow: "Play" would name two buttons
             width="stretch",
             help="Runs the engine once per probe, within this session's engine-time allowance.",
         ):
