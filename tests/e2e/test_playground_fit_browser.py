@@ -61,7 +61,10 @@ def test_the_narration_shows_all_its_text(browser, tiny_app_url):
         context.close()
 
 
-SWAP_AT_1440 = "/?preset=storm&num_gpu_blocks=37&max_num_seqs=12&vllm_profile=v0.6&preemption_mode=swap&num_cpu_blocks=37&step=18"  # 9 requests hold blocks: the legend of the grid beside the CPU pool runs to three lines
+# 9 requests hold blocks: the legend of the device grid, beside the CPU pool, runs to three lines
+SWAP_AT_1440 = (
+    "/?preset=storm&num_gpu_blocks=37&max_num_seqs=12&vllm_profile=v0.6&preemption_mode=swap&num_cpu_blocks=37&step=18"
+)
 # Every chart's title and in-figure notes (a grid's legend) inside the chart's own box, and the chart inside its column.
 CHART_CUT_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const svg = plot.querySelector('.main-svg').getBoundingClientRect();
