@@ -69,6 +69,7 @@ def step_checked(engine: LLMEngine):
         assert not sched.swapped, "a waiting request was admitted while others stayed swapped"
     assert report.num_batched_tokens <= cfg.max_num_batched_tokens
     assert len(sched.running) <= cfg.max_num_seqs
+    _check_head_wait(report, list(waiting_tokens), victims, [r.request_id for r in sched.waiting])
     for chunk in report.chunks:
         if chunk.request_id in waiting_tokens:
             # An admitted (or re-admitted) request starts exactly at its prefix-cache hit plus the blocks loaded
@@ -98,6 +99,21 @@ def step_checked(engine: LLMEngine):
                 else end <= waiting_tokens[chunk.request_id]
             )
     return report
+
+
+def _check_head_wait(report, waiting_before: list[str], victims: list[str], waiting_after: list[str]) -> None:
+    """A request that waited before the step and waits after it: the report says why the queue's head waits, names a
+    request the scheduler looked at and left waiting, and a rule about blocks has fewer free than it needs."""
+    wait = report.head_wait
+    if set(waiting_before) & set(waiting_after):
+        assert wait is not None, "a request waited on and the report says nothing of why"
+    if wait is None:
+        return
+    assert wait.request_id in waiting_before + victims and wait.request_id in waiting_after, wait
+    assert not [c for c in report.chunks if c.request_id == wait.request_id and not c.orphaned], wait
+    if wait.rule in ("whole_input", "chunk_blocks", "whole_prompt"):
+        assert wait.blocks_needed is not None and wait.blocks_free is not None and wait.tokens
+        assert wait.blocks_needed > wait.blocks_free >= 0, wait
 
 
 def drain_checked(engine: LLMEngine, max_steps: int = 500) -> None:

@@ -4,6 +4,7 @@ they cost so far) and the requests it finished. A border type: it imports nothin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pykv.border.request import RequestOutput
 
@@ -94,6 +95,41 @@ class OffloadTransfer:
         return self.num_bytes / self.seconds if self.seconds > 0 else None
 
 
+# Why the head of the waiting queue was not admitted, each a rule of the release the engine follows:
+# "whole_input"   0.33.0: its whole current input must fit the free blocks first (scheduler_reserve_full_isl)
+# "chunk_blocks"  V1: the blocks of this step's chunk (0.10.2 asks no more)
+# "whole_prompt"  V0: every block of the sequence at once, and the 1% watermark left free (can_allocate)
+# "max_num_seqs"  the running sequences are at max_num_seqs
+# "token_budget"  the step's max_num_batched_tokens is spent
+# "prompt_over_budget"  chunked prefill off: its prompt is longer than the budget left
+# "preempted_this_step" V1 admits nobody in a step that preempted
+# "swapped_first" V0 without chunked prefill admits no prompt while requests are swapped out
+WaitRule = Literal[
+    "whole_input",
+    "chunk_blocks",
+    "whole_prompt",
+    "max_num_seqs",
+    "token_budget",
+    "prompt_over_budget",
+    "preempted_this_step",
+    "swapped_first",
+]
+
+
+@dataclass(frozen=True)
+class AdmissionWait:
+    """Why the head of the waiting queue stayed there this step, as the scheduler found it (the queue behind it
+    waits too: admission stops at the first request it cannot take). Block counts are those the scheduler saw."""
+
+    request_id: str
+    rule: WaitRule
+    blocks_needed: int | None = None  # the free blocks the rule asks for, the watermark's included
+    blocks_free: int | None = None
+    watermark_blocks: int = 0  # of blocks_needed, those the watermark keeps free
+    tokens: int | None = None  # the tokens the rule counted: its whole input, its chunk, its prompt
+    limit: int | None = None  # max_num_seqs, or the token budget left
+
+
 @dataclass(frozen=True)
 class StepReport:
     """What one ``LLMEngine.step()`` did."""
@@ -113,6 +149,7 @@ class StepReport:
     offload: list[OffloadTransfer] = field(default_factory=list)  # loads (before the forward), stores (after)
     copy_on_write: list[CopyOnWrite] = field(default_factory=list)  # shared blocks copied before the forward
     forked: dict[str, list[str]] = field(default_factory=dict)  # request -> the sequences it forked this step
+    head_wait: AdmissionWait | None = None  # why the head of the waiting queue was not admitted (None: it was, or none)
 
     @property
     def recompute_tax(self) -> float | None:
@@ -131,5 +168,6 @@ class StepReport:
                 "finished": [RequestOutput(**o) for o in raw["finished"]],
                 "offload": [OffloadTransfer(**t) for t in raw.get("offload", [])],
                 "copy_on_write": [CopyOnWrite(**c) for c in raw.get("copy_on_write", [])],
+                "head_wait": None if raw.get("head_wait") is None else AdmissionWait(**raw["head_wait"]),
             }
         )

@@ -25,6 +25,17 @@ def fmt_fixed(value: float | None, decimals: int, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def fmt_duration(seconds: float | None) -> str:
+    """A measured time in the unit that reads: 0.000005 -> "5.0 µs", 0.0123 -> "12.30 ms", 2.5 -> "2.50 s"; None,
+    NaN -> "—"."""
+    if seconds is None or not math.isfinite(float(seconds)):
+        return "—"
+    value = float(seconds)
+    if abs(value) < 1e-3:
+        return f"{value * 1e6:.1f} µs"
+    return f"{value * 1e3:.2f} ms" if abs(value) < 1 else f"{value:,.2f} s"
+
+
 def fmt_model_ms(ms: float | None) -> str:
     """A modelled duration given in ms: 3.14159 -> "3.14 ms", 420.5 -> "420 ms", 12_345 -> "12.35 s"; None -> "—"."""
     if ms is None:

@@ -293,6 +293,7 @@ class LLMEngine:
             offload=offload,
             copy_on_write=cow,
             forked={rid: [sequence_id(rid, k) for k in range(1, len(t) + 1)] for rid, t in result.forks.items()},
+            head_wait=out.head_wait,
         )
 
     def _outcome(

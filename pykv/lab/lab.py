@@ -66,6 +66,23 @@ def has_preempted(snapshot: Snapshot) -> bool:
     return bool(snapshot.report and snapshot.report.preempted)
 
 
+def admitted(previous: Snapshot | None, snapshot: Snapshot) -> list[str]:
+    """The requests waiting before the step that led to ``snapshot`` that it scheduled: admitted (a preempted one,
+    re-admitted), in batch order."""
+    if previous is None or snapshot.report is None:
+        return []
+    waiting = set(previous.queues.get("waiting", []))
+    return [c.request_id for c in snapshot.report.chunks if c.request_id in waiting and not c.orphaned]
+
+
+def steps_waited(snapshots: list[Snapshot], request_id: str, step: int) -> int:
+    """How many steps before ``step`` ended with ``request_id`` in the waiting queue, counted back without a gap."""
+    k = step - 1
+    while k >= 0 and request_id in snapshots[k].queues.get("waiting", []):
+        k -= 1
+    return step - 1 - k
+
+
 @dataclass(frozen=True)
 class ManualRequest:
     step: int  # added when the engine was at this step (before the next step ran)
@@ -280,6 +297,14 @@ class Lab:
         self, time_budget_s: float | None = 30.0, should_stop: Callable[[], bool] | None = None
     ) -> bool:
         return self.run_until(has_preempted, time_budget_s=time_budget_s, should_stop=should_stop)
+
+    def run_to_next_admission(
+        self, time_budget_s: float | None = 30.0, should_stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """Step until a step admits a request that was waiting (past a stall, where the waiting queue's head waits)."""
+        return self.run_until(
+            lambda s: bool(admitted(self.previous, s)), time_budget_s=time_budget_s, should_stop=should_stop
+        )
 
     def run_to_end(self, time_budget_s: float | None = 60.0, should_stop: Callable[[], bool] | None = None) -> None:
         self.run_until(lambda s: False, time_budget_s=time_budget_s, should_stop=should_stop)

@@ -8,7 +8,7 @@ from pykv.viz.narration import metrics_strip, narrate
 from pykv.viz.predictions import answers_figure
 from pykv.viz.queues import queues_figure
 from pykv.viz.sweep_charts import block_size_cost_figure, preemption_cost_figure, runs_figure
-from pykv.viz.tables import engine_times, preemptions_frame, requests_frame
+from pykv.viz.tables import engine_times, preemption_costs_frame, preemptions_frame, requests_frame
 from pykv.viz.theme import REQUEST_PALETTE, request_color, template
 from pykv.viz.timeline import selected_step, timeline_figure
 from pykv.viz.token_diff import token_diff_figure, token_diff_frame
@@ -23,6 +23,7 @@ __all__ = [
     "metrics_strip",
     "narrate",
     "preemption_cost_figure",
+    "preemption_costs_frame",
     "preemptions_frame",
     "queues_figure",
     "request_color",

@@ -13,7 +13,7 @@ from pykv.border.metric_names import (
     VLLM_NUM_PREEMPTIONS,
 )
 from pykv.border.snapshot import Snapshot
-from pykv.border.step_report import OffloadTransfer, PreemptionView
+from pykv.border.step_report import AdmissionWait, OffloadTransfer, PreemptionView
 from pykv.border.units import fmt_bytes
 
 
@@ -39,6 +39,42 @@ def describe_preemption(p: PreemptionView, block_size: int) -> str:
     return text + "."
 
 
+def describe_wait(w: AdmissionWait, snapshot: Snapshot) -> str:
+    """Why the head of the waiting queue was not admitted: the release's rule, with the scheduler's numbers."""
+    p = snapshot.profile
+    vllm = f"vLLM {p.release}" if p is not None else "this release"
+    rid = f"req {w.request_id} waits"
+    kept = f", {w.watermark_blocks} of them kept free by the watermark" if w.watermark_blocks else ""
+    blocks = f"it needs {counted(w.blocks_needed or 0, 'free block')}{kept}; {w.blocks_free} are free"
+    if w.rule == "whole_input":
+        text = f"{rid}: {vllm} admits a request only once its whole input ({w.tokens} tokens) fits the free blocks "
+        text += f"(scheduler_reserve_full_isl): {blocks}"
+    elif w.rule == "chunk_blocks":
+        text = f"{rid}: its next chunk ({counted(w.tokens or 0, 'token')}) does not fit: {blocks}"
+    elif w.rule == "whole_prompt":
+        text = f"{rid}: {vllm} reserves every block of a sequence ({w.tokens} tokens) at admission: {blocks}"
+    elif w.rule == "max_num_seqs":
+        text = f"{rid}: max_num_seqs={w.limit} sequences are running already"
+    elif w.rule == "token_budget" and w.tokens:
+        text = f"{rid}: it needs {w.tokens} tokens of this step's budget, {w.limit} are left (max_num_batched_tokens)"
+    elif w.rule == "token_budget":
+        text = f"{rid}: this step's token budget (max_num_batched_tokens) is spent"
+    elif w.rule == "prompt_over_budget":
+        text = (
+            f"{rid}: chunked prefill is off and its prompt ({w.tokens} tokens) is longer than the {w.limit} "
+            "tokens left in this step's budget"
+        )
+    elif w.rule == "preempted_this_step":
+        text = f"{rid}: {vllm} admits nobody in a step that preempted"
+    else:  # swapped_first
+        text = f"{rid}: {vllm} admits no new prompt while requests are swapped out (they come back first)"
+    waiting = snapshot.queues.get("waiting", [])
+    behind = len(waiting) - 1 if w.request_id in waiting else 0
+    if behind > 0:
+        text += f"; {counted(behind, 'more request')} wait behind it (admission stops at the first it cannot take)"
+    return text + "."
+
+
 def describe_offload(t: OffloadTransfer) -> str:
     where = "device → CPU tier" if t.direction == "store" else "CPU tier → device"
     verb = "stored" if t.direction == "store" else "loaded"
@@ -54,8 +90,9 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def narrate(snapshot: Snapshot) -> list[str]:
-    """One sentence per event of the step that led to ``snapshot`` (its ``report``)."""
+def narrate(snapshot: Snapshot, waits: bool = True) -> list[str]:
+    """One sentence per event of the step that led to ``snapshot`` (its ``report``); ``waits``: last, why the head of
+    the waiting queue was not admitted."""
     report = snapshot.report
     if report is None:
         waiting = len(snapshot.queues.get("waiting", []))
@@ -140,6 +177,8 @@ def narrate(snapshot: Snapshot) -> list[str]:
         if out.message:
             text += f" — {out.message}"
         lines.append(text + ".")
+    if waits and report.head_wait is not None:
+        lines.append(describe_wait(report.head_wait, snapshot))
     return lines
 
 

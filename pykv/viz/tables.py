@@ -7,6 +7,7 @@ from typing import Sequence
 import pandas as pd
 
 from pykv.border.snapshot import Snapshot
+from pykv.border.units import fmt_bytes, fmt_duration
 from pykv.gpu_model.schedule import RequestTimes, request_times
 
 REQUEST_COLUMNS = [
@@ -83,3 +84,42 @@ def preemptions_frame(snapshot: Snapshot) -> pd.DataFrame:
         "steps_lost",
     ]
     return pd.DataFrame([{k: getattr(p, k) for k in cols} for p in snapshot.preemptions], columns=cols)
+
+
+# The Preemption costs tab's columns: (column of ``preemptions_frame``, its heading on the page, how a value is written)
+_COSTS_SHOWN = (
+    ("step", "step", None),
+    ("request_id", "request", None),
+    ("mode", "mode", None),
+    ("num_blocks", "blocks", None),
+    ("num_tokens", "tokens", None),
+    ("num_bytes", "KV bytes", fmt_bytes),
+    ("device", "measured on", None),
+    ("fallback", "fallback", None),
+    ("swap_out_s", "swap out", fmt_duration),
+    ("swap_in_s", "swap in", fmt_duration),
+    ("modelled_pcie_out_s", "PCIe out (modelled)", fmt_duration),
+    ("modelled_pcie_in_s", "PCIe in (modelled)", fmt_duration),
+    ("recomputed_tokens", "recomputed tokens", None),
+    ("recompute_s", "recompute time", fmt_duration),
+    ("steps_lost", "steps lost", None),
+)
+
+
+def preemption_costs_frame(snapshot: Snapshot) -> pd.DataFrame:
+    """``preemptions_frame`` for people: each time in µs, ms or s with its unit (a swap of a few blocks takes
+    microseconds: "0.000005" in seconds read as nothing), bytes in KiB/MiB, counts as whole numbers, "—" where a
+    value does not apply (a swap's recompute time). The CSV keeps ``preemptions_frame``'s seconds; ``step`` and
+    ``request_id`` keep their names, by which the modelled bills are matched."""
+    raw = preemptions_frame(snapshot)
+    raw["recompute_s"] = [s if mode == "recompute" else None for s, mode in zip(raw["recompute_s"], raw["mode"])]
+    out = pd.DataFrame(index=raw.index)
+    for column, heading, fmt in _COSTS_SHOWN:
+        name = column if column in ("step", "request_id") else heading
+        if fmt is not None:
+            out[name] = [fmt(v) for v in raw[column]]
+        elif column in ("num_blocks", "num_tokens", "recomputed_tokens", "steps_lost"):
+            out[name] = raw[column].astype("Int64")  # a missing steps_lost made the column float ("9.0")
+        else:
+            out[name] = ["—" if pd.isna(v) else v for v in raw[column]]
+    return out

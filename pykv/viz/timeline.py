@@ -336,6 +336,8 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
         )
 
     cursor = min(max(cursor, 0), max(n - 1, 0))
+    # One dashed segment per panel, from its bottom to its top: one line down the whole figure crossed the panel titles
+    # in the gaps between them ("Throughput (tokens/s, ...)" struck through while the cursor sat under it).
     shapes = [
         dict(
             type="line",
@@ -343,11 +345,12 @@ def timeline_figure(history: Sequence[Snapshot], cursor: int, *, dark: bool = Fa
             yref="paper",
             x0=cursor,
             x1=cursor,
-            y0=0,
-            y1=1,
+            y0=bottom,
+            y1=top,
             layer="above",
             line=dict(color=c["font"], width=1.5, dash="dash"),
         )
+        for bottom, top in domains
     ]
     return figure(
         f"Run timeline · step {cursor} of {max(n - 1, 0)} recorded (dashed line)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from app_helpers import ADD, APP, narration, ok, open_tab, shown_step
 from streamlit.testing.v1 import AppTest
 
-APPLY = "FormSubmitter:config-Apply (rebuilds the engine)"
+APPLY = "apply"
 
 
 def test_app_loads_at_step_zero_with_every_view(app):
@@ -43,7 +43,7 @@ def test_valid_config_rebuilds_the_engine(app):
     assert app.session_state["lab"].config.vllm_profile == "v0.33"
     assert any("Apply switches the engine to it" in c.value for c in app.caption)
     assert app.button_group(key="cfg_preemption_mode").options == ["recompute", "swap", "auto"]
-    app.slider(key="cfg_num_gpu_blocks").set_value(32)
+    app.number_input(key="cfg_num_gpu_blocks").set_value(32)
     app.button_group(key="cfg_preemption_mode").set_value("swap")
     app.button(key=APPLY).click().run()  # one Apply: the release, swap, and a CPU pool to swap into
     ok(app)

@@ -55,7 +55,7 @@ def test_kernel_view_prefill_and_decode_programs_read_their_block_tables(app):
     table = {r.request_id: r.block_table for r in lab.view.requests}
     box = program_box(app)
     assert box.value.startswith("prefill · req ") and any(o.startswith("store · tokens") for o in box.options)
-    launches = next(d.value for d in app.dataframe if "blocks from" in d.value.columns)
+    launches = next(t.value for t in app.table if "blocks from" in t.value.columns)
     assert {"store", "prefill"} <= set(launches["launch"]) and "the kernel's trace" in set(launches["blocks from"])
     rid = box.value.split("req ")[1].split(" ")[0]
     assert blocks_caption(app) == table[rid][: len(blocks_caption(app))] and blocks_caption(app)

@@ -7,10 +7,10 @@ import dataclasses
 from pykv.border.metric_names import exported_samples
 from pykv.border.request import RequestOutput
 from pykv.border.snapshot import Snapshot
-from pykv.border.step_report import PreemptionView, ScheduledChunk, StepReport
+from pykv.border.step_report import AdmissionWait, PreemptionView, ScheduledChunk, StepReport
 from pykv.border.units import fmt_bytes
 from pykv.border.vllm_profiles import PROFILES
-from pykv.viz import metrics_strip, narrate, preemptions_frame, requests_frame
+from pykv.viz import metrics_strip, narrate, preemption_costs_frame, preemptions_frame, requests_frame
 
 ZEROS = dict.fromkeys(exported_samples(PROFILES["v0.33"]), 0.0)  # every sample a v0.33 engine exports, at 0
 
@@ -155,6 +155,40 @@ def test_tables():
     s = snap_with(None, preemptions=[cost("3", "recompute")])
     assert list(preemptions_frame(s)["mode"]) == ["recompute"]
     assert requests_frame(s).empty and "TTFT ms" in requests_frame(s).columns
+
+
+def test_the_narration_says_why_the_head_of_the_waiting_queue_waits_with_the_releases_rule():
+    """Issue 48 item 8: at 24 blocks on v0.33 the storm stalls for ~95 steps, and each read only "ran 2 requests"."""
+    stalled = report(
+        chunks=[ScheduledChunk("0", 60, 1, False), ScheduledChunk("1", 70, 1, False)],
+        head_wait=AdmissionWait("2", "whole_input", blocks_needed=5, blocks_free=3, tokens=70),
+    )
+    snap = dataclasses.replace(snap_with(stalled), queues={"waiting": ["2", "3", "4"], "running": ["0", "1"]})
+    line = narrate(snap)[-1]
+    assert line.startswith("req 2 waits: vLLM 0.33.0 admits a request only once its whole input (70 tokens) fits")
+    assert "it needs 5 free blocks; 3 are free; 2 more requests wait behind it" in line
+    assert Snapshot.from_json(snap.to_json()) == snap  # the reason travels with the snapshot
+    kept = AdmissionWait("2", "chunk_blocks", blocks_needed=4, blocks_free=3, watermark_blocks=1, tokens=16)
+    line = narrate(dataclasses.replace(snap, report=StepReport(**report(head_wait=kept))))[-1]
+    assert "its next chunk (16 tokens) does not fit: it needs 4 free blocks, 1 of them kept free by the" in line
+    for wait, words in (
+        (AdmissionWait("2", "max_num_seqs", limit=8), "req 2 waits: max_num_seqs=8 sequences are running already"),
+        (AdmissionWait("2", "preempted_this_step"), "admits nobody in a step that preempted"),
+        (AdmissionWait("2", "token_budget", tokens=40, limit=12), "it needs 40 tokens of this step's budget, 12 are"),
+    ):
+        assert words in narrate(dataclasses.replace(snap, report=StepReport(**report(head_wait=wait))))[-1]
+
+
+def test_preemption_costs_are_written_with_their_units():
+    """Issue 48 item 11: the Preemption costs tab showed a swap's seconds to six decimals ("0.000005")."""
+    swap = cost("3", "swap", swap_out_s=0.000005, swap_in_s=0.0123, modelled_pcie_out_s=0.00004, steps_lost=9)
+    rec = cost("4", "recompute", recomputed_tokens=80, recompute_s=1.5, steps_lost=None)
+    table = preemption_costs_frame(snap_with(None, preemptions=[swap, rec]))
+    first, second = table.to_dict("records")
+    assert (first["swap out"], first["swap in"], first["PCIe out (modelled)"]) == ("5.0 µs", "12.30 ms", "40.0 µs")
+    assert (first["recompute time"], second["recompute time"], second["swap out"]) == ("—", "1.50 s", "—")
+    assert first["KV bytes"] == "80 KiB" and first["steps lost"] == 9 and str(table["steps lost"].dtype) == "Int64"
+    assert (first["step"], first["request_id"]) == (7, "3")  # the names the modelled bills are matched by
 
 
 def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():

@@ -147,11 +147,16 @@ def test_every_point_sits_at_its_step_on_one_shared_axis(v0_history):
     assert {t.xaxis for t in fig.data} == {"x", "x2", "x3", "x4", "x5", "x6"}
 
 
-def test_cursor_is_one_dashed_line_across_every_panel(v0_history):
+def test_cursor_is_a_dashed_line_down_every_panel_that_never_crosses_a_panel_title(v0_history):
+    """Issue 48 item 10: one line down the whole figure struck through the panel titles between the panels."""
     fig = timeline_figure(v0_history, 2)
-    (line,) = fig.layout.shapes
-    assert (line.type, line.x0, line.x1, line.xref, line.yref, line.y0, line.y1) == ("line", 2, 2, "x", "paper", 0, 1)
-    assert line.line.dash == "dash" and line.line.color == LIGHT["font"]
+    lines = fig.layout.shapes
+    assert len(lines) == 6 and {(s.type, s.x0, s.x1, s.xref, s.yref) for s in lines} == {("line", 2, 2, "x", "paper")}
+    assert all(s.line.dash == "dash" and s.line.color == LIGHT["font"] for s in lines)
+    spans = sorted((s.y0, s.y1) for s in lines)
+    assert abs(spans[0][0]) < 1e-9 and spans[-1][1] == 1  # from the bottom panel's foot to the top panel's head
+    titles = [a for a in fig.layout.annotations if a.yanchor == "bottom"]  # each sits on its panel's top edge
+    assert len(titles) == 6 and all(not any(y0 < t.y < y1 for y0, y1 in spans) for t in titles)
     assert fig.layout.title.text.startswith("Run timeline · step 2 of 3")
     assert timeline_figure(v0_history, 99).layout.shapes[0].x0 == 3  # held to the recorded steps
     assert timeline_figure(v0_history, -5).layout.shapes[0].x0 == 0
@@ -256,7 +261,7 @@ def test_a_long_history_stays_a_few_traces_with_one_shape():
         for i in range(1, 3001)
     ]
     fig = timeline_figure(base, 1500)
-    assert len(fig.data) <= 10 and len(fig.layout.shapes) == 1 and len(fig.layout.annotations) == 6
+    assert len(fig.data) <= 10 and len(fig.layout.shapes) == 6 and len(fig.layout.annotations) == 6
     assert list(trace(fig, "R = recompute").x) == list(range(100, 3001, 100))
     assert len(fig.to_json()) < 200_000
     assert isinstance(trace(fig, "running").y, np.ndarray)

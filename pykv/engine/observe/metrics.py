@@ -23,6 +23,10 @@ from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, StatsLine, Vllm
 
 prometheus_client.disable_created_metrics()  # as vLLM does: no *_created series
 logger = logging.getLogger("pykv")
+# The engine's vLLM-style lines ("Sequence group 7 is preempted by PreemptionMode.SWAP ...") belong to the lab's own log
+# (a StepReport's log_lines, on the page). Without a handler, Python's last resort prints warnings to stderr, where an
+# operator reads them as a real vLLM in trouble: they reach a stream only where someone configured logging (the CLI).
+logger.addHandler(logging.NullHandler())
 
 
 class EngineMetrics:

@@ -11,7 +11,7 @@ from typing import Collection, Sequence
 from pykv.border.config import EngineConfig
 from pykv.border.preemption_choices import VICTIM_POLICIES
 from pykv.border.request import Request, RequestStatus, sequence_id
-from pykv.border.step_report import ScheduledChunk
+from pykv.border.step_report import AdmissionWait, ScheduledChunk, WaitRule
 from pykv.engine.kv.block_copy import BlockCopy
 from pykv.engine.kv.kv_cache_manager import KVCacheManager, cdiv
 from pykv.engine.sched.request_queue import RequestQueue, create_request_queue
@@ -57,6 +57,7 @@ class SchedulerOutput:
     ignored: list[Request] = field(default_factory=list)
     aborted: list[Request] = field(default_factory=list)
     block_copies: list[BlockCopy] = field(default_factory=list)  # every device copy, in the order decided
+    head_wait: AdmissionWait | None = None  # why the head of the waiting queue was not admitted (set by _waits)
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -106,6 +107,12 @@ class Scheduler:
 
     def schedule(self, step: int) -> SchedulerOutput:
         raise NotImplementedError
+
+    def _waits(self, out: SchedulerOutput, request: Request, rule: WaitRule, **numbers: int) -> None:
+        """``request``, at the head of the waiting queue, is not admitted this step, by ``rule`` (with its numbers:
+        ``AdmissionWait``'s fields). The first reason found is the one reported."""
+        if out.head_wait is None:
+            out.head_wait = AdmissionWait(request.request_id, rule, **numbers)
 
     def _chunk(self, request: Request, num_new: int, num_cached: int = 0, num_loaded: int = 0) -> ScheduledChunk:
         start = request.num_computed_tokens

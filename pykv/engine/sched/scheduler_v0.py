@@ -95,6 +95,8 @@ class V0Scheduler(Scheduler):
         else:
             budget.num_seqs = self.num_running_seqs()
             admitted = [] if self.swapped else self._schedule_prefills(out, budget, chunking)
+            if self.swapped and self.waiting:
+                self._waits(out, self.waiting.peek_request(), "swapped_first")
             if admitted:
                 self.running += admitted
             else:
@@ -286,12 +288,26 @@ class V0Scheduler(Scheduler):
             if self.kv.pool.num_blocks - required < self.watermark_blocks:
                 self._ignore(out, request, PROMPT_OVER_CAPACITY.format(n=request.num_tokens))
                 continue
-            if self.kv.pool.num_free_blocks() - required < self.watermark_blocks:
+            free = self.kv.pool.num_free_blocks()
+            if free - required < self.watermark_blocks:
+                self._waits(
+                    out,
+                    request,
+                    "whole_prompt",
+                    blocks_needed=required + self.watermark_blocks,
+                    blocks_free=free,
+                    watermark_blocks=self.watermark_blocks,
+                    tokens=request.num_tokens,
+                )
                 break  # AllocStatus.LATER
             # 0.6.3.post1 _get_num_new_tokens counts a prefix-cache hit's tokens as scheduled: they are charged to
             # the budget (the model runner skips their compute); pykv computes the chunk's tokens past the hits
             num_new = self._num_new_tokens(request, budget, chunking)
             if num_new == 0 or not budget.can_schedule(num_new, request.num_seqs):
+                if budget.num_seqs + request.num_seqs > budget.max_num_seqs:
+                    self._waits(out, request, "max_num_seqs", limit=budget.max_num_seqs)
+                else:
+                    self._waits(out, request, "token_budget", tokens=num_new, limit=budget.remaining())
                 break
             hits = self.kv.get_computed_blocks(request)[: (num_new - 1) // self.kv.block_size]  # within the chunk
             num_hit = len(hits) * self.kv.block_size

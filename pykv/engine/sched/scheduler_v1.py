@@ -32,6 +32,8 @@ class V1Scheduler(Scheduler):
         budget = self._schedule_running(out, step, self.config.max_num_batched_tokens)
         if not out.preempted:  # V1: `if not preempted_reqs:` guards the whole waiting loop
             self._schedule_waiting(out, budget)
+        elif self.waiting:
+            self._waits(out, self.waiting.peek_request(), "preempted_this_step")
         return out
 
     def _schedule_running(self, out: SchedulerOutput, step: int, budget: int) -> int:
@@ -82,16 +84,22 @@ class V1Scheduler(Scheduler):
         (0.33.0: ``connector.get_num_new_matched_tokens`` after ``get_computed_blocks``). Only a request with no
         computed tokens looks anything up; one that has some (0.10.2's orphaned chunk) goes on from them."""
         bs = self.kv.block_size
-        while self.waiting and budget > 0 and self.num_running_seqs() < self.config.max_num_seqs:
+        while self.waiting:
             request = self.waiting.peek_request()
+            if budget <= 0:
+                self._waits(out, request, "token_budget")
+                break
             if self.num_running_seqs() + request.num_seqs > self.config.max_num_seqs:
-                break  # pykv: a request yet to fork into n sequences needs room for all n
+                # V1 stops at max_num_seqs running; pykv: a request yet to fork into n sequences needs room for all n
+                self._waits(out, request, "max_num_seqs", limit=self.config.max_num_seqs)
+                break
             looks_up = request.num_computed_tokens == 0
             hits = self.kv.get_computed_blocks(request) if looks_up else []
             loads = self.kv.offloaded_hits(request, len(hits)) if looks_up else []
             num_loaded = len(loads) * bs
             num_new = request.num_tokens - request.num_computed_tokens - len(hits) * bs - num_loaded
             if num_new > budget and not self.config.enable_chunked_prefill:
+                self._waits(out, request, "prompt_over_budget", tokens=num_new, limit=budget)
                 break  # 0.33: "If chunked_prefill is disabled, we can stop the scheduling here."
             num_new = min(num_new, budget)
             if not self._fits(out, request, num_loaded + num_new, hits):
@@ -120,13 +128,38 @@ class V1Scheduler(Scheduler):
         out.chunks.append(self._chunk(request, num_new, num_cached, num_loaded))
 
     def _fits(self, out: SchedulerOutput, request: Request, num_new: int, hits: list[int]) -> bool:
-        """Allocate the admission's blocks if the release's rule allows; False (nothing changed) if not."""
+        """Allocate the admission's blocks if the release's rule allows; False (nothing changed, the rule and its
+        numbers on ``out.head_wait``) if not."""
         keep_free = 0
         if self.profile.watermark_scope is WatermarkScope.ADMISSION_WHILE_RUNNING and self.running:
             assert request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED)
             keep_free = self.watermark_blocks
+        free = self.kv.pool.num_free_blocks()
         if self.profile.admission is Admission.FULL_INPUT:
             full = min(request.num_tokens, self.max_model_len)
-            if self.kv.num_blocks_to_allocate(request, full, hits) + keep_free > self.kv.pool.num_free_blocks():
+            need = self.kv.num_blocks_to_allocate(request, full, hits)
+            if need + keep_free > free:
+                self._waits(
+                    out,
+                    request,
+                    "whole_input",
+                    blocks_needed=need + keep_free,
+                    blocks_free=free,
+                    watermark_blocks=keep_free,
+                    tokens=full,
+                )
                 return False
-        return self._allocate(out, request, num_new, hits, keep_free=keep_free) is not None
+        if self._allocate(out, request, num_new, hits, keep_free=keep_free) is None:
+            total = request.num_computed_tokens + len(hits) * self.kv.block_size + num_new
+            need = self.kv.num_blocks_to_allocate(request, total, hits)
+            self._waits(
+                out,
+                request,
+                "chunk_blocks",
+                blocks_needed=need + keep_free,
+                blocks_free=free,
+                watermark_blocks=keep_free,
+                tokens=num_new,
+            )
+            return False
+        return True

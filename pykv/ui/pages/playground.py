@@ -11,7 +11,7 @@ from functools import partial
 
 import streamlit as st
 
-from pykv.lab.lab import Lab, has_preempted
+from pykv.lab.lab import Lab, admitted, has_preempted, steps_waited
 from pykv.ui.session import budgets, state
 from pykv.ui.session.flash import flash, show
 from pykv.ui.views.panels import exercise_panel, kernel_view, review_pack_button, sidebar
@@ -67,6 +67,19 @@ def _next_preemption(lab: Lab) -> None:
         flash(note, "warning")
     elif not has_preempted(lab.view):
         flash("No further preemption: the run reached its end.", "info")
+
+
+def _next_admission(lab: Lab) -> None:
+    note = budgets.run_action(lab, "Next admission", lab.run_to_next_admission, budgets.NEXT_PREEMPTION_BUDGET_S)
+    if note:
+        flash(note, "warning")
+        return
+    ids = admitted(lab.previous, lab.view)
+    if not ids:
+        flash("No further admission: the run reached its end.", "info")
+        return
+    waits = ", ".join(f"req {rid} (waited {steps_waited(lab.snapshots, rid, lab.cursor)} steps)" for rid in ids)
+    flash(f"Step {lab.cursor} admitted {waits}.", "info")
 
 
 def _run_to_end(lab: Lab) -> None:
@@ -181,6 +194,16 @@ def _controls(lab: Lab) -> None:
             args=(_next_preemption, lab),
             disabled=end,
             help="Step until a step preempts a request.",
+        )
+        st.button(
+            "Next admission",
+            key="next_admission",
+            icon=":material/login:",
+            on_click=_act,
+            args=(_next_admission, lab),
+            disabled=end,
+            help="Step until a waiting request is admitted: past a stall, where the narration says why the head "
+            "of the waiting queue waits.",
         )
         st.button(
             "Run to end",

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import streamlit as st
 
@@ -46,6 +47,18 @@ def session_budget() -> SessionBudget:
     return st.session_state.setdefault("compute_budget", SessionBudget())
 
 
+@contextmanager
+def charged() -> Iterator[SessionBudget]:
+    """Charge the engine work done inside to this session's allowance (this script thread's CPU time, as
+    ``run_action`` counts it); yields the budget, to read what is left."""
+    budget = session_budget()
+    cpu_start = time.thread_time()
+    try:
+        yield budget
+    finally:
+        budget.charge(time.thread_time() - cpu_start)
+
+
 def session_gone() -> Callable[[], bool]:
     """A cheap check, for loops between engine steps, that this browser session has disconnected
     (Streamlit then only asks the script to stop, which a pure-Python loop never sees)."""
@@ -70,11 +83,8 @@ def run_action(lab: Lab, what: str, action: Callable[..., object], budget_s: flo
             f"{SESSION_WINDOW_S / 60:g} minutes (a shared server). Try again in a few minutes."
         )
     allowed = min(budget_s, left)
-    cpu_start = time.thread_time()  # this script thread's CPU time: the engine's work, whatever else runs
-    try:
+    with charged():  # this script thread's CPU time: the engine's work, whatever else runs
         action(*args, time_budget_s=allowed, should_stop=session_gone())
-    finally:
-        budget.charge(time.thread_time() - cpu_start)
     if lab.stopped_early is None:
         return None
     why = lab.stopped_early

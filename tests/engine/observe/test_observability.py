@@ -377,3 +377,32 @@ def test_finished_statuses_in_snapshots_are_request_statuses(make_engine):
     assert statuses["stopped"] == RequestStatus.FINISHED_STOPPED.value
     assert statuses["aborted"] == RequestStatus.FINISHED_ABORTED.value
     assert statuses[first.request_id] == RequestStatus.FINISHED_LENGTH.value
+
+
+QUIET_STORM = """
+import streamlit  # the app server's process: whatever logging Streamlit configures
+from pykv.lab.lab import Lab, lab_config
+lines = []
+for profile, mode in (("v0.6", "swap"), ("v0.33", "recompute")):
+    pool = {{"num_cpu_blocks": 24}} if mode == "swap" else {{}}
+    config = lab_config(model={model!r}, vllm_profile=profile, preemption_mode=mode, num_gpu_blocks=24, **pool)
+    lab = Lab(config, preset="storm")
+    lab.goto(60)
+    lines += [line for s in lab.snapshots if s.report for line in s.report.log_lines]
+assert any("is preempted by PreemptionMode.SWAP" in line for line in lines), lines
+assert any("Avg prompt throughput" in line for line in lines), lines
+print("ran")
+"""
+
+
+def test_a_storm_writes_its_vllm_style_warnings_to_the_lab_log_not_to_the_servers_streams(random_llama_path):
+    """Issue 48 item 12: the engine's "Sequence group 7 is preempted by PreemptionMode.SWAP ..." reached the
+    Streamlit server's stderr (Python's last-resort handler), where an operator reads it as a real vLLM in trouble."""
+    import subprocess
+    import sys
+
+    script = QUIET_STORM.format(model=str(random_llama_path))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ran"
+    assert "PreemptionMode" not in done.stderr and "throughput" not in done.stderr, done.stderr[-2000:]

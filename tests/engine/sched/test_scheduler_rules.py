@@ -113,3 +113,17 @@ def test_generate_keeps_prompt_order_and_per_prompt_params(make_engine):
     )
     assert [o.prompt_token_ids for o in outs] == [[1, 2, 3], [4, 5]]
     assert [len(o.output_token_ids) for o in outs] == [3, 1]
+
+
+def test_the_report_says_why_the_head_of_the_waiting_queue_waits(make_engine):
+    """Issue 48 item 8: a long stall read only "ran 2 requests"; the scheduler now says which rule keeps the head of
+    the waiting queue out, with its numbers (0.33.0: the whole input must fit the free blocks first)."""
+    for profile, rule in (("v0.33", "whole_input"), ("v0.10", "chunk_blocks"), ("v0.6", "whole_prompt")):
+        engine = make_engine(vllm_profile=profile, block_size=4, num_gpu_blocks=7, max_num_seqs=4)
+        engine.add_request(list(range(10, 26)), SamplingParams(max_tokens=8, ignore_eos=True), "long")
+        assert step_checked(engine).head_wait is None  # nobody else waits
+        engine.add_request(list(range(30, 42)), NO_EOS, "next")
+        wait = step_checked(engine).head_wait
+        free = engine.kv.pool.num_free_blocks()
+        assert (wait.request_id, wait.rule, wait.blocks_needed, wait.blocks_free) == ("next", rule, 3, free), wait
+        assert wait.tokens == 12 and free < 3

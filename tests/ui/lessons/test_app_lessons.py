@@ -300,7 +300,7 @@ def test_a_step_that_names_a_detail_tab_opens_on_it_and_draws_only_it(app, cours
     assert details_key(app, "lesson_") == "lesson_details_costs"
     assert app.session_state["lesson_details_costs"] == "Preemption costs"
     assert any("Look at Preemption costs" in m.value for m in app.markdown)
-    costs = [df.value for df in app.dataframe if "recompute_s" in df.value.columns]
+    costs = [df.value for df in app.dataframe if "recompute time" in df.value.columns]
     assert costs or any(c.value == "No preemption yet." for c in app.caption)
     assert not [df for df in app.dataframe if "TTFT ms (engine time)" in df.value.columns]  # Requests: not drawn
 

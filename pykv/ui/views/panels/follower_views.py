@@ -64,7 +64,9 @@ def render(
         queues = queues_figure(
             snap, changed=diff.requests if diff else None, height=235, dark=dark, width=widths[1], floor_px=floor
         )
-        return grid, queues, metrics_strip(snap), narrate(snap)
+        # the projector's step log is as tall as its lines and must fit one screen: why the waiting queue waits is
+        # told on the learners' screens and in the Playground
+        return grid, queues, metrics_strip(snap), narrate(snap, waits=not projector)
 
     memo = (id(lab), snap.step, dark, grid_height, projector, "follower")
     grid, queues, strip, lines = shared.derived(memo, figures) if shared is not None else figures()

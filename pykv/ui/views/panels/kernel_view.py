@@ -109,7 +109,8 @@ def render(lab: Lab, key: str = "playground") -> None:
         return
     ids = list(snap.report.scheduled)
     st.caption(_which_layer(lab))
-    st.dataframe(launches_frame(launches), hide_index=True, key=f"{key}_kernel_launches")
+    # a table, not a data grid: its cells wrap, so the last column is never cut at 1440 px (a grid scrolled it away)
+    st.table(launches_frame(launches), hide_index=True)
     choices = program_choices(launches, ids)
     labels = list(choices)
     wanted: str | None = st.session_state.get(choice_key(key))

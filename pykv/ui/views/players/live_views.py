@@ -29,7 +29,7 @@ from pykv.viz import (
     engine_times,
     metrics_strip,
     narrate,
-    preemptions_frame,
+    preemption_costs_frame,
     queues_figure,
     requests_frame,
     selected_step,
@@ -71,7 +71,7 @@ def render(
         st.caption(modelled_views.real_gpu_note(real_gpu))
     left, right = st.columns(list(split), gap="medium")
     with left:
-        _grids(snap, diff, dark, k, grid_height, export)
+        _grids(snap, diff, dark, k, grid_height, export, split)
     with right:
         _queues(snap, diff, dark, k, export, queue_width)
         _this_step(snap, modelled, k)
@@ -87,13 +87,35 @@ def render(
     target.formulas_expander(modelled.est)
 
 
-def _grids(snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, height: int, export) -> None:
+# The main column's width at the narrowest screen the Playground is laid out for (1280 px, sidebar open): the grids'
+# legends wrap to their share of it (six entries a line ran past a device grid beside a CPU pool: "changed this step"
+# cut at 1440 px).
+NARROWEST_MAIN_PX = 820
+CPU_GRID_SHARE = (
+    3,
+    2,
+)  # device grid : CPU grid; at [5, 2] the CPU grid got ~140 px, under its title ("CPU swap · 12/24 used")
+
+
+def grid_widths(split: tuple[int, int], cpu: bool) -> tuple[int, int]:
+    """The px the device grid and the CPU grid get (at least) in the left column of ``split``."""
+    left = NARROWEST_MAIN_PX * split[0] / sum(split) - 32  # the gap between the two columns
+    if not cpu:
+        return int(left), 0
+    device = (left - 16) * CPU_GRID_SHARE[0] / sum(CPU_GRID_SHARE)
+    return int(device), int(left - 16 - device)
+
+
+def _grids(
+    snap: Snapshot, diff: SnapshotDiff | None, dark: bool, k: str, height: int, export, split: tuple[int, int]
+) -> None:
     """The device pool's block grid and, when there is one, the CPU pool's (swap or offloading tier) beside it."""
     cpu_blocks = sum(b.pool == "cpu" for b in snap.blocks)
-    g1, g2 = st.columns([5, 2], gap="small") if cpu_blocks else (st.container(), None)
+    g1, g2 = st.columns(list(CPU_GRID_SHARE), gap="small") if cpu_blocks else (st.container(), None)
     changed = diff.blocks if diff else None
+    device_px, _ = grid_widths(split, bool(cpu_blocks))
     with g1:
-        gpu = partial(block_grid_figure, snap, "gpu", changed, height=height)
+        gpu = partial(block_grid_figure, snap, "gpu", changed, height=height, width=device_px)
         st.plotly_chart(gpu(dark=dark), theme=None, key=f"{k}grid_gpu", config=PLOT_CONFIG)
         export(gpu, "kv_pool", f"{k}grid_gpu", width=800)
     if g2 is None:
@@ -188,13 +210,13 @@ def _requests_tab(tab, lab: Lab, snap, k: str, modelled: ModelledRun | None) -> 
 
 def _costs_tab(tab, snap, k: str, modelled: ModelledRun | None) -> None:
     with tab:
-        frame = preemptions_frame(snap)
+        frame = preemption_costs_frame(snap)
         if frame.empty:
             st.caption("No preemption yet.")
         else:
             caption = (
                 f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
-                "recompute_s is the forward time apportioned to re-prefilled tokens."
+                "Recompute time is the forward time apportioned to re-prefilled tokens."
             )
             if modelled is not None:
                 frame = with_modelled_bills(frame, modelled.bills, modelled.label)

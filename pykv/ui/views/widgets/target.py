@@ -79,35 +79,46 @@ def picker(key_prefix: str = "", horizontal: bool = True) -> Estimate:
     return est
 
 
+@st.fragment
 def pool_in_gib(lab: Lab, apply: Callable[[Lab, dict, str], None], max_blocks: int) -> None:
-    """Size the device pool in GiB of the target model's KV: blocks = GiB / bytes per block of the target."""
+    """Size the device pool in GiB of the target model's KV: blocks = GiB / bytes per block of the target. The box
+    starts from the engine's pool on this target whenever either changes (it kept an old value after Apply, which Set
+    pool then applied unseen), and says what Set pool would do while it differs."""
     est, size = current_estimate(), lab.config.block_size
     low, high = gib_for_blocks(est, 1, size), gib_for_blocks(est, max_blocks, size)
     now = min(high, gib_for_blocks(est, lab.config.num_gpu_blocks, size))
-    with st.form("target_pool", border=False):
-        gib = st.number_input(
-            f"KV pool, GiB of {est.shape.name} KV on {est.gpu.name}",
-            min_value=None,
-            value=now,
-            step=low,
-            format="%.4f",
-            key="target_pool_gib",
-            help=f"One {size}-token block of {est.shape.name} KV is {low * 2**10:g} MiB "
-            f"({est.kv_dtype}, TP{est.tp}); the app takes 1 to {max_blocks} blocks "
-            f"({low:.4g} to {high:.4g} GiB).",
+    if st.session_state.get("target_pool_for") != (lab.config, est.label):
+        st.session_state.target_pool_for = (lab.config, est.label)
+        st.session_state.target_pool_gib = now
+    gib = st.number_input(
+        f"KV pool, GiB of {est.shape.name} KV on {est.gpu.name}",
+        min_value=None,
+        step=low,
+        format="%.4f",
+        key="target_pool_gib",
+        help=f"One {size}-token block of {est.shape.name} KV is {low * 2**10:g} MiB "
+        f"({est.kv_dtype}, TP{est.tp}); the app takes 1 to {max_blocks} blocks "
+        f"({low:.4g} to {high:.4g} GiB).",
+    )
+    try:
+        # the box's own value gives the engine's pool back exactly (GiB -> blocks floors, and 64 blocks' GiB times
+        # 2**30 may land a hair under 64 blocks' bytes)
+        blocks = lab.config.num_gpu_blocks if gib == now else blocks_for_gib(est, gib, size)
+        if blocks > max_blocks:
+            raise ValueError(
+                f"{gib:g} GiB is {blocks} blocks of {est.shape.name} KV; the app takes at most "
+                f"{max_blocks} ({high:.4g} GiB). The CLI and the API take any size."
+            )
+    except ValueError as e:
+        blocks = None
+        st.error(safe_text.plain(e))
+    if blocks is not None and blocks != lab.config.num_gpu_blocks:
+        st.warning(
+            f"**Unapplied**: {gib:.4g} GiB is {blocks} blocks; the engine still has {lab.config.num_gpu_blocks}.",
+            icon=":material/edit_note:",
         )
-        if st.form_submit_button("Set pool (rebuilds the engine)", width="stretch"):
-            try:
-                blocks = blocks_for_gib(est, gib, size)
-                if blocks > max_blocks:
-                    raise ValueError(
-                        f"{gib:g} GiB is {blocks} blocks of {est.shape.name} KV; the app takes at most "
-                        f"{max_blocks} ({high:.4g} GiB). The CLI and the API take any size."
-                    )
-            except ValueError as e:
-                st.error(safe_text.plain(e))
-                return
-            apply(lab, {"num_gpu_blocks": blocks}, lab.preset or "none")
+    if st.button("Set pool (rebuilds the engine)", key="target_pool_set", width="stretch", disabled=blocks is None):
+        apply(lab, {"num_gpu_blocks": blocks}, lab.preset or "none")
     st.caption(
         f"{lab.config.num_gpu_blocks} blocks × {size} tokens = "
         f"{gib_for_blocks(est, lab.config.num_gpu_blocks, size):.4g} GiB of {est.shape.name} KV (modelled)."
