@@ -57,6 +57,12 @@ def _diagnose_json() -> str:
     return f"```json\n{text}\n```\n\n(The first {shown} of its {kept} samples shown.)"
 
 
+def _oracle() -> str:
+    from pykv.border.oracle_coverage import oracle_markdown
+
+    return oracle_markdown()
+
+
 def _tables(name: str) -> Callable[[], str]:
     def make() -> str:
         from docs.hooks import table_pages
@@ -72,6 +78,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "metrics": _tables("metrics"),
     "profiles": _tables("profiles"),
     "course": _tables("course"),
+    "oracle": _oracle,
     "benchmarks": _benchmarks,
     "gpu-model-validation": _gpu_model_validation,
     "diagnose-json": _diagnose_json,
