@@ -1,6 +1,7 @@
 """The manual's MkDocs hook (``hooks:`` in mkdocs.yml): fills each ``<!-- pykv:NAME -->`` marker of a page with text
 generated from the code, and each ``<!-- pykv:include PATH -->`` with a file of the checkout, so the reference
-pages, the course table, the benchmark tables and the guides kept beside their code cannot drift from them.
+pages, the course table, the benchmark tables and the guides kept beside their code cannot drift from them. A
+marker stands on a line of its own:
 
     <!-- pykv:cli -->                       the CLI, from its argparse parsers (docs/hooks/cli_page.py)
     <!-- pykv:knobs -->                     EngineConfig's knob table and each knob's flag per vLLM release
@@ -23,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
-MARKER = re.compile(r"<!-- pykv:([a-z-]+)((?: [^ >]+)*) -->")
+MARKER = re.compile(r"^<!-- pykv:([a-z-]+)((?: [^ >]+)*) -->$", re.M)  # a line of its own (not a mention)
 EXAMPLE_LOG = "pykv/bridge/examples/v1-0.33-preemption-storm.log"
 
 

@@ -56,16 +56,16 @@ def knobs_markdown() -> str:
     rows = [
         [
             code(k.name),
+            cell(k.help),
             _type(k),
             code(k.default),
             _bounds(k),
             ", ".join(WHERE[w] for w in k.expose),
             "all" if k.profiles is None else ", ".join(code(p) for p in k.profiles),
-            cell(k.help),
         ]
         for k in all_knobs
     ]
-    out = [table(["knob", "type", "default", "bounds", "set from", "profiles", "what"], rows), ""]
+    out = [table(["knob", "what", "type", "default", "bounds", "set from", "profiles"], rows), ""]
     out += [
         "## Each knob's flag in each vLLM release",
         "",
@@ -98,6 +98,7 @@ def metrics_markdown() -> str:
 
 
 def course_markdown() -> str:
+    from pykv.border.vllm_profiles import DEFAULT_PROFILE
     from pykv.lessons.course.loader import load_course
     from pykv.lessons.course.workshop import course_minutes
 
@@ -108,7 +109,7 @@ def course_markdown() -> str:
             f"**{cell(lesson.title)}**<br>{code(lesson.id)}",
             cell(lesson.objective),
             f"{lesson.minutes}" + (f" ({lesson.core_minutes} core)" if lesson.core_minutes is not None else ""),
-            code(lesson.config.get("vllm_profile", "v0.33")) if isinstance(lesson.config, dict) else "",
+            code(lesson.config.get("vllm_profile", DEFAULT_PROFILE)),
         ]
         for i, lesson in enumerate(course, 1)
     ]
