@@ -23,6 +23,9 @@ IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = 180_000  # a bound on failure only: a sweep on a busy 2-core machine takes a minute
 MAX_COLOURS = 128
+# Drawn: no placeholder of an element still to come (a fragment or a side run can redraw after the run is over)
+DRAWN_JS = """() => !document.querySelector('[data-testid="stSkeleton"], [data-stale="true"], .stSpinner')
+    && document.getAnimations().every(a => a.playState !== 'running')"""
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,8 @@ LESSON = "recompute-is-a-rollback"
 SHOTS = (
     Shot("playground", "/?preset=storm", r"^Step \d+", _next_preemption),
     Shot("sweep", "/sweep", r"Run sweep", _run_sweep, scroll_to=".st-key-sweep_runs"),
-    Shot("lesson", f"/lessons?lesson={LESSON}&step=3", r"step 3 of \d+$"),
-    Shot("projector", f"/lessons?lesson={LESSON}&step=3&presenter=1", r"step 3 of \d+$"),
+    Shot("lesson", f"/lessons?lesson={LESSON}&step=2", r"step 2 of \d+$"),
+    Shot("projector", f"/lessons?lesson={LESSON}&step=2&presenter=1", r"step 2 of \d+$"),
     Shot("class", f"/lessons?lesson={LESSON}&step=1", r"step 1 of \d+$", _start_class),
     Shot("server", "/server", r"Your server", _example_log, scroll_to="text=/^Release: /"),
 )
@@ -82,8 +85,20 @@ def take(page, base_url: str, shot: Shot, writing: bool) -> None:
     if writing:
         if shot.scroll_to and page.locator(shot.scroll_to).count():
             page.locator(shot.scroll_to).first.evaluate("e => e.scrollIntoView({block: 'start'})")
-            wait_settled(page, timeout_ms=TIMEOUT_MS)
+        page.mouse.move(1, 1)  # no tooltip over the picture
+        drawn(page)
         save_png(page.screenshot(), IMG / f"{shot.name}.png")
+
+
+def drawn(page) -> None:
+    """Until every element is drawn and the layout has held still (settled twice in a row with nothing pending)."""
+    for _ in range(10):
+        wait_settled(page, timeout_ms=TIMEOUT_MS)
+        page.wait_for_function(DRAWN_JS, polling=100, timeout=TIMEOUT_MS)
+        page.wait_for_timeout(500)  # what a person's eye would wait; then it must still be drawn
+        if page.evaluate(DRAWN_JS):
+            wait_settled(page, timeout_ms=TIMEOUT_MS)
+            return
 
 
 def save_png(raw: bytes, path: Path) -> None:
