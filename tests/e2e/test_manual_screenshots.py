@@ -18,14 +18,14 @@ WRITING = os.environ.get("PYKV_WRITE_SCREENSHOTS") == "1"
 
 
 @pytest.mark.slow  # a minute or two: six pages, a class started, an example log read
-def test_every_page_the_manual_shows_can_be_reached(browser, tiny_class_app_url):
-    # A server of its own (tiny_class_app_url): the class started here does not count against another file's.
+def test_every_page_the_manual_shows_can_be_reached(browser, tiny_app_url):
+    # The worker's shared server: no other file starts a class on it, so the one started here crowds out none.
     failed = []
     for shot in SHOTS:
         context = browser.new_context(viewport=VIEWPORT, color_scheme="light", device_scale_factor=1)
         page = context.new_page()
         try:
-            take(page, tiny_class_app_url, shot, writing=WRITING)
+            take(page, tiny_app_url, shot, writing=WRITING)
         except Exception as e:  # every page is tried: the message names each one that failed
             failed.append(f"{shot.name} ({shot.path}): {type(e).__name__}: {str(e).splitlines()[0][:200]}")
         finally:
