@@ -2,7 +2,7 @@
 and the worst absolute error, and the shape of the vLLM paper's Figure 19(a).
 
     python -m bench.gpu_model_validation                # the table, with the shipped calibration
-    python -m bench.gpu_model_validation --markdown     # the same as a Markdown table (the README's)
+    python -m bench.gpu_model_validation --markdown     # the same as a Markdown table (the manual's)
     python -m bench.gpu_model_validation --fit          # refit the "fitted" calibration entries and print them
 
 Goal (issue 18): median absolute error <= 20%, no point off by more than 1.6x. The link figures are the

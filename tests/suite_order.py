@@ -31,6 +31,7 @@ FIRST_FILES = (
     "engine/kv/test_offload_tier.py",
     "e2e/test_projector_browser.py",
     "e2e/test_exercise_link_browser.py",
+    "e2e/test_manual_screenshots.py",
     "e2e/test_review_pack_browser.py",
     "e2e/test_layout_probe.py",
 )

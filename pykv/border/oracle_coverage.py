@@ -1,6 +1,7 @@
 """What is proved against vLLM by running it: the oracle's case set per profile, the last sweep, how to rerun it
-and what lies outside it. The About page and the README say this; ``tests/oracle/test_oracle.py`` checks the case names
-here against the cases the oracle runs (``oracle/cases.py``), so the page cannot drift from CI."""
+and what lies outside it. The About page and the manual (docs/fidelity/oracle.md) say this;
+``tests/oracle/test_oracle.py`` checks the case names here against the cases the oracle runs (``oracle/cases.py``),
+so the page cannot drift from CI."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ VictimPolicyName = Literal["last", "priority", "lcf", "sglang"]
 class VictimPolicy:
     name: str
     label: str  # a few words, for legends and the CLI's help
-    about: str  # two lines for the About page and the README
+    about: str  # two lines for the About page
     vllm_scheduling_policy: str | None  # the --scheduling-policy that picks victims this way; None: no release
     not_vllm: str | None = None  # whose policy it is, when vLLM has none
 

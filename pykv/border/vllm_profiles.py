@@ -3,7 +3,7 @@
 Each profile is named by the release whose code it transcribes, and fixes what differs among them
 when the KV cache runs out: the scheduling order, what an admission reserves, the watermark, which
 preemption modes exist, what happens to a request too long for the cache, the log lines and the
-exported metrics. The README's "How it follows vLLM" table cites the vLLM file and function behind
+exported metrics. The manual's "vLLM releases" table (docs/fidelity/profiles.md) cites the vLLM file and function behind
 each field. Pure data: the scheduler, the observer and the metrics read it.
 
 Every difference is a typed field (an enum, or a bool named after the behaviour), never a comparison of profile

@@ -54,5 +54,5 @@ SOURCES = {
 
 
 def calibration_rows(calibration: Calibration = CALIBRATION) -> list[tuple[str, float, str]]:
-    """(name, value, source) for every entry: the table the UI and the README show."""
+    """(name, value, source) for every entry: the table the UI and the manual show."""
     return [(f.name, getattr(calibration, f.name), SOURCES[f.name]) for f in fields(calibration)]

@@ -65,7 +65,7 @@ def test_triton_imported_too_early_is_a_clear_error():
 
 
 def test_the_documented_triton_engine_runs_from_a_plain_script():
-    """README: ``LLMEngine(EngineConfig(attention_backend="triton"))`` on a CPU, as a user's script runs it: the
+    """The manual: ``LLMEngine(EngineConfig(attention_backend="triton"))`` on a CPU, as a user's script runs it: the
     engine switches the interpreter on before its model load imports triton (through torch._dynamo)."""
     if importlib.util.find_spec("triton") is None:
         pytest.skip("triton is not installed here")
