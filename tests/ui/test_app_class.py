@@ -13,6 +13,7 @@ from app_helpers import lessons_page, ok
 from app_helpers import step_line as shown
 from streamlit.testing.v1 import AppTest
 
+from pykv.review_pack.deep_link import PUBLIC_URL_ENV
 from pykv.ui.session import classroom, routes
 
 LESSON = """---
@@ -316,11 +317,11 @@ def test_the_projector_shows_the_class_code_and_link(course):
 def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monkeypatch):
     assert classroom.loopback("http://localhost:8501/lessons?class=K7QM2X")
     assert classroom.loopback("http://127.0.0.1:8501/x") and not classroom.loopback("https://lab.example.org/x")
-    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "https://lab.example.org/")
+    monkeypatch.setenv(PUBLIC_URL_ENV, "https://lab.example.org/")
     teacher = session()
     code, _ = start_class(teacher)
     assert any(f"https://lab.example.org/lessons?class={code}" in m.value for m in teacher.markdown)
     assert not any("loopback" in w.value for w in teacher.warning)
-    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "http://localhost:8501")
+    monkeypatch.setenv(PUBLIC_URL_ENV, "http://localhost:8501")
     ok(teacher.run())
-    assert any("loopback" in w.value and classroom.PUBLIC_URL_ENV in w.value for w in teacher.warning)
+    assert any("loopback" in w.value and PUBLIC_URL_ENV in w.value for w in teacher.warning)

@@ -26,6 +26,7 @@ import streamlit as st
 from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
 from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.shared import SharedLesson
+from pykv.review_pack.deep_link import public_root
 from pykv.ui.session import state
 
 CLASS_PARAM, KEY_PARAM = "class", "key"
@@ -147,14 +148,7 @@ def leave_class_params() -> None:
             del st.query_params[name]
 
 
-PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the address the room opens (https://lab.example.org), set once by the host
 _LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
-
-
-def public_root() -> str | None:
-    """PYKV_PUBLIC_URL without its trailing slash, when the host set it to an http(s) address."""
-    public = os.environ.get(PUBLIC_URL_ENV, "").strip().rstrip("/")
-    return public if public.startswith(("http://", "https://")) else None
 
 
 def learner_link(code: str) -> str:

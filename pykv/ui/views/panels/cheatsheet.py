@@ -8,7 +8,8 @@ import streamlit as st
 
 from pykv.cheatsheet import cheatsheet_html
 from pykv.lessons.format.schema import Lesson
-from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, public_root
+from pykv.review_pack.deep_link import public_root
+from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM
 from pykv.ui.views.panels.lesson_guide import PATH_PARAM
 
 PARAM = "cheatsheet"

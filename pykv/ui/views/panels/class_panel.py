@@ -14,6 +14,7 @@ import segno
 import streamlit as st
 
 from pykv.classroom import CLASS_IDLE_S
+from pykv.review_pack.deep_link import PUBLIC_URL_ENV
 from pykv.ui.session import classroom
 from pykv.ui.session.classroom import CLASS_PARAM, KEY_PARAM, Membership
 from pykv.ui.session.flash import flash
@@ -64,7 +65,7 @@ def panel(member: Membership) -> None:
             if classroom.loopback(link):
                 st.warning(
                     "This link points at this computer only (a loopback address): the room cannot open "
-                    f"it. Start the app with {classroom.PUBLIC_URL_ENV}=https://your-host (the address "
+                    f"it. Start the app with {PUBLIC_URL_ENV}=https://your-host (the address "
                     "learners reach), or open this page through that address.",
                     icon=":material/wifi_off:",
                 )
