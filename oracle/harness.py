@@ -64,3 +64,26 @@ def run_both(cases: list[Case]) -> dict[str, Comparison]:
     filled, ours = run_pykv(cases)
     theirs = run_vllm(filled)
     return {c.name: compare(ours[c.name], theirs[c.name], c.normalise) for c in filled}
+
+
+REAL_EXTRAS = ("outputs", "stats_lines", "metrics", "build_s", "step_ms")
+
+
+def run_real_engine(cases: list[Case], fresh: bool = True) -> dict[str, tuple[Trace, dict]]:
+    """Every case through vLLM's real CPU engine (one worker for the batch; ``fresh``: even if its traces are
+    cached); case name -> (its trace, the run's extras: each request's tokens, the stats lines, the /metrics
+    body, the engine's build and step times). The real engine makes its own tokens: none are fed."""
+    sent = []
+    for case in cases:
+        raw_case = case.to_dict()
+        for r in raw_case["requests"]:
+            r["output_token_ids"] = []
+        sent.append(raw_case)
+    out = {}
+    for raw in pykv_side.run_real_engine(sent, fresh=fresh):
+        extras = {k: raw.pop(k, None) for k in REAL_EXTRAS}
+        for step in raw["steps"]:
+            step.pop("detail", None)
+        trace = Trace.from_dict(raw)
+        out[trace.case] = (trace, extras)
+    return out

@@ -200,3 +200,18 @@ def preset(name: str, seed: int = 0, **kwargs):
         ids = list(r.prompt_token_ids) if r.prompt_token_ids is not None else prompt_tokens([r.prompt])[0]
         out.append((ids, r.max_tokens, r.arrival_step))
     return out
+
+
+def run_real_engine(cases: list[dict], detail: bool = False, fresh: bool = True) -> list[dict]:
+    """The cases (as JSON dicts) through vLLM's real CPU engine, in its own venv and process
+    (pykv.real_vllm.runner; ``fresh``: run it even if the traces are cached); raises ``RealEngineUnavailable``
+    with the reason where it cannot run."""
+    from pykv.real_vllm import runner
+
+    return runner.run_cases(cases, model_folder(), detail=detail, fresh=fresh)
+
+
+def real_engine_installed() -> bool:
+    from pykv.real_vllm import install
+
+    return install.is_installed()

@@ -18,6 +18,7 @@ from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_work
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
 from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
+from pykv.cli.vllm import add_parser as add_vllm_parser
 from pykv.cli.metrics_server import serving_metrics
 from pykv.cli.output import write_atomic
 from pykv.cli.summary import engine_header, summary
@@ -407,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
     add_estimate_parser(sub)
     add_diagnose_parser(sub)
+    add_vllm_parser(sub)
     gen = _command(sub, "generate", "complete one prompt")
     add_engine_flags(gen)
     gen.add_argument("prompt")
