@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pykv.real_vllm import install
 
@@ -94,16 +94,16 @@ def run_cases(
 class _one_at_a_time:
     def __init__(self, progress: Callable[[str], None] | None) -> None:
         self._progress = progress
-        self._file = None
+        self._file: TextIO | None = None
 
     def __enter__(self) -> None:
-        self._file = open(install.cache_root() / "run.lock", "w")
+        self._file = lock = open(install.cache_root() / "run.lock", "w")
         try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if self._progress:
                 self._progress("waiting for another run of the real engine on this machine to finish")
-            fcntl.flock(self._file, fcntl.LOCK_EX)
+            fcntl.flock(lock, fcntl.LOCK_EX)
 
     def __exit__(self, *exc: object) -> None:
         if self._file is not None:

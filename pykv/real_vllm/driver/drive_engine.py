@@ -150,7 +150,9 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
 
     scheduler.schedule = schedule
     pending = sorted(case["requests"], key=lambda r: r["arrival_step"])
-    steps, tokens, step_ms = [], {}, []
+    steps: list[dict] = []
+    tokens: dict[str, list[int]] = {}
+    step_ms: list[float] = []
     first_line = len(catcher.lines)
     error = None
     while pending or engine.has_unfinished_requests():
