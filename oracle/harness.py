@@ -72,7 +72,8 @@ REAL_EXTRAS = ("outputs", "stats_lines", "metrics", "build_s", "step_ms")
 def run_real_engine(cases: list[Case], fresh: bool = True) -> dict[str, tuple[Trace, dict]]:
     """Every case through vLLM's real CPU engine (one worker for the batch; ``fresh``: even if its traces are
     cached); case name -> (its trace, the run's extras: each request's tokens, the stats lines, the /metrics
-    body, the engine's build and step times). The real engine makes its own tokens: none are fed."""
+    body, the engine's build and step times, and per step its stats lines and detail). The real engine makes
+    its own tokens: none are fed."""
     sent = []
     for case in cases:
         raw_case = case.to_dict()
@@ -82,8 +83,7 @@ def run_real_engine(cases: list[Case], fresh: bool = True) -> dict[str, tuple[Tr
     out = {}
     for raw in pykv_side.run_real_engine(sent, fresh=fresh):
         extras = {k: raw.pop(k, None) for k in REAL_EXTRAS}
-        for step in raw["steps"]:
-            step.pop("detail", None)
+        extras["steps"] = [{"log": step.pop("log", []), "detail": step.pop("detail", None)} for step in raw["steps"]]
         trace = Trace.from_dict(raw)
         out[trace.case] = (trace, extras)
     return out

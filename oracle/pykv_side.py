@@ -65,7 +65,7 @@ def _scheduled(chunk, v0: bool) -> list:
     return [chunk.request_id, chunk.start - cached, chunk.num_new_tokens + cached]
 
 
-def engine_config(case: Case):
+def engine_config(case: Case, log_every_step: bool = False):
     from pykv import EngineConfig
 
     c = case.config
@@ -82,6 +82,8 @@ def engine_config(case: Case):
         preemption_victim="priority" if c.priority_scheduling else "last",
         attention_backend="torch",
     )
+    if log_every_step:  # a stats line after every step, as the real engine's driver logs one
+        values["log_stats_interval"] = 1
     if vllm_profile(c.profile).swaps:
         values["num_cpu_blocks"] = c.num_cpu_blocks
     if c.watermark is not None:
@@ -91,6 +93,7 @@ def engine_config(case: Case):
     return EngineConfig(**values)
 
 
+STATS_LINE_PREFIXES = ("Engine 000: ", "Avg prompt throughput", "Prefix cache hit rate")  # V1 and V0 stats lines
 VOCAB = 4096  # the stand-in's tokens lie in [0, VOCAB), inside the shipped model's vocabulary
 
 
@@ -130,15 +133,24 @@ class _StandInRunner:
 def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
     """Run ``case`` in pykv (greedy, ignore_eos: every sequence makes exactly max_tokens tokens); return the case
     with ``output_token_ids`` and ``max_model_len`` filled in from the run, and pykv's trace. ``use_model``: run
-    the shipped model's forward passes (about 0.2 s a step on a shared 2-core CPU) instead of the stand-in."""
+    the shipped model's forward passes (a few ms a step for the tiny model) instead of the stand-in."""
+    filled, trace, _ = run_case_observed(case, use_model, log_every_step=False)
+    return filled, trace
+
+
+def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool = True) -> tuple[Case, Trace, dict]:
+    """``run_case``, also returning what an operator would read: ``stats_lines`` (the stats lines logged after
+    each step, one list per step: a line after every step), ``metrics`` (the /metrics body after the run) and
+    ``preemptions_per_request`` (request id -> times preempted)."""
     from pykv import LLMEngine, SamplingParams
 
-    engine = LLMEngine(engine_config(case), loaded=_loaded())
+    engine = LLMEngine(engine_config(case, log_every_step), loaded=_loaded())
     if not use_model:
         from pykv.engine.model_runner import RunResult
 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
+    stats_lines: list[list[str]] = []
     v0 = runs_v0_engine(case.config.profile)
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
     sched, kv = engine.scheduler, engine.kv
@@ -152,6 +164,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
             params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=True, n=r.n, temperature=0.0)
             engine.add_request(list(r.prompt_token_ids), params, r.request_id, priority=r.priority)
         report = engine.step()
+        stats_lines.append([line for line in report.log_lines if line.startswith(STATS_LINE_PREFIXES)])
         trace.steps.append(
             StepTrace(
                 step=report.step,
@@ -181,7 +194,16 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
         outs = [list(engine.outputs[s].output_token_ids) if s in engine.outputs else [] for s in seqs]
         requests.append(dataclasses.replace(r, output_token_ids=outs))
     config = dataclasses.replace(case.config, max_model_len=engine.max_model_len)
-    return dataclasses.replace(case, config=config, requests=requests), trace
+    observed = {
+        "stats_lines": stats_lines,
+        "metrics": engine.metrics.exposition(),
+        "preemptions_per_request": {
+            r.request_id: engine.outputs[r.request_id].num_preemptions
+            for r in case.requests
+            if r.request_id in engine.outputs
+        },
+    }
+    return dataclasses.replace(case, config=config, requests=requests), trace, observed
 
 
 def prompt_tokens(texts: list[str]) -> list[list[int]]:

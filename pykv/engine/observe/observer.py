@@ -76,6 +76,7 @@ class StepObserver:
         self.sglang_victims = config.preemption_victim == "sglang"
         self.block_size = config.block_size
         self.totals = EngineTotals()  # since the engine started; changed by after_step only
+        self._last_window_active = False  # the last stats window had throughput (V1's idle rule)
         self._new_window()
 
     def _new_window(self) -> None:
@@ -250,8 +251,12 @@ class StepObserver:
             external_hit_rate=self._external_hit_rate(),
             transfers=dict(self._window_transfers),
         )
-        lines = stats_log_lines(self.profile.stats_line, window)
-        for line in lines:
+        active = bool(self._window_prompt or self._window_generation)
+        idle, self._last_window_active = not active and not self._last_window_active, active
+        lines = (
+            [] if idle and self.profile.stats_line.quiet_when_idle else stats_log_lines(self.profile.stats_line, window)
+        )
+        for line in lines:  # none when V1 logs it at DEBUG: not in a server's log
             logger.info(line)
         self._new_window()
         return lines

@@ -125,6 +125,10 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
     t_build = time.perf_counter()
     engine = LLMEngine.from_engine_args(_engine_args(config, model_dir))
     build_s = time.perf_counter() - t_build
+    # vLLM applies its logging config while it builds the engine (dictConfig), which drops a handler added before.
+    stats_logger = logging.getLogger(STATS_LOGGER)
+    if catcher not in stats_logger.handlers:
+        stats_logger.addHandler(catcher)
     scheduler = engine.engine_core.engine_core.scheduler
     external: dict[str, str] = {}  # vLLM's internal request id (a random suffix added) -> the case's id
     preempted: list[str] = []
@@ -247,7 +251,6 @@ def main() -> None:
     import vllm  # noqa: F401
 
     catcher = _LineCatcher()
-    logging.getLogger(STATS_LOGGER).addHandler(catcher)
     import_s = time.perf_counter() - t0
     traces = []
     for case in cases:
