@@ -30,6 +30,7 @@ from docs.hooks import cli_page, results_page, table_pages  # noqa: E402
 
 MARKER = re.compile(r"^<!-- pykv:([a-z-]+)((?: [^ >]+)*) -->$", re.M)  # a line of its own (not a mention)
 EXAMPLE_LOG = "pykv/bridge/examples/v1-0.33-preemption-storm.log"
+EXAMPLE_METRICS = "pykv/bridge/examples/v1-0.33-preemption-storm.metrics"  # what counts its preemptions
 
 
 def _cli() -> str:
@@ -48,7 +49,7 @@ def _gpu_model_validation() -> str:
 def _diagnose_json() -> str:
     from pykv.bridge import diagnose
 
-    body = diagnose([str(ROOT / EXAMPLE_LOG)]).to_json_dict()
+    body = diagnose([str(ROOT / EXAMPLE_LOG), str(ROOT / EXAMPLE_METRICS)]).to_json_dict()
     shown = 2
     kept = len(body["samples"])
     body["samples"] = body["samples"][:shown]

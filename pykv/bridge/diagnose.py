@@ -11,7 +11,7 @@ from pykv.bridge.base.release_guess import guess_release
 from pykv.bridge.diagnosis import Diagnosis, visibility_notes
 from pykv.bridge.findings.evidence import Evidence
 from pykv.bridge.findings.rules import find_all
-from pykv.bridge.logs.parser import LogParse, parse_log
+from pykv.bridge.logs.parser import PREEMPTIONS_FIELD, LogParse, parse_log
 from pykv.bridge.metrics.parser import MetricsParse, parse_metrics
 from pykv.bridge.traces.reader import TraceParse, read_trace, sniff_trace_format
 
@@ -100,6 +100,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
         counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
     evidence = Evidence(release, samples, startup, config, warnings, counted, histogram, sample_unit=unit)
+    evidence.preemptions_counted = preemptions_countable(release.engine, features, metrics)
     for trace in traces:
         notes += trace.notes + [f"trace {trace.format}: {trace.bad_row_count} bad row(s)"] * bool(trace.bad_row_count)
         shared = shared_prefix_count(trace)
@@ -119,4 +120,13 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         visibility_notes(release),
         notes,
         traces,
+        evidence.preemptions_counted,
     )
+
+
+def preemptions_countable(engine: str | None, features: set[str], metrics: MetricsParse | None) -> bool:
+    """Whether what was read can count preemptions: V0's log can (its warning comes with the 1st), a V1 log cannot
+    (no per-preemption line, and its stats line's count is never printed), vLLM's counter can."""
+    if metrics is not None and "vllm:num_preemptions_total" in metrics.names:
+        return True
+    return engine == "v0" or PREEMPTIONS_FIELD in features

@@ -23,6 +23,7 @@ class Diagnosis:
     visibility: list[str] = field(default_factory=list)  # what this release can and cannot show
     notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
+    preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
 
     @property
     def engine(self) -> str | None:
@@ -49,11 +50,9 @@ def visibility_notes(release: ReleaseGuess) -> list[str]:
             "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
         ]
     if release.engine == "v1":
-        notes = [
-            "V1 logs no per-preemption line; counts come from 'Preemptions: N' (0.11.1+) or vllm:num_preemptions_total",
+        return [
+            "V1 logs no per-preemption line, and its stats line no count (0.11.1 to 0.34.0 have a 'Preemptions: N' "
+            "field that is never printed): counts come from vllm:num_preemptions_total on /metrics",
             "V1 never swaps to CPU: a preempted request is recomputed",
         ]
-        if release.at_least("0.11.1") is not True:
-            notes.append("before 0.11.1 the stats line has no preemption count: use the metrics endpoint")
-        return notes
     return ["engine not recognised: V0/V1-specific findings are not drawn"]

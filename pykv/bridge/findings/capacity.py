@@ -6,37 +6,78 @@ from pykv.bridge.findings.evidence import KV_FAR_FROM_FULL, KV_FULL, Evidence, F
 from pykv.bridge.findings.fixes import fix_text
 
 MAX_EVIDENCE = 5
+STORM_FIXES = ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefill")
 
 
 def preemption_storm(ev: Evidence) -> Finding | None:
     full = [s for s in ev.samples if s.gpu_kv_usage is not None and s.gpu_kv_usage >= KV_FULL]
     preempting = [s for s in full if s.preemptions]
     total = ev.preemptions_at_least()
+    if total == 0 and not ev.preemptions_counted:
+        return uncounted_storm(ev, full)
     if not full or total == 0 or (len(preempting) < 2 and ev.cumulative_preemptions < 50):
         return None
-    rates = [s.gen_tps for s in ev.samples if s.gen_tps is not None]
-    peak = max(rates) if rates else None
-    storm_rates = [s.gen_tps for s in (preempting or full) if s.gen_tps is not None]
-    fell = peak is not None and storm_rates and min(storm_rates) < 0.8 * peak
-    counted = bool(preempting)
+    fell = throughput_fall(ev, preempting or full)
+    # counted per interval (samples that carry counts), else by vllm:num_preemptions_total beside a log, else V0's
+    # warnings, which come once per 50
+    by_counter = not preempting and not ev.warnings
+    counted = bool(preempting) or by_counter
     confidence = "high" if counted and fell else "medium" if counted or fell else "low"
-    why = ("preemptions counted per interval" if counted else "V0 prints every 50th preemption only") + (
-        ", and generation throughput fell" if fell else ", but throughput did not visibly fall"
+    how = (
+        "preemptions counted per interval"
+        if preempting
+        else "preemptions counted by vllm:num_preemptions_total"
+        if by_counter
+        else "V0 prints every 50th preemption only"
     )
-    evidence = [ev.show(s) for s in (preempting or full)[:MAX_EVIDENCE]]
+    why = how + (", and generation throughput fell" if fell else ", but throughput did not visibly fall")
+    evidence = [f"vllm:num_preemptions_total rose by {total} over the metrics read"] if by_counter else []
+    evidence += [ev.show(s) for s in (preempting or full)[:MAX_EVIDENCE]]
     evidence += [
         f"line {w.line}: preempted by {w.mode}, total_num_cumulative_preemption={w.cumulative}" for w in ev.warnings[:2]
     ]
-    if fell:
-        evidence.append(f"generation throughput fell from {peak:.1f} to {min(storm_rates):.1f} tok/s")
+    evidence += [fell] if fell else []
     return Finding(
         "preemption_storm",
         f"Preemption storm: at least {total} preemptions with the KV cache full",
         confidence,
         why,
         evidence,
-        fix_text(ev.release, ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefill")),
+        fix_text(ev.release, STORM_FIXES),
     )
+
+
+def uncounted_storm(ev: Evidence, full: list) -> Finding | None:
+    """A V1 log alone cannot count preemptions: no line per preemption, and the stats line's "Preemptions: N" is
+    never printed (0.11.1 to 0.34.0 v1/metrics/loggers.py LoggingStatLogger.log: _update_stats resets the count
+    before the check). Its pattern still shows: the KV cache full while requests wait, line after line."""
+    if ev.release.engine != "v1":
+        return None
+    crowded = [s for s in full if (s.waiting or 0) > 0 and (s.running or 0) > 0]
+    if len(crowded) < 2:
+        return None
+    fell = throughput_fall(ev, crowded)
+    return Finding(
+        "preemption_storm",
+        "Likely preemption storm: the KV cache full while requests wait",
+        "medium" if fell else "low",
+        "V1's stats line prints no preemption count; the KV cache stayed full with requests waiting"
+        + (", and generation throughput fell" if fell else ""),
+        [ev.show(s) for s in crowded[: MAX_EVIDENCE - 2]]
+        + ([fell] if fell else [])
+        + ["to count them, give the server's /metrics twice, before and after (vllm:num_preemptions_total)"],
+        fix_text(ev.release, STORM_FIXES),
+    )
+
+
+def throughput_fall(ev: Evidence, during: list) -> str | None:
+    """Evidence that generation throughput fell below 80% of its peak in the samples ``during`` the trouble (None:
+    it did not, or nothing says)."""
+    peak = max((s.gen_tps for s in ev.samples if s.gen_tps is not None), default=None)
+    low = min((s.gen_tps for s in during if s.gen_tps is not None), default=None)
+    if peak is None or low is None or low >= 0.8 * peak:
+        return None
+    return f"generation throughput fell from {peak:.1f} to {low:.1f} tok/s"
 
 
 def swap_space_exhausted(ev: Evidence) -> Finding | None:

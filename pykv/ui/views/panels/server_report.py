@@ -21,9 +21,10 @@ def release(d: Diagnosis) -> None:
     cols = st.columns(4)
     cols[0].metric(
         "Preemptions (at least)",
-        f"{d.preemptions_at_least:,}",
+        f"{d.preemptions_at_least:,}" if d.preemptions_counted else "not counted",
         help="V0 prints its warning once per 50 preemptions: the count is read from "
-        "total_num_cumulative_preemption, never from the number of warning lines.",
+        "total_num_cumulative_preemption, never from the number of warning lines. V1 logs none, and its stats "
+        "line's count is never printed: give the server's /metrics (vllm:num_preemptions_total) to count them.",
     )
     cols[1].metric("Samples", f"{len(d.samples):,}")
     cols[2].metric("Lines read", f"{d.lines_read:,}")
