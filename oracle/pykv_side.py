@@ -7,6 +7,7 @@ public names and reads the engine's queues and pool through ``engine.scheduler``
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from oracle.trace import Case, StepTrace, Trace
 
@@ -141,7 +142,7 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
 def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool = True) -> tuple[Case, Trace, dict]:
     """``run_case``, also returning what an operator would read: ``stats_lines`` (the stats lines logged after
     each step, one list per step: a line after every step), ``metrics`` (the /metrics body after the run) and
-    ``preemptions_per_request`` (request id -> times preempted)."""
+    ``preemptions_per_request`` (request id -> times preempted) and ``step_ms`` (each step's wall time)."""
     from pykv import LLMEngine, SamplingParams
 
     engine = LLMEngine(engine_config(case, log_every_step), loaded=_loaded())
@@ -151,6 +152,7 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
     stats_lines: list[list[str]] = []
+    step_ms: list[float] = []  # each engine.step(), wall clock, as the real engine's driver times LLMEngine.step()
     v0 = runs_v0_engine(case.config.profile)
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
     sched, kv = engine.scheduler, engine.kv
@@ -163,7 +165,9 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
             r = pending.pop(0)
             params = SamplingParams(max_tokens=r.max_tokens, ignore_eos=True, n=r.n, temperature=0.0)
             engine.add_request(list(r.prompt_token_ids), params, r.request_id, priority=r.priority)
+        t0 = time.perf_counter()
         report = engine.step()
+        step_ms.append((time.perf_counter() - t0) * 1000)
         stats_lines.append([line for line in report.log_lines if line.startswith(STATS_LINE_PREFIXES)])
         trace.steps.append(
             StepTrace(
@@ -197,6 +201,7 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
     observed = {
         "stats_lines": stats_lines,
         "metrics": engine.metrics.exposition(),
+        "step_ms": step_ms,
         "preemptions_per_request": {
             r.request_id: engine.outputs[r.request_id].num_preemptions
             for r in case.requests

@@ -37,6 +37,7 @@ class RealResult:
     pykv_metrics: str = ""  # each side's /metrics body after the run
     real_metrics: str = ""
     real_stats_lines: list[list[str]] = field(default_factory=list)  # the real engine's, per step
+    pykv_step_ms: list[float] = field(default_factory=list)  # each side's steps, wall clock, same machine
     vllm_step_ms: list[float] = field(default_factory=list)
 
     def real_hits(self) -> float:
@@ -126,6 +127,7 @@ def run_both_real(cases: list[Case], fresh: bool = True) -> list[RealResult]:
             stats_lines=first_stats_difference(observed["stats_lines"], real_lines),
             metrics=metrics_differences(observed["metrics"], extras.get("metrics") or ""),
             pykv_metrics=observed["metrics"],
+            pykv_step_ms=observed["step_ms"],
             real_metrics=extras.get("metrics") or "",
             real_stats_lines=real_lines,
             vllm_step_ms=list(extras.get("step_ms") or []),

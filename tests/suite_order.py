@@ -10,6 +10,7 @@ from pathlib import Path
 # collection order. A file missing from the list only runs later: the order is for speed, never for correctness.
 FIRST_FILES = (
     "lessons/test_course_replay.py",
+    "oracle/test_real_engine.py",  # one worker runs vLLM's real engine for about a minute
     "engine/test_preemption_property.py",
     # Then a browser file and a headless one in turn: a browser walk waits on its page about half the time, so the
     # other worker, pulling the next file, gets CPU-bound work to fill those waits.
