@@ -59,7 +59,14 @@ def cache_key(cases: list[dict[str, Any]], detail: bool) -> str:
 
 def cached(cases: list[dict[str, Any]], detail: bool) -> list[dict[str, Any]] | None:
     """The traces of these cases if a run of them is on disk, else None."""
-    path = traces_dir() / f"{cache_key(cases, detail)}.json"
+    return cached_by_key(cache_key(cases, detail))
+
+
+def cached_by_key(key: str) -> list[dict[str, Any]] | None:
+    """``cached`` by the key (``cache_key``), for a caller that looks again and again: a page on every rerun."""
+    path = traces_dir() / f"{key}.json"
+    if not path.is_file():
+        return None
     try:
         return json.loads(path.read_text())["data"]
     except (OSError, ValueError, KeyError):

@@ -9,7 +9,7 @@ from pykv.border.config import EngineConfig
 from pykv.border.limits import MAX_STEPS
 from pykv.border.workload import WorkloadRequest
 from pykv.real_vllm import install
-from pykv.real_vllm.case import caveat, case_for, runnable_config, shipped_model_dir, why_not
+from pykv.real_vllm.case import case_for, caveat, runnable_config, shipped_model_dir, why_not
 
 
 def config(**changes) -> EngineConfig:

@@ -30,7 +30,8 @@ if mode == "fail":
     print("Traceback (most recent call last):\\nValueError: no such knob", flush=True)
     sys.exit(3)
 cases = json.load(open(src))["data"]
-json.dump({{"format": 1, "data": [{{"side": "stand-in", "case": c["name"], "steps": [], "argv": sys.argv[3:]}} for c in cases]}}, open(dst, "w"))
+traces = [{{"side": "stand-in", "case": c["name"], "steps": [], "argv": sys.argv[3:]}} for c in cases]
+json.dump({{"format": 1, "data": traces}}, open(dst, "w"))
 """
 
 

@@ -141,8 +141,24 @@ def test_the_cached_trace_is_read_once_per_case(recorded, monkeypatch):
     cache_trace(recorded)
     at = app(**BURST_QUERY, step="2")
     reads: list[int] = []
-    real_cached = runner.cached
-    monkeypatch.setattr(runner, "cached", lambda *a, **k: reads.append(1) or real_cached(*a, **k))
+    real_cached = runner.cached_by_key
+    monkeypatch.setattr(runner, "cached_by_key", lambda *a, **k: reads.append(1) or real_cached(*a, **k))
     for _ in range(3):
         ok(at.button(key="step").click().run())
     assert shown_step(at) == 5 and reads == []  # kept in the session with its case
+
+
+def test_a_run_cached_by_another_session_shows_on_the_next_rerun(recorded):
+    at = app(**BURST_QUERY, step="2")
+    assert [b for b in at.button if b.key == RUN] and not at.success
+    cache_trace(recorded)  # another session ran the same case meanwhile
+    ok(at.button(key="step").click().run())
+    assert "(steps 1–3" in success(at) and not [b for b in at.button if b.key == RUN]
+
+
+def test_another_model_is_one_line_why(random_llama_path, monkeypatch):
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    at = app(**BURST_QUERY)
+    reason = next(i.value for i in at.info if "shipped model only" in i.value)
+    assert str(random_llama_path) in reason and "without PYKV_MODEL" in reason
+    assert not [b for b in at.button if b.key in (RUN, "playground_real_vllm_runnable")]

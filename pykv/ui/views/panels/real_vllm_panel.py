@@ -45,6 +45,7 @@ class _Memo:
 
     signature: tuple
     case: dict | None = None
+    key: str | None = None  # the case's key in the runner's cache
     reason: str | None = None  # why the real engine cannot run it
     caveat: str | None = None
     runnable: EngineConfig | None = None  # the nearest config it runs, where knobs stand in the way
@@ -74,11 +75,12 @@ def _memo(lab: Lab) -> _Memo:
     if memo.reason is None:
         memo.caveat = real_case.caveat(run.config)
         memo.case = real_case.case_for(run.config, run.requests, run.max_model_len)
+        memo.key = runner.cache_key([memo.case], detail=True)
     return memo
 
 
-def _cached_trace(case: dict) -> RealTrace | None:
-    raw = runner.cached([case], detail=True)
+def _cached_trace(key: str) -> RealTrace | None:
+    raw = runner.cached_by_key(key)
     return read_trace(raw[0]) if raw else None
 
 
@@ -97,12 +99,12 @@ def render(lab: Lab, key: str = "playground") -> None:
         if not install.is_installed():
             st.info(install.missing_line(), icon=":material/download:")
             return
-        assert memo.case is not None  # set with no reason
+        assert memo.case is not None and memo.key is not None  # set with no reason
         if memo.caveat:
             st.warning(memo.caveat, icon=":material/info:")
             _runnable_button(lab, memo, key)
         if memo.trace is None:
-            memo.trace = _cached_trace(memo.case)
+            memo.trace = _cached_trace(memo.key)  # another session's run, or this one's before a reload
         if memo.trace is None and not _run_button(lab, memo, key):
             return
         assert memo.trace is not None
@@ -198,6 +200,10 @@ def _at_step(lab: Lab, trace: RealTrace, key: str) -> None:
         st.markdown("\n".join(f"- {line}" for line in _step_lines(step)))
         if step.log:
             st.code("\n".join(step.log), language=None, wrap_lines=True)
+            st.caption(
+                "vLLM's own stats line, asked for after every step (a server writes one every 10 s; pykv's lab every "
+                "10 steps). Its throughputs are per wall-clock second of the worker."
+            )
     if step.pool is not None:
         metric_row(real_metrics(step.pool), f"{key}_real_metrics")
         st.dataframe(real_tables_frame(step.pool, lab.view), hide_index=True, key=f"{key}_real_tables", width="stretch")
@@ -240,7 +246,7 @@ def _ids(ids: tuple[str, ...]) -> str:
 
 
 def _step_lines(step: RealStep) -> list[str]:
-    batch = ", ".join(f"{rid} ({n} from {start})" for rid, start, n in step.scheduled)
+    batch = ", ".join(f"{rid} ({n} token{'' if n == 1 else 's'} from {start})" for rid, start, n in step.scheduled)
     lines = [
         f"scheduled: {plain(batch) if batch else 'nothing'}",
         f"preempted: {_ids(step.preempted)}",
