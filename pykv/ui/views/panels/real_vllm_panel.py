@@ -71,7 +71,9 @@ def _memo(lab: Lab) -> _Memo:
         memo.reason = f"This run cannot be handed to the real engine: {plain(e)}"
         return memo
     memo.reason = real_case.why_not(run.config, run.requests)
-    memo.runnable = real_case.runnable_config(lab.config)
+    runnable = real_case.runnable_config(lab.config)
+    if runnable is not None and real_case.why_not(runnable, run.requests) is None:  # knobs alone stood in the way
+        memo.runnable = runnable
     if memo.reason is None:
         memo.caveat = real_case.caveat(run.config)
         memo.case = real_case.case_for(run.config, run.requests, run.max_model_len)
