@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
 import subprocess
 import tempfile
 import threading
@@ -58,7 +59,14 @@ def cache_key(cases: list[dict[str, Any]], detail: bool) -> str:
 
 def cached(cases: list[dict[str, Any]], detail: bool) -> list[dict[str, Any]] | None:
     """The traces of these cases if a run of them is on disk, else None."""
-    path = traces_dir() / f"{cache_key(cases, detail)}.json"
+    return cached_by_key(cache_key(cases, detail))
+
+
+def cached_by_key(key: str) -> list[dict[str, Any]] | None:
+    """``cached`` by the key (``cache_key``), for a caller that looks again and again: a page on every rerun."""
+    path = traces_dir() / f"{key}.json"
+    if not path.is_file():
+        return None
     try:
         return json.loads(path.read_text())["data"]
     except (OSError, ValueError, KeyError):
@@ -75,7 +83,9 @@ def run_cases(
 ) -> list[dict[str, Any]]:
     """One trace per case (the oracle's trace format plus ``outputs``, ``stats_lines``, ``metrics``,
     ``build_s``, ``step_ms`` and, with ``detail``, each step's block pool and block tables). ``fresh``: run
-    the engine even when the traces are cached (the proof in CI), and cache the new ones."""
+    the engine even when the traces are cached (the proof in CI), and cache the new ones. ``progress`` gets the
+    driver's messages ("importing vLLM", "<case>: building the engine", "<case>: step 25", ...) in the caller's
+    thread."""
     if not install.is_installed():
         raise RealEngineUnavailable(install.missing_line())
     hit = None if fresh else cached(cases, detail)
@@ -89,6 +99,19 @@ def run_cases(
         traces = _run_worker(cases, model_dir, detail, progress, limits)
         _store(cache_key(cases, detail), traces)
     return traces
+
+
+def progress_share(message: str, expected_steps: int | None = None) -> float:
+    """How far a run has got (0..1) from the driver's last message: importing vLLM takes about half of a
+    playground-sized run (~10 s), building the engine ~2 s, then ~4 ms a step (``expected_steps``, where known)."""
+    if message.startswith("importing"):
+        return 0.05
+    if message.endswith("building the engine"):
+        return 0.55
+    step = message.rsplit("step ", 1)[-1]
+    if step.isdigit():
+        return min(0.98, 0.6 + 0.38 * int(step) / max(expected_steps or 0, int(step) + 25))
+    return 0.0
 
 
 class _one_at_a_time:
@@ -138,10 +161,12 @@ def _run_worker(
         env.setdefault("OMP_NUM_THREADS", "1")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         tail: list[str] = []
-        reader = threading.Thread(target=_read_output, args=(proc, tail, progress), daemon=True)
+        said: queue.SimpleQueue[str] = queue.SimpleQueue()
+        reader = threading.Thread(target=_read_output, args=(proc, tail, said), daemon=True)
         reader.start()
         started, stopped = time.monotonic(), None
         while proc.poll() is None:
+            _pass_on(said, progress)
             if time.monotonic() - started > limits.timeout_s:
                 stopped = f"it ran past its time budget ({limits.timeout_s:.0f} s)"
             elif _rss_gib(proc.pid) > limits.memory_gib:
@@ -152,6 +177,7 @@ def _run_worker(
                 raise RealEngineUnavailable(f"The real engine was stopped: {stopped}. Try a smaller workload.")
             time.sleep(0.25)
         reader.join(timeout=5)
+        _pass_on(said, progress)
         if proc.returncode != 0 or not dst.exists():
             raise RealEngineUnavailable(
                 f"The real engine's driver failed (exit {proc.returncode}):\n" + "\n".join(tail[-15:])
@@ -159,13 +185,21 @@ def _run_worker(
         return json.loads(dst.read_text())["data"]
 
 
-def _read_output(proc: subprocess.Popen, tail: list[str], progress: Callable[[str], None] | None) -> None:
+def _pass_on(said: queue.SimpleQueue[str], progress: Callable[[str], None] | None) -> None:
+    """Hand the driver's progress messages to ``progress`` in the caller's thread (a Streamlit page updates its
+    progress bar from its own thread only)."""
+    while not said.empty():
+        message = said.get()
+        if progress:
+            progress(message)
+
+
+def _read_output(proc: subprocess.Popen, tail: list[str], said: queue.SimpleQueue[str]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
         if line.startswith('{"progress"'):
-            if progress:
-                progress(json.loads(line)["progress"])
+            said.put(json.loads(line)["progress"])
             continue
         tail.append(line)
         del tail[:-40]

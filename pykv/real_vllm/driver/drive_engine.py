@@ -11,8 +11,10 @@ the block pool and block tables after every step).
 How: ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` keeps the engine core in this process, so after each
 ``LLMEngine.step()`` the real ``Scheduler`` (``engine.engine_core.engine_core.scheduler``) can be read. Its
 ``schedule`` and ``_preempt_request`` are wrapped to record what they did, never to change it. The CPU platform
-forces ``async_scheduling=False``: the synchronous scheduler pykv models. Greedy, ``ignore_eos``: every request
-makes exactly ``max_tokens`` tokens, which are the model's own (nothing is fed).
+forces ``async_scheduling=False``: the synchronous scheduler pykv models. Greedy: the tokens are the model's own
+(nothing is fed); ``ignore_eos`` unless a request says otherwise (the oracle's cases: every request makes exactly
+``max_tokens`` tokens; the Playground's: as pykv ran them). A step with nothing queued until the next arrival is
+recorded empty, as pykv counts it (vLLM's ``step()`` would schedule nothing).
 """
 
 from __future__ import annotations
@@ -115,6 +117,25 @@ def _metric_samples() -> dict[str, float]:
     return out
 
 
+def _idle_step(number: int, scheduler, external: dict[str, str], detail: bool) -> dict:
+    step = {
+        "step": number,
+        "scheduled": [],
+        "preempted": [],
+        "swapped_in": [],
+        "waiting": [],
+        "running": [],
+        "swapped": [],
+        "free_blocks": scheduler.kv_cache_manager.block_pool.get_num_free_blocks(),
+        "finished": [],
+        "log": [],
+    }
+    if detail:
+        step["detail"] = _pool_detail(scheduler, external)
+        step["detail"]["metrics"] = _metric_samples()
+    return step
+
+
 def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) -> dict:
     from vllm import SamplingParams
     from vllm.v1.engine.llm_engine import LLMEngine
@@ -165,11 +186,19 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
             break
         while pending and pending[0]["arrival_step"] <= len(steps):
             r = pending.pop(0)
-            params = SamplingParams(max_tokens=r["max_tokens"], ignore_eos=True, temperature=0.0, n=r.get("n", 1))
+            params = SamplingParams(
+                max_tokens=r["max_tokens"], ignore_eos=r.get("ignore_eos", True), temperature=0.0, n=r.get("n", 1)
+            )
             internal = engine.add_request(
                 r["request_id"], {"prompt_token_ids": list(r["prompt_token_ids"])}, params, priority=r["priority"]
             )
             external[internal] = r["request_id"]
+        if not engine.has_unfinished_requests():
+            # Nothing queued until the next arrival: vLLM's step() would schedule nothing and return nothing; pykv
+            # counts the step, so the trace records it, empty, without calling step().
+            steps.append(_idle_step(len(steps) + 1, scheduler, external, detail))
+            step_ms.append(0.0)
+            continue
         preempted.clear()
         outputs_seen.clear()
         t0 = time.perf_counter()

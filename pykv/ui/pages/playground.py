@@ -1,5 +1,6 @@
 """The Playground page: controls, then the live views (``live_views``: metrics strip, block grid,
-queues, narration, the run timeline, the tables). A click on the timeline shows that step.
+queues, narration, the run timeline, the tables), then the same run in vLLM's own engine
+(``real_vllm_panel``). A click on the timeline shows that step.
 
 All the live views sit in one fragment, so a Step (or a Play tick) redraws them without rerunning
 the sidebar. Every figure comes from ``pykv.viz`` and is drawn with ``theme=None`` and a stable key.
@@ -14,7 +15,7 @@ import streamlit as st
 from pykv.lab.lab import Lab, admitted, has_preempted, steps_waited
 from pykv.ui.session import budgets, state
 from pykv.ui.session.flash import flash, show
-from pykv.ui.views.panels import exercise_panel, kernel_view, review_pack_button, sidebar
+from pykv.ui.views.panels import exercise_panel, kernel_view, real_vllm_panel, review_pack_button, sidebar
 from pykv.ui.views.players import follower, live_views
 from pykv.ui.views.widgets.style import PAGE_CSS
 
@@ -120,6 +121,7 @@ def _live(lab: Lab) -> None:
     # While playing, the timeline takes no clicks: a selectable chart that changes on every tick makes the browser
     # send reruns of its own, which swallowed the Pause click (the e2e Play/Pause test caught it).
     live_views.render(lab, timeline_select=not st.session_state.playing)
+    real_vllm_panel.render(lab)  # the same knobs and workload in vLLM's own engine, at this step
     kernel_view.expander(lab)
 
 

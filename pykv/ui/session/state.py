@@ -126,10 +126,15 @@ def parse_step(raw: str | None) -> int | None:
 
 
 def query_for(lab: Lab) -> dict[str, str]:
+    return query_of(lab.config, lab.preset, lab.cursor)
+
+
+def query_of(config: EngineConfig, preset: str | None, step: int) -> dict[str, str]:
+    """The link's parameters for ``config`` on ``preset`` at ``step``: the knobs that differ from the defaults."""
     base = default_config()
-    query = {"preset": lab.preset or "none", "step": str(lab.cursor)}
+    query = {"preset": preset or "none", "step": str(step)}
     for spec in knobs("url"):
-        value = getattr(lab.config, spec.name)
+        value = getattr(config, spec.name)
         if value != getattr(base, spec.name):
             query[spec.name] = knob_text(value)
     return query
