@@ -197,18 +197,14 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
             # Nothing queued until the next arrival: vLLM's step() would schedule nothing and return nothing; pykv
             # counts the step, so the trace records it, empty, without calling step().
             steps.append(_idle_step(len(steps) + 1, scheduler, external, detail))
-            step_ms.append(0.0)
-            continue
+            continue  # no step time: step_ms times the engine's steps only
         preempted.clear()
         outputs_seen.clear()
         t0 = time.perf_counter()
         results = engine.step()
         elapsed_ms = (time.perf_counter() - t0) * 1000
-        if outputs_seen:
-            step_ms.append(elapsed_ms)
-        # No schedule ran: the engine held no request (the next one arrives later). Time passes all the same, as
-        # it does for a server and for pykv's engine, whose step() then returns an empty step.
-        scheduled = outputs_seen[-1] if outputs_seen else []
+        step_ms.append(elapsed_ms)
+        scheduled = outputs_seen[-1] if outputs_seen else []  # the engine core schedules whenever it holds requests
         finished = []
         for result in results:
             rid = external.get(result.request_id, result.request_id)
