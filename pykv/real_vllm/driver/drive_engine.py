@@ -117,7 +117,11 @@ def _metric_samples() -> dict[str, float]:
     return out
 
 
-def _idle_step(number: int, scheduler, external: dict[str, str], detail: bool) -> dict:
+def _idle_step(number: int, engine, scheduler, external: dict[str, str], detail: bool, catcher) -> dict:
+    logged = len(catcher.lines)
+    # A server's stat logger runs on its interval, busy or not: the first idle interval after work still prints
+    # its 0.0 throughputs at INFO, later ones go to DEBUG (LoggingStatLogger.log's idle rule).
+    engine.do_log_stats()
     step = {
         "step": number,
         "scheduled": [],
@@ -128,7 +132,7 @@ def _idle_step(number: int, scheduler, external: dict[str, str], detail: bool) -
         "swapped": [],
         "free_blocks": scheduler.kv_cache_manager.block_pool.get_num_free_blocks(),
         "finished": [],
-        "log": [],
+        "log": catcher.lines[logged:],
     }
     if detail:
         step["detail"] = _pool_detail(scheduler, external)
@@ -196,7 +200,7 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
         if not engine.has_unfinished_requests():
             # Nothing queued until the next arrival: vLLM's step() would schedule nothing and return nothing; pykv
             # counts the step, so the trace records it, empty, without calling step().
-            steps.append(_idle_step(len(steps) + 1, scheduler, external, detail))
+            steps.append(_idle_step(len(steps) + 1, engine, scheduler, external, detail, catcher))
             continue  # no step time: step_ms times the engine's steps only
         preempted.clear()
         outputs_seen.clear()
