@@ -142,7 +142,8 @@ def run_case(case: Case, use_model: bool = False) -> tuple[Case, Trace]:
 def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool = True) -> tuple[Case, Trace, dict]:
     """``run_case``, also returning what an operator would read: ``stats_lines`` (the stats lines logged after
     each step, one list per step: a line after every step), ``metrics`` (the /metrics body after the run) and
-    ``preemptions_per_request`` (request id -> times preempted) and ``step_ms`` (each step's wall time)."""
+    ``preemptions_per_request`` (request id -> times preempted), ``step_ms`` (each step's wall time) and
+    ``other_lines`` (every other log line, in order)."""
     from pykv import LLMEngine, SamplingParams
 
     engine = LLMEngine(engine_config(case, log_every_step), loaded=_loaded())
@@ -152,6 +153,7 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
         engine.runner = _StandInRunner(RunResult)
     trace = Trace(side=f"pykv {case.config.profile}", case=case.name)
     stats_lines: list[list[str]] = []
+    other_lines: list[str] = []  # every other log line (V0's preemption warning, pykv's notes)
     step_ms: list[float] = []  # each engine.step(), wall clock, as the real engine's driver times LLMEngine.step()
     v0 = runs_v0_engine(case.config.profile)
     pending = sorted(case.requests, key=lambda r: r.arrival_step)
@@ -169,6 +171,7 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
         report = engine.step()
         step_ms.append((time.perf_counter() - t0) * 1000)
         stats_lines.append([line for line in report.log_lines if line.startswith(STATS_LINE_PREFIXES)])
+        other_lines += [line for line in report.log_lines if not line.startswith(STATS_LINE_PREFIXES)]
         trace.steps.append(
             StepTrace(
                 step=report.step,
@@ -202,6 +205,7 @@ def run_case_observed(case: Case, use_model: bool = False, log_every_step: bool 
         "stats_lines": stats_lines,
         "metrics": engine.metrics.exposition(),
         "step_ms": step_ms,
+        "other_lines": other_lines,
         "preemptions_per_request": {
             r.request_id: engine.outputs[r.request_id].num_preemptions
             for r in case.requests

@@ -37,6 +37,8 @@ class RealResult:
     pykv_metrics: str = ""  # each side's /metrics body after the run
     real_metrics: str = ""
     real_stats_lines: list[list[str]] = field(default_factory=list)  # the real engine's, per step
+    real_warnings: list[str] = field(default_factory=list)  # every warning vLLM logged while it served
+    pykv_other_lines: list[str] = field(default_factory=list)  # pykv's log lines other than the stats lines
     pykv_step_ms: list[float] = field(default_factory=list)  # each side's steps, wall clock, same machine
     vllm_step_ms: list[float] = field(default_factory=list)
 
@@ -130,6 +132,8 @@ def run_both_real(cases: list[Case], fresh: bool = True) -> list[RealResult]:
             pykv_step_ms=observed["step_ms"],
             real_metrics=extras.get("metrics") or "",
             real_stats_lines=real_lines,
+            real_warnings=list(extras.get("warnings") or []),
+            pykv_other_lines=observed["other_lines"],
             vllm_step_ms=list(extras.get("step_ms") or []),
         )
         results.append(result)

@@ -56,8 +56,8 @@ def _progress(message: str) -> None:
 class _LineCatcher(logging.Handler):
     """Keeps the stat logger's formatted lines (``Engine 000: Avg prompt throughput: ...``)."""
 
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
+    def __init__(self, level: int = logging.INFO) -> None:
+        super().__init__(level)
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -154,6 +154,8 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
     stats_logger = logging.getLogger(STATS_LOGGER)
     if catcher not in stats_logger.handlers:
         stats_logger.addHandler(catcher)
+    warnings_seen = _LineCatcher(logging.WARNING)  # every warning vLLM logs while it serves (a preemption's?)
+    logging.getLogger("vllm").addHandler(warnings_seen)
     scheduler = engine.engine_core.engine_core.scheduler
     external: dict[str, str] = {}  # vLLM's internal request id (a random suffix added) -> the case's id
     preempted: list[str] = []
@@ -235,6 +237,7 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
         steps.append(step)
         if len(steps) % 25 == 0:
             _progress(f"{case['name']}: step {len(steps)}")
+    logging.getLogger("vllm").removeHandler(warnings_seen)
     from prometheus_client import REGISTRY, generate_latest
 
     modes = [p for s in steps for p in s["preempted"]]
@@ -253,6 +256,7 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
         "error": error,
         "outputs": tokens,
         "stats_lines": catcher.lines[first_line:],
+        "warnings": warnings_seen.lines,
         "metrics": generate_latest(REGISTRY).decode(),
         "build_s": build_s,
         "step_ms": step_ms,
