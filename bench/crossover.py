@@ -4,8 +4,9 @@ modelled PCIe swap becomes cheaper than a modelled GPU re-prefill.
     python -m bench.crossover                  # measure on the shipped model, then model
     python -m bench.crossover --no-measure     # the modelled part only
 
-1. Measured: the canonical storm sweep (``SweepSpec()``: 8 x 96 tokens, pools 24..64, recompute and
-   swap) on this device; every completed preemption's cost over the tokens it lost.
+1. Measured: the default sweep (``SweepSpec()``: the small storm, 8 x 96 tokens, recompute and swap under
+   vLLM 0.6.3, each point 3 times) on this device; every completed preemption's cost (the median of its repeats,
+   on the wall clock and the engine thread's CPU clock) over the tokens it lost.
 2. Modelled (not measured) by ``pykv.gpu_model`` (the same model and calibration the app shows; its
    formulas: ``pykv/gpu_model/estimate.py``, ``pykv/gpu_model/crossover.py``): for a victim of L tokens,
    recompute(L) = what re-prefilling L tokens adds to a step of 16 decodes at 512 tokens, or alone;
@@ -69,14 +70,18 @@ def measured() -> None:
     spec = SweepSpec()
     costs = run_sweep(spec, loaded=load_model(spec.base.model)).preemptions
     device = costs["device"].iloc[0]
-    print(f"MEASURED on {device}, shipped model, {spec.workload} {spec.workload_args}, pools {spec.values}:")
+    print(
+        f"MEASURED on {device}, shipped model, {spec.workload_text()}, pools {spec.values}, "
+        f"{'; '.join(s.label for s in spec.series)}, median of {spec.repeats} repeats (wall | engine-thread CPU):"
+    )
     per_token = {}
     for mode, rows in costs.groupby("preemption_mode"):
         per_token[mode] = rows["measured_s"].sum() / rows["seq_len"].sum()
+        cpu = rows["measured_cpu_s"].sum() / rows["seq_len"].sum()
         print(
             f"  {mode:<10} {len(rows):>3} preemptions, {rows['seq_len'].sum():>5} tokens lost, "
-            f"{rows['measured_s'].sum() * 1e3:8.3f} ms -> {per_token[mode] * 1e6:8.3f} us per token, "
-            f"{rows['measured_s'].sum() * 1e6 / (rows['num_bytes'].sum() / 1024):8.3f} us per KiB of KV"
+            f"{rows['measured_s'].sum() * 1e3:8.3f} ms -> {per_token[mode] * 1e6:8.3f} | {cpu * 1e6:8.3f} us per "
+            f"token, {rows['measured_s'].sum() * 1e6 / (rows['num_bytes'].sum() / 1024):8.3f} us per KiB of KV"
         )
     if {"recompute", "swap"} <= per_token.keys():
         print(f"  recompute / swap cost per token on {device}: {per_token['recompute'] / per_token['swap']:.0f}x")

@@ -23,7 +23,8 @@ def visible_text(fragment: str) -> str:
 
 
 def priced_pool_sweep(loaded, model_path):
-    """(spec, priced result, estimate) of 2 pools x (recompute, swap) on ``loaded`` (block size 4)."""
+    """(spec, priced result, estimate) of 2 pools x (recompute, swap) under v0.6, each point twice, on ``loaded``
+    (block size 4)."""
     from pykv.border.config import EngineConfig
     from pykv.gpu_model import DEFAULT_TARGET
     from pykv.lab.sweep import SweepSpec, iter_runs, sweep_result
@@ -31,9 +32,10 @@ def priced_pool_sweep(loaded, model_path):
 
     spec = SweepSpec(
         workload_args={"n": 4, "max_tokens": 16},
-        values=(24, 60),
+        values=(60, 90),
         modes=("recompute", "swap"),
-        base=EngineConfig(model=str(model_path), block_size=4),
+        base=EngineConfig(model=str(model_path), block_size=4, vllm_profile="v0.6"),
+        repeats=2,
     )
     rows, costs = [], []
     for row, c in iter_runs(spec, loaded):

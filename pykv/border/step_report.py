@@ -43,6 +43,8 @@ class PreemptionView:
     blocks_copied: int | None = None  # swap: blocks it copied (a block shared with a sibling sequence crosses once)
     swap_out_s: float | None = None  # measured copy times
     swap_in_s: float | None = None
+    swap_out_cpu_s: float | None = None  # the engine thread's CPU time over the same copies (time.thread_time)
+    swap_in_cpu_s: float | None = None
     swap_copies: int | None = None  # copies issued each way
     modelled_pcie_out_s: float | None = None  # the same copies modelled over PCIe (not measured)
     modelled_pcie_in_s: float | None = None
@@ -50,6 +52,7 @@ class PreemptionView:
     loaded_tokens: int = 0  # dropped tokens loaded back from the CPU offloading tier at re-admission
     recomputed_tokens: int = 0
     recompute_s: float = 0.0  # apportioned forward time (see pykv.engine.observe.costs)
+    recompute_cpu_s: float = 0.0  # the same share of the forward passes' engine-thread CPU time (time.thread_time)
     recovered_step: int | None = None  # step the request had computed all its lost tokens again
     steps_lost: int | None = None
 

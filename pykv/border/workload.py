@@ -1,5 +1,6 @@
-"""Named, seeded workloads (burst, shared system prompt, long context, storm, spread arrivals) and their
-JSON form. A border type: it imports nothing from the engine (``pykv.lab.workload_runner`` feeds one to an engine)."""
+"""Named, seeded workloads (burst, shared system prompt, long context, storm and its small twin, spread arrivals)
+and their JSON form. A preset named without sizes means the same requests everywhere (``preset_defaults``). A
+border type: it imports nothing from the engine (``pykv.lab.workload_runner`` feeds one to an engine)."""
 
 from __future__ import annotations
 
@@ -253,17 +254,28 @@ def long_context(n: int = 4, max_tokens: int = 32, seed: int = 0) -> Workload:
     return Workload(name="long_context", seed=seed, requests=reqs)
 
 
-@_preset
-def storm(n: int = 12, max_tokens: int = 128, seed: int = 0) -> Workload:
-    """Over-subscription: many equal short prompts with long, fixed-length outputs, all at once.
-    Admission is cheap, so the pool fills as the outputs grow in lockstep, and every shrink of the
-    pool forces more preemptions."""
+def _storm(name: str, n: int, max_tokens: int, seed: int) -> Workload:
     rng = random.Random(seed)
     body = rng.choice(SNIPPETS)
     reqs = [
         WorkloadRequest(prompt=f"# task {i:03d}\n" + body, max_tokens=max_tokens, ignore_eos=True) for i in range(n)
     ]
-    return Workload(name="storm", seed=seed, requests=reqs)
+    return Workload(name=name, seed=seed, requests=reqs)
+
+
+@_preset
+def storm(n: int = 12, max_tokens: int = 128, seed: int = 0) -> Workload:
+    """Over-subscription: many equal short prompts with long, fixed-length outputs, all at once.
+    Admission is cheap, so the pool fills as the outputs grow in lockstep, and every shrink of the
+    pool forces more preemptions."""
+    return _storm("storm", n, max_tokens, seed)
+
+
+@_preset
+def small_storm(n: int = 8, max_tokens: int = 96, seed: int = 0) -> Workload:
+    """The storm's requests, fewer and shorter (8 x 96 tokens): the Sweep's default, small enough that a sweep of
+    many runs takes seconds. ``small_storm(n=12, max_tokens=128)`` makes the storm's very requests."""
+    return _storm("small_storm", n, max_tokens, seed)
 
 
 @_preset
@@ -279,8 +291,19 @@ PRESETS: dict[str, Callable[..., Workload]] = {
     "shared_prefix": shared_prefix,
     "long_context": long_context,
     "storm": storm,
+    "small_storm": small_storm,
     "spread": spread,
 }
+STORM_PRESETS = ("storm", "small_storm")  # n equal prompts at once, outputs of one fixed length (see StormShape)
+
+
+def preset_defaults(name: str) -> dict[str, int]:
+    """The arguments a preset runs with when none is given (``{"n": 12, "max_tokens": 128}`` for the storm), so
+    that every page, command and lesson that names a preset without sizing it means the same requests."""
+    if name not in PRESETS:
+        raise ValueError(f"Unknown workload preset {_short(repr(name), 80)}; choose one of {', '.join(PRESETS)}.")
+    parameters = inspect.signature(inspect.unwrap(PRESETS[name])).parameters.values()
+    return {p.name: p.default for p in parameters if p.name != "seed"}
 
 
 def check_preset_args(name: str, seed: int = 0, **kwargs) -> None:

@@ -7,20 +7,19 @@ import argparse
 import logging
 import sys
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
-from pykv.border.config import ConfigError, EngineConfig, Knob, knobs
-from pykv.border.knob_table import knob_text
 from pykv.border.limits import MAX_STEPS
-from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.request import SamplingParams
-from pykv.border.workload import PRESET_ARG_BOUNDS, PRESETS, Workload, make_workload
+from pykv.border.workload import PRESETS, Workload, make_workload
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
 from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
+from pykv.cli.flags import add_engine_flags, check_preset_flags, config_from_args
 from pykv.cli.metrics_server import serving_metrics
 from pykv.cli.output import write_atomic
 from pykv.cli.summary import engine_header, summary
+from pykv.cli.sweep import add_parser as add_sweep_parser
 from pykv.cli.vllm import add_parser as add_vllm_parser
 from pykv.engine.llm_engine import LLMEngine
 from pykv.lab.workload_runner import WorkloadRunner
@@ -32,57 +31,9 @@ MAX_REPORT_REQUEST_STEPS = 1_000_000
 USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
 
 
-def _check_preset_flags(args: argparse.Namespace, file_ok: bool) -> dict:
-    """``--num-requests`` and ``--max-tokens`` as preset arguments, bounded like the presets' own."""
-    given = {}
-    for flag, name in (("--num-requests", "n"), ("--max-tokens", "max_tokens")):
-        value = getattr(args, "num_requests" if name == "n" else "max_tokens")
-        if value is None:
-            continue
-        low, high = PRESET_ARG_BOUNDS[name]
-        if not low <= value <= high:
-            raise UsageError(f"{flag} {value} is out of range; use {low} to {high:,}.")
-        given[name] = value
-    if given and args.workload not in PRESETS and file_ok:
-        raise UsageError(
-            "--num-requests and --max-tokens size a preset workload; a workload file sets its own "
-            "(edit the file instead)."
-        )
-    return given
-
-
-def _flag_type(spec: Knob):
-    """argparse type for a knob; an Optional one also takes "none"."""
-    base = {"int": int, "float": float, "text": str, "choice": str}[spec.kind]
-    if not spec.optional:
-        return base
-
-    def parse(text: str):
-        return None if text.lower() == "none" else base(text)
-
-    parse.__name__ = base.__name__  # argparse names the type in its error message
-    return parse
-
-
-def add_engine_flags(p: argparse.ArgumentParser, **defaults: Any) -> None:
-    """One flag per knob exposed to the CLI (``--block-size`` for ``block_size``), from EngineConfig's
-    table: type, choices, default and help. ``defaults`` overrides a knob's default for this command."""
-    for spec in knobs("cli"):
-        flag, default = "--" + spec.name.replace("_", "-"), defaults.get(spec.name, spec.default)
-        help_text = f"{spec.help} (default: {knob_text(default)})"
-        if spec.kind == "bool":
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=spec.help)
-        else:
-            p.add_argument(flag, type=_flag_type(spec), default=default, choices=spec.choices or None, help=help_text)
-
-
-def config_from_args(args: argparse.Namespace) -> EngineConfig:
-    return EngineConfig(**{spec.name: getattr(args, spec.name) for spec in knobs("cli")})
-
-
 def load_workload(args: argparse.Namespace) -> Workload:
     """The preset named by ``--workload`` (sized by ``--num-requests``/``--max-tokens``) or a workload file."""
-    kwargs = _check_preset_flags(args, file_ok=True)
+    kwargs = check_preset_flags(args, file_ok=True)
     if args.workload in PRESETS:
         return make_workload(args.workload, seed=args.seed, **kwargs)
     return Workload.load(args.workload)
@@ -133,108 +84,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    import time
-
-    import pandas as pd
-
-    from pykv.border.runtime import configure_torch_threads
-    from pykv.lab.sweep import MODES, SweepSpec, parse_values, run_sweep
-
-    check_writable(args.out, "--out")
-    flag, axis, text = next(
-        (f, a, t)
-        for f, a, t in (
-            ("--pool-sizes", "num_gpu_blocks", args.pool_sizes),
-            ("--block-sizes", "block_size", args.block_sizes),
-            ("--max-num-seqs-values", "max_num_seqs", args.max_num_seqs_values),
-        )
-        if t is not None
-    )
-    if args.workload not in PRESETS:
-        raise UsageError(
-            f"sweep runs a preset workload ({', '.join(PRESETS)}), not {quoted(args.workload)}; "
-            "to run a workload JSON file use: python -m pykv run --workload FILE."
-        )
-    given = _check_preset_flags(args, file_ok=False)
-    modes = tuple(m.strip() for m in args.modes.split(","))
-    if not all(modes):
-        raise UsageError(f"--modes {quoted(args.modes)} has an empty entry; give a comma list of: {', '.join(MODES)}.")
-    try:
-        values = parse_values(text)
-    except ValueError as e:
-        raise UsageError(f"{flag}: {e}") from None
-    base = config_from_args(args)
-    policies = (
-        (base.preemption_victim,) if args.policies is None else tuple(p.strip() for p in args.policies.split(","))
-    )
-    bad = [p for p in policies if p not in POLICY_LABELS]
-    if bad:
-        raise UsageError(
-            f"--policies: unknown policy {quoted(bad[0])}; give a comma list of: {', '.join(POLICY_LABELS)}."
-        )
-    spec = SweepSpec(
-        workload=args.workload,
-        workload_args=SweepSpec().workload_args | given,
-        seed=args.seed,
-        axis=axis,
-        values=values,
-        modes=modes,
-        base=base,
-        policies=policies,
-    )
-    try:
-        spec.configs()  # every run's config, validated before the model loads
-    except ConfigError as e:
-        if e.field != axis:
-            raise
-        raise UsageError(f"{flag}: {e}") from None
-    for note in spec.profile_notes():
-        print(f"note: {note}", file=sys.stderr)
-    logging.getLogger("pykv").setLevel(logging.ERROR)  # a sweep's preemption warnings would drown the table
-    configure_torch_threads()  # the Sweep page's thread policy, so their timings compare
-
-    def progress(done: int, total: int, row: dict) -> None:
-        bar = "#" * (20 * done // total)
-        print(
-            f"\r[{bar:<20}] {done}/{total}  {row['mode']:>16} {axis}={row['value']:<5} "
-            f"{row['preemptions']:>4} preemptions  {row['wall_s']:.2f} s",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    t0 = time.perf_counter()
-    try:
-        result = run_sweep(spec, on_progress=progress)
-    except BaseException:
-        print(file=sys.stderr)  # end the progress line, so the error gets its own
-        raise
-    print(f"\n{len(result.runs)} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    columns = [
-        "mode",
-        "vllm_profile",
-        "value",
-        "preemptions",
-        "recomputed_tokens",
-        "swapped_bytes",
-        "wall_s",
-        "tokens_per_s",
-        "recompute_s",
-        "swap_s",
-        "modelled_pcie_gen5_s",
-        "ttft_p50_s",
-        "tpot_p50_s",
-    ]
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
-        print(result.runs[columns].rename(columns={"value": axis}).to_string(index=False))
-    print(f"device: {spec.base.device} (measured); modelled_pcie_* columns are modelled, not measured")
-    if args.out:
-        result.runs.to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
-    return 0
-
-
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
 PROGRESS_EVERY_STEPS, PROGRESS_EVERY_S = 25, 2.0  # report: how often it looks at the clock, and says how far
 
@@ -263,7 +112,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             "steps (it keeps every step's snapshot)."
         )
     config = config_from_args(args)
-    given = _check_preset_flags(args, file_ok=True)
+    given = check_preset_flags(args, file_ok=True)
     workload = load_workload(args)
     if len(workload.requests) * args.max_steps > MAX_REPORT_REQUEST_STEPS:
         raise UsageError(
@@ -359,33 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep serving /metrics this long after the run (for a last scrape)",
     )
     run.set_defaults(func=cmd_run)
-    sweep = _command(sub, "sweep", "run a workload over pool sizes (or block sizes, max_num_seqs) per mode")
-    add_engine_flags(sweep)
-    axis = sweep.add_mutually_exclusive_group()
-    axis.add_argument(
-        "--pool-sizes",
-        default=None,
-        help="device pool sizes in blocks, e.g. 16:128:16 (the default, "
-        "24:64:8, with the default workload is the canonical storm sweep)",
-    )
-    axis.add_argument("--block-sizes", default=None, help="block sizes at a fixed pool capacity, e.g. 4,8,16,32")
-    axis.add_argument("--max-num-seqs-values", default=None, help="max_num_seqs values, e.g. 2,4,8,16")
-    sweep.add_argument(
-        "--modes",
-        default="recompute,swap",
-        help="comma list of: recompute, swap, swap per-block, recompute+prefix, swap+prefix, recompute+offload",
-    )
-    sweep.add_argument(
-        "--policies",
-        default=None,
-        help="comma list of victim policies to run each mode with: "
-        f"{', '.join(POLICY_LABELS)} (default: --preemption-victim)",
-    )
-    sweep.add_argument("--workload", default="storm", help=f"a preset: {', '.join(PRESETS)}")
-    sweep.add_argument("--num-requests", type=int, default=None, help="preset size (default 8)")
-    sweep.add_argument("--max-tokens", type=int, default=None, help="preset max_tokens per request (default 96)")
-    sweep.add_argument("--out", default=None, help="write the runs as CSV")
-    sweep.set_defaults(func=cmd_sweep, pool_sizes_default="24:64:8")
+    add_sweep_parser(sub, _command)
     report = _command(
         sub,
         "report",
@@ -423,8 +246,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, workload file), 1 for a run that failed, never a traceback. argparse's own errors exit 2."""
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "sweep" and (args.pool_sizes, args.block_sizes, args.max_num_seqs_values) == (None,) * 3:
-            args.pool_sizes = args.pool_sizes_default
         logging.basicConfig(
             level=logging.INFO,
             format="%(levelname)s %(asctime)s [%(name)s] %(message)s",

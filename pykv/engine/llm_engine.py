@@ -269,7 +269,7 @@ class LLMEngine:
         done = self.scheduler.update_from_output(
             out, result.sampled, self.step_count, time.perf_counter(), result.forks
         )
-        self.ledger.on_forward(out.chunks, result.forward_s, self.step_count)
+        self.ledger.on_forward(out.chunks, result.forward_s, self.step_count, result.forward_cpu_s)
         finished = [self._record_finished(r) for r in out.ignored + out.aborted + done]
         recompute = self.ledger.make_recompute_stats()
         log_lines = self.observer.after_step(

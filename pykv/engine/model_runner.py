@@ -25,6 +25,8 @@ class RunResult:
     forward_s: float  # measured wall time of the forward pass (synchronised on CUDA)
     forks: dict[str, list[int]] = field(default_factory=dict)  # n > 1: the first tokens of sequences 1 .. n-1
     launches: tuple[LaunchRecord, ...] = ()  # record_kernels: layer 0's kernel launches (none on the torch backend)
+    forward_cpu_s: float = 0.0  # CPU time of the engine thread in the forward pass (time.thread_time; one intra-op
+    # thread, runtime.configure_torch_threads): time other work on a busy machine took is not in it
 
 
 class ModelRunner:
@@ -80,11 +82,11 @@ class ModelRunner:
             return RunResult({}, 0.0)
         ids, pos, meta, rows, sampled_ids = self.prepare(out, requests)
         self._sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         with record_launches() if record_kernels else contextlib.nullcontext() as launches:
             logits = self.loaded.model(ids, pos, self.cache.gpu_cache, meta, self.backend, rows)  # (num_sampled, vocab)
         self._sync()
-        forward_s = time.perf_counter() - t0
+        forward_s, forward_cpu_s = time.perf_counter() - t0, time.thread_time() - c0
         layer0 = tuple(launches) if launches is not None else ()  # the model records its first layer's only
         reqs = [requests[r] for r in sampled_ids]
         tokens = sample(logits, [r.sampling_params for r in reqs], [r.generator for r in reqs])
@@ -95,7 +97,7 @@ class ModelRunner:
                 forks[r.request_id] = sample(
                     logits[row].expand(n, -1), [r.sampling_params] * n, r.fork_generators or [None] * n
                 )
-        return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks, layer0)
+        return RunResult(dict(zip(sampled_ids, tokens)), forward_s, forks, layer0, forward_cpu_s)
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):

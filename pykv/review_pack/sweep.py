@@ -1,116 +1,46 @@
-"""A sweep as a review pack: what was swept (workload, axis, values, modes, the base configuration and its
-vLLM command), every chart the Sweep page draws (the measured ones, then the modelled ones on the page's
-target, labelled so), and its runs and preemptions as tables (numbers as people write them) and CSVs."""
+"""A sweep as a review pack: what was swept (workload, axis, values, its series each named with its vLLM release and
+engine generation, the base configuration and its vLLM command), every chart the Sweep page draws (the measured
+ones on the clock the page showed, each point's median and spread, then the modelled ones on the page's target,
+labelled so), and its runs and preemptions as tables (numbers as people write them) and CSVs, with the machine's
+load while it ran."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
 
 import pandas as pd
 
 from pykv.border.config import EngineConfig
-from pykv.border.units import fmt_bytes, fmt_fixed
+from pykv.border.timing_measures import DEFAULT_MEASURE, MEASURE_NOTES, MEASURES, NOISY_SPREAD, is_noisy, twin
 from pykv.border.vllm_command import serve_command
 from pykv.engine.kv.cache_engine import CacheEngine
 from pykv.engine.max_model_len import fit_max_model_len
 from pykv.engine.model.model import ModelConfig
 from pykv.gpu_model import Estimate
-from pykv.lab.sweep import MODES, PREEMPTION_COLUMNS, RUN_COLUMNS, SweepResult, SweepSpec
+from pykv.lab.sweep import MODES, SweepResult, SweepSpec
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.modelled import crossover_pack_figure, target_blocks
 from pykv.review_pack.page import (
-    Num,
     PackFigure,
     ReviewPack,
     Section,
     code_block,
     definition_list,
-    fitted,
     para,
-    table,
+)
+from pykv.review_pack.sweep_tables import (
+    MAX_PREEMPTION_ROWS,
+    MODELLED_RUN_TABLE,
+    PREEMPTION_TABLE,
+    RUN_TABLE,
+    formatted_table,
+    with_spreads,
 )
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.viz.captions import sweep_costs_note
 from pykv.viz.modelled import MODELLED_ONE_LINE
-from pykv.viz.modelled_sweep import MODELLED_RUN_COLUMNS, MODELLED_RUNS_NOTE, modelled_runs_figure
+from pykv.viz.modelled_sweep import MODELLED_RUNS_NOTE, modelled_runs_figure
 from pykv.viz.tax_chart import recompute_tax_figure
-
-# The Runs and Preemptions tables as the page would say them: (column, header, formatter); the CSVs have every
-# column, unformatted. Numbers get fixed decimals and a unit (units.fmt_fixed, fmt_bytes): never 1e+03.
-Formatter = Callable[[Any], object]
-
-
-def _count(v) -> object:
-    return Num(fmt_fixed(v, 0))
-
-
-def _bytes(v) -> object:
-    return Num("—" if v is None or v != v else fmt_bytes(float(v)))
-
-
-def _s(decimals: int) -> Formatter:
-    return lambda v: Num(fmt_fixed(v, decimals, "s"))
-
-
-def _ms(decimals: int) -> Formatter:
-    return lambda v: Num(fmt_fixed(None if v is None else v * 1e3, decimals, "ms"))
-
-
-def _rate(decimals: int) -> Formatter:
-    return lambda v: Num(fmt_fixed(v, decimals))
-
-
-RUN_TABLE: list[tuple[str, str, Formatter]] = [
-    ("mode", "mode", str),
-    ("vllm_profile", "release", str),
-    ("value", "value", _count),
-    ("preemptions", "preemptions", _count),
-    ("recomputed_tokens", "recomputed tokens", _count),
-    ("swapped_bytes", "swapped out", _bytes),
-    ("wall_s", "wall time", _s(2)),
-    ("tokens_per_s", "output tokens/s", _rate(1)),
-    ("recompute_s", "recompute time", _ms(1)),
-    ("swap_s", "swap time", _ms(2)),
-    ("modelled_pcie_gen5_s", "swaps over PCIe Gen5 (modelled)", _ms(3)),
-]
-MODELLED_RUN_TABLE: list[tuple[str, str, Formatter]] = [
-    ("mode", "mode", str),
-    ("value", "value", _count),
-    ("modelled_s", "run time (modelled)", _s(3)),
-    ("modelled_tokens_per_s", "output tokens/s (modelled)", _rate(0)),
-    ("modelled_recompute_s", "recompute bills (modelled)", _ms(2)),
-    ("modelled_swap_s", "swap bills (modelled)", _ms(2)),
-    ("modelled_delay_to_others_s", "delay to others (modelled)", _ms(2)),
-]
-PREEMPTION_TABLE: list[tuple[str, str, Formatter]] = [
-    ("mode", "mode", str),
-    ("value", "value", _count),
-    ("preemption_mode", "preempted by", str),
-    ("seq_len", "victim's tokens", _count),
-    ("num_bytes", "KV", _bytes),
-    ("measured_s", "measured", _ms(3)),
-    ("recomputed_tokens", "recomputed tokens", _count),
-    ("steps_lost", "steps lost", _count),
-    ("modelled_pcie_gen5_s", "PCIe Gen5 (modelled)", _ms(3)),
-    ("modelled_target_s", "bill on the target (modelled)", _ms(3)),
-]
-assert {c for c, _, _ in RUN_TABLE + MODELLED_RUN_TABLE} <= set(RUN_COLUMNS) | set(MODELLED_RUN_COLUMNS)
-assert {c for c, _, _ in PREEMPTION_TABLE} <= set(PREEMPTION_COLUMNS) | {"modelled_target_s"}
-MAX_PREEMPTION_ROWS = 300  # rows of the preemptions table in the page (the CSV has them all)
-
-
-def formatted_table(
-    frame: pd.DataFrame, spec: list[tuple[str, str, Formatter]], cls: str, headers: dict[str, str] | None = None
-) -> str:
-    """``frame``'s columns of ``spec`` (those it has) as a page table: each cell formatted, widths fitted to what the
-    columns hold (a header breaks between words, never inside one)."""
-    spec = [(c, (headers or {}).get(c, h), f) for c, h, f in spec if c in frame.columns]
-    columns = [h for _, h, _ in spec]
-    rows = [
-        tuple("—" if f is str and (v is None or v != v) else f(v) for (_, _, f), v in zip(spec, row))
-        for row in frame[[c for c, _, _ in spec]].astype(object).itertuples(index=False, name=None)
-    ]
-    return table(columns, rows, cls, fitted(columns, rows))
 
 
 def _engine_sizes(config: EngineConfig, model: ModelConfig | None) -> tuple[int | None, int | None]:
@@ -125,39 +55,47 @@ def _engine_sizes(config: EngineConfig, model: ModelConfig | None) -> tuple[int 
 
 
 def sweep_charts(
-    spec: SweepSpec, result: SweepResult, capacity: int | None = None, estimate: Estimate | None = None
+    spec: SweepSpec,
+    result: SweepResult,
+    capacity: int | None = None,
+    estimate: Estimate | None = None,
+    measure: str = DEFAULT_MEASURE,
 ) -> tuple[list[PackFigure], list[PackFigure]]:
     """(measured charts, modelled charts): every chart the Sweep page draws for this sweep, in its order, from the
-    same figure functions. The modelled two need ``estimate`` (the page's target) and runs priced on it
-    (``pykv.ui.views.panels.sweep_modelled.with_modelled``: the runs table's modelled columns)."""
+    same figure functions, on the clock the page showed (``measure``). The modelled two need ``estimate`` (the page's
+    target) and runs priced on it (``pykv.ui.views.panels.sweep_modelled.with_modelled``: the runs table's modelled
+    columns)."""
     runs, costs = result.runs, result.preemptions
+    clock = MEASURES[measure]
     measured = [
         PackFigure(
             "sweep-runs",
-            "Every run of the sweep: wall time, throughput and preemptions per mode.",
-            runs_figure(runs, capacity=capacity),
+            f"Every point of the sweep: end-to-end time and throughput ({clock}: the median of the repeats, bars from "
+            "the fastest to the slowest) and preemptions (counted), one line per series.",
+            runs_figure(runs, capacity=capacity, measure=measure),
         )
     ]
     if spec.axis == "block_size":
         measured.append(
             PackFigure(
                 "sweep-block-size-cost",
-                "Preemption cost per KiB of KV against block size.",
-                block_size_cost_figure(costs),
+                f"Preemption cost per KiB of KV against block size ({clock}).",
+                block_size_cost_figure(costs, measure=measure),
             )
         )
     measured.append(
         PackFigure(
             "sweep-recompute-tax",
-            "The recompute tax: how much prefill work redid work already done, per mode.",
+            "The recompute tax: how much prefill work redid work already done, per series (tokens counted; time on "
+            "the wall clock).",
             recompute_tax_figure(runs),
         )
     )
     measured.append(
         PackFigure(
             "sweep-preemption-cost",
-            "Each preemption's cost against the victim's sequence length.",
-            preemption_cost_figure(costs),
+            f"Each preemption's cost against the victim's sequence length ({clock}), beside its modelled bills.",
+            preemption_cost_figure(costs, measure=measure),
         )
     )
     modelled = []
@@ -166,8 +104,8 @@ def sweep_charts(
             modelled.append(
                 PackFigure(
                     "sweep-modelled-throughput",
-                    f"Throughput per mode, measured and modelled on {estimate.label}.",
-                    modelled_runs_figure(runs, capacity=capacity),
+                    f"Throughput per series, measured ({clock}) and modelled on {estimate.label}.",
+                    modelled_runs_figure(runs, capacity=capacity, measure=measure),
                 )
             )
         modelled.append(crossover_pack_figure(estimate, spec.base.block_size, "sweep-modelled-crossover"))
@@ -182,42 +120,45 @@ def sweep_pack(
     capacity: int | None = None,
     model: ModelConfig | None = None,
     estimate: Estimate | None = None,
+    measure: str = DEFAULT_MEASURE,
 ) -> ReviewPack:
-    """``total``: the runs the sweep was to make (more than were made if it was stopped); ``capacity``: for a
+    """``total``: the points the sweep was to run (more than were run if it was stopped); ``capacity``: for a
     max_num_seqs sweep, how many requests the pool carries to the end (marked on the chart); ``model``: the
     sweep's model, whose shape gives each run's vLLM command its --swap-space and --max-model-len;
-    ``estimate``: the modelled target the page priced the runs on (its modelled charts and columns)."""
+    ``estimate``: the modelled target the page priced the runs on (its modelled charts and columns); ``measure``:
+    the clock the charts show (the tables have both)."""
     runs, costs = result.runs, result.preemptions
-    total = total if total is not None else spec.num_runs
+    total = total if total is not None else spec.num_points
     device = ", ".join(sorted(runs["device"].astype(str).unique())) if len(runs) else spec.base.device
     args = ", ".join(f"{k}={v}" for k, v in spec.workload_args.items())
     summary = definition_list(
         [
             ("workload", f"preset {spec.workload!r} ({args}), seed {spec.seed}"),
             ("swept", f"{spec.axis} over {', '.join(map(str, spec.values))}"),
-            ("modes", "; ".join(f"{m} ({', '.join(f'{k}={v}' for k, v in MODES[m].items())})" for m in spec.modes)),
+            ("series", "; ".join(_series_text(spec, entry) for entry in spec.series)),
             (
-                "runs",
-                f"{len(runs)} of {total}"
+                "points",
+                f"{len(runs)} of {total}, each run {spec.repeats} time{'s' if spec.repeats > 1 else ''}"
                 + (" (stopped early)" if result.cancelled else "")
-                + (f" in {seconds:.1f} s" if seconds is not None else ""),
+                + (f", in {seconds:.1f} s" if seconds is not None else ""),
             ),
             ("device (measured on)", device),
+            ("charts' clock", MEASURE_NOTES[measure]),
+            ("load while it ran", _load(runs)),
             *([("modelled on", f"{estimate.label} (modelled, not measured)")] if estimate is not None else []),
         ]
     ) + para(
-        "Swap modes run under vllm_profile=v0.6 (vLLM 0.6.3.post1), the last release that swapped; the "
-        "vllm_profile column says which release each run followed. PCIe figures are modelled.",
+        _comparison(spec) + " " + _noisy(runs) + " Counts are the same every repeat; PCIe figures are modelled.",
         "muted",
     )
-    measured, modelled = sweep_charts(spec, result, capacity, estimate)
+    measured, modelled = sweep_charts(spec, result, capacity, estimate, measure)
     shown = costs.head(MAX_PREEMPTION_ROWS)
     cut = f" (the first {MAX_PREEMPTION_ROWS} of {len(costs)}; the CSV has them all)" if len(costs) > len(shown) else ""
     base_block, base_len = _engine_sizes(spec.base, model)
     commands = [
-        f"# {mode}, {spec.axis}={value} (vllm_profile={config.vllm_profile})\n"
-        + serve_command(config, *_engine_sizes(config, model))
-        for mode, value, config in spec.configs()
+        f"# {point.label}, {spec.axis}={point.value} (vllm_profile={point.config.vllm_profile})\n"
+        + serve_command(point.config, *_engine_sizes(point.config, model))
+        for point in spec.configs()
     ]
     headers = {"value": AXIS_HEADERS.get(spec.axis, spec.axis)}
     note = (
@@ -246,10 +187,13 @@ def sweep_pack(
             "Runs",
             (
                 para(
-                    f"One row per run, measured on {device}; the last column models the run's swaps "
-                    "(the tiny model's KV bytes) over PCIe Gen5, not measured."
+                    f"One row per point, measured on {device}: each time the median of {spec.repeats} run(s), its "
+                    "spread the slowest minus the fastest over the median; CPU time is the engine thread's "
+                    "(time.thread_time), wall time the clock's. The PCIe column models the point's swaps (the tiny "
+                    "model's KV bytes) over PCIe Gen5, not measured; load is the 1-minute load average when the "
+                    "point started. The CSV has every time on both clocks with its fastest and slowest run."
                 ),
-                formatted_table(runs, RUN_TABLE, "runs wide", headers),
+                formatted_table(with_spreads(runs), RUN_TABLE, "runs wide", headers),
             ),
         ),
         Section(
@@ -286,7 +230,9 @@ def sweep_pack(
                 ),
             ),
         )
-    subtitle = f"A sweep of {spec.axis} by {', '.join(spec.modes)} on preset {spec.workload!r}, on {device}."
+    subtitle = (
+        f"A sweep of {spec.axis} by {'; '.join(s.label for s in spec.series)} on preset {spec.workload!r}, on {device}."
+    )
     return ReviewPack(
         "pykv sweep review pack",
         subtitle,
@@ -294,6 +240,42 @@ def sweep_pack(
         summary=summary,
         csvs={"sweep_runs.csv": runs.to_csv(index=False), "sweep_preemptions.csv": costs.to_csv(index=False)},
     )
+
+
+def _series_text(spec: SweepSpec, series) -> str:
+    settings = ", ".join(f"{k}={v}" for k, v in MODES[series.mode].items())
+    return f"{series.label} ({settings})"
+
+
+def _comparison(spec: SweepSpec) -> str:
+    if len(spec.profiles) == 1:
+        return f"Every series ran under vllm_profile={spec.base.vllm_profile}: only the mode differs."
+    return (
+        "The series ran under different releases (asked for: compare across releases), so their lines differ in "
+        "more than the mode; the series column names each one's release."
+    )
+
+
+def _load(runs: pd.DataFrame) -> str:
+    loads = runs["load_1m"].dropna() if "load_1m" in runs else pd.Series(dtype=float)
+    if loads.empty:
+        return "unknown"
+    cpus = os.cpu_count() or "?"
+    return f"{loads.min():.2f} to {loads.max():.2f} (1-minute load average, {cpus} CPUs)"
+
+
+def _noisy(runs: pd.DataFrame) -> str:
+    flagged = [
+        f"{r['series']} at {r['value']} ({which})"
+        for _, r in runs.iterrows()
+        for which in ("cpu", "wall")
+        if is_noisy(
+            r.get(f"{twin('wall_s', which)}_lo"), r.get(f"{twin('wall_s', which)}_hi"), r.get(twin("wall_s", which))
+        )
+    ]
+    if not flagged:
+        return f"No point's end-to-end time spread over {NOISY_SPREAD:.0%} of its median."
+    return f"Spread over {NOISY_SPREAD:.0%} of the median (a busy machine): {'; '.join(flagged)}."
 
 
 AXIS_HEADERS = {"num_gpu_blocks": "pool (blocks)", "block_size": "block size (tokens)", "max_num_seqs": "max_num_seqs"}

@@ -11,10 +11,12 @@ from typing import Any, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from pykv.border.timing_measures import DEFAULT_MEASURE
 from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import CrossoverCurves
 from pykv.gpu_model.schedule import bills, run_totals
 from pykv.viz.sweep_charts import AXIS_LABELS, MARGIN, MODE_COLORS, _device, _empty, _trace
+from pykv.viz.sweep_series import column, error_bars, series_groups, timing_note
 from pykv.viz.theme import colors, figure, log_axis
 
 MODELLED_RUNS_NOTE = (
@@ -45,55 +47,81 @@ def modelled_run_columns(rows: Sequence[dict], est: Estimate) -> pd.DataFrame:
 def modelled_cost_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[float | None]:
     """Each preemption row's modelled bill in seconds (same order as ``costs``)."""
     priced = _bills_by_row(rows, est)
-    found = [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
+    found = [priced.get((_series(c), c["value"], c.get("step"), c.get("request_id"))) for c in costs]
     return [None if b is None else b.modelled_ms * 1e-3 for b in found]
 
 
 def modelled_note_column(rows: Sequence[dict], costs: Sequence[dict], est: Estimate) -> list[str]:
     """Why each preemption row's modelled bill is 0 or near 0 ("" for an ordinary bill; same order as ``costs``)."""
     priced = _bills_by_row(rows, est)
-    found = [priced.get((c["mode"], c["value"], c.get("step"), c.get("request_id"))) for c in costs]
+    found = [priced.get((_series(c), c["value"], c.get("step"), c.get("request_id"))) for c in costs]
     return ["" if b is None else (b.note or "") for b in found]
+
+
+def _series(row: dict) -> str:
+    return row.get("series", row["mode"])
 
 
 def _bills_by_row(rows: Sequence[dict], est: Estimate) -> dict:
     return {
-        (row["mode"], row["value"], b.step, b.request_id): b
+        (_series(row), row["value"], b.step, b.request_id): b
         for row in rows
         for b in bills(est, row.get("reports") or [], row["block_size"])
     }
 
 
 def modelled_runs_figure(
-    runs: pd.DataFrame, dark: bool = False, capacity: int | None = None, height: int = 480
+    runs: pd.DataFrame,
+    dark: bool = False,
+    capacity: int | None = None,
+    height: int = 480,
+    measure: str = DEFAULT_MEASURE,
 ) -> go.Figure:
-    """Output tokens/s per mode against the swept axis: measured on this device (top) and modelled on the
-    target (bottom), from the very same schedules."""
+    """Output tokens/s per series against the swept axis: measured on this device on ``measure``'s clock (top) and
+    modelled on the target (bottom), from the very same schedules."""
     axis = runs["axis"].iloc[0] if len(runs) else "num_gpu_blocks"
     label = runs["modelled_target"].iloc[0] if len(runs) else "the target"
-    title = f"Throughput per mode: measured on this machine, and the same schedules modelled on {label}."
+    title = f"Throughput per series: measured on this machine, and the same schedules modelled on {label}."
+    clock = f", {timing_note(runs, measure)}" if len(runs) else ""
     subtitle = (
-        f"Top, solid: measured on {_device(runs) if len(runs) else '-'}. Bottom, dashed and hollow: modelled "
-        f"{label}, not measured (the tiny model produced the tokens)."
+        f"Top, solid: measured on {_device(runs) if len(runs) else '-'}{clock}. Bottom, dashed and hollow: "
+        f"modelled {label}, not measured (the tiny model produced the tokens)."
     )
     if runs.empty:
         return _empty(title, subtitle, dark, height, "No runs yet.")
+    rate = column("tokens_per_s", measure, runs)
     data = []
-    for mode, group in runs.sort_values("value").groupby("mode", sort=False):
-        data.append(_trace(f"{mode}, measured", group["value"], group["tokens_per_s"], mode, "tok/s"))
+    for name, mode, profile, group in series_groups(runs):
+        bars = error_bars(group, rate)
         data.append(
             _trace(
-                f"{mode}, modelled {label}",
+                f"{name}, measured",
+                group["value"],
+                group[rate],
+                mode,
+                "tok/s",
+                profile=profile,
+                error_y=bars,
+            )
+        )
+        data.append(
+            _trace(
+                f"{name}, modelled {label}",
                 group["value"],
                 group["modelled_tokens_per_s"],
                 mode,
                 "tok/s",
                 modelled="gen5",
+                profile=profile,
                 yaxis="y2",
             )
         )
     axes: dict[str, Any] = {
-        "yaxis": dict(title=dict(text="tokens/s, measured"), rangemode="tozero", domain=[0.56, 1]),
+        "yaxis": dict(
+            title=dict(text=f"tokens/s, measured ({'CPU' if measure == 'cpu' else 'wall'})"),
+            rangemode="tozero",
+            domain=[0.56, 1],
+        ),
         "yaxis2": dict(title=dict(text="tokens/s, modelled"), rangemode="tozero", domain=[0, 0.44], anchor="x"),
     }
     marks: dict[str, Any] = {}

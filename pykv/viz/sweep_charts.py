@@ -2,7 +2,10 @@
 
 Measured and modelled numbers never look alike: measured traces are solid with filled markers;
 modelled PCIe traces are dashed (Gen5) or dotted (Gen4) with hollow markers, and their names say
-"modelled". Every title says in one sentence what the chart shows; its subtitle names the device.
+"modelled". Every title says in one sentence what the chart shows; its subtitle names the device and, for a
+measured time, its clock (``measure``: the engine thread's CPU time or wall time), how many repeats its median
+took and the machine's load. One line per series, named with its release (``sweep_series``); counts are drawn
+as counts, the same every repeat.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from pykv.border.timing_measures import DEFAULT_MEASURE, MEASURES
+from pykv.viz.sweep_series import column, error_bars, noisy_rows, ring, series_groups, symbol, timing_note
 from pykv.viz.theme import colors, figure, log_axis
 
 # One colour per sweep mode (Okabe-Ito), the same in every chart.
@@ -43,12 +48,25 @@ def _device(frame: pd.DataFrame) -> str:
 
 
 def _trace(
-    name: str, x, y, mode: str, unit: str, modelled: str | None = None, markers_only: bool = False, **extra
+    name: str,
+    x,
+    y,
+    mode: str,
+    unit: str,
+    modelled: str | None = None,
+    markers_only: bool = False,
+    profile: str = "",
+    error_y: dict | None = None,
+    **extra,
 ) -> dict:
-    """A measured trace (solid, filled markers) or, with ``modelled`` = "gen4"/"gen5", a modelled one."""
+    """A measured trace (solid, filled markers, its release's symbol) or, with ``modelled`` = "gen4"/"gen5", a
+    modelled one (hollow)."""
     color = MODE_COLORS.get(mode)
     line = dict(color=color, width=2) if modelled is None else dict(color=color, width=1.5, dash=MODELLED[modelled][1])
-    marker = dict(color=color, size=7, symbol="circle" if modelled is None else "circle-open")
+    shape = symbol(profile)
+    marker = dict(color=color, size=7, symbol=shape if modelled is None else f"{shape}-open")
+    if error_y is not None:
+        extra["error_y"] = error_y
     return dict(
         type="scatter",
         x=list(x),
@@ -80,25 +98,55 @@ def _empty(title: str, subtitle: str, dark: bool, height: int, message: str) -> 
     )
 
 
-def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: int | None = None, height: int = 580) -> go.Figure:
-    """Wall time, output tokens/s and preemptions of every run against the swept axis, one line per
-    mode, in three stacked panels. ``capacity`` (for max_num_seqs sweeps) marks how many requests
-    the pool carries to their last token."""
+def runs_figure(
+    runs: pd.DataFrame,
+    dark: bool = False,
+    capacity: int | None = None,
+    height: int = 580,
+    measure: str = DEFAULT_MEASURE,
+) -> go.Figure:
+    """End-to-end time and output tokens/s on ``measure``'s clock (median, bars from the fastest to the slowest
+    repeat, noisy points ringed) and preemptions (counted) of every run against the swept axis, one line per
+    series, in three stacked panels. ``capacity`` (for max_num_seqs sweeps) marks how many requests the pool
+    carries to their last token."""
     axis = runs["axis"].iloc[0] if len(runs) else "num_gpu_blocks"
     title = RUN_TITLES[axis]
-    subtitle = f"Measured on {_device(runs)}: wall time and output tokens/s of the whole workload, preemptions counted."
+    clock = timing_note(runs, measure) if len(runs) else MEASURES[measure]
+    subtitle = (
+        f"Measured on {_device(runs)}: end-to-end time and output tokens/s of the whole workload, {clock}. "
+        "Preemptions counted: the same every repeat."
+    )
     if runs.empty:
         return _empty(title, subtitle, dark, height, "No runs yet.")
+    word = "CPU" if measure == "cpu" else "wall"
     panels = [
-        ("wall_s", "end-to-end (s)", "s"),
-        ("tokens_per_s", "output tokens/s", "tok/s"),
-        ("preemptions", "preemptions", "preemptions"),
+        (column("wall_s", measure, runs), f"end-to-end (s, {word})", "s"),
+        (column("tokens_per_s", measure, runs), f"output tokens/s ({word})", "tok/s"),
+        ("preemptions", "preemptions (counted)", "preemptions"),
     ]
-    data = [
-        _trace(mode, group["value"], group[column], mode, unit, showlegend=i == 0, yaxis=f"y{i + 1}" if i else "y")
-        for mode, group in runs.sort_values("value").groupby("mode", sort=False)
-        for i, (column, _, unit) in enumerate(panels)
-    ]
+    data = []
+    noisy: list[dict] = []
+    for label, mode, profile, group in series_groups(runs):
+        for i, (name, _, unit) in enumerate(panels):
+            yaxis = f"y{i + 1}" if i else "y"
+            bars = error_bars(group, name) if i < 2 else None
+            data.append(
+                _trace(
+                    label,
+                    group["value"],
+                    group[name],
+                    mode,
+                    unit,
+                    profile=profile,
+                    showlegend=i == 0,
+                    yaxis=yaxis,
+                    error_y=bars,
+                )
+            )
+            flagged = noisy_rows(group, name) if i < 2 else group.iloc[0:0]
+            if len(flagged):
+                noisy.append(ring(flagged["value"], flagged[name], unit, yaxis=yaxis, showlegend=not noisy))
+    data += noisy
     gap, span = 0.06, (1 - 2 * 0.06) / 3
     axes: dict[str, Any] = {
         f"yaxis{i + 1}" if i else "yaxis": dict(
@@ -146,13 +194,17 @@ def runs_figure(runs: pd.DataFrame, dark: bool = False, capacity: int | None = N
     )
 
 
-def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height: int = 440) -> go.Figure:
-    """Each preemption's cost against the victim's sequence length: measured points per mode, and
-    for swap modes the same copies modelled across PCIe Gen4 and Gen5."""
+def preemption_cost_figure(
+    preemptions: pd.DataFrame, dark: bool = False, height: int = 440, measure: str = DEFAULT_MEASURE
+) -> go.Figure:
+    """Each preemption's cost against the victim's sequence length: measured points per series on ``measure``'s
+    clock (the median of the repeats, bars to the fastest and slowest), and for swap modes the same copies modelled
+    across PCIe Gen4 and Gen5."""
     title = "Cost of one preemption vs the victim's sequence length: recompute and swap measured, PCIe modelled."
+    clock = timing_note(preemptions, measure) if len(preemptions) else MEASURES[measure]
     subtitle = (
-        f"Filled points: measured on {_device(preemptions)}.<br>Dashed (Gen5) / dotted (Gen4) lines, hollow "
-        "markers: the same swaps' bytes and copies modelled across PCIe, not measured."
+        f"Filled points: measured on {_device(preemptions)}, {clock}.<br>Dashed (Gen5) / dotted (Gen4) lines, "
+        "hollow markers: the same swaps' bytes and copies modelled across PCIe, not measured."
     )
     if "modelled_target" in preemptions and preemptions["modelled_target"].notna().any():
         subtitle += (
@@ -175,16 +227,31 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
                 f"<br>{marginal} bill(s) are marginal: the re-prefill rode in steps whose weight reads were "
                 "paid anyway, so it added almost nothing there."
             )
+    measured = column("measured_s", measure, preemptions)
     data = []
-    for mode, group in preemptions.sort_values("seq_len").groupby("mode", sort=False):
+    for label, mode, profile, group in series_groups(preemptions, sort_by="seq_len"):
+        bars = error_bars(group, measured, scale=1e3)
         data.append(
-            _trace(f"{mode}, measured", group["seq_len"], group["measured_s"] * 1e3, mode, "ms", markers_only=True)
+            _trace(
+                f"{label}, measured",
+                group["seq_len"],
+                group[measured] * 1e3,
+                mode,
+                "ms",
+                markers_only=True,
+                profile=profile,
+                error_y=bars,
+            )
         )
         swaps = group[group["preemption_mode"] == "swap"]
-        for gen, (label, _) in MODELLED.items():
+        for gen, (name, _) in MODELLED.items():
             if not swaps.empty:
                 line = swaps.groupby("seq_len")[f"modelled_pcie_{gen}_s"].mean() * 1e3
-                data.append(_trace(f"{mode}, modelled {label}", line.index, line.values, mode, "ms", modelled=gen))
+                data.append(
+                    _trace(
+                        f"{label}, modelled {name}", line.index, line.values, mode, "ms", modelled=gen, profile=profile
+                    )
+                )
         if "modelled_target_s" in group:  # the Sweep page's target
             priced = group.dropna(subset=["modelled_target_s"])
             priced = priced[priced["modelled_target_s"] > 0]
@@ -193,13 +260,14 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
         if not priced.empty:
             data.append(
                 _trace(
-                    f"{mode}, modelled {priced['modelled_target'].iloc[0]}",
+                    f"{label}, modelled {priced['modelled_target'].iloc[0]}",
                     priced["seq_len"],
                     priced["modelled_target_s"] * 1e3,
                     mode,
                     "ms",
                     modelled="gen4",
                     markers_only=True,
+                    profile=profile,
                 )
             )
     return figure(
@@ -210,41 +278,8 @@ def preemption_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height
         subtitle=subtitle,
         margin=MARGIN,
         xaxis=dict(title=dict(text="victim's sequence length (tokens whose KV was lost)")),
-        yaxis=log_axis("cost of the preemption (ms, log scale)", [y for t in data for y in t["y"]]),
-    )
-
-
-def block_size_cost_figure(preemptions: pd.DataFrame, dark: bool = False, height: int = 440) -> go.Figure:
-    """Cost per KiB of KV against block size, per mode, on log axes. Swap: copy-out + copy-in time;
-    recompute: re-prefill time; both over the KV bytes the victim held, so they compare directly.
-    Swap modes also get their copies modelled across PCIe, where each copy pays a fixed overhead."""
-    title = "Preemption cost per KiB of KV vs block size: swap by batched and by per-block copies, beside recompute."
-    subtitle = (
-        f"Solid: measured on {_device(preemptions)}. Dashed (Gen5) / dotted (Gen4), hollow: the same copies "
-        "modelled across PCIe, not measured.<br>Swap: copy-out + copy-in time; recompute: re-prefill time; "
-        "both per KiB of KV the victim held."
-    )
-    if preemptions.empty:
-        return _empty(title, subtitle, dark, height, "No preemption in this sweep: shrink the pool or add requests.")
-    data = []
-    for mode, group in preemptions.groupby("mode", sort=False):
-        per_size = group.groupby("block_size")
-        kib = per_size["num_bytes"].sum() / 1024
-        cost = per_size["measured_s"].sum() * 1e6 / kib
-        data.append(_trace(f"{mode}, measured", cost.index, cost.values, mode, "µs/KiB"))
-        swaps = group[group["preemption_mode"] == "swap"].groupby("block_size")
-        for gen, (label, _) in MODELLED.items():
-            if swaps.ngroups:
-                line = swaps[f"modelled_pcie_{gen}_s"].sum() * 1e6 / (swaps["num_bytes"].sum() / 1024)
-                data.append(_trace(f"{mode}, modelled {label}", line.index, line.values, mode, "µs/KiB", modelled=gen))
-    sizes = sorted(int(b) for b in preemptions["block_size"].unique())
-    return figure(
-        title,
-        height,
-        dark,
-        data,
-        subtitle=subtitle,
-        margin=MARGIN,
-        xaxis=dict(title=dict(text="block size (tokens)"), type="log", tickvals=sizes),
-        yaxis=log_axis("µs per KiB of KV (log scale)", [y for t in data for y in t["y"]]),
+        yaxis=log_axis(
+            f"cost of the preemption (ms, {'CPU' if measure == 'cpu' else 'wall'}, log scale)",
+            [y for t in data for y in t["y"]],
+        ),
     )

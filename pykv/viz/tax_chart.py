@@ -1,8 +1,8 @@
 """The recompute tax across a sweep: a pure function of the sweep's runs DataFrame -> plotly Figure.
 
 The tax is the share of all prefill work that recomputed tokens already computed once (their KV was
-dropped by a recompute preemption): measured token counts, so the same on any machine, beside the
-share of prefill forward time, which is measured on the sweep's device.
+dropped by a recompute preemption): counted tokens, so the same on any machine and every repeat, beside the
+share of prefill forward time (wall clock, the median of the repeats), which is measured on the sweep's device.
 """
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from pykv.viz.sweep_charts import AXIS_LABELS, MARGIN, MODE_COLORS
+from pykv.viz.sweep_series import series_groups, symbol
 from pykv.viz.theme import colors, figure
 
 POLICY_DASH = {"last": "solid", "priority": "dot", "lcf": "dash", "sglang": "dashdot"}
-TITLE = "The recompute tax: the share of prefill work that redid work already done, one line per mode and policy."
+TITLE = "The recompute tax: the share of prefill work that redid work already done, one line per series and policy."
 
 
 def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 460) -> go.Figure:
     axis = runs["axis"].iloc[0] if len(runs) else "num_gpu_blocks"
     devices = ", ".join(sorted(runs["device"].astype(str).unique())) if len(runs) else "—"
     subtitle = (
-        f"Top: share of prefill tokens (counted). Bottom: share of prefill forward time (measured on "
-        f"{devices}). 0% = no token was ever computed twice."
+        f"Top: share of prefill tokens (counted, the same every repeat). Bottom: share of prefill forward time "
+        f"(wall clock, measured on {devices}). 0% = no token was ever computed twice."
     )
     if runs.empty:
         return figure(
@@ -45,8 +46,7 @@ def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 4
             ],
         )
     data = []
-    for label, group in runs.sort_values("value").groupby("mode", sort=False):
-        base_mode = str(label).split(" · ")[0]
+    for label, base_mode, profile, group in series_groups(runs):
         policy = str(group["preemption_victim"].iloc[0])
         line = dict(color=MODE_COLORS.get(base_mode), width=2, dash=POLICY_DASH.get(policy, "solid"))
         for i, column in enumerate(("recompute_tax", "recompute_tax_time")):
@@ -60,7 +60,7 @@ def recompute_tax_figure(runs: pd.DataFrame, dark: bool = False, height: int = 4
                     showlegend=i == 0,
                     mode="lines+markers",
                     line=line,
-                    marker=dict(color=line["color"], size=7),
+                    marker=dict(color=line["color"], size=7, symbol=symbol(profile)),
                     yaxis="y2" if i else "y",
                     hovertemplate=f"{label}<br>x=%{{x}}<br>%{{y:.1f}}%<extra></extra>",
                 )

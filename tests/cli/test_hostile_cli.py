@@ -12,6 +12,7 @@ from growth import assert_growth, raising
 
 import pykv.cli.main
 import pykv.lab.sweep
+import pykv.lab.sweep.runner
 from pykv.border.workload import MAX_JSON_DEPTH, MAX_REQUESTS, MAX_WORKLOAD_BYTES, Workload, make_workload
 from pykv.cli.main import main
 from pykv.lab.sweep import MAX_SWEEP_VALUES, SweepSpec, count_values, parse_values
@@ -68,7 +69,7 @@ def no_work(monkeypatch):
 
     monkeypatch.setattr(pykv.cli.main, "LLMEngine", forbidden)
     monkeypatch.setattr(pykv.lab.sweep, "run_sweep", forbidden)
-    monkeypatch.setattr(pykv.lab.sweep, "load_model", forbidden)
+    monkeypatch.setattr(pykv.lab.sweep.runner, "load_model", forbidden)
 
 
 def run_cli(capsys, argv) -> tuple[int, list[str]]:
@@ -99,6 +100,11 @@ BEFORE_WORK = [
     # row 16
     (["sweep", "--pool-sizes", ""], "--pool-sizes: No values given"),
     (["sweep", "--workload", "{dir}/ok.json"], "sweep runs a preset workload"),
+    # issue 47: one release per comparison unless asked, and repeats in bounds, before the model loads
+    (["sweep", "--modes", "recompute,recompute@v0.33"], "--compare-across-releases"),
+    (["sweep", "--vllm-profile", "v0.33"], "swap is not in vLLM 0.33.0 (V1)"),
+    (["sweep", "--modes", "recompute@v9"], "names no release"),
+    (["sweep", "--repeats", "0"], "--repeats 0 is out of range"),
     # more of our own
     (["run", "--export-workload", ""], "is empty"),
     (["run", "--export-workload", "{dir}/a_file/w.json"], "is not a folder"),
@@ -313,8 +319,8 @@ def test_count_values_is_arithmetic():
 
 
 def test_sweep_spec_checks_values_workload_and_counts_runs():
-    spec = SweepSpec(values=(24, 32), modes=("recompute", "swap"))
-    assert spec.num_runs == 4
+    spec = SweepSpec(values=(24, 32), modes=("recompute", "swap"), repeats=3)
+    assert spec.num_points == 4 and spec.num_runs == 12
     with pytest.raises(ValueError, match="up to"):
         SweepSpec(values=(10**10,))
     with pytest.raises(ValueError, match="runs a workload preset"):
@@ -335,4 +341,4 @@ def test_row_29_sweep_page_counts_runs_before_building_configs(random_llama_path
     at.text_input(key="sw_values_num_gpu_blocks").set_value("1:300000:1")
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
     assert not at.exception
-    assert any("600000 runs" in e.value and "at most 60" in e.value for e in at.error)
+    assert any("1800000 runs (600000 points x 3 repeats)" in e.value and "at most 60" in e.value for e in at.error)

@@ -23,29 +23,12 @@ def test_a_trailing_backslash_is_linear_too():
     assert_growth(lambda n: '["' + 'a\\"' * n + "\\", raising(Workload.from_json), 2_500)
 
 
-def test_sweep_says_when_offload_runs_on_another_release(random_llama_path, capsys):
-    assert (
-        main(
-            [
-                "sweep",
-                "--modes",
-                "recompute+offload",
-                "--vllm-profile",
-                "v0.6",
-                "--pool-sizes",
-                "64",
-                "--num-requests",
-                "1",
-                "--max-tokens",
-                "2",
-                "--model",
-                str(random_llama_path),
-            ]
-        )
-        == 0
-    )
-    err = capsys.readouterr().err
-    assert "recompute+offload runs on v0.33" in err and "not v0.6" in err
+def test_sweep_refuses_offload_on_a_release_without_the_tier(random_llama_path, capsys):
+    """Issue 47: no silent move to another release; one line saying how to ask for it."""
+    argv = ["sweep", "--modes", "recompute+offload", "--vllm-profile", "v0.6", "--pool-sizes", "64"]
+    assert main([*argv, "--model", str(random_llama_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "vLLM 0.6.3 (V0) lacks" in err and "recompute+offload@v0.33" in err
 
 
 @pytest.mark.parametrize(

@@ -252,27 +252,47 @@ def test_captions_name_the_config_device_and_what_is_measured():
         workload_args={"n": 4},
         axis="num_gpu_blocks",
         values=(24, 60),
-        modes=("recompute", "swap"),
+        series=("recompute, vLLM 0.6.3 (V0)", "swap, vLLM 0.6.3 (V0)"),
         runs=3,
         total=4,
+        repeats=3,
+        load="1.20–3.40",
     )
-    assert "stopped: 3 of 4 runs" in caption and "measured on cpu" in caption and "modelled" in caption
+    assert "stopped: 3 of 4 points" in caption and "measured on cpu" in caption and "modelled" in caption
+    assert "series recompute, vLLM 0.6.3 (V0); swap, vLLM 0.6.3 (V0)" in caption  # each series names its release
+    assert "(CPU time of the engine thread, median of 3 repeats; load average 1.20–3.40)" in caption
+    assert "counts are the same every repeat" in caption
 
 
 @pytest.mark.parametrize(
     "axis, values, modes",
-    [("num_gpu_blocks", (24, 60), ("recompute", "swap")), ("block_size", (4, 8), ("recompute", "swap per-block"))],
+    [
+        ("num_gpu_blocks", (24, 60), ("recompute", "swap")),
+        ("block_size", (4, 8), ("recompute", "swap per-block")),
+        ("num_gpu_blocks", (24,), ("recompute", "recompute@v0.33")),
+    ],
 )
-def test_the_sweep_command_reruns_the_same_sweep(axis, values, modes):
+@pytest.mark.parametrize("profile", ["v0.6", "v0.33"])  # the sweep's default release is not the engine's
+def test_the_sweep_command_reruns_the_same_sweep(axis, values, modes, profile):
     base = EngineConfig(
+        vllm_profile=profile,
         model="/some path/ckpt",
         block_size=4 if axis != "block_size" else 16,
         max_num_seqs=16,
         num_gpu_blocks=48 if axis != "num_gpu_blocks" else 64,
         enable_chunked_prefill=False,
     )
+    across = any("@" in m for m in modes)
     command = sweep_command(
-        base, workload="storm", workload_args={"n": 4, "max_tokens": 16}, axis=axis, values=values, modes=modes, seed=3
+        base,
+        workload="storm",
+        workload_args={"n": 4, "max_tokens": 16},
+        axis=axis,
+        values=values,
+        modes=modes,
+        seed=3,
+        repeats=5,
+        across_releases=across,
     )
     assert command.startswith("python -m pykv sweep ")
     args = build_parser().parse_args(shlex.split(command)[3:])  # past "python -m pykv"
@@ -280,3 +300,4 @@ def test_the_sweep_command_reruns_the_same_sweep(axis, values, modes):
     flag = {"num_gpu_blocks": args.pool_sizes, "block_size": args.block_sizes}[axis]
     assert flag == ",".join(map(str, values)) and tuple(args.modes.split(",")) == modes
     assert (args.workload, args.num_requests, args.max_tokens, args.seed) == ("storm", 4, 16, 3)
+    assert (args.repeats, args.compare_across_releases, args.vllm_profile) == (5, across, profile)

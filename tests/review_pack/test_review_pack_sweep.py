@@ -11,7 +11,7 @@ import pytest
 from pykv.review_pack import render_html, sweep_pack
 from pykv.review_pack.fit import overflows
 from pykv.review_pack.page import PAGE_WIDTH_PX
-from pykv.review_pack.sweep import RUN_TABLE, formatted_table
+from pykv.review_pack.sweep_tables import RUN_TABLE, formatted_table, with_spreads
 from pykv.viz import preemption_cost_figure
 from testkit.review_packs import SCIENTIFIC, assert_fits, priced_pool_sweep, section, section_html, visible_text
 
@@ -68,24 +68,56 @@ def test_a_runs_table_never_writes_scientific_notation():
     runs = pd.DataFrame(
         [
             {
-                "mode": "swap",
-                "vllm_profile": "v0.6",
+                "series": "swap, vLLM 0.6.3 (V0)",
                 "value": 24,
                 "preemptions": 1234,
                 "recomputed_tokens": 0,
                 "swapped_bytes": 7_929_856.0,
+                "cpu_s": 1.0e-5,
+                "cpu_s_lo": 0.9e-5,
+                "cpu_s_hi": 1.4e-5,
                 "wall_s": 1.2e-5,
-                "tokens_per_s": 123_456.7,
+                "wall_s_lo": 1.2e-5,
+                "wall_s_hi": 1.2e-5,
+                "recompute_cpu_s": 1e-7,
                 "recompute_s": 1e-7,
                 "swap_s": float("nan"),
                 "modelled_pcie_gen5_s": 4.17e-4,
+                "load_1m": 3.456,
             }
         ]
     )
-    out = formatted_table(runs, RUN_TABLE, "runs")
+    out = formatted_table(with_spreads(runs), RUN_TABLE, "runs")
     cells = re.findall(r"<td[^>]*>(.*?)</td>", out)
-    assert cells == ["swap", "v0.6", "24", "1,234", "0", "7.6 MiB", "0.00 s", "123,456.7", "0.0 ms", "—", "0.417 ms"]
-    assert "<th>swaps over PCIe Gen5 (modelled)</th>" in out
+    assert cells == [
+        "swap, vLLM 0.6.3 (V0)",
+        "24",
+        "1,234",
+        "0",
+        "7.6 MiB",
+        "0.00 s",
+        "50%",
+        "0.00 s",
+        "0%",
+        "0.0 ms",
+        "0.0 ms",
+        "—",
+        "0.417 ms",
+        "3.46",
+    ]
+    assert "<th>swaps over PCIe Gen5 (modelled)</th>" in out and "<th>CPU spread</th>" in out
+
+
+def test_the_sweep_pack_names_each_series_release_its_clock_and_the_load(sweep_review):
+    pack, html = sweep_review
+    cover = visible_text(html[: html.index('<section id="config">')])
+    assert "recompute, vLLM 0.6.3 (V0)" in cover and "swap, vLLM 0.6.3 (V0)" in cover
+    assert "each run 2 times" in cover and "CPU time of the engine thread (time.thread_time)" in cover
+    assert re.search(r"load while it ran\s+[\d.]+ to [\d.]+ \(1-minute load average", cover)
+    assert "Every series ran under vllm_profile=v0.6: only the mode differs." in cover
+    runs = visible_text(section_html(html, "runs"))
+    assert "recompute, vLLM 0.6.3 (V0)" in runs and "CPU spread" in runs and "median of 2 run(s)" in runs
+    assert "CPU time of the engine thread, median of 2 repeats" in pack.figures()[0].figure.layout.title.subtitle.text
 
 
 def test_every_sweep_figure_fits_the_width_it_is_drawn_at(sweep_review, priced_sweep):

@@ -60,10 +60,11 @@ def test_an_exported_figure_links_under_the_labs_public_address(random_llama_pat
 def test_the_sweep_charts_offer_export_with_the_command_that_reruns_them(random_llama_path, monkeypatch, deferred):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     at = AppTest.from_function(sweep_page, default_timeout=60).run()
-    at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
+    at.text_input(key="sw_values_num_gpu_blocks").set_value("60,90")
     at.number_input(key="sw_n_num_gpu_blocks").set_value(4)
     at.number_input(key="sw_max_tokens_num_gpu_blocks").set_value(16)
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
+    at.number_input(key="sw_repeats_num_gpu_blocks").set_value(1)
     at.button(key=RUN).click().run()
     assert not at.exception, at.exception
     opened_exports(at, ("sweep_runs", "sweep_costs"))
@@ -73,7 +74,10 @@ def test_the_sweep_charts_offer_export_with_the_command_that_reruns_them(random_
     png = make()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 2 * 1100
     html = deferred["sweep_costs_html"][0]().decode()
-    command = "python -m pykv sweep --workload storm --num-requests 4 --max-tokens 16 --pool-sizes 24,60"
+    command = (
+        "python -m pykv sweep --workload small_storm --num-requests 4 --max-tokens 16 --pool-sizes 60,90 "
+        "--modes recompute,swap --repeats 1"
+    )
     assert f"reproduce: {command}" in html
 
 

@@ -101,20 +101,21 @@ def test_the_pool_is_sized_in_gib_of_the_target_models_kv(app):
 def test_the_sweep_page_prices_every_run_on_the_target_beside_the_measured(random_llama_path, monkeypatch):
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     at = ok(AppTest.from_function(sweep_page, default_timeout=60).run())
-    at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
+    at.text_input(key="sw_values_num_gpu_blocks").set_value("60,90")
     at.number_input(key="sw_n_num_gpu_blocks").set_value(4)
     at.number_input(key="sw_max_tokens_num_gpu_blocks").set_value(16)
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
+    at.number_input(key="sw_repeats_num_gpu_blocks").set_value(1)
     at.button(key=RUN_SWEEP).click().run()
     table = ok(at).dataframe[0].value
     assert {"wall_s", "tokens_per_s", "modelled_s", "modelled_tokens_per_s"} <= set(table.columns)
     assert set(table["modelled_target"]) == {"H100-SXM + Llama-3.1-8B"} and (table["modelled_s"] > 0).all()
-    measured = table[["mode", "value", "wall_s", "tokens_per_s"]].copy()
+    measured = table[["series", "value", "cpu_s", "wall_s", "tokens_per_s"]].copy()
     at.selectbox(key="sw_target_gpu").set_value("RTX-4090").run()  # no rerun of the sweep: priced again
     again = ok(at).dataframe[0].value
     assert set(again["modelled_target"]) == {"RTX-4090 + Llama-3.1-8B"}
     assert (again["modelled_s"] != table["modelled_s"]).all()
-    assert again[["mode", "value", "wall_s", "tokens_per_s"]].equals(measured)
+    assert again[["series", "value", "cpu_s", "wall_s", "tokens_per_s"]].equals(measured)
     assert not unlabelled_modelled_text(at, at_least=8, tabs_prefix=None)
 
 

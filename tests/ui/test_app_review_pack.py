@@ -124,10 +124,11 @@ def test_the_sweep_page_offers_the_pack_of_its_sweep(random_llama_path, monkeypa
     monkeypatch.setattr(review_pack_button, "sweep_pack", recording)
     at = ok(AppTest.from_function(sweep_page, default_timeout=60).run())
     assert not pack_buttons(at)  # nothing to pack before a sweep
-    at.text_input(key="sw_values_num_gpu_blocks").set_value("24,60")
+    at.text_input(key="sw_values_num_gpu_blocks").set_value("60,90")
     at.number_input(key="sw_n_num_gpu_blocks").set_value(4)
     at.number_input(key="sw_max_tokens_num_gpu_blocks").set_value(16)
     at.number_input(key="sw_block_size_num_gpu_blocks").set_value(4)
+    at.number_input(key="sw_repeats_num_gpu_blocks").set_value(1)
     at.button(key="FormSubmitter:sweep_form_num_gpu_blocks-Run sweep").click().run()
     assert pack_buttons(opened_pack(ok(at), "sweep")) == LABELS
     z = check_pack(

@@ -16,6 +16,7 @@ class CopyTiming:
     seconds: float  # measured wall time of the copies (synchronised on CUDA)
     num_bytes: int
     num_copies: int  # copy operations issued (1 batched copy, or one per block per layer per K/V)
+    cpu_s: float = 0.0  # the engine thread's CPU time over the same copies (time.thread_time): without its waits
 
 
 class CacheEngine:
@@ -67,7 +68,7 @@ class CacheEngine:
     def _copy(self, src: torch.Tensor, dst: torch.Tensor, mapping: list[tuple[int, int]]) -> CopyTiming:
         num_bytes = len(mapping) * src[:, :, 0].numel() * src.element_size()
         self._sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         if self.swap_copy == "batched":
             # Gather every block into one staging tensor, cross the bus once, scatter.
             src_ids = torch.tensor([s for s, _ in mapping], device=src.device)
@@ -83,7 +84,7 @@ class CacheEngine:
                         dst[layer, kv, d].copy_(src[layer, kv, s], non_blocking=True)
             num_copies = src.shape[0] * 2 * len(mapping)
         self._sync()
-        return CopyTiming(time.perf_counter() - t0, num_bytes, num_copies)
+        return CopyTiming(time.perf_counter() - t0, num_bytes, num_copies, time.thread_time() - c0)
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):

@@ -3,8 +3,10 @@
 Recompute cost is the forward time spent re-prefilling the tokens whose KV was dropped. A step's
 forward time is shared among its tokens by count, so a re-prefill chunk of r tokens in a step of
 n tokens that took t seconds is charged ``t * r / n`` (attention makes long chunks a little dearer
-per token than this; the apportioning is stated wherever the figure is shown). Tokens the prefix
-cache still held at re-admission are not recomputed and are counted apart.
+per token than this; the apportioning is stated wherever the figure is shown), and the same share of
+the engine thread's CPU time in that forward pass (``recompute_cpu_s``, ``time.thread_time``: the time
+the thread waited for a CPU busy with other work is not in it). Tokens the prefix cache still held at
+re-admission are not recomputed and are counted apart.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class CostLedger:
             record = replace(
                 record,
                 swap_out_s=swap_out.seconds,
+                swap_out_cpu_s=swap_out.cpu_s,
                 swap_copies=swap_out.num_copies,
                 blocks_copied=swap_out.num_bytes // self.bytes_per_block,
                 modelled_pcie_out_s=modelled_copy_seconds(
@@ -83,6 +86,7 @@ class CostLedger:
         record = self.records[index] = replace(
             self.records[index],
             swap_in_s=timing.seconds,
+            swap_in_cpu_s=timing.cpu_s,
             modelled_pcie_in_s=modelled_copy_seconds(
                 timing.num_bytes, timing.num_copies, self.bandwidth, self.overhead
             ),
@@ -91,9 +95,10 @@ class CostLedger:
         )
         return record
 
-    def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int) -> None:
-        """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time. An
-        orphaned chunk (vLLM 0.10.2's victim left in the batch) computed nothing: it is charged nothing."""
+    def on_forward(self, chunks: list[ScheduledChunk], forward_s: float, step: int, forward_cpu_s: float = 0.0) -> None:
+        """Charge this step's re-prefill tokens (and all its prefill tokens) their share of the forward time (wall, and
+        the engine thread's CPU time, ``forward_cpu_s``). An orphaned chunk (vLLM 0.10.2's victim left in the batch)
+        computed nothing: it is charged nothing."""
         chunks = [c for c in chunks if not c.orphaned]
         total = sum(c.num_new_tokens for c in chunks)
         prefill = sum(c.num_new_tokens for c in chunks if c.is_prefill)
@@ -116,6 +121,7 @@ class CostLedger:
                 ),
                 recomputed_tokens=record.recomputed_tokens + redone,
                 recompute_s=record.recompute_s + forward_s * redone / total,
+                recompute_cpu_s=record.recompute_cpu_s + forward_cpu_s * redone / total,
                 recovered_step=step if recovered else record.recovered_step,
                 steps_lost=step - record.step if recovered else record.steps_lost,
             )

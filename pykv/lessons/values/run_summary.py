@@ -18,16 +18,20 @@ class RunSummary:
     device: str
     steps: int
     wall_s: float
+    cpu_s: float  # the engine thread's CPU time over the run (time.thread_time)
     output_tokens: int
     tokens_per_s: float
+    tokens_per_cpu_s: float
     preemptions: int
     recomputed_tokens: int
     recompute_s: float
+    recompute_cpu_s: float
     recompute_tax: float  # share of prefill tokens that recomputed dropped KV, 0-1 (pykv:recompute_tax)
     recompute_tax_time: float  # the same share of prefill forward time
     loaded_tokens: int  # dropped tokens loaded back from the CPU offloading tier instead of recomputed
     swapped_bytes: int
     swap_s: float  # measured swap-out + swap-in copy time
+    swap_cpu_s: float  # the engine thread's CPU time over those copies
     swap_copies: int
     modelled_pcie_gen4_s: float  # the same copies modelled over PCIe (not measured)
     modelled_pcie_gen5_s: float

@@ -12,6 +12,7 @@ from typing import Callable
 
 import streamlit as st
 
+from pykv.border.timing_measures import DEFAULT_MEASURE
 from pykv.lab.lab import Lab
 from pykv.lab.sweep import SweepResult, SweepSpec
 from pykv.lessons.format.schema import Lesson
@@ -31,14 +32,22 @@ def playground_pack(lab: Lab) -> Callable[[], ReviewPack]:
 
 
 def sweep_pack_maker(
-    spec: SweepSpec, result: SweepResult, total: int, seconds: float, capacity: int | None
+    spec: SweepSpec,
+    result: SweepResult,
+    total: int,
+    seconds: float,
+    capacity: int | None,
+    measure: str = DEFAULT_MEASURE,
 ) -> Callable[[], ReviewPack]:
     """The Sweep page's pack maker; the model's shape sizes each run's vLLM command (--swap-space, --max-model-len);
-    ``result`` is priced on the session's target (``sweep_modelled.with_modelled``), whose charts the pack draws."""
+    ``result`` is priced on the session's target (``sweep_modelled.with_modelled``), whose charts the pack draws on
+    the clock the page shows (``measure``)."""
     base = spec.base
     model = state.shared_model(base.model, base.device, base.dtype).config
     est = target.current_estimate()
-    return lambda: sweep_pack(spec, result, total=total, seconds=seconds, capacity=capacity, model=model, estimate=est)
+    return lambda: sweep_pack(
+        spec, result, total=total, seconds=seconds, capacity=capacity, model=model, estimate=est, measure=measure
+    )
 
 
 def lesson_pack_maker(lesson: Lesson, states: list[StepState]) -> Callable[[], ReviewPack]:

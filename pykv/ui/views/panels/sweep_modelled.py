@@ -9,6 +9,7 @@ from functools import partial
 
 import streamlit as st
 
+from pykv.border.timing_measures import DEFAULT_MEASURE
 from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.lab.sweep import SweepResult
@@ -34,10 +35,10 @@ def with_modelled(result: SweepResult, rows: list[dict], costs: list[dict], est:
     return dataclasses.replace(result, runs=runs, preemptions=preemptions)
 
 
-def render(runs, block_size: int, export, dark: bool, capacity: int | None) -> None:
-    """The modelled charts and the formulas, below the measured ones."""
+def render(runs, block_size: int, export, dark: bool, capacity: int | None, measure: str = DEFAULT_MEASURE) -> None:
+    """The modelled charts and the formulas, below the measured ones (their measured half on ``measure``'s clock)."""
     est = target.current_estimate()
-    draw_runs = partial(modelled_runs_figure, runs, capacity=capacity)
+    draw_runs = partial(modelled_runs_figure, runs, capacity=capacity, measure=measure)
     st.plotly_chart(draw_runs(dark=dark), theme=None, key="sweep_modelled_runs", config=PLOT_CONFIG)
     export(draw_runs, "modelled_throughput", "sweep_modelled_runs")
     st.caption(MODELLED_RUNS_NOTE.format(label=est.label))
