@@ -1,4 +1,4 @@
-"""Sweep page benchmark: the page's default sweep (the small storm, 8 x 96 tokens, at 3 pool sizes x recompute and
+"""Sweep page benchmark: the page's default sweep (the small storm, 8 x 48 tokens, at 3 pool sizes x recompute and
 swap under vLLM 0.6.3, each point 3 times, on the shipped model; goal: <= 15 s on a quiet 2-core CPU), timed through
 the page's own code (AppTest: from pressing Run sweep to the last chart drawn), with the machine's load around it
 and the process's CPU time over the same click: on a busy machine the wall time says how busy it was, the CPU time

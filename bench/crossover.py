@@ -4,7 +4,7 @@ modelled PCIe swap becomes cheaper than a modelled GPU re-prefill.
     python -m bench.crossover                  # measure on the shipped model, then model
     python -m bench.crossover --no-measure     # the modelled part only
 
-1. Measured: the default sweep (``SweepSpec()``: the small storm, 8 x 96 tokens, recompute and swap under
+1. Measured: the default sweep (``SweepSpec()``: the small storm, 8 x 48 tokens, recompute and swap under
    vLLM 0.6.3, each point 3 times) on this device; every completed preemption's cost (the median of its repeats,
    on the wall clock and the engine thread's CPU clock) over the tokens it lost.
 2. Modelled (not measured) by ``pykv.gpu_model`` (the same model and calibration the app shows; its

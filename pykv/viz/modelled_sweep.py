@@ -84,7 +84,7 @@ def modelled_runs_figure(
     title = f"Throughput per series: measured on this machine, and the same schedules modelled on {label}."
     clock = f", {timing_note(runs, measure)}" if len(runs) else ""
     subtitle = (
-        f"Top, solid: measured on {_device(runs) if len(runs) else '-'}{clock}. Bottom, dashed and hollow: "
+        f"Top, solid: measured on {_device(runs) if len(runs) else '-'}{clock}.<br>Bottom, dashed and hollow: "
         f"modelled {label}, not measured (the tiny model produced the tokens)."
     )
     if runs.empty:

@@ -35,7 +35,7 @@ AXIS_LABELS = {
     "max_num_seqs": "max_num_seqs",
 }
 RUN_TITLES = {
-    "num_gpu_blocks": "End-to-end time, throughput and preemptions as the KV pool shrinks, one line per mode.",
+    "num_gpu_blocks": "End-to-end time, throughput and preemptions as the KV pool shrinks, one line per series.",
     "block_size": "End-to-end time, throughput and preemptions vs block size, at a fixed pool capacity in tokens.",
     "max_num_seqs": "Throughput vs max_num_seqs on an over-subscribed workload: past what the pool holds, "
     "more concurrency brings preemptions.",
@@ -113,7 +113,7 @@ def runs_figure(
     title = RUN_TITLES[axis]
     clock = timing_note(runs, measure) if len(runs) else MEASURES[measure]
     subtitle = (
-        f"Measured on {_device(runs)}: end-to-end time and output tokens/s of the whole workload, {clock}. "
+        f"End-to-end time and output tokens/s of the whole workload, measured on {_device(runs)}: {clock}.<br>"
         "Preemptions counted: the same every repeat."
     )
     if runs.empty:

@@ -14,8 +14,8 @@ SMALL = ["--block-size", "4", "--num-requests", "4", "--max-tokens", "16", "--po
 def test_the_default_sweep_is_recompute_against_swap_under_v06():
     args = build_parser().parse_args(["sweep"])
     assert (args.vllm_profile, args.modes, args.repeats) == ("v0.6", "recompute,swap", DEFAULT_REPEATS)
-    assert args.workload == "small_storm" and args.num_requests is None  # the preset's own sizes: 8 x 96
-    assert args.pool_sizes is None and DEFAULT_VALUES == (24, 40, 56)
+    assert args.workload == "small_storm" and args.num_requests is None  # the preset's own sizes: 8 x 48
+    assert args.pool_sizes is None and DEFAULT_VALUES == (20, 28, 36)
 
 
 def test_cli_sweep_prints_counts_and_both_clocks_and_writes_every_column(random_llama_path, tmp_path, capsys):

@@ -62,7 +62,7 @@ def test_small_sweep_has_the_documented_columns_and_repeats_exactly(base, random
 def test_the_default_sweep_compares_modes_under_one_release():
     spec = SweepSpec()
     assert spec.base.vllm_profile == DEFAULT_PROFILE == "v0.6" and PROFILES["v0.6"].swaps  # it has both
-    assert spec.workload == "small_storm" and spec.workload_args == {"n": 8, "max_tokens": 96}
+    assert spec.workload == "small_storm" and spec.workload_args == {"n": 8, "max_tokens": 48}
     assert spec.profiles == ("v0.6",) and spec.repeats >= 3
     assert [p.label for p in spec.configs()[:2]] == ["recompute, vLLM 0.6.3 (V0)", "swap, vLLM 0.6.3 (V0)"]
     assert {p.config.vllm_profile for p in spec.configs()} == {"v0.6"}
@@ -216,13 +216,13 @@ def test_canonical_storm_never_preempts_less_in_a_smaller_pool(base, random_llam
     per request there (see StormShape), so shrinking the pool never lowers it. V1's rule (v0.33)."""
     base = base.replace(block_size=16).with_profile("v0.33")[0]
     assert band_applies("v0.33") and not band_applies("v0.6")
-    shape = storm_shape(SweepSpec(base=base, modes=("recompute",)), random_llama)  # the small storm: 8 x 96
+    shape = storm_shape(SweepSpec(base=base, modes=("recompute",)), random_llama)  # the small storm: 8 x 48
     spec = SweepSpec(modes=("recompute",), values=tuple(shape.band), base=base, repeats=1)
     runs = run_sweep(spec, loaded=random_llama).runs
     counts = runs["preemptions"]
     assert list(counts) == [shape.recompute_preemptions(pool) for pool in shape.band]
     assert counts.is_monotonic_decreasing and counts.iloc[0] > 0 and counts.iloc[-1] == 0
-    assert (runs["output_tokens"] == 8 * 96).all()  # fixed-length outputs: the storm ignores EOS
+    assert (runs["output_tokens"] == 8 * 48).all()  # fixed-length outputs: the storm ignores EOS
 
 
 def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random_llama):
@@ -250,8 +250,8 @@ def test_max_num_seqs_past_what_the_pool_carries_raises_preemptions(base, random
 def test_the_shipped_models_small_storm_band():
     model = load_model("tiny")
     v1 = storm_shape(SweepSpec(base=EngineConfig(vllm_profile="v0.33"), modes=("recompute",)), model)
-    assert v1 == StormShape(num_requests=8, prompt_blocks=2, blocks_per_request=8, null_blocks=1)
-    assert v1.band == range(33, 66)
+    assert v1 == StormShape(num_requests=8, prompt_blocks=2, blocks_per_request=5, null_blocks=1)
+    assert v1.band == range(21, 42)  # 8 x 48 tokens: 5 blocks each, 40 usable carry all
     assert storm_shape(SweepSpec(), model) == dataclasses.replace(v1, null_blocks=0)  # v0.6 keeps no null block
     assert storm_shape(SweepSpec(workload="burst"), model) is None
 
@@ -259,7 +259,7 @@ def test_the_shipped_models_small_storm_band():
 def test_a_preset_means_the_same_requests_everywhere():
     """Issue 47: the Playground's storm and the Sweep's default are two presets with two names."""
     assert preset_defaults("storm") == {"n": 12, "max_tokens": 128}
-    assert preset_defaults("small_storm") == {"n": 8, "max_tokens": 96}
+    assert preset_defaults("small_storm") == {"n": 8, "max_tokens": 48}
     assert SweepSpec(workload="storm").workload_args == preset_defaults("storm")  # no hidden resize
     small, big = make_workload("small_storm", n=12, max_tokens=128), make_workload("storm")
     assert [r.model_dump() for r in small.requests] == [r.model_dump() for r in big.requests]

@@ -55,17 +55,18 @@ def test_the_form_defaults_to_recompute_against_swap_under_v06_with_repeats(page
     assert page.number_input(key="sw_repeats_num_gpu_blocks").value == 3
     assert page.selectbox(key="sw_preset_num_gpu_blocks").value == "small_storm"
     assert page.number_input(key="sw_n_num_gpu_blocks").value == 8
-    assert page.number_input(key="sw_max_tokens_num_gpu_blocks").value == 96
-    assert page.text_input(key="sw_values_num_gpu_blocks").value == "24,40,56"
+    assert page.number_input(key="sw_max_tokens_num_gpu_blocks").value == 48
+    assert page.text_input(key="sw_values_num_gpu_blocks").value == "20,28,36"
 
 
 def test_a_preset_brings_its_own_sizes(page):
-    """The storm is 12 x 128 tokens here as in the Playground; the small storm 8 x 96."""
+    """The storm is 12 x 128 tokens here as in the Playground; the small storm 8 x 48."""
     page.selectbox(key="sw_preset_num_gpu_blocks").set_value("storm").run()
     assert page.number_input(key="sw_n_num_gpu_blocks").value == 12
     assert page.number_input(key="sw_max_tokens_num_gpu_blocks").value == 128
     page.selectbox(key="sw_preset_num_gpu_blocks").set_value("small_storm").run()
     assert page.number_input(key="sw_n_num_gpu_blocks").value == 8
+    assert page.number_input(key="sw_max_tokens_num_gpu_blocks").value == 48
 
 
 def test_a_small_sweep_draws_its_charts_and_offers_the_csv(page):

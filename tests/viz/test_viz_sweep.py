@@ -75,7 +75,7 @@ def test_runs_figure_has_three_panels_one_legend_entry_per_series_and_names_the_
     first = fig.data[0]
     assert list(first.x) == [16, 32, 48] and list(first.y) == [3.0, 2.0, 1.0]  # sorted by the swept value
     assert first.line.color == MODE_COLORS["recompute"] and first.marker.symbol == "circle"  # v0.6's marker
-    assert "pool shrinks" in fig.layout.title.text and "Measured on cpu" in fig.layout.title.subtitle.text
+    assert "pool shrinks" in fig.layout.title.text and "measured on cpu" in fig.layout.title.subtitle.text
 
 
 def test_runs_figure_draws_the_chosen_clock_as_a_median_with_its_spread_and_rings_a_noisy_point():

@@ -23,8 +23,8 @@ from pykv.lab.sweep.values import check_values
 
 AXES = ("num_gpu_blocks", "block_size", "max_num_seqs")
 DEFAULT_PROFILE = SWAP_PROFILE  # v0.6: the release that has recompute, swap and auto, so only the mode changes
-DEFAULT_WORKLOAD = "small_storm"  # 8 x 96 tokens: see StormShape
-DEFAULT_VALUES = (24, 40, 56)  # pools: below, inside and at the top of the storm's band
+DEFAULT_WORKLOAD = "small_storm"  # 8 x 48 tokens, each request ending with 5 blocks of 16: 40 carry them all
+DEFAULT_VALUES = (20, 28, 36)  # pools holding half, most and nearly all of what the storm needs
 DEFAULT_MODES = ("recompute", "swap")
 DEFAULT_REPEATS = 3  # each point's median and spread; the default sweep stays <= 15 s on a quiet 2-core CPU
 MAX_REPEATS = 9

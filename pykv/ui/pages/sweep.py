@@ -117,7 +117,8 @@ def _show(run: SweepRun | None) -> None:
     if run is None or not run.rows:
         st.info(
             "Press **Run sweep**. The default, recompute against swap under vLLM 0.6.3 at 3 pool sizes, each point "
-            "3 times on the shipped model, takes about 13 s on a quiet 2-core CPU (longer on a busy one)."
+            "3 times on the shipped model, costs about 14 s of CPU time on a 2-core CPU: about that long on a quiet "
+            "machine, longer on a busy one (bench_sweep in the manual's Benchmarks)."
         )
         return
     result = sweep_result(run.rows, run.costs, cancelled=not run.done)

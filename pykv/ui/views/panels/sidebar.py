@@ -29,7 +29,7 @@ PRESET_LABELS = {
     "shared_prefix": "shared system prompt (prefix caching)",
     "long_context": "long context — long prompts beside short",
     "storm": "storm — over-subscribed pool (12 × 128 tokens)",
-    "small_storm": "small storm — the Sweep's (8 × 96 tokens)",
+    "small_storm": "small storm — the Sweep's (8 × 48 tokens)",
     "spread": "spread — one arrival every 4 steps",
     "none": "none — only requests added by hand",
 }

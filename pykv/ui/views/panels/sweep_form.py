@@ -45,7 +45,9 @@ class FormDefaults:
 
 DEFAULTS = {
     "num_gpu_blocks": FormDefaults(",".join(map(str, DEFAULT_VALUES)), DEFAULT_MODES, 64),  # the default sweep
-    "block_size": FormDefaults("4,8,16,32", ("recompute", "swap", "swap per-block"), 32),
+    "block_size": FormDefaults(
+        "4,8,16,32", ("recompute", "swap", "swap per-block"), 32, sizes={"n": 8, "max_tokens": 96}
+    ),  # 8 x 96 tokens on a pool of 512 tokens: preemptions at every block size
     # 16 requests on a pool that carries 6 of them to the end (shipped model): the preemption storm
     "max_num_seqs": FormDefaults(
         "2,4,6,8,12,16", DEFAULT_MODES, 48, max_num_seqs=16, sizes={"n": 16, "max_tokens": 96}

@@ -14,6 +14,7 @@ from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.lab.sweep import SweepResult
 from pykv.ui.views.widgets import target
+from pykv.ui.views.widgets.fitted_chart import fitted
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.modelled_sweep import (
     MODELLED_RUNS_NOTE,
@@ -39,10 +40,10 @@ def render(runs, block_size: int, export, dark: bool, capacity: int | None, meas
     """The modelled charts and the formulas, below the measured ones (their measured half on ``measure``'s clock)."""
     est = target.current_estimate()
     draw_runs = partial(modelled_runs_figure, runs, capacity=capacity, measure=measure)
-    st.plotly_chart(draw_runs(dark=dark), theme=None, key="sweep_modelled_runs", config=PLOT_CONFIG)
+    st.plotly_chart(fitted(draw_runs(dark=dark)), theme=None, key="sweep_modelled_runs", config=PLOT_CONFIG)
     export(draw_runs, "modelled_throughput", "sweep_modelled_runs")
     st.caption(MODELLED_RUNS_NOTE.format(label=est.label))
     draw_crossover = partial(crossover_figure, crossover_curves(est, block_size))
-    st.plotly_chart(draw_crossover(dark=dark), theme=None, key="sweep_crossover", config=PLOT_CONFIG)
+    st.plotly_chart(fitted(draw_crossover(dark=dark)), theme=None, key="sweep_crossover", config=PLOT_CONFIG)
     export(draw_crossover, "crossover", "sweep_crossover")
     target.formulas_expander(est, key="sweep_formulas")

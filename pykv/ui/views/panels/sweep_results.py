@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from pykv.border.timing_measures import DEFAULT_MEASURE, MEASURE_NOTES, MEASURES, NOISY_SPREAD, is_noisy, twin
-from pykv.border.vllm_profiles import PROFILES
-from pykv.lab.sweep import StormShape, SweepResult, SweepSpec, release_name
+from pykv.lab.sweep import StormShape, SweepResult, SweepSpec
 from pykv.ui.views.panels import review_pack_button, sweep_modelled
 from pykv.ui.views.widgets.export_buttons import export_controls
+from pykv.ui.views.widgets.fitted_chart import fitted
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz import block_size_cost_figure, preemption_cost_figure, runs_figure
 from pykv.viz.captions import sweep_caption, sweep_command, sweep_costs_note
@@ -66,7 +66,7 @@ def comparison_note(spec: SweepSpec) -> str:
     base = spec.base.vllm_profile
     names = "; ".join(p.label for p in spec.configs()[: len(spec.series) * len(spec.policies)])
     if len(spec.profiles) == 1:
-        return f"Compared: {names}. One release ({base}, {release_name(PROFILES[base])}): only the mode differs."
+        return f"Compared: {names}. One release, {base}: only the mode differs."
     return (
         f"Compared across releases: {names}. Lines on different releases differ in more than the mode (admission, "
         "watermark, V1's null block): read them as releases, not as modes."
@@ -121,19 +121,19 @@ def render(
         capacity = shape.carried(spec.base.num_gpu_blocks)
     export = _exporter(spec, device, len(runs), total, measure, load)
     draw_runs = partial(runs_figure, runs, capacity=capacity, measure=measure)
-    st.plotly_chart(draw_runs(dark=dark), theme=None, key="sweep_runs", config=PLOT_CONFIG)
+    st.plotly_chart(fitted(draw_runs(dark=dark)), theme=None, key="sweep_runs", config=PLOT_CONFIG)
     export(draw_runs, "runs", "sweep_runs")
     if shape is not None and spec.axis == "num_gpu_blocks" and spec.base.max_num_seqs >= shape.num_requests:
         st.caption(band_note(shape, spec))
     if spec.axis == "block_size":
         draw_block_size = partial(block_size_cost_figure, result.preemptions, measure=measure)
-        st.plotly_chart(draw_block_size(dark=dark), theme=None, key="sweep_block_size", config=PLOT_CONFIG)
+        st.plotly_chart(fitted(draw_block_size(dark=dark)), theme=None, key="sweep_block_size", config=PLOT_CONFIG)
         export(draw_block_size, "block_size_cost", "sweep_block_size")
     draw_tax = partial(recompute_tax_figure, runs)
-    st.plotly_chart(draw_tax(dark=dark), theme=None, key="sweep_tax", config=PLOT_CONFIG)
+    st.plotly_chart(fitted(draw_tax(dark=dark)), theme=None, key="sweep_tax", config=PLOT_CONFIG)
     export(draw_tax, "recompute_tax", "sweep_tax")
     draw_costs = partial(preemption_cost_figure, result.preemptions, measure=measure)
-    st.plotly_chart(draw_costs(dark=dark), theme=None, key="sweep_costs", config=PLOT_CONFIG)
+    st.plotly_chart(fitted(draw_costs(dark=dark)), theme=None, key="sweep_costs", config=PLOT_CONFIG)
     export(draw_costs, "preemption_cost", "sweep_costs")
     sweep_modelled.render(runs, spec.base.block_size, export, dark, capacity, measure)
     st.caption(sweep_costs_note(spec.base, device))
