@@ -2,6 +2,7 @@
 
     python -m bench.bench_sweep_hog                         # recompute under v0.6, pools 16..36, 3 repeats each
     python -m bench.bench_sweep_hog --pool-sizes 20,28,36 --repeats 5 --hogs 2
+    python -m bench.bench_sweep_hog --max-tokens 96 --pool-sizes 24,32,40,48,56 --repeats 5   # longer victims
 
 Runs the same sweep (the small storm, 8 x 48 tokens, recompute under vLLM 0.6.3) twice: once as the machine is, once
 with ``--hogs`` processes spinning beside it (``while True: pass``, one per CPU by default). For each clock (the
@@ -102,11 +103,16 @@ def main() -> int:
     parser.add_argument("--pool-sizes", default="16,20,24,28,32,36")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="spinning processes (default: CPUs)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="the small storm's max_tokens (default: its own)")
     args = parser.parse_args()
     logging.getLogger("pykv").setLevel(logging.ERROR)
     configure_torch_threads()
     spec = SweepSpec(
-        values=parse_values(args.pool_sizes), modes=("recompute",), base=default_base(), repeats=args.repeats
+        workload_args={} if args.max_tokens is None else {"max_tokens": args.max_tokens},
+        values=parse_values(args.pool_sizes),
+        modes=("recompute",),
+        base=default_base(),
+        repeats=args.repeats,
     )
     loaded = load_model(spec.base.model)
     print(
