@@ -43,7 +43,7 @@ def _next_preemption(page, writing: bool) -> None:
 
 
 def _run_sweep(page, writing: bool) -> None:
-    if writing:  # costly: the default sweep is 12 runs to completion
+    if writing:  # costly: the default sweep is 18 runs to completion (6 points x 3 repeats)
         page.locator("button").filter(has_text="Run sweep").first.click()
         page.locator(".st-key-sweep_runs").first.wait_for(timeout=TIMEOUT_MS)
 

@@ -69,8 +69,8 @@ def timing_note(frame: pd.DataFrame, measure: str) -> str:
     if repeats > 1:
         what += f", median of {repeats} repeats (bars: fastest to slowest)"
     if "load_1m" in frame and frame["load_1m"].notna().any():
-        lo, hi = frame["load_1m"].min(), frame["load_1m"].max()
-        what += f", load average {lo:.1f}" + (f"–{hi:.1f}" if hi - lo >= 0.05 else "")
+        lo, hi = f"{frame['load_1m'].min():.1f}", f"{frame['load_1m'].max():.1f}"
+        what += f", load average {lo}" + (f"–{hi}" if hi != lo else "")
     return what
 
 

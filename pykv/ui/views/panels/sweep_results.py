@@ -48,8 +48,8 @@ def load_text(runs: pd.DataFrame) -> str | None:
     loads = runs["load_1m"].dropna() if "load_1m" in runs else pd.Series(dtype=float)
     if loads.empty:
         return None
-    lo, hi = loads.min(), loads.max()
-    return f"{lo:.2f}" + (f"–{hi:.2f}" if hi - lo >= 0.01 else "")
+    lo, hi = f"{loads.min():.2f}", f"{loads.max():.2f}"
+    return lo + (f"–{hi}" if hi != lo else "")
 
 
 def noisy_points(runs: pd.DataFrame, measure: str) -> list[str]:
