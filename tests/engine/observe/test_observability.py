@@ -322,7 +322,10 @@ def test_same_config_and_workload_replay_the_same_steps(make_engine):
         timeless = (
             "swap_out_s",
             "swap_in_s",
+            "swap_out_cpu_s",
+            "swap_in_cpu_s",
             "recompute_s",
+            "recompute_cpu_s",
             "modelled_pcie_out_s",
             "modelled_pcie_in_s",
             "swap_out_bandwidth",
