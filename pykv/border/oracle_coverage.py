@@ -94,7 +94,10 @@ REAL_ENGINE_CASES = (
     "seqs2",
     "seqs16",
 )
-REAL_ENGINE_SWEEP = "REAL_SWEEP_PLACEHOLDER"
+REAL_ENGINE_SWEEP = (
+    "Random workloads from seeds (`python -m bench.real_vllm_sweep --seeds 40`): 40/40 exact on everything; "
+    "result: `bench/results/2026-12-06-cpu-real-vllm-sweep.txt`."
+)
 
 # bench/oracle_sweep.py --seeds 30: random workloads (arrivals, prompt and output lengths, pool) per profile
 SWEEP = (
