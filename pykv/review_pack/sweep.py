@@ -9,6 +9,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from pykv.border.config import EngineConfig
+from pykv.border.csv_safe import csv_text
 from pykv.border.units import fmt_bytes, fmt_fixed
 from pykv.border.vllm_command import serve_command
 from pykv.engine.kv.cache_engine import CacheEngine
@@ -292,7 +293,7 @@ def sweep_pack(
         subtitle,
         tuple(sections),
         summary=summary,
-        csvs={"sweep_runs.csv": runs.to_csv(index=False), "sweep_preemptions.csv": costs.to_csv(index=False)},
+        csvs={"sweep_runs.csv": csv_text(runs), "sweep_preemptions.csv": csv_text(costs)},
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from pykv.border.config import EngineConfig
+from pykv.border.csv_safe import csv_text
 from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.workload import PRESETS
 from pykv.engine.model.attention import resolve_backend
@@ -255,7 +256,7 @@ def _show(run: SweepRun | None) -> None:
     c1, c2 = st.columns(2)
     c1.download_button(
         "Runs (CSV)",
-        runs.to_csv(index=False),
+        csv_text(runs),
         "sweep_runs.csv",
         "text/csv",
         key="sweep_csv",
@@ -263,7 +264,7 @@ def _show(run: SweepRun | None) -> None:
     )
     c2.download_button(
         "Preemptions (CSV)",
-        result.preemptions.to_csv(index=False),
+        csv_text(result.preemptions),
         "sweep_preemptions.csv",
         "text/csv",
         key="sweep_preemptions_csv",
