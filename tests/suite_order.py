@@ -25,6 +25,7 @@ FIRST_FILES = (
     "e2e/test_class_browser.py",
     "engine/sched/test_profiles.py",
     "e2e/test_playground_browser.py",
+    "e2e/test_real_vllm_browser.py",
     "engine/model/test_triton_interpreter_switch.py",
     "e2e/test_lesson_browser.py",
     "review_pack/test_review_pack.py",
@@ -34,6 +35,7 @@ FIRST_FILES = (
     "e2e/test_exercise_link_browser.py",
     "e2e/test_manual_screenshots.py",
     "e2e/test_review_pack_browser.py",
+    "e2e/test_sweep_browser.py",
     "e2e/test_layout_probe.py",
 )
 

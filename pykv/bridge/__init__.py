@@ -1,6 +1,7 @@
 """Bridge: reads what a real vLLM server printed (logs), scraped (Prometheus) and served (traces), and diagnoses it.
 
-Pure: imports nothing from the rest of pykv, no torch, no streamlit.
+Pure: no torch, no streamlit; of the rest of pykv it imports only pykv.border.files (opening and writing the files
+a user names: never a FIFO, a device or a half-written file).
 """
 
 from pykv.bridge.base.errors import BridgeInputError

@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykv.border.files import NotAFile, open_regular, write_atomic
 from pykv.bridge.base.errors import BridgeInputError
+from pykv.bridge.base.numbers import bounded_float
 from pykv.bridge.diagnosis import Diagnosis
 
 BASELINE_VERSION = 1
@@ -31,6 +33,7 @@ def figures(diagnosis: Diagnosis) -> dict:
 
 
 MAX_BASELINE_BYTES = 1_000_000  # a baseline is a few hundred bytes of JSON
+MAX_FIGURE = 1e18  # a figure's magnitude (preemptions per minute, tokens/s): past it, no server's
 
 
 def baseline_body(diagnosis: Diagnosis) -> dict:
@@ -45,9 +48,18 @@ def baseline_body(diagnosis: Diagnosis) -> dict:
     }
 
 
+def baseline_bytes(body: dict) -> bytes:
+    """A baseline's file: JSON, finite numbers only (``allow_nan=False``: never an ``Infinity``)."""
+    return (json.dumps(body, indent=2, allow_nan=False) + "\n").encode()
+
+
 def save_baseline(diagnosis: Diagnosis, path: str | Path) -> dict:
+    """Write the baseline atomically (a failed write keeps the old file; a FIFO or a device is refused)."""
     body = baseline_body(diagnosis)
-    Path(path).write_text(json.dumps(body, indent=2) + "\n")
+    try:
+        write_atomic(path, baseline_bytes(body))
+    except NotAFile as exc:
+        raise BridgeInputError(str(exc)) from None
     return body
 
 
@@ -56,7 +68,9 @@ def parse_baseline(raw: bytes, source: str = "the baseline") -> dict:
     if len(raw) > MAX_BASELINE_BYTES:
         raise BridgeInputError(f"{source} is {len(raw):,} bytes; a baseline is a small JSON file: save one again")
     try:
-        body = json.loads(raw.decode("utf-8"))
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise BridgeInputError(f"{source} is JSON nested too deeply to be a baseline: save one again") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise BridgeInputError(f"cannot read {source}: {exc}; save one first with save_baseline") from None
     if (
@@ -66,18 +80,24 @@ def parse_baseline(raw: bytes, source: str = "the baseline") -> dict:
     ):
         raise BridgeInputError(f"{source} is not a bridge baseline (version {BASELINE_VERSION}): save it again")
     for key, value in body["figures"].items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value):
+        if value is not None and bounded_float(value, MAX_FIGURE, -MAX_FIGURE) is None:
             raise BridgeInputError(f"{source}: figure {str(key)[:40]!r} is not a number: save the baseline again")
     return body
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def load_baseline(path: str | Path) -> dict:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never blocks on a FIFO; a folder or a device is refused
             raw = f.read(MAX_BASELINE_BYTES + 1)
+    except NotAFile as exc:
+        raise BridgeInputError(f"the baseline {exc}") from None
     except OSError as exc:
         raise BridgeInputError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
-    return parse_baseline(raw, str(path))
+    return parse_baseline(raw, str(path)[:200])
 
 
 @dataclass

@@ -3,7 +3,7 @@ terms, replay the same pressure in the lab, and keep a baseline.
 
     python -m pykv diagnose vllm.log [metrics.txt trace.jsonl ...]
     python -m pykv diagnose --prometheus http://127.0.0.1:9090 --since 2h
-    python -m pykv diagnose vllm.log --json
+    python -m pykv diagnose vllm.log --json [--replay-out replay.json --what-if --out report.html]
     python -m pykv diagnose vllm.log --replay-out replay.json --what-if --gpu H100-SXM --model llama-3.1-8b
     python -m pykv diagnose vllm.log --save-baseline before.json
     python -m pykv diagnose new.log --baseline before.json
@@ -17,11 +17,15 @@ import argparse
 import json
 import logging
 import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline, save_baseline
 from pykv.cli.errors import UsageError, check_writable
 from pykv.cli.output import write_atomic
+from pykv.cli.terminal import terminal_safe
 from pykv.gpu_model import GPUS, MODELS, Target
 
 
@@ -46,7 +50,12 @@ def add_parser(sub) -> None:
         "e.g. http://127.0.0.1:9090 (its vllm: series stand in for metrics files)",
     )
     p.add_argument("--since", default="2h", help="with --prometheus: how far back, e.g. 30m, 2h, 1d")
-    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON (the documented contract)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the diagnosis as JSON (the documented contract); with --replay-out, --what-if or --out, "
+        "their results too (keys replay, what_if, review_pack), and what they say on stderr",
+    )
     p.add_argument("--baseline", default=None, metavar="OLD.json", help="compare with a saved baseline")
     p.add_argument("--save-baseline", default=None, metavar="NEW.json", help="save this diagnosis as a baseline")
     p.add_argument(
@@ -79,25 +88,32 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         check_writable(path, flag)
     if args.gpu not in GPUS or args.model not in MODELS:
         raise UsageError(f"--gpu must be one of {', '.join(GPUS)} and --model one of {', '.join(MODELS)}")
+    baseline = load_baseline(args.baseline) if args.baseline else None  # a bad baseline refused before any work
     live = fetch_range(args.prometheus, last=args.since) if args.prometheus else None
-    diagnosis = diagnose(list(args.files), live_metrics=live)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    diagnosis = diagnose([Path(f) for f in args.files], live_metrics=live)  # a path, never read as pasted text
     if args.save_baseline:
         save_baseline(diagnosis, args.save_baseline)
-    if args.json:
-        body = diagnosis.to_json_dict()
-        if baseline is not None:
-            body["baseline"] = compare(diagnosis, baseline).verdict  # an addition to the contract's keys
-        print(json.dumps(body, indent=2))
-        return 0
-    print("\n".join(describe(diagnosis)))
+    # --json: stdout is the JSON alone; what the replay says goes to stderr, its results into the JSON
+    say = (lambda text: print(terminal_safe(text), file=sys.stderr)) if args.json else _print
+    body = diagnosis.to_json_dict()
+    if not args.json:
+        say("\n".join(describe(diagnosis)))
     if baseline is not None:
-        print(f"\nbaseline {args.baseline}: {compare(diagnosis, baseline).verdict}")
-    if args.save_baseline:
-        print(f"\nsaved the baseline {args.save_baseline}")
+        verdict = compare(diagnosis, baseline).verdict
+        body["baseline"] = verdict  # an addition to the contract's keys
+        if not args.json:
+            say(f"\nbaseline {args.baseline}: {verdict}")
+    if args.save_baseline and not args.json:
+        say(f"\nsaved the baseline {args.save_baseline}")
     if args.replay_out or args.what_if or args.out:
-        _replay(diagnosis, args)
+        body |= _replay(diagnosis, args, say)
+    if args.json:
+        print(json.dumps(body, indent=2, allow_nan=False))
     return 0
+
+
+def _print(text: str) -> None:
+    print(terminal_safe(text))
 
 
 UNCOUNTED = "preemptions: not counted (a V1 log has no count: give /metrics, vllm:num_preemptions_total)"
@@ -150,7 +166,9 @@ def cli_flags(config: EngineConfig) -> str:
     return " ".join(words)
 
 
-def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
+def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str], None]) -> dict:
+    """Plan the replay, write it (--replay-out), run the what-if (--what-if), write the pack (--out); say each step,
+    and return what --json adds: the replay's plan and the what-if's rows."""
     from pykv.engine.model.loader import load_model
     from pykv.lab.server_replay import plan_replay
     from pykv.lab.what_if import WHAT_IF_ROWS, suggested_fixes, what_if
@@ -158,24 +176,29 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
     logging.getLogger("pykv").setLevel(logging.ERROR)  # the replay's own vLLM-style lines are not what was asked
     loaded = load_model("tiny", "cpu", "float32")
     plan = plan_replay(diagnosis, loaded.config.vocab_size)
-    print(f"\nreplay in the lab ({plan.profile_reason}):")
-    print("  keeps: " + "; ".join(plan.keeps))
-    print("  cannot keep: " + "; ".join(plan.cannot_keep))
+    added: dict = {"replay": {"profile": plan.profile_reason, "keeps": plan.keeps, "cannot_keep": plan.cannot_keep}}
+    say(f"\nreplay in the lab ({plan.profile_reason}):")
+    say("  keeps: " + "; ".join(plan.keeps))
+    say("  cannot keep: " + "; ".join(plan.cannot_keep))
     if args.replay_out:
         write_atomic(args.replay_out, plan.workload.to_json().encode())
-        print(f"  run it: python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}")
+        command = f"python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}"
+        added["replay"] |= {"workload": args.replay_out, "command": command}
+        say(f"  run it: {command}")
     fixes, outcomes = suggested_fixes(diagnosis, plan), []
     if args.what_if and not fixes:
-        print("  what-if: no fix in the tuning order applies to this replay")
+        say("  what-if: no fix in the tuning order applies to this replay")
+        added["what_if"] = {"fixes": [], "outcomes": []}
     elif args.what_if:
         outcomes = what_if(plan, fixes, loaded, Target(args.gpu, args.model))
-        print(f"  what-if (throughput {outcomes[0].target_label}):")
+        added["what_if"] = {"fixes": [fix.label for fix in fixes], "outcomes": [asdict(o) for o in outcomes]}
+        say(f"  what-if (throughput {outcomes[0].target_label}):")
         for i, fix in enumerate(fixes, 1):
-            print(f"    fix {i}: {fix.label}")
+            say(f"    fix {i}: {fix.label}")
         heads = ["as planned"] + [f"fix {i}" for i in range(1, len(fixes) + 1)]
-        print("  " + " " * 20 + "".join(f"{h:>14}" for h in heads))
+        say("  " + " " * 20 + "".join(f"{h:>14}" for h in heads))
         for label, field, fmt in WHAT_IF_ROWS:
-            print(f"  {label:20}" + "".join(f"{fmt.format(getattr(o, field)):>14}" for o in outcomes))
+            say(f"  {label:20}" + "".join(f"{fmt.format(getattr(o, field)):>14}" for o in outcomes))
         if not all(o.done for o in outcomes):
             print("  (a run stopped at its step limit before finishing)", file=sys.stderr)
     if args.out:
@@ -184,4 +207,6 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace) -> None:
 
         data = render_html(server_pack(diagnosis, plan, fixes, outcomes))
         write_atomic(args.out, data)
-        print(f"\nwrote {args.out} ({len(data) / 2**20:.1f} MiB)")
+        added["review_pack"] = args.out
+        say(f"\nwrote {args.out} ({len(data) / 2**20:.1f} MiB)")
+    return added

@@ -12,6 +12,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from pykv.border.config import ConfigError, knobs
+from pykv.border.files import NotAFile, regular_target
 from pykv.border.workload import validation_problems
 
 MAX_MESSAGE_CHARS = 300  # an error line is cut to this length
@@ -64,10 +65,13 @@ def check_writable(path: str | None, flag: str) -> None:
     if not path.strip():
         raise UsageError(f"{flag} is empty; give a file path.")
     try:
-        target = Path(path)
-        folder = target.parent
-        if target.is_dir():
+        if Path(path).is_dir():
             raise UsageError(f"{flag} {shown} is a folder; give a file path inside it.")
+        try:
+            target = Path(regular_target(path))  # a symlink is written through; a FIFO or a device is refused
+        except NotAFile as e:
+            raise UsageError(f"{flag}: {e}.") from None
+        folder = target.parent
         if not folder.exists():
             raise UsageError(f"{flag} {shown}: the folder {quoted(str(folder))} does not exist; create it first.")
         if not folder.is_dir():

@@ -50,11 +50,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_estimate)
 
 
+# The least each count flag may be: a step of 0 sequences or 0 tokens is no step (it was read as 1, or as the default)
+_AT_LEAST = {"prefill": 1, "batch": 1, "decode": 1, "context": 0, "copy_bytes": 0, "copies": 1, "block_size": 1}
+
+
 def _bounded(args: argparse.Namespace) -> None:
-    for flag in ("prefill", "batch", "decode", "context", "copy_bytes", "copies", "block_size"):
+    for flag, low in _AT_LEAST.items():
         value = getattr(args, flag)
-        if value is not None and not 0 <= value <= (MAX_TOKENS if flag != "copy_bytes" else 2**50):
-            raise UsageError(f"--{flag.replace('_', '-')} {value} is out of range.")
+        high = MAX_TOKENS if flag != "copy_bytes" else 2**50
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"--{flag.replace('_', '-')} {value} is out of range; use {low} to {high:,}.")
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

@@ -17,9 +17,10 @@ from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line,
 from pykv.cli.estimate import add_parser as add_estimate_parser
 from pykv.cli.flags import add_engine_flags, check_preset_flags, config_from_args
 from pykv.cli.metrics_server import serving_metrics
-from pykv.cli.output import write_atomic
+from pykv.cli.output import WriteFailed, write_atomic
 from pykv.cli.summary import engine_header, summary
 from pykv.cli.sweep import add_parser as add_sweep_parser
+from pykv.cli.terminal import SafeFormatter, terminal_safe
 from pykv.cli.vllm import add_parser as add_vllm_parser
 from pykv.engine.llm_engine import LLMEngine
 from pykv.lab.workload_runner import WorkloadRunner
@@ -48,15 +49,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     workload = load_workload(args)
     if args.export_workload:
-        with open(args.export_workload, "w") as f:
-            f.write(workload.to_json())
+        write_atomic(args.export_workload, workload.to_json().encode())
     engine = LLMEngine(config)
     print(engine_header(engine), file=sys.stderr)
     runner = WorkloadRunner(engine, workload)
     with serving_metrics(engine.metrics.registry, args.serve_metrics, args.metrics_host, args.linger):
         t0 = time.perf_counter()
         runner.run(max_steps=args.max_steps)
-        print(summary(engine, runner.request_ids, time.perf_counter() - t0), flush=True)
+        print(terminal_safe(summary(engine, runner.request_ids, time.perf_counter() - t0)), flush=True)
     if not runner.done():
         print(f"error: stopped after --max-steps {args.max_steps} with requests unfinished", file=sys.stderr)
         return 1
@@ -80,7 +80,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise UsageError(f"{flag}: {text}" if flag else text) from None
     engine = LLMEngine(config)
     (out,) = engine.generate([args.prompt], params)
-    print(args.prompt + out.text)
+    print(terminal_safe(args.prompt + out.text))  # a model's text may hold control characters too
     return 0
 
 
@@ -246,12 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, workload file), 1 for a run that failed, never a traceback. argparse's own errors exit 2."""
     try:
         args = build_parser().parse_args(argv)
-        logging.basicConfig(
-            level=logging.INFO,
-            format="%(levelname)s %(asctime)s [%(name)s] %(message)s",
-            datefmt="%m-%d %H:%M:%S",
-            stream=sys.stderr,
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(SafeFormatter("%(levelname)s %(asctime)s [%(name)s] %(message)s", "%m-%d %H:%M:%S"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
         return args.func(args)
     except ValueError as e:  # UsageError, ConfigError, pydantic's ValidationError, the engine's input checks
         _report(one_line(e))
@@ -262,10 +259,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         _report("out of memory; use a smaller pool, workload or sweep")
         return FAILURE
+    except WriteFailed as e:  # a full disk, a file-size limit: the old file is kept, and the message says so
+        _report(str(e.strerror))
+        return FAILURE
     except Exception as e:  # the last line of defence: one line, never a traceback
         _report(f"{type(e).__name__}: {one_line(e)}")
         return FAILURE
 
 
 def _report(text: str) -> None:
-    print(f"error: {text}", file=sys.stderr, flush=True)
+    print(terminal_safe(f"error: {text}"), file=sys.stderr, flush=True)

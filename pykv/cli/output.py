@@ -1,20 +1,9 @@
-"""Writing the CLI's output files: never a half-written file."""
+"""Writing the CLI's output files: never a half-written file, never a FIFO or a device replaced
+(``pykv.border.files``); CSV cells that a spreadsheet would run as a formula are neutralised
+(``pykv.border.csv_safe``)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+from pykv.border.files import WriteFailed, write_atomic
 
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it there: never a half-written file."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pykv-", suffix=".part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+__all__ = ["WriteFailed", "write_atomic"]

@@ -17,11 +17,13 @@ import sys
 import time
 
 from pykv.border.config import ConfigError
+from pykv.border.csv_safe import csv_text
 from pykv.border.preemption_choices import POLICY_LABELS
 from pykv.border.timing_measures import NOISY_SPREAD, is_noisy
 from pykv.border.workload import PRESETS, preset_defaults
 from pykv.cli.errors import UsageError, check_writable, quoted
 from pykv.cli.flags import add_engine_flags, check_preset_flags, config_from_args
+from pykv.cli.output import write_atomic
 from pykv.lab.sweep.series import MODES
 from pykv.lab.sweep.spec import (
     DEFAULT_MODES,
@@ -192,7 +194,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(runs[[c for c, _ in TABLE]].rename(columns=headers).to_string(index=False))
     print(_footer(spec, result.runs))
     if args.out:
-        result.runs.to_csv(args.out, index=False)
+        write_atomic(args.out, csv_text(result.runs).encode())
         print(f"wrote {args.out}")
     return 0
 

@@ -20,6 +20,13 @@ def token_ids_of(prompt: Prompt, encode: Callable[[str], list[int]], max_model_l
             raise ValueError(
                 f"The prompt has {len(prompt)} characters; at most {MAX_PROMPT_CHARS} are accepted. Shorten it."
             )
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: no tokenizer takes it (a TypeError deep inside)
+            raise ValueError(
+                f"The prompt is not valid text: character {e.start} is a lone surrogate "
+                f"(U+{ord(prompt[e.start]):04X}); decode the text properly (e.g. bytes.decode('utf-8'))."
+            ) from None
         return encode(prompt)
     if not isinstance(prompt, (list, tuple, range)):
         hint = " Decode bytes to text first." if isinstance(prompt, (bytes, bytearray)) else ""
@@ -27,8 +34,14 @@ def token_ids_of(prompt: Prompt, encode: Callable[[str], list[int]], max_model_l
             f"A prompt must be text or a list of integer token ids, got {show_value(prompt)} "
             f"({type(prompt).__name__}).{hint}"
         )
-    if len(prompt) > max_model_len:  # before looking at each id
-        raise ValueError(f"The prompt has {len(prompt)} tokens but max_model_len is {max_model_len}{why}; shorten it.")
+    try:
+        length = len(prompt)
+    except OverflowError:  # range(2**64): more items than a C size holds
+        raise ValueError(
+            f"The prompt has more than 2**63 tokens but max_model_len is {max_model_len}{why}; shorten it."
+        ) from None
+    if length > max_model_len:  # before looking at each id
+        raise ValueError(f"The prompt has {length} tokens but max_model_len is {max_model_len}{why}; shorten it.")
     for i, t in enumerate(prompt):
         if not isinstance(t, numbers.Integral) or isinstance(t, bool):
             raise ValueError(

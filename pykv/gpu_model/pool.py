@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pykv.gpu_model.estimate import Estimate
 
+MAX_POOL_GIB = 1_000_000  # a petabyte of KV: past any GPU's (and 1e308 GiB in bytes is no float)
+
 
 def bytes_per_block(est: Estimate, block_size: int) -> int:
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
@@ -18,8 +20,8 @@ def bytes_per_block(est: Estimate, block_size: int) -> int:
 def blocks_for_gib(est: Estimate, gib: float, block_size: int) -> int:
     """Blocks a pool of ``gib`` GiB of the target's KV holds; ValueError if it is under one block."""
     per_block = bytes_per_block(est, block_size)
-    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not gib == gib or gib <= 0:
-        raise ValueError(f"The pool must be a positive number of GiB, got {gib!r}.")
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not 0 < gib <= MAX_POOL_GIB:  # NaN fails too
+        raise ValueError(f"The pool must be a positive number of GiB, at most {MAX_POOL_GIB:,}; got {gib!r}.")
     blocks = int(gib * 2**30 // per_block)
     if blocks < 1:
         raise ValueError(

@@ -39,6 +39,9 @@ LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the serve
 MAX_LAB_RUNNING = 12
 MAX_LAB_REQUESTS = 32
 LAB_ARRIVAL_SPAN_STEPS = 60  # the trace's whole span, squeezed onto this many engine steps
+# A swap pool that holds every lab request's whole KV never fills: a larger one (a server's CPU blocks in proportion
+# to a tiny device pool, 1.48 M of them) would only cost memory
+MAX_LAB_CPU_BLOCKS = MAX_LAB_REQUESTS * -(-LAB_REQUEST_TOKENS // LAB_BLOCK_SIZE)
 
 
 @dataclass(frozen=True)
@@ -162,9 +165,13 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
     ]
     if PROFILES[profile].swaps and p.num_cpu_blocks:
         cpu = max(1, round(p.num_cpu_blocks * blocks / (p.num_gpu_blocks or blocks)))
+        capped = cpu > MAX_LAB_CPU_BLOCKS
+        cpu = min(cpu, MAX_LAB_CPU_BLOCKS)
         knobs |= dict(preemption_mode="auto", num_cpu_blocks=cpu)
         keeps.append(
-            f"the CPU swap pool in proportion to the device pool ({cpu} blocks); V0 swaps only multi-sequence requests"
+            f"the CPU swap pool in proportion to the device pool ({cpu} blocks"
+            + (", capped: every lab request's KV fits in it" if capped else "")
+            + "); V0 swaps only multi-sequence requests"
         )
     requests = _requests(diagnosis, count, prompt_len, output_len, vocab_size, seed)
     keeps.append(requests.arrivals_kept)

@@ -53,7 +53,7 @@ def why_not(config: EngineConfig, requests: Sequence[WorkloadRequest] = ()) -> s
     if not _is_shipped_model(config.model):
         return (
             f"The real engine runs pykv's shipped model only; this run uses {config.model!r}. Start the app "
-            "without PYKV_MODEL to compare."
+            "on its shipped model to compare."
         )
     if config.preemption_mode != "recompute":
         return f"preemption_mode={config.preemption_mode} swaps, and vLLM V1 has no swap: it always recomputes."

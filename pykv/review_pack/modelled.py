@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pykv.border.csv_safe import csv_text
 from pykv.gpu_model import Estimate
 from pykv.gpu_model.crossover import crossover_curves
 from pykv.gpu_model.explain import FORMULAS, target_facts
@@ -141,6 +142,6 @@ def run_modelled_section(m: RunModelled, prefix: str = "", sid: str = "modelled"
 
 def run_modelled_csvs(m: RunModelled, prefix: str = "") -> dict[str, str]:
     return {
-        f"{prefix}modelled_requests.csv": m.requests().to_csv(index=False),
-        f"{prefix}modelled_preemptions.csv": m.preemptions().to_csv(index=False),
+        f"{prefix}modelled_requests.csv": csv_text(m.requests()),
+        f"{prefix}modelled_preemptions.csv": csv_text(m.preemptions()),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pykv.border.csv_safe import csv_text
 from pykv.border.metric_names import (
     GENERATION_TOKENS,
     PYKV_NUM_PREEMPTIONS,
@@ -342,8 +343,8 @@ def run_files(
     """(CSVs, other files) of a run for the zip: requests, preemptions, their modelled columns, the final snapshot's
     JSON, the workload."""
     csvs = {
-        f"{prefix}requests.csv": requests_table_frame(r).to_csv(index=False),
-        f"{prefix}preemptions.csv": preemptions_frame(r.last).to_csv(index=False),
+        f"{prefix}requests.csv": csv_text(requests_table_frame(r)),
+        f"{prefix}preemptions.csv": csv_text(preemptions_frame(r.last)),
         **run_modelled_csvs(modelled or RunModelled(r), prefix),
     }
     files = {f"{prefix}snapshot_step_{r.last.step}.json": r.last.to_json()}

@@ -11,6 +11,7 @@ import os
 import pandas as pd
 
 from pykv.border.config import EngineConfig
+from pykv.border.csv_safe import csv_text
 from pykv.border.timing_measures import DEFAULT_MEASURE, MEASURE_NOTES, MEASURES, NOISY_SPREAD, is_noisy, twin
 from pykv.border.vllm_command import serve_command
 from pykv.engine.kv.cache_engine import CacheEngine
@@ -238,7 +239,7 @@ def sweep_pack(
         subtitle,
         tuple(sections),
         summary=summary,
-        csvs={"sweep_runs.csv": runs.to_csv(index=False), "sweep_preemptions.csv": costs.to_csv(index=False)},
+        csvs={"sweep_runs.csv": csv_text(runs), "sweep_preemptions.csv": csv_text(costs)},
     )
 
 

@@ -35,6 +35,17 @@ def plain(text: object) -> str:
     )
 
 
+ERROR_CHARS = 300  # an error line is cut to this length
+
+
+def error_line(error: BaseException) -> str:
+    """An exception as one line of safe Markdown for st.error: a ValueError's own message (what was wrong, what to
+    do), anything else named by its type; never a traceback."""
+    text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split()) or type(error).__name__
+    return plain(text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…")
+
+
 BREAKABLE_CHARS = 12  # an identifier this long may end a line after its : _ . (a learner's column is ~230 px)
 _IDENTIFIER = re.compile(r"(?<![\w.:/])[A-Za-z][\w.:]*[_:][\w.:]*\w")  # pykv:num_preemptions_total, run.a.wall_s
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)

@@ -138,6 +138,10 @@ CATALOGUE = [
     ("generate an int", generate(12345), "prompts must be text", None),
     ("generate bytes", generate(b"abc"), "prompts must be text", None),
     ("check_request a float id", lambda e: e.check_request([0.5]), "item 0 is 0.5", None),
+    # issue 50, hole 15: an OverflowError and a TypeError from deep inside, now ValueErrors naming the prompt
+    ("range(2**64)", add(range(2**64)), "The prompt has more than 2**63 tokens", None),
+    ("a lone surrogate", add("def f(\ud800):"), "The prompt is not valid text: character 6 is a lone surrogate", None),
+    ("generate a lone surrogate", generate(["ok", "\udfff"]), "lone surrogate (U+DFFF)", None),
 ]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from oracle.real_cases import real_cases
 from oracle.real_engine import families, run_both_real, stats_fields
+from pykv.border.oracle_coverage import REAL_ENGINE_CASES
 from pykv.real_vllm import install
 
 CASES = real_cases()
@@ -69,6 +70,10 @@ def results():
             pytest.fail(install.missing_line())
         pytest.skip(install.missing_line())
     return {r.case.name: r for r in run_both_real(CASES, fresh=True)}
+
+
+def test_the_about_page_lists_the_cases_ci_runs():
+    assert [f"real/{name}" for name in REAL_ENGINE_CASES] == [c.name for c in CASES]
 
 
 def test_the_set_covers_what_the_issue_lists():

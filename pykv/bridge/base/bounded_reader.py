@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from pykv.border.files import NotAFile, open_regular
 from pykv.bridge.base.errors import BridgeInputError
 
 MAX_LINE_BYTES = 64 * 1024
@@ -70,11 +71,11 @@ class TextSource:
         if self._blob is not None:
             raw: BinaryIO = io.BytesIO(self._blob)
         else:
-            try:
-                assert self._path is not None, "a source is a blob or a path"
-                raw = open(self._path, "rb")  # noqa: SIM115 (closed by the caller's with-block)
-            except OSError as exc:
-                raise BridgeInputError(f"cannot open {self._path}: {exc.strerror}") from None
+            assert self._path is not None, "a source is a blob or a path"
+            try:  # never blocks (a FIFO), refuses a folder or a device (/dev/zero): closed by the caller's with-block
+                raw = open_regular(self._path)
+            except NotAFile as exc:
+                raise BridgeInputError(str(exc)) from None
         if raw.read(2) == _GZIP_MAGIC:
             raw.seek(0)
             return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]

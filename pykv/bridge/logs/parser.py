@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykv.bridge.base.bounded_reader import TextSource
+from pykv.bridge.base.numbers import MAX_GIB, bounded_float, bounded_int
 from pykv.bridge.base.records import PreemptionWarning, Sample, ServerConfig, StartupFact
 from pykv.bridge.logs.prefix import RawRecord, has_level_word, split_records
 from pykv.bridge.logs.records import (
@@ -68,6 +69,7 @@ class LogParser:
         self.lines_skipped = 0
         self._last_sample: Sample | None = None
         self._pending: _Pending | None = None
+        self.refused = 0  # numbers out of range, not read (base/numbers.py)
 
     def feed(self, number: int, line: str) -> None:
         self.lines_read += 1
@@ -106,6 +108,7 @@ class LogParser:
         if allow_pending and not _looks_complete(record.message, parsed):
             self._pending = _Pending(record, number)
             return True
+        self.refused += getattr(parsed, "refused", 0)
         if isinstance(parsed, StatsRecord):
             self._add_sample(parsed, record, number)
         elif isinstance(parsed, PreemptionRecord):
@@ -119,7 +122,8 @@ class LogParser:
             previous = self.startup.facts[-1] if self.startup.facts else None
             if parsed.form == "concurrency" and previous is not None and previous.num_cpu_blocks is not None:
                 self.features.add("startup_v0_concurrency")  # V0 prints it right after "# GPU blocks, # CPU blocks"
-            self.startup.add(parsed.facts, number, parsed.error)
+            if parsed.facts or parsed.error:
+                self.startup.add(parsed.facts, number, parsed.error)
         elif isinstance(parsed, ConfigRecord):
             self._add_config(parsed)
         self._note_prefix(record)
@@ -179,6 +183,8 @@ class LogParser:
                 "the stats lines carry 'Preemptions: N', which no vLLM release prints (0.11.1 to 0.34.0 reset the "
                 "count before the check): a patched or later build; its counts are used"
             )
+        if self.refused:
+            notes.append(f"{self.refused} number(s) too large (or not finite) for a server's were not read")
         if self.timeline.stride > 1:
             notes.append(f"timeline thinned: each sample stands for {self.timeline.stride} stats lines")
         return LogParse(
@@ -230,7 +236,7 @@ def _looks_complete(message: str, parsed: object | None = None) -> bool:
     if isinstance(parsed, StatsRecord):
         return parse_stats(message).complete if parsed is None else parsed.complete
     if isinstance(parsed, PreemptionRecord):
-        return parsed.cumulative is not None
+        return parsed.cumulative is not None or parsed.refused > 0
     return True
 
 
@@ -252,11 +258,15 @@ def apply_config_items(config: ServerConfig, items: dict) -> None:
     }
     for key, raw in items.items():
         target, cast = casts[key]
-        try:
-            value = _BOOL[raw.lower()] if cast is bool else cast(raw)
-        except (KeyError, ValueError):
-            continue
-        setattr(config, target, value)
+        value: bool | float | None
+        if cast is bool:
+            value = _BOOL.get(raw.lower())
+        elif cast is int:
+            value = bounded_int(raw)
+        else:
+            value = bounded_float(raw, MAX_GIB)  # a share of memory, or GiB
+        if value is not None:
+            setattr(config, target, value)
 
 
 def parse_log(source: TextSource, max_samples: int | None = None) -> LogParse:

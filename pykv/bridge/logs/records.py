@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pykv.bridge.base.numbers import MAX_COUNT, MAX_GIB, MAX_RATE, bounded_float, bounded_int
+
 _NUM = r"(\d+(?:\.\d+)?)"
 _STAT_FIELD = re.compile(
     r"(Avg prompt throughput|Avg generation throughput|Running|Swapped|Pending|Waiting|Preemptions"
@@ -66,6 +68,7 @@ class StatsRecord:
     aggregated_engines: int | None
     complete: bool  # False: looks cut off (a wrapped line); the reader may join the next line
     device: str | None  # "GPU", "CPU"... as printed before "KV cache usage"; "" when no device name
+    refused: int = 0  # numbers out of range (base/numbers.py), not read
 
 
 @dataclass(slots=True)
@@ -79,6 +82,7 @@ class PreemptionRecord:
     request_id: str
     mode: str
     cumulative: int | None  # None: the line was cut before the count
+    refused: int = 0  # a count out of range (base/numbers.py), not read
 
 
 @dataclass(slots=True)
@@ -86,6 +90,7 @@ class StartupRecord:
     facts: dict  # StartupFact field -> value
     error: bool = False
     form: str = ""  # which line it was: "blocks", "kv_tokens", "concurrency", "kv_tokens+concurrency"...
+    refused: int = 0  # numbers out of range (base/numbers.py), not read
 
 
 @dataclass(slots=True)
@@ -111,6 +116,7 @@ _INT_FIELDS = {"running", "swapped", "waiting", "preemptions"}
 def parse_stats(message: str) -> StatsRecord:
     fields: dict = {}
     device = None
+    refused = 0
     for match in _STAT_FIELD.finditer(message):
         name, dev, value, percent = match.group(1), match.group(2), match.group(3), match.group(4)
         if name.endswith("KV cache usage"):
@@ -119,14 +125,20 @@ def parse_stats(message: str) -> StatsRecord:
                 device = dev or ""
         else:
             key = _STAT_NAMES[name]
+        number: float | None
         if key in _INT_FIELDS:
-            fields[key] = int(float(value))
+            number = bounded_int(value)
         elif key in ("gpu_kv_usage", "cpu_kv_usage", "prefix_hit_rate"):
             if not percent:
                 continue  # "12.5" without its % sign: the line was cut inside the number
-            fields[key] = round(float(value) / 100.0, 6)
+            percentage = bounded_float(value, 100.0)
+            number = round(percentage / 100.0, 6) if percentage is not None else None
         else:
-            fields[key] = float(value)
+            number = bounded_float(value, MAX_RATE)
+        if number is None:
+            refused += 1
+            continue
+        fields[key] = number
     engine = _ENGINE.search(message)
     aggregated = _AGGREGATED.search(message)
     # V0 ends with CPU KV usage; V1 ends with KV usage or the prefix hit rate (a later field means nothing was cut).
@@ -137,6 +149,7 @@ def parse_stats(message: str) -> StatsRecord:
         int(aggregated.group(1)) if aggregated else None,
         complete,
         device,
+        refused,
     )
 
 
@@ -150,10 +163,15 @@ def parse_message(message: str) -> object | None:
         match = _PREEMPTED.search(message)
         if match:
             cumulative = _CUMULATIVE.search(message)
-            return PreemptionRecord(match.group(1), match.group(2), int(cumulative.group(1)) if cumulative else None)
+            count = bounded_int(cumulative.group(1)) if cumulative else None
+            return PreemptionRecord(
+                match.group(1), match.group(2), count, int(cumulative is not None and count is None)
+            )
     match = _V0_PREFIX_HIT.search(message)
     if match:
-        return V0PrefixHitRecord(round(float(match.group(1)) / 100.0, 6), round(float(match.group(2)) / 100.0, 6))
+        gpu, cpu = bounded_float(match.group(1), 100.0), bounded_float(match.group(2), 100.0)
+        if gpu is not None and cpu is not None:
+            return V0PrefixHitRecord(round(gpu / 100.0, 6), round(cpu / 100.0, 6))
     startup = parse_startup(message)
     if startup is not None:
         return startup
@@ -163,45 +181,57 @@ def parse_message(message: str) -> object | None:
 def parse_startup(message: str) -> StartupRecord | None:
     facts: dict = {}
     forms = []
+    refused = 0
+
+    def put(key: str, text: str, high: float = MAX_COUNT, whole: bool = True) -> None:
+        nonlocal refused
+        value = bounded_int(text.replace(",", ""), int(high)) if whole else bounded_float(text, high)
+        if value is None:
+            refused += 1
+        else:
+            facts[key] = value
+
     match = _BLOCKS.search(message)
     if match and match.group(1).upper() != "CPU":
-        facts["num_gpu_blocks"] = int(match.group(2))
+        put("num_gpu_blocks", match.group(2))
         if match.group(3) is not None:
-            facts["num_cpu_blocks"] = int(match.group(3))
+            put("num_cpu_blocks", match.group(3))
         forms.append("blocks")
     match = _CONFIG_BLOCKS.search(message)
     if match:
-        facts["num_gpu_blocks"] = int(match.group(1))
+        put("num_gpu_blocks", match.group(1))
         forms.append("config_blocks")
     match = _KV_TOKENS.search(message)
     if match:
-        facts["kv_cache_tokens"] = int(match.group(1).replace(",", "") or 0)
+        put("kv_cache_tokens", match.group(1))
         forms.append("kv_tokens")
     match = _CONCURRENCY.search(message)
     if match:
-        facts["max_model_len"] = int(match.group(1).replace(",", "") or 0)
-        facts["max_concurrency"] = float(match.group(2))
+        put("max_model_len", match.group(1))
+        put("max_concurrency", match.group(2), MAX_COUNT, whole=False)
         forms.append("concurrency")
     match = _KV_MEMORY.search(message)
     if match:
-        facts["kv_memory_gib"] = float(match.group(1))
+        put("kv_memory_gib", match.group(1), MAX_GIB, whole=False)
         forms.append("kv_memory")
     error = False
     match = _V0_TOO_LONG.search(message)
     if match:
-        facts.update(max_model_len=int(match.group(1)), kv_cache_tokens=int(match.group(2)), max_concurrency=None)
+        put("max_model_len", match.group(1))
+        put("kv_cache_tokens", match.group(2))
+        facts["max_concurrency"] = None
         error = True
     match = _V1_TOO_LONG.search(message)
     if match:
-        facts["max_model_len"] = int(match.group(1))
-        facts["kv_memory_gib"] = float(match.group(3))
+        put("max_model_len", match.group(1))
+        put("kv_memory_gib", match.group(3), MAX_GIB, whole=False)
         estimated = _ESTIMATED_LEN.search(message)
         if estimated:
-            facts["kv_cache_tokens"] = int(estimated.group(1))  # the longest request that fits: all the KV there is
+            put("kv_cache_tokens", estimated.group(1))  # the longest request that fits: all the KV there is
         error = True
-    if not facts and not error:
+    if not facts and not error and not refused:
         return None
-    return StartupRecord(facts, error, "+".join(forms) or "error")
+    return StartupRecord(facts, error, "+".join(forms) or "error", refused)
 
 
 def parse_config(message: str) -> ConfigRecord | None:

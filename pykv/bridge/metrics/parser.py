@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykv.bridge.base.bounded_reader import TextSource
 from pykv.bridge.base.errors import BridgeInputError
-from pykv.bridge.metrics.scrapes import MetricsParse, Scrape, scrapes_to_samples
+from pykv.bridge.metrics.scrapes import MetricsParse, Scrape, bounded_stamp, scrapes_to_samples
 
 __all__ = ["MetricsParse", "parse_metrics"]
 
@@ -89,7 +89,7 @@ def _parse_chunk(lines: list[str]) -> tuple[list, int]:
 
 
 def parse_metrics(sources: list[TextSource]) -> MetricsParse:
-    lines_read = lines_skipped = dropped = 0
+    lines_read = lines_skipped = dropped = untimely = 0
     scrapes: list[Scrape] = []
     for source in sources:
         splitter = _ScrapeSplitter()
@@ -108,9 +108,16 @@ def parse_metrics(sources: list[TextSource]) -> MetricsParse:
                 continue
             samples, bad = _parse_chunk(chunk)
             lines_skipped += bad
-            scrapes.extend(group_by_timestamp(samples, len(scrapes)))
+            timed = [s for s in samples if s.timestamp is None or bounded_stamp(float(s.timestamp)) is not None]
+            untimely += len(samples) - len(timed)
+            scrapes.extend(group_by_timestamp(timed, len(scrapes)))
     scrapes = [scrape for scrape in scrapes if scrape.values or scrape.preemption_buckets or scrape.cache_config]
     if not any(scrape.values for scrape in scrapes):
+        if untimely:
+            raise BridgeInputError(
+                f"no vllm: sample in the metrics text has a usable time: {untimely} stamped before 1970 or past "
+                "the year 5138 (a /metrics body's timestamps are milliseconds since 1970)"
+            )
         raise BridgeInputError(
             "no vllm: samples in the metrics text: start vLLM without --disable-log-stats and "
             "paste the raw body of its /metrics page"
@@ -119,6 +126,8 @@ def parse_metrics(sources: list[TextSource]) -> MetricsParse:
     result.lines_read, result.lines_skipped = lines_read, lines_skipped
     if dropped:
         result.notes.append(f"{dropped} label set(s) beyond {MAX_SERIES_PER_METRIC} per metric were ignored")
+    if untimely:
+        result.notes.append(f"{untimely} reading(s) stamped before 1970 or past the year 5138 were ignored")
     return result
 
 
@@ -129,7 +138,8 @@ def _is_other_metric(line: str) -> bool:
 
 
 def group_by_timestamp(samples: list, index: int) -> list[Scrape]:
-    """One Scrape per distinct sample timestamp (none: the whole chunk is one scrape)."""
+    """One Scrape per distinct sample timestamp (none: the whole chunk is one scrape); the caller drops samples
+    stamped out of range (``bounded_stamp``)."""
     groups: dict[float | None, Scrape] = {}
     stamps = [float(s.timestamp) for s in samples if s.timestamp is not None]
     fallback = stamps[-1] if stamps else None  # an untimed line (cache_config_info) joins the chunk's timed scrape

@@ -6,6 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from pykv.bridge.base.numbers import (
+    MAX_COUNT,
+    MAX_EPOCH_S,
+    MAX_GIB,
+    MAX_METRIC_VALUE,
+    MAX_RATE,
+    bounded_float,
+    bounded_int,
+)
 from pykv.bridge.base.records import Sample, ServerConfig, StartupFact
 
 # Gauges summed over engines / models (counts of requests).
@@ -56,7 +65,7 @@ class Scrape:
     cache_config: dict[str, str] | None = None
     preemption_buckets: dict[float, float] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
-    rejected: int = 0  # negative readings: no vLLM series can be negative
+    rejected: int = 0  # negative, infinite or out-of-range readings (base/numbers.py): no vLLM series has one
 
     def add(self, name: str, labels: dict, value: float) -> None:
         self.names.add(name)
@@ -65,10 +74,9 @@ class Scrape:
         if name == "vllm:cache_config_info":
             self.cache_config = dict(labels)
             return
-        if value < 0 or value in (float("inf"), float("-inf")):
-            if not (name == _PREEMPTION_BUCKETS and value == float("inf")):
-                self.rejected += 1
-                return
+        if bounded_float(value, MAX_METRIC_VALUE) is None:
+            self.rejected += 1
+            return
         if name == _PREEMPTION_BUCKETS:
             bound = _float_or_none(labels.get("le"))
             if bound is not None:
@@ -88,16 +96,20 @@ class Scrape:
             self.values.setdefault("other", 0.0)
 
 
-def _float_or_none(text: str | None) -> float | None:
-    try:
-        return float(text) if text is not None else None
-    except ValueError:
-        return None
+def _float_or_none(text: str | None, high: float = MAX_GIB) -> float | None:
+    """A label's number, finite and bounded (a bucket's "+Inf" is its own case); None otherwise."""
+    if text == "+Inf":
+        return float("inf")
+    return bounded_float(text, high)
 
 
 def _int_or_none(text: str | None) -> int | None:
-    value = _float_or_none(text)
-    return int(value) if value is not None else None
+    return bounded_int(text, MAX_COUNT)
+
+
+def bounded_stamp(seconds: float | None) -> float | None:
+    """A scrape's time in seconds since 1970, or None when it is no clock's (1e20 ms, inf, before 1970)."""
+    return bounded_float(seconds, MAX_EPOCH_S) if seconds is not None else None
 
 
 def _delta(now: dict, before: dict | None, key: str) -> float | None:
@@ -122,13 +134,19 @@ def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) 
         if scrape.values:  # buckets or cache_config_info alone are facts, not a timeline point
             samples.append(_sample(scrape, previous))
         if scrape.cache_config is not None:
+            rejected += sum(
+                1
+                for key in ("num_gpu_blocks", "num_cpu_blocks", "block_size")
+                if scrape.cache_config.get(key) not in (None, "", "None")
+                and _int_or_none(scrape.cache_config[key]) is None
+            )
             fact = _startup_from_cache_config(scrape.cache_config, config)
             if not startup or startup[-1].to_json_dict() != fact.to_json_dict():
                 fact.lines.append(scrape.number)
                 startup.append(fact)
         previous = scrape if scrape.values else previous
     buckets = next((s.preemption_buckets for s in reversed(scrapes) if s.preemption_buckets), {})
-    notes = [f"{rejected} negative or infinite reading(s) ignored"] if rejected else []
+    notes = [f"{rejected} negative, infinite or out-of-range reading(s) ignored"] if rejected else []
     return MetricsParse(samples, startup, config, {n for n in names if n.startswith("vllm:")}, buckets, 0, 0, notes)
 
 
@@ -146,22 +164,23 @@ def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
     sample = Sample(time=time, seconds=scrape.seconds, line=scrape.number)
     for key in ("running", "waiting", "swapped"):
         if key in values:
-            setattr(sample, key, int(values[key]))
+            setattr(sample, key, bounded_int(int(values[key])))
     usage = values.get("gpu_kv_usage", values.get("gpu_kv_usage_deprecated"))
     sample.gpu_kv_usage = round(min(usage, 1.0), 6) if usage is not None else None
     if "cpu_kv_usage" in values:
         sample.cpu_kv_usage = round(min(values["cpu_kv_usage"], 1.0), 6)
     preempted = _delta(values, before, "preemptions")
-    sample.preemptions = int(preempted) if preempted is not None else None
+    sample.preemptions = bounded_int(int(preempted)) if preempted is not None else None
     for counter, gauge, target in (
         ("prompt_tokens", "prompt_tps_gauge", "prompt_tps"),
         ("generation_tokens", "gen_tps_gauge", "gen_tps"),
     ):
         change = _delta(values, before, counter)
-        if change is not None and dt:
-            setattr(sample, target, round(change / dt, 3))
+        rate = bounded_float(change / dt, MAX_RATE) if change is not None and dt else None
+        if rate is not None:
+            setattr(sample, target, round(rate, 3))
         elif gauge in values:
-            setattr(sample, target, values[gauge])
+            setattr(sample, target, bounded_float(values[gauge], MAX_RATE))
     hits = _delta(values, before, "prefix_hits" if "prefix_hits" in values else "prefix_hits_deprecated")
     queries = _delta(values, before, "prefix_queries" if "prefix_queries" in values else "prefix_queries_deprecated")
     if hits is not None and queries:
@@ -185,7 +204,7 @@ def _startup_from_cache_config(labels: dict[str, str], config: ServerConfig) -> 
     utilization = _float_or_none(labels.get("gpu_memory_utilization"))
     if utilization is not None:
         config.gpu_memory_utilization = utilization
-    swap_bytes = _float_or_none(labels.get("swap_space_bytes"))
+    swap_bytes = _float_or_none(labels.get("swap_space_bytes"), MAX_GIB * 1024**3)
     swap_gib = _float_or_none(labels.get("swap_space"))
     if swap_bytes is not None:
         config.swap_space_gib = swap_bytes / 1024**3

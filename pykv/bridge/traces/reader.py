@@ -54,7 +54,7 @@ def sniff_trace_format(head: str) -> str | None:
     if first.startswith("{"):
         try:
             record = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             return None
         if not isinstance(record, dict):
             return None

@@ -6,6 +6,8 @@ import csv
 import json
 from datetime import datetime
 
+from pykv.bridge.base.numbers import MAX_TRACE_STAMP, bounded_float
+
 # Required header names per CSV format (lower case, underscores as spaces).
 CSV_FORMATS = {
     "azure": {"timestamp", "contexttokens", "generatedtokens"},
@@ -22,29 +24,29 @@ CHARS_PER_TOKEN = 4  # custom JSONL carries text, not token counts: a rough Engl
 def _tokens(value: object, what: str) -> int:
     try:
         number = float(value)  # type: ignore[arg-type]  # any cell: float() refuses what is not a number
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} {value!r} is not a number") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} {str(value)[:40]!r} is not a number") from None
     if number != number or number < 0 or number > 10**9:
-        raise ValueError(f"{what} {value!r} is not a token count")
+        raise ValueError(f"{what} {str(value)[:40]!r} is not a token count")
     return int(number)
 
 
 def _timestamp(value: object) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]  # any cell: float() refuses what is not a number
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = None
     if number is not None:
-        if number != number or number < 0:
-            raise ValueError(f"timestamp {value!r} is not a time")
+        if bounded_float(number, MAX_TRACE_STAMP) is None:  # inf, NaN, negative, or no clock's
+            raise ValueError(f"timestamp {str(value)[:40]!r} is not a time")
         return number
     text = str(value).strip()
     if "." in text:  # Azure prints 7 fractional digits; datetime takes 6
         head, _, tail = text.partition(".")
         text = head + "." + tail[:6]
     try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
+        return datetime.fromisoformat(text[:64]).timestamp()
+    except (ValueError, OverflowError, OSError):
         raise ValueError(f"timestamp {value!r} is not a time") from None
 
 
@@ -60,7 +62,7 @@ def parse_csv_row(kind: str, header: list[str], line: str) -> tuple:
 def parse_json_row(kind: str, line: str) -> tuple:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         raise ValueError("not a JSON object") from None
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
@@ -84,7 +86,7 @@ def parse_json_row(kind: str, line: str) -> tuple:
             raise ValueError("hash_ids is not a list of block ids")
         try:
             blocks = tuple(int(b) for b in blocks)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError("hash_ids holds a non-integer") from None
     stamp = record.get("timestamp")
     return (

@@ -5,16 +5,18 @@ keeps a baseline. Nothing leaves this machine, and nothing is kept after the ses
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import streamlit as st
 
 from pykv.bridge import diagnose
-from pykv.ui.safe_text import plain
+from pykv.ui.safe_text import error_line
 from pykv.ui.views.panels import server_lab, server_report
 
 UPLOAD_CAP_MB = 100  # .streamlit/config.toml server.maxUploadSize
 MAX_PASTE_CHARS = 2_000_000
 EXAMPLES = Path(__file__).resolve().parents[2] / "bridge" / "examples"  # pykv/bridge/examples
+T = TypeVar("T")
 
 
 def render() -> None:
@@ -29,14 +31,32 @@ def render() -> None:
     d = st.session_state.get("server_diagnosis")
     if d is None:
         return
-    server_report.release(d)
-    server_report.startup(d)
-    server_report.timeline(d)
-    server_report.findings(d)
-    plan = server_lab.replay(d)
-    server_lab.what_if_panel(d, plan)
-    server_lab.baseline(d)
-    server_lab.pack_button(d, plan)
+    try:
+        server_report.release(d)
+        server_report.startup(d)
+        server_report.timeline(d)
+        server_report.findings(d)
+    except Exception as e:  # a diagnosis this page cannot draw: one line, and it is not kept (no error every rerun)
+        st.session_state.pop("server_diagnosis", None)
+        st.session_state.pop("server_what_if_result", None)
+        st.error(f"This diagnosis cannot be shown: {error_line(e)}")
+        return
+    plan = _section(server_lab.replay, d)
+    if plan is not None:
+        _section(server_lab.what_if_panel, d, plan)
+    _section(server_lab.baseline, d)
+    if plan is not None:
+        _section(server_lab.pack_button, d, plan)
+
+
+def _section(draw: Callable[..., T], *args: Any) -> T | None:
+    """One part of the page (the replay, the what-if, the baseline, the pack): what it cannot do is one line, and
+    the rest of the page stays."""
+    try:
+        return draw(*args)
+    except Exception as e:  # streamlit's rerun and stop are BaseExceptions: they pass
+        st.error(error_line(e))
+        return None
 
 
 def example_sources(name: str) -> list[Path]:
@@ -80,5 +100,5 @@ def _inputs() -> None:
         try:
             st.session_state.server_diagnosis = diagnose(sources)
             st.session_state.pop("server_what_if_result", None)
-        except ValueError as e:  # nothing usable: one sentence, and the previous diagnosis stays
-            st.error(plain(e))
+        except Exception as e:  # nothing usable: one sentence, and the previous diagnosis stays
+            st.error(error_line(e))

@@ -3,18 +3,18 @@ in the Playground at its first preemption, the what-if with the suggested fix, a
 
 from __future__ import annotations
 
-import json
+import html
 
 import pandas as pd
 import streamlit as st
 
 from pykv.bridge import Diagnosis, compare
-from pykv.bridge.baseline import baseline_body, parse_baseline
+from pykv.bridge.baseline import baseline_body, baseline_bytes, parse_baseline
 from pykv.lab.server_replay import ReplayPlan, plan_replay
 from pykv.lab.what_if import WHAT_IF_ROWS, LabFix, ReplayOutcome, suggested_fixes, what_if
 from pykv.review_pack.page import render_html
 from pykv.review_pack.server import server_pack
-from pykv.ui.safe_text import plain
+from pykv.ui.safe_text import error_line, plain
 from pykv.ui.session import routes, state
 from pykv.ui.views.widgets import target
 
@@ -90,9 +90,17 @@ def pack_button(d: Diagnosis, plan: ReplayPlan) -> None:
     """The review pack of this diagnosis (with the what-if once it ran): one offline HTML page."""
     fixes = suggested_fixes(d, plan)
     outcomes = what_if_outcomes(fixes)
+
+    def page() -> bytes:
+        try:
+            return render_html(server_pack(d, plan, fixes if outcomes else [], outcomes))
+        except Exception as e:  # built at the click, past any st.error: the file says it in one line
+            why = html.escape(" ".join(str(e).split())[:300])
+            return f"<!doctype html><title>pykv</title><p>The review pack could not be built: {why}".encode()
+
     st.download_button(
         "Review pack (HTML)",
-        lambda: render_html(server_pack(d, plan, fixes if outcomes else [], outcomes)),
+        page,
         file_name="pykv-your-server.html",
         mime="text/html",
         key="server_pack",
@@ -119,7 +127,7 @@ def baseline(d: Diagnosis) -> None:
     )
     st.download_button(
         "Download as a baseline",
-        json.dumps(baseline_body(d), indent=2),
+        baseline_bytes(baseline_body(d)),
         file_name="pykv-baseline.json",
         mime="application/json",
         key="server_baseline_download",
@@ -130,8 +138,8 @@ def baseline(d: Diagnosis) -> None:
         return
     try:
         result = compare(d, parse_baseline(old.getvalue(), "that file"))
-    except ValueError as e:
-        st.error(f"That baseline cannot be used: {plain(e)}")
+    except Exception as e:
+        st.error(f"That baseline cannot be used: {error_line(e)}")
         return
     st.info(plain(result.verdict))
     st.dataframe(

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pykv.border.csv_safe import csv_text
 from pykv.border.timing_measures import DEFAULT_MEASURE, MEASURE_NOTES, MEASURES, NOISY_SPREAD, is_noisy, twin
 from pykv.lab.sweep import StormShape, SweepResult, SweepSpec
 from pykv.ui.views.panels import review_pack_button, sweep_modelled
@@ -145,7 +146,7 @@ def _downloads(spec, result, total, seconds, capacity, measure) -> None:
     c1, c2 = st.columns(2)
     c1.download_button(
         "Runs (CSV)",
-        result.runs.to_csv(index=False),
+        csv_text(result.runs),
         "sweep_runs.csv",
         "text/csv",
         key="sweep_csv",
@@ -153,7 +154,7 @@ def _downloads(spec, result, total, seconds, capacity, measure) -> None:
     )
     c2.download_button(
         "Preemptions (CSV)",
-        result.preemptions.to_csv(index=False),
+        csv_text(result.preemptions),
         "sweep_preemptions.csv",
         "text/csv",
         key="sweep_preemptions_csv",
