@@ -56,6 +56,7 @@ def diagnose(
     metric_sources: list[TextSource] = []
     traces: list[TraceParse] = []
     read: list[TextSource] = []
+    log_sources: list[TextSource] = []
     for source in sources:
         text = TextSource(source, max_decompressed=max_decompressed, budget=budget)
         read.append(text)
@@ -65,9 +66,15 @@ def diagnose(
         elif kind == "metrics":
             metric_sources.append(text)
         else:
+            log_sources.append(text)
             logs.append(parse_log(text))
     metrics: MetricsParse | None = live_metrics or (parse_metrics(metric_sources) if metric_sources else None)
     stops = [f"{text.label}: {text.stats.stop_reason}" for text in read if text.stats.stop_reason]
+    stops += [  # a log says so itself (parse_log)
+        f"{text.label}: stopped after {text.max_decompressed:,} bytes (the bound on decompressed input)"
+        for text in read
+        if text.stats.stopped_at_bound and not text.stats.stop_reason and text not in log_sources
+    ]
     try:
         diagnosis = combine(logs, metrics, traces)
     except BridgeInputError as e:

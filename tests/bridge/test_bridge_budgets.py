@@ -97,3 +97,9 @@ def test_an_uploaded_file_is_read_in_place_and_left_open():
     d = diagnose(upload)
     assert len(d.samples) == 3 and not upload.closed
     assert diagnose([upload]).samples == d.samples  # read again from its start
+
+
+def test_a_trace_cut_at_the_byte_bound_says_so():
+    rows = "".join(f'{{"timestamp": {i}, "input_length": 10, "output_length": 2}}\n' for i in range(5000)).encode()
+    d = diagnose(rows, max_decompressed=50_000)
+    assert any("stopped after 50,000 bytes (the bound on decompressed input)" in n for n in d.notes)

@@ -51,7 +51,11 @@ def example_sources(name: str) -> list[Path]:
 
 def _inputs() -> None:
     with st.form("server_input"):
-        files = st.file_uploader("Log, metrics or trace files", accept_multiple_files=True, key="server_files")
+        files = st.file_uploader(
+            "Log, metrics or trace files",
+            accept_multiple_files=True,
+            key=f"server_files_{st.session_state.get('server_uploads_read', 0)}",  # a new one after each read
+        )
         pasted = st.text_area(
             "…or paste text",
             max_chars=MAX_PASTE_CHARS,
@@ -79,17 +83,35 @@ def _inputs() -> None:
         st.session_state.server_example_read = picked
     if not sources:
         return
-    _read(sources)
+    if _read(sources) and files:
+        _release(files)
+        st.rerun()  # the form again with an empty uploader, the diagnosis below it
 
 
-def _read(sources: list) -> None:
+def _release(files: list) -> None:
+    """Drop read uploads from the session's memory (Streamlit keeps an upload until its widget lets it go): a 95 MB
+    trace stayed in the session beside its diagnosis. The next run draws a fresh uploader."""
+    st.session_state.server_uploads_read = st.session_state.get("server_uploads_read", 0) + 1
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        manager = getattr(ctx, "uploaded_file_mgr", None)
+        for f in files:
+            if manager is not None and hasattr(manager, "remove_file") and getattr(f, "file_id", None):
+                manager.remove_file(session_id=ctx.session_id, file_id=f.file_id)  # type: ignore[union-attr]
+    except Exception:  # another upload manager: it lets them go when the session ends
+        pass
+
+
+def _read(sources: list) -> bool:
     """Diagnose ``sources`` within READ_BUDGET_S of CPU (and what is left of the session's allowance), saying how far
-    it got; a closed tab stops the read (budgets.session_gone)."""
+    it got; a closed tab stops the read (budgets.session_gone). Whether a diagnosis came of it."""
     size = sum(len(s) if isinstance(s, bytes) else getattr(s, "size", 0) for s in sources) / 2**20
     left = budgets.session_budget().remaining()
     if left <= 0:
         st.error("This session has used its compute allowance for now: try again in a few minutes.")
-        return
+        return False
     status = st.empty()
 
     def progress(nbytes: int, lines: int, spent_s: float) -> None:
@@ -102,4 +124,7 @@ def _read(sources: list) -> None:
             st.session_state.pop("server_what_if_result", None)
         except ValueError as e:  # nothing usable: one sentence, and the previous diagnosis stays
             st.error(plain(e))
-    status.empty()
+            return False
+        finally:
+            status.empty()
+    return True
