@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import time
 
 from pykv.engine.model.attention import prepare_stepwise_attention
@@ -35,10 +36,14 @@ _log = logging.getLogger("pykv")
 
 
 def warm_imports(modules: tuple[str, ...] = WARM_MODULES) -> list[str]:
-    """Import ``modules`` now, on this one thread; the ones that could not be (an optional package): named."""
+    """Import ``modules`` now, on this one thread; the ones that could not be (an optional package): named. Triton
+    only where it will run (Triton's interpreter on, or CUDA): imported compiled on a CPU, it could not be switched to
+    the interpreter for an engine that asks for it later."""
     prepare_stepwise_attention()
     missing = []
     for name in modules:
+        if name.startswith("pykv_kernels.triton") and not _triton_runs():
+            continue
         try:
             importlib.import_module(name)
         except ImportError:
@@ -58,3 +63,11 @@ def before_serving() -> None:
         guard or "no uvicorn to guard",
         f"; not installed: {', '.join(missing)}" if missing else "",
     )
+
+
+def _triton_runs() -> bool:
+    if os.environ.get("TRITON_INTERPRET"):
+        return True
+    import torch
+
+    return bool(torch.cuda.is_available())
