@@ -59,3 +59,18 @@ def test_slim_views_of_an_unchanged_request_are_one_object(random_llama_path):
         if view.status.startswith("finished") and rid in before and before[rid].status == view.status
     ]
     assert pairs and all(a is b for a, b in pairs)
+
+
+def test_the_cli_refuses_a_pack_whose_history_would_be_too_big_up_front(random_llama_path, tmp_path, capsys):
+    """Long outputs and a big pool: each whole snapshot kept holds every block's view and every token so far."""
+    from pykv.cli.main import MAX_REPORT_HISTORY_BYTES, main
+    from pykv.review_pack.history import history_estimate
+
+    out = tmp_path / "review.html"
+    args = ["report", "--model", str(random_llama_path), "--workload", "storm", "--num-requests", "1000"]
+    assert main(args + ["--max-tokens", "60000", "--max-steps", "1000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "history would hold about" in err and "GiB" in err and "lower --num-gpu-blocks, --max-tokens" in err
+    assert not out.exists()
+    assert history_estimate(1000, 1000, 64, 64_000) < MAX_REPORT_HISTORY_BYTES  # the old limit's case fits
+    assert history_estimate(250, 3000, 60_000, 750_000) < MAX_REPORT_HISTORY_BYTES  # issue 50's, within every bound
