@@ -7,11 +7,19 @@ run executes this file as ``__main__``, the router.
 
 import plotly.graph_objects as go
 import streamlit as st
+from starlette.middleware import Middleware
 
 if __name__ != "__main__":  # imported by the server: the ASGI app, this file its script
-    from pykv.ui.session import deep_links, follow_push, routes
+    from pykv.ui.session import deep_links, follow_push, routes, server_guard, server_start
 
-    app = st.App(__file__, routes=follow_push.routes() + deep_links.routes(routes.URL_PATHS))
+    server_start.before_serving()  # the connection guard, class mode's passphrase, the heavy imports warmed
+    from pykv.ui.pages import about, lessons, playground, server, sweep  # noqa: F401  (warmed before any session)
+
+    app = st.App(
+        __file__,
+        routes=follow_push.routes() + deep_links.routes(routes.URL_PATHS),
+        middleware=[Middleware(server_guard.AppGuard)],
+    )
 else:
     from pykv.ui import ICON
 

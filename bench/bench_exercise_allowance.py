@@ -70,7 +70,8 @@ def main() -> None:
     lines = [
         f"# python -m bench.bench_exercise_allowance --learners {args.learners} --pool {args.pool}",
         f"# {os.cpu_count()} cores; allowance {budgets.SESSION_COMPUTE_S:g} s of engine time per "
-        f"{budgets.SESSION_WINDOW_S / 60:g} min, Run to end's budget {budgets.RUN_TO_END_BUDGET_S:g} s a press",
+        f"{budgets.SESSION_WINDOW_S / 60:g} min, Run to end's budget {budgets.RUN_TO_END_BUDGET_S:g} s a press; "
+        f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min) at the end",
         f"{args.learners} learners at once, storm at {args.pool} blocks, Run to end until done: {wall:.0f} s",
         f"finished: {sum(r['done'] for r in results)} of {args.learners}; refused for the allowance: "
         f"{sum(r['refused'] for r in results)}",

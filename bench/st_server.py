@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from testkit.streamlit_server import free_port, stop, streamlit_command, wait_healthy
+from testkit.streamlit_server import TEST_ENV, free_port, stop, streamlit_command, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ class Server:
 def serve(root: Path = ROOT, model: str | None = None, extra: tuple[str, ...] = ()) -> Iterator[Server]:
     """Start the app in ``root`` on a free loopback port, wait for its health check, stop it at the end."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PYKV_MODEL"} | {"PYTHONPATH": str(root)}
+    env = TEST_ENV | {k: v for k, v in os.environ.items() if k != "PYKV_MODEL"} | {"PYTHONPATH": str(root)}
     if model:
         env["PYKV_MODEL"] = model
     log = Path(tempfile.mkstemp(prefix="st_server_", suffix=".log")[1])
@@ -124,12 +124,14 @@ def tree_label(root: Path) -> str:
 
 
 def append_result(path: Path, root: Path, out: str, note: str = "") -> None:
-    """Append ``out`` to a results file under the command line that made it, the date and the served tree."""
+    """Append ``out`` to a results file under the command line that made it, the date, the served tree and the
+    machine's load average when the run ended (1, 5 and 15 minutes: a load figure holds for that load only)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with open(path, "a") as f:
         f.write(
             f"$ python {shlex.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M')} · app tree: "
             f"{tree_label(root)} · shipped model · {len(os.sched_getaffinity(0))} cores shared by server and "
-            f"clients{note}\n"
+            f"clients · load average {load} (1/5/15 min) at the end{note}\n"
         )
         f.write(out + "\n\n")

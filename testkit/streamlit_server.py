@@ -52,8 +52,11 @@ def streamlit_command(port: int, root: Path = ROOT, *extra: str, script: str = "
     ]
 
 
+TEST_ENV = {"PYKV_OPEN_CLASSES": "1"}  # the tests start classes without the passphrase a server makes by default
+
+
 def start_streamlit(model_path: str | Path, port: int, script: str = "app.py") -> subprocess.Popen:
-    env = os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
+    env = TEST_ENV | os.environ | {"PYKV_MODEL": str(model_path), "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         streamlit_command(port, script=script), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import BinaryIO
 
-from pykv.bridge.base.bounded_reader import MAX_DECOMPRESSED_BYTES, TextSource
+from pykv.bridge.base.bounded_reader import MAX_DECOMPRESSED_BYTES, ReadBudget, TextSource
 from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.base.records import ServerConfig
 from pykv.bridge.base.release_guess import guess_release
@@ -15,7 +16,7 @@ from pykv.bridge.logs.parser import PREEMPTIONS_FIELD, LogParse, parse_log
 from pykv.bridge.metrics.parser import MetricsParse, parse_metrics
 from pykv.bridge.traces.reader import TraceParse, read_trace, sniff_trace_format
 
-Source = str | os.PathLike | bytes
+Source = str | os.PathLike | bytes | BinaryIO  # a path, pasted text or bytes, an uploaded file (read, not copied)
 
 
 def sniff(head: str) -> str:
@@ -43,25 +44,45 @@ def diagnose(
     sources: list[Source] | Source,
     max_decompressed: int = MAX_DECOMPRESSED_BYTES,
     live_metrics: MetricsParse | None = None,
+    budget: ReadBudget | None = None,
 ) -> Diagnosis:
-    """Read every source (a path, pasted text or bytes) and draw the findings. ``live_metrics`` (a Prometheus
-    server's series, ``fetch_range``) stands in for metrics files when given."""
-    if isinstance(sources, (str, bytes, os.PathLike)):
-        sources = [sources]
+    """Read every source (a path, pasted text or bytes, a file object) and draw the findings. ``live_metrics`` (a
+    Prometheus server's series, ``fetch_range``) stands in for metrics files when given. ``budget``: the lines, CPU
+    time and cancel check every source shares (default: the line limit only); a read it stopped is a note."""
+    if isinstance(sources, (str, bytes, os.PathLike)) or hasattr(sources, "readinto"):
+        sources = [sources]  # type: ignore[list-item]
+    budget = budget or ReadBudget()
     logs: list[LogParse] = []
     metric_sources: list[TextSource] = []
     traces: list[TraceParse] = []
+    read: list[TextSource] = []
+    log_sources: list[TextSource] = []
     for source in sources:
-        text = TextSource(source, max_decompressed=max_decompressed)
+        text = TextSource(source, max_decompressed=max_decompressed, budget=budget)
+        read.append(text)
         kind = sniff(text.head)
         if kind == "trace":
             traces.append(read_trace(text))
         elif kind == "metrics":
             metric_sources.append(text)
         else:
+            log_sources.append(text)
             logs.append(parse_log(text))
     metrics: MetricsParse | None = live_metrics or (parse_metrics(metric_sources) if metric_sources else None)
-    return combine(logs, metrics, traces)
+    stops = [f"{text.label}: {text.stats.stop_reason}" for text in read if text.stats.stop_reason]
+    stops += [  # a log says so itself (parse_log)
+        f"{text.label}: stopped after {text.max_decompressed:,} bytes (the bound on decompressed input)"
+        for text in read
+        if text.stats.stopped_at_bound and not text.stats.stop_reason and text not in log_sources
+    ]
+    try:
+        diagnosis = combine(logs, metrics, traces)
+    except BridgeInputError as e:
+        if stops:
+            raise BridgeInputError(f"{e} ({stops[0]})") from None
+        raise
+    diagnosis.notes += stops
+    return diagnosis
 
 
 def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[TraceParse]) -> Diagnosis:

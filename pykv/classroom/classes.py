@@ -17,9 +17,14 @@ The rules, all here and none in the stores:
 - A class whose instructor has done nothing for ``idle_s`` is gone (store TTL; and by this clock); one
   that no learner has joined yet is gone after ``unjoined_s`` (when set: the app sets UNJOINED_S), so a
   script that starts classes cannot hold the server's slots for hours.
-- Starting a class: at most MAX_CLASSES_PER_OWNER live classes per owner (the app passes the browser
-  session and the client address; counted on this replica), and the ``instructor_key`` passphrase when
-  the server was started with one. An ``admin_key`` (the operator's) drives or ends any class.
+- Starting a class: the ``instructor_key`` passphrase (or the ``admin_key``) when the server has one (the app
+  always has one unless the host opted out: pykv/classroom/host_keys.py); at most MAX_CLASSES_PER_OWNER live
+  classes per owner (the app passes the browser session and the client address; counted on this replica), and,
+  without a key, at most ``open_rate`` = (starts, seconds) class starts on this replica in any such window: a
+  client address is no proof of anything behind a same-host proxy or tunnel, and each new tab is a new session,
+  so the caps per owner alone let one visitor start every class. An owner is remembered while it holds a
+  live class (never forgotten to make room: refused starts add nobody). An ``admin_key`` (the operator's) drives
+  or ends any class.
 - An answer counts only for the class's current step while it is not revealed, is one of the
   question's choices, and is one per learner per step (the last wins). The store writes it only if
   the class is still at the version the rules were checked against, so an answer racing a step
@@ -34,7 +39,7 @@ from __future__ import annotations
 import hmac
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Callable
@@ -55,7 +60,7 @@ from pykv.classroom.store import ClassRecord, ClassStore, Outcome, Seen
 
 _CODE_ATTEMPTS = 32  # fresh codes tried before giving up (1 in 32**6 is taken per running class)
 _WRITE_ATTEMPTS = 8  # compare-and-set retries when another writer got there first
-_MAX_KNOWN = 10_000  # codes remembered as joined / owners remembered, before the memory is cleared
+_MAX_KNOWN = 10_000  # codes remembered as joined / heartbeats, before the memory is cleared (owners: pruned, below)
 
 
 def _same(given: str | None, expected: str | None) -> bool:
@@ -78,6 +83,7 @@ class Classes:
         instructor_key: str | None = None,
         admin_key: str | None = None,
         heartbeat_s: float = 0.0,
+        open_rate: tuple[int, float] | None = None,
     ):
         if not isinstance(idle_s, (int, float)) or not 0 < idle_s <= 30 * 24 * 3600:
             raise ValueError(f"idle_s must be a number of seconds above 0 and at most 30 days, got {idle_s!r}")
@@ -90,7 +96,9 @@ class Classes:
         self._instructor_key = instructor_key or None
         self._admin_key = admin_key or None
         self._lock = threading.Lock()
-        self._owned: dict[str, list[str]] = {}  # owner -> codes it started (pruned of ended ones); under _lock
+        self._owned: dict[str, list[str]] = {}  # owner -> live codes it started (no empty lists); under _lock
+        self._open_rate = open_rate
+        self._open_starts: deque[float] = deque()  # when keyless starts succeeded (this clock); under _lock
         self._joined: set[str] = set()  # codes known to be joined (no more checks per heartbeat)
         self._heartbeat_s = float(heartbeat_s)
         self._beats: dict[tuple[str, str, str], float] = {}  # (code, learner, mode) -> when last written
@@ -112,20 +120,63 @@ class Classes:
         """A new class on ``lesson_id`` at ``step``: its state and the instructor secret (shown nowhere).
         ``owners``: who starts it (e.g. "session:ID", "ip:ADDR"), each held to MAX_CLASSES_PER_OWNER."""
         lesson_id, step = inputs.lesson_id(lesson_id), inputs.step(step)
-        if self._instructor_key is not None and not _same(passphrase, self._instructor_key):
+        keyed = self._instructor_key is not None
+        if keyed and not (_same(passphrase, self._instructor_key) or _same(passphrase, self._admin_key)):
             raise ClassError(
-                "Starting a class needs the instructor passphrase this server was started with "
-                "(PYKV_INSTRUCTOR_KEY): type it in the field, or ask the workshop host."
+                "Starting a class needs this server's instructor passphrase (PYKV_INSTRUCTOR_KEY, or the one the "
+                "server printed in its terminal when it started): type it in the field, or ask the workshop host."
             )
-        with self._lock:
+        with self._lock:  # the checks and the start together: two tabs of one owner cannot both pass the cap
             for owner in owners:
-                live = [code for code in self._owned.get(owner, []) if self.store.version(code) is not None]
-                self._owned[owner] = live
+                live = self._live(owner)
                 if len(live) >= MAX_CLASSES_PER_OWNER:
                     raise ClassError(
                         f"This browser (or its network address) already runs {MAX_CLASSES_PER_OWNER} "
                         "classes: end one of them first (a class nobody joins ends by itself)."
                     )
+            if not keyed:
+                self._check_open_rate()
+            state, secret = self._add(lesson_id, step)
+            if not keyed:
+                self._open_starts.append(self._clock())
+            if len(self._owned) >= _MAX_KNOWN:
+                self._prune_owned()
+            for owner in owners:
+                self._owned.setdefault(owner, []).append(state.code)
+        return state, secret
+
+    def _live(self, owner: str) -> list[str]:
+        """``owner``'s live classes; an owner with none is forgotten (under _lock)."""
+        live = [code for code in self._owned.get(owner, ()) if self.store.version(code) is not None]
+        if live:
+            self._owned[owner] = live
+        else:
+            self._owned.pop(owner, None)
+        return live
+
+    def _prune_owned(self) -> None:
+        """Forget the ended classes of every owner (under _lock): only owners with a live class stay, at most
+        MAX_CLASSES per owner kind, so an owner at its cap is never forgotten to make room."""
+        for owner in list(self._owned):
+            self._live(owner)
+
+    def _check_open_rate(self) -> None:
+        """Without a key: at most ``open_rate`` starts in any window (under _lock)."""
+        if self._open_rate is None:
+            return
+        limit, window = self._open_rate
+        now = self._clock()
+        while self._open_starts and now - self._open_starts[0] >= window:
+            self._open_starts.popleft()
+        if len(self._open_starts) >= limit:
+            wait = window - (now - self._open_starts[0])
+            raise ClassError(
+                f"This server starts at most {limit} classes every {window / 60:g} minutes without an instructor "
+                f"key, and that many started lately: try again in {max(1, round(wait / 60))} min, or ask the "
+                "workshop host to set PYKV_INSTRUCTOR_KEY."
+            )
+
+    def _add(self, lesson_id: str, step: int) -> tuple[ClassState, str]:
         secret = new_secret()
         now = self._clock()
         for _ in range(_CODE_ATTEMPTS):
@@ -142,11 +193,6 @@ class Classes:
             outcome = self.store.add_class(ClassRecord(state, hash_secret(secret)), self._ttl(state), MAX_CLASSES)
             if outcome is Outcome.OK:
                 self.store.publish(state.code, state.version)
-                with self._lock:
-                    if len(self._owned) >= _MAX_KNOWN:
-                        self._owned.clear()
-                    for owner in owners:
-                        self._owned.setdefault(owner, []).append(state.code)
                 return state, secret
             if outcome is Outcome.FULL:
                 raise ClassError(

@@ -28,7 +28,8 @@ from pykv.lab.workload_runner import WorkloadRunner
 MAX_STEPS_FLAG = 10_000_000  # --max-steps
 # A review pack keeps every step's snapshot of every request: ~0.5 KB per request per step (3.1 GB at 2,000
 # requests x 3,000 steps). Requests x steps is held to this, so its peak RSS stays under 1 GB.
-MAX_REPORT_REQUEST_STEPS = 1_000_000
+MAX_REPORT_REQUEST_STEPS = 1_000_000  # a slim view of each request at each step (review_pack/history.py)
+MAX_REPORT_HISTORY_BYTES = 2 * 2**30  # the history's estimate, beside the engine and its KV pool
 USAGE, FAILURE, INTERRUPTED = 2, 1, 130  # exit codes: bad input, a run that failed, Ctrl-C
 
 
@@ -85,7 +86,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".zip": "zip"}
-PROGRESS_EVERY_STEPS, PROGRESS_EVERY_S = 25, 2.0  # report: how often it looks at the clock, and says how far
+PROGRESS_EVERY_S = 2.0  # report: how often it says how far it got
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -109,19 +110,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not 1 <= args.max_steps <= MAX_STEPS:
         raise UsageError(
             f"--max-steps {args.max_steps} is out of range; a review pack covers 1 to {MAX_STEPS:,} "
-            "steps (it keeps every step's snapshot)."
+            "steps (it keeps what it draws of every step)."
         )
     config = config_from_args(args)
     given = check_preset_flags(args, file_ok=True)
     workload = load_workload(args)
     if len(workload.requests) * args.max_steps > MAX_REPORT_REQUEST_STEPS:
         raise UsageError(
-            f"a review pack keeps every step of every request: {len(workload.requests):,} requests x "
-            f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,} "
-            "(peak memory 1 GB); lower --num-requests or --max-steps."
+            f"a review pack keeps each request's counts at every step: {len(workload.requests):,} requests x "
+            f"--max-steps {args.max_steps:,} is over its limit of {MAX_REPORT_REQUEST_STEPS:,}; lower --num-requests "
+            "or --max-steps."
         )
     lab = Lab(config, workload=workload)
     lab.check_workload()  # a request the engine will refuse: say so now, not at its arrival step
+    _check_history(lab, workload, args.max_steps)
     print(engine_header(lab.engine), file=sys.stderr)
     _replay_with_progress(lab, args.max_steps)
     note = (
@@ -153,6 +155,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_history(lab, workload: Workload, steps: int) -> None:
+    """Refuse a pack whose history would pass MAX_REPORT_HISTORY_BYTES (review_pack.history.history_estimate: the
+    pool's views and every output token at the few steps drawn whole, a slim view per request per step)."""
+    from pykv.engine.kv.sizing import engine_sizing
+    from pykv.review_pack.history import history_estimate
+
+    sizing = engine_sizing(lab.config, lab.loaded.config)
+    blocks = sizing.num_gpu_blocks + sizing.num_cpu_blocks
+    tokens = sum(r.max_tokens * r.n for r in workload.requests)
+    need = history_estimate(len(workload.requests), steps, blocks, tokens)
+    if need > MAX_REPORT_HISTORY_BYTES:
+        raise UsageError(
+            f"this review pack's history would hold about {need / 2**30:.1f} GiB ({blocks:,} blocks and "
+            f"{tokens:,} output tokens at each of the few steps it draws whole, {len(workload.requests):,} requests "
+            f"at each of {steps:,} steps), over its limit of {MAX_REPORT_HISTORY_BYTES / 2**30:g} GiB beside the "
+            "engine's KV pool; lower --num-gpu-blocks, --max-tokens, --num-requests or --max-steps."
+        )
+
+
 def _replay_with_progress(lab, steps: int) -> None:
     """Step the lab to ``steps`` (or the run's end), saying on stderr every few seconds how far it got; the
     engine's stats and preemption lines go into the pack, not the terminal."""
@@ -166,12 +187,17 @@ def _replay_with_progress(lab, steps: int) -> None:
 
 
 def _replay(lab, steps: int) -> None:
+    """One step at a time, the history slimmed to what the pack draws as it goes (review_pack/history.py)."""
+    from pykv.review_pack.history import PackHistory
+
+    history = PackHistory(lab.snapshots)
     start = said = time.perf_counter()
     while lab.head < steps and not lab.engine_done():
         before = lab.head
-        lab.goto(min(steps, before + PROGRESS_EVERY_STEPS))
+        lab.goto(before + 1)
         if lab.head == before:
             break
+        history.observe()
         if time.perf_counter() - said >= PROGRESS_EVERY_S:
             said = time.perf_counter()
             print(f"step {lab.head:,} ({said - start:.0f} s)", file=sys.stderr, flush=True)

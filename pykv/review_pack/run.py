@@ -20,6 +20,7 @@ from pykv.border.snapshot import Snapshot, diff_snapshots
 from pykv.border.units import fmt_bytes
 from pykv.review_pack.config_section import config_section
 from pykv.review_pack.deep_link import RELATIVE_NOTE
+from pykv.review_pack.history import GRID_PREEMPTIONS
 from pykv.review_pack.modelled import RunModelled, run_modelled_csvs, run_modelled_section
 from pykv.review_pack.page import (
     HALF_WIDTH_PX,
@@ -38,7 +39,6 @@ from pykv.review_pack.record import RunRecord
 from pykv.viz import block_grid_figure, engine_times, preemptions_frame, requests_frame
 from pykv.viz.timeline import timeline_figure
 
-GRID_PREEMPTIONS = 4  # block grids drawn at the first this-many steps that preempted
 MAX_LOG_LINES = 5_000  # log lines written into the page (the run's own count is said)
 TEXT_CHARS = 40  # characters of a request's text shown in the tables
 MAX_ROWS = 500  # rows of one table in the page (the CSVs in the zip have them all)

@@ -3,6 +3,7 @@ page on one. (tests/ui/lessons/conftest.py opens the Lessons page on the shipped
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import pytest
 from app_helpers import APP, lessons_page
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
+
+from testkit.streamlit_server import TEST_ENV
+
+for _name, _value in TEST_ENV.items():  # before any test builds the process's class registry (a cached resource)
+    os.environ.setdefault(_name, _value)
 
 SMALL_LESSON = """---
 id: small

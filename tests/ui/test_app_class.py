@@ -325,3 +325,25 @@ def test_a_public_url_makes_the_link_and_a_loopback_link_is_warned(course, monke
     monkeypatch.setenv(PUBLIC_URL_ENV, "http://localhost:8501")
     ok(teacher.run())
     assert any("loopback" in w.value and PUBLIC_URL_ENV in w.value for w in teacher.warning)
+
+
+def test_by_default_a_class_needs_the_passphrase_the_server_printed(course, monkeypatch, capsys):
+    """Issue 50 #1: a server whose host set no key makes a passphrase and prints it; Start a class asks for it."""
+    from pykv.classroom.host_keys import OPEN_CLASSES_ENV, host_keys
+
+    monkeypatch.delenv(OPEN_CLASSES_ENV, raising=False)
+    monkeypatch.delenv("PYKV_INSTRUCTOR_KEY", raising=False)
+    keys = host_keys()
+    registry = classroom.make_classes(keys)
+    monkeypatch.setattr(classroom, "classes", lambda: registry)
+    visitor = session()
+    visitor.query_params["lesson"], visitor.query_params["step"] = "classy", "1"
+    ok(visitor.run())
+    assert visitor.text_input(key="class_passphrase") is not None
+    visitor.button(key="class_start").click()
+    ok(visitor.run())
+    assert param(visitor, "class") is None and any("passphrase" in e.value for e in visitor.error)
+    visitor.text_input(key="class_passphrase").set_value(keys.instructor_key)
+    visitor.button(key="class_start").click()
+    ok(visitor.run())
+    assert param(visitor, "class") and param(visitor, "key")

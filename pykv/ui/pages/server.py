@@ -10,11 +10,14 @@ from typing import Any, Callable, TypeVar
 import streamlit as st
 
 from pykv.bridge import diagnose
+from pykv.bridge.base.bounded_reader import MAX_LINES_READ, ReadBudget
 from pykv.ui.safe_text import error_line
+from pykv.ui.session import budgets
 from pykv.ui.views.panels import server_lab, server_report
 
 UPLOAD_CAP_MB = 100  # .streamlit/config.toml server.maxUploadSize
 MAX_PASTE_CHARS = 2_000_000
+READ_BUDGET_S = 60.0  # CPU seconds one Diagnose may read for (also charged to the session's engine allowance)
 EXAMPLES = Path(__file__).resolve().parents[2] / "bridge" / "examples"  # pykv/bridge/examples
 T = TypeVar("T")
 
@@ -24,8 +27,9 @@ def render() -> None:
     st.caption(
         "Upload what your vLLM printed (its log, plain or .gz), a /metrics body or a request trace (Azure, "
         "BurstGPT, Mooncake / Qwen-Bailian JSONL, vLLM bench JSONL), or paste text. Any release from 0.2 "
-        f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; nothing leaves this machine and nothing is "
-        "kept after the session. From a shell: `python -m pykv diagnose FILE`."
+        f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; reading stops after {READ_BUDGET_S:g} s of CPU "
+        f"time or {MAX_LINES_READ:,} lines and says so; nothing leaves this machine and nothing is kept after the "
+        "session. From a shell: `python -m pykv diagnose FILE`."
     )
     _inputs()
     d = st.session_state.get("server_diagnosis")
@@ -67,7 +71,11 @@ def example_sources(name: str) -> list[Path]:
 
 def _inputs() -> None:
     with st.form("server_input"):
-        files = st.file_uploader("Log, metrics or trace files", accept_multiple_files=True, key="server_files")
+        files = st.file_uploader(
+            "Log, metrics or trace files",
+            accept_multiple_files=True,
+            key=f"server_files_{st.session_state.get('server_uploads_read', 0)}",  # a new one after each read
+        )
         pasted = st.text_area(
             "…or paste text",
             max_chars=MAX_PASTE_CHARS,
@@ -86,7 +94,7 @@ def _inputs() -> None:
     )
     sources: list = []
     if submitted:
-        sources = [f.getvalue() for f in files or []] + ([pasted.encode()] if pasted.strip() else [])
+        sources = list(files or []) + ([pasted.encode()] if pasted.strip() else [])  # uploads read, never copied
         if not sources:
             st.warning("Upload a file or paste some text first.")
             return
@@ -95,10 +103,48 @@ def _inputs() -> None:
         st.session_state.server_example_read = picked
     if not sources:
         return
-    size = sum(len(s) for s in sources if isinstance(s, bytes)) / 2**20
-    with st.spinner(f"Reading {size:.1f} MB…" if size >= 1 else "Reading…"):
+    if _read(sources) and files:
+        _release(files)
+        st.rerun()  # the form again with an empty uploader, the diagnosis below it
+
+
+def _release(files: list) -> None:
+    """Drop read uploads from the session's memory (Streamlit keeps an upload until its widget lets it go): a 95 MB
+    trace stayed in the session beside its diagnosis. The next run draws a fresh uploader."""
+    st.session_state.server_uploads_read = st.session_state.get("server_uploads_read", 0) + 1
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        manager = getattr(ctx, "uploaded_file_mgr", None)
+        for f in files:
+            if manager is not None and hasattr(manager, "remove_file") and getattr(f, "file_id", None):
+                manager.remove_file(session_id=ctx.session_id, file_id=f.file_id)  # type: ignore[union-attr]
+    except Exception:  # another upload manager: it lets them go when the session ends
+        pass
+
+
+def _read(sources: list) -> bool:
+    """Diagnose ``sources`` within READ_BUDGET_S of CPU (and what is left of the session's allowance), saying how far
+    it got; a closed tab stops the read (budgets.session_gone). Whether a diagnosis came of it."""
+    size = sum(len(s) if isinstance(s, bytes) else getattr(s, "size", 0) for s in sources) / 2**20
+    left = budgets.session_budget().remaining()
+    if left <= 0:
+        st.error("This session has used its compute allowance for now: try again in a few minutes.")
+        return False
+    status = st.empty()
+
+    def progress(nbytes: int, lines: int, spent_s: float) -> None:
+        status.caption(f"Read {nbytes / 2**20:,.1f} MB, {lines:,} lines ({spent_s:.0f} s of CPU)…")
+
+    budget = ReadBudget(cpu_s=min(READ_BUDGET_S, left), should_stop=budgets.session_gone(), progress=progress)
+    with st.spinner(f"Reading {size:.1f} MB…" if size >= 1 else "Reading…"), budgets.charged():
         try:
-            st.session_state.server_diagnosis = diagnose(sources)
+            st.session_state.server_diagnosis = diagnose(sources, budget=budget)
             st.session_state.pop("server_what_if_result", None)
         except Exception as e:  # nothing usable: one sentence, and the previous diagnosis stays
             st.error(error_line(e))
+            return False
+        finally:
+            status.empty()
+    return True

@@ -15,7 +15,8 @@ choose to explore on their own.
 
 from __future__ import annotations
 
-import os
+import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from pathlib import Path
 import streamlit as st
 
 from pykv.classroom import CLASS_IDLE_S, HEARTBEAT_S, UNJOINED_S, ClassError, Classes, ClassState, make_store
+from pykv.classroom.host_keys import HostKeys, announcement, host_keys
+from pykv.classroom.limits import OPEN_STARTS, OPEN_WINDOW_S
 from pykv.lessons.format.schema import Lesson
 from pykv.lessons.run.shared import SharedLesson
 from pykv.review_pack.deep_link import public_root
@@ -48,20 +51,40 @@ class Membership:
     secret: str | None
 
 
-INSTRUCTOR_KEY_ENV, ADMIN_KEY_ENV = "PYKV_INSTRUCTOR_KEY", "PYKV_ADMIN_KEY"
+_keys: list[HostKeys] = []  # this process's keys, made once (a generated passphrase is printed once)
+_keys_lock = threading.Lock()
+
+
+def server_keys() -> HostKeys:
+    """Class mode's keys for this process (pykv/classroom/host_keys.py), printed on the server's terminal the first
+    time (app.py asks at server start, so the passphrase is there beside Streamlit's URL)."""
+    with _keys_lock:
+        if not _keys:
+            _keys.append(host_keys())
+            line = announcement(_keys[0])
+            if line:
+                print(line, file=sys.stderr, flush=True)
+        return _keys[0]
+
+
+def make_classes(keys: HostKeys) -> Classes:
+    """The registry class mode runs on, for ``keys``: without an instructor key, starts are also held to a
+    server-wide rate (OPEN_STARTS per OPEN_WINDOW_S)."""
+    return Classes(
+        make_store(),
+        unjoined_s=UNJOINED_S,
+        instructor_key=keys.instructor_key,
+        admin_key=keys.admin_key,
+        heartbeat_s=HEARTBEAT_S,
+        open_rate=(OPEN_STARTS, OPEN_WINDOW_S) if keys.open else None,
+    )
 
 
 @st.cache_resource(show_spinner=False)
 def classes() -> Classes:
-    """One registry per process (PYKV_CLASS_STORE=redis://… shares it between replicas). PYKV_INSTRUCTOR_KEY:
-    the passphrase Start a class asks for; PYKV_ADMIN_KEY: the operator's key, which drives or ends any class."""
-    return Classes(
-        make_store(),
-        unjoined_s=UNJOINED_S,
-        instructor_key=os.environ.get(INSTRUCTOR_KEY_ENV) or None,
-        admin_key=os.environ.get(ADMIN_KEY_ENV) or None,
-        heartbeat_s=HEARTBEAT_S,
-    )
+    """One registry per process (PYKV_CLASS_STORE=redis://… shares the classes between replicas; each replica
+    makes its own passphrase unless PYKV_INSTRUCTOR_KEY sets one for all)."""
+    return make_classes(server_keys())
 
 
 def owners() -> tuple[str, ...]:

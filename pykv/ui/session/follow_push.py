@@ -24,6 +24,7 @@ from starlette.routing import Route
 from streamlit import config
 
 from pykv.classroom.follow_waits import Answer, FollowWaits
+from pykv.ui.session.classroom import classes  # at import: never on the event loop (the first poll waited ~9 s)
 
 PATH = "/api/pykv/follow"
 MAX_TOKEN_CHARS = 64  # tickets are 16 characters; anything longer is not one
@@ -66,8 +67,6 @@ def waits() -> FollowWaits:
     """The process's long polls (one per process, as the classes are)."""
     global _waits
     if _waits is None:
-        from pykv.ui.session.classroom import classes  # not at import: app.py imports routes() before any run
-
         _waits = FollowWaits(
             read_version=lambda code: classes().version(code),
             mark_seen=lambda code, learner, mode: classes().seen(code, learner, mode),

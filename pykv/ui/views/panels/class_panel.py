@@ -30,7 +30,8 @@ def start_button(lesson_id: str, step: int) -> None:
             key="class_passphrase",
             type="password",
             max_chars=200,
-            help="This server asks for the workshop host's passphrase before a class starts.",
+            help="This server asks for the workshop host's passphrase before a class starts: PYKV_INSTRUCTOR_KEY, "
+            "or the one the server printed in its terminal when it started.",
         )
     st.button(
         "Start a class",
