@@ -156,7 +156,9 @@ def _under_file_size_limit(argv: list[str], limit: int = 64) -> subprocess.Compl
         "from pykv.cli.main import main\n"
         f"sys.exit(main({argv!r}))\n"
     )
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    # No bytecode: under the limit a first import would write a truncated .pyc into the venv ("marshal data too
+    # short" for every later process that imports the module).
+    env = os.environ | {"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -111,6 +111,24 @@ def test_x_forwarded_for_from_loopback_is_not_an_address():
         assert served.get(headers=spoofed) == "203.0.113.9 https"
 
 
+def run_apart(coro) -> None:
+    """asyncio.run in a thread of its own: a browser test earlier in this worker may leave an event loop running
+    in the main thread (Playwright's sync API), where asyncio.run refuses to start."""
+    done: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coro)
+        except BaseException as e:  # re-raised in the test's thread
+            done.append(e)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=30)
+    if done:
+        raise done[0]
+
+
 def test_a_proxys_scheme_still_counts_and_streamlit_metrics_are_hidden():
     seen = []
 
@@ -124,12 +142,12 @@ def test_a_proxys_scheme_still_counts_and_streamlit_metrics_are_hidden():
         sent.append(message)
 
     proxied = {"type": "http", "path": "/x", "client": ("127.0.0.1", 5), "headers": [(b"x-forwarded-proto", b"https")]}
-    asyncio.run(guard(proxied | {"scheme": "http"}, None, send))
+    run_apart(guard(proxied | {"scheme": "http"}, None, send))
     metrics = {"type": "http", "path": "/_stcore/metrics", "client": ("10.0.0.2", 5), "headers": []}
-    asyncio.run(guard(metrics, None, send))
+    run_apart(guard(metrics, None, send))
     assert seen == [("/x", "https")] and sent[0]["status"] == 404
     opened = server_guard.AppGuard(app, environ={server_guard.STREAMLIT_METRICS_ENV: "1"})
-    asyncio.run(opened({"type": "http", "path": "/_stcore/metrics", "scheme": "http", "headers": []}, None, send))
+    run_apart(opened({"type": "http", "path": "/_stcore/metrics", "scheme": "http", "headers": []}, None, send))
     assert seen[-1] == ("/_stcore/metrics", "http")
 
 
