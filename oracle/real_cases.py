@@ -145,13 +145,13 @@ def random_real_case(seed: int) -> Case:
             CaseRequest(
                 f"r{i}",
                 shared + [rng.randrange(3, 4000) for _ in range(length)],
-                rng.randint(4, 64),
+                rng.randint(4, 48),
                 arrival_step=rng.choice([0, 0, rng.randint(0, 30)]),
                 priority=rng.randint(0, 3),
             )
         )
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in reqs)
-    blocks = max(-(-longest // bs) + 2, rng.randint(4, 12))  # tight: most workloads run out of KV cache
+    blocks = max(-(-longest // bs) + 2, rng.randint(4, 20))
     chunked = rng.random() < 0.8
     budget = rng.choice([64, 128, 256]) if chunked else 512
     config = dict(
