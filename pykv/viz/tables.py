@@ -76,11 +76,14 @@ def preemptions_frame(snapshot: Snapshot) -> pd.DataFrame:
         "device",
         "fallback",
         "swap_out_s",
+        "swap_out_cpu_s",
         "swap_in_s",
+        "swap_in_cpu_s",
         "modelled_pcie_out_s",
         "modelled_pcie_in_s",
         "recomputed_tokens",
         "recompute_s",
+        "recompute_cpu_s",
         "steps_lost",
     ]
     return pd.DataFrame([{k: getattr(p, k) for k in cols} for p in snapshot.preemptions], columns=cols)
@@ -97,11 +100,14 @@ _COSTS_SHOWN = (
     ("device", "measured on", None),
     ("fallback", "fallback", None),
     ("swap_out_s", "swap out", fmt_duration),
+    ("swap_out_cpu_s", "swap out, CPU", fmt_duration),
     ("swap_in_s", "swap in", fmt_duration),
+    ("swap_in_cpu_s", "swap in, CPU", fmt_duration),
     ("modelled_pcie_out_s", "PCIe out (modelled)", fmt_duration),
     ("modelled_pcie_in_s", "PCIe in (modelled)", fmt_duration),
     ("recomputed_tokens", "recomputed tokens", None),
     ("recompute_s", "recompute time", fmt_duration),
+    ("recompute_cpu_s", "recompute, CPU", fmt_duration),
     ("steps_lost", "steps lost", None),
 )
 
@@ -112,7 +118,8 @@ def preemption_costs_frame(snapshot: Snapshot) -> pd.DataFrame:
     value does not apply (a swap's recompute time). The CSV keeps ``preemptions_frame``'s seconds; ``step`` and
     ``request_id`` keep their names, by which the modelled bills are matched."""
     raw = preemptions_frame(snapshot)
-    raw["recompute_s"] = [s if mode == "recompute" else None for s, mode in zip(raw["recompute_s"], raw["mode"])]
+    for column in ("recompute_s", "recompute_cpu_s"):
+        raw[column] = [s if mode == "recompute" else None for s, mode in zip(raw[column], raw["mode"])]
     out = pd.DataFrame(index=raw.index)
     for column, heading, fmt in _COSTS_SHOWN:
         name = column if column in ("step", "request_id") else heading

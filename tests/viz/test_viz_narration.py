@@ -182,11 +182,15 @@ def test_the_narration_says_why_the_head_of_the_waiting_queue_waits_with_the_rel
 def test_preemption_costs_are_written_with_their_units():
     """Issue 48 item 11: the Preemption costs tab showed a swap's seconds to six decimals ("0.000005")."""
     swap = cost("3", "swap", swap_out_s=0.000005, swap_in_s=0.0123, modelled_pcie_out_s=0.00004, steps_lost=9)
-    rec = cost("4", "recompute", recomputed_tokens=80, recompute_s=1.5, steps_lost=None)
+    swap = dataclasses.replace(swap, swap_out_cpu_s=0.000004, swap_in_cpu_s=0.002)
+    rec = cost("4", "recompute", recomputed_tokens=80, recompute_s=1.5, recompute_cpu_s=0.75, steps_lost=None)
     table = preemption_costs_frame(snap_with(None, preemptions=[swap, rec]))
     first, second = table.to_dict("records")
     assert (first["swap out"], first["swap in"], first["PCIe out (modelled)"]) == ("5.0 µs", "12.30 ms", "40.0 µs")
     assert (first["recompute time"], second["recompute time"], second["swap out"]) == ("—", "1.50 s", "—")
+    # Each wall time beside the engine thread's CPU time (issue 47): a busy machine inflates only the first
+    assert (first["swap out, CPU"], first["swap in, CPU"], first["recompute, CPU"]) == ("4.0 µs", "2.00 ms", "—")
+    assert (second["recompute, CPU"], second["swap in, CPU"]) == ("750.00 ms", "—")
     assert first["KV bytes"] == "80 KiB" and first["steps lost"] == 9 and str(table["steps lost"].dtype) == "Int64"
     assert (first["step"], first["request_id"]) == (7, "3")  # the names the modelled bills are matched by
 

@@ -216,7 +216,9 @@ def _costs_tab(tab, snap, k: str, modelled: ModelledRun | None) -> None:
         else:
             caption = (
                 f"Measured on {snap.device}; swap rows also show a modelled PCIe time (modelled, not measured). "
-                "Recompute time is the forward time apportioned to re-prefilled tokens."
+                "Recompute time is the forward time apportioned to re-prefilled tokens. Each measured time has a "
+                "CPU twin: the engine thread's CPU time (time.thread_time), which other work on a busy machine does "
+                "not inflate, while the wall time includes its waits."
             )
             if modelled is not None:
                 frame = with_modelled_bills(frame, modelled.bills, modelled.label)
