@@ -99,10 +99,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.json:
         say("\n".join(describe(diagnosis)))
     if baseline is not None:
-        verdict = compare(diagnosis, baseline).verdict
-        body["baseline"] = verdict  # an addition to the contract's keys
+        comparison = compare(diagnosis, baseline)
+        body["baseline"] = comparison.verdict  # an addition to the contract's keys
+        body["baseline_details"] = comparison.lines()
         if not args.json:
-            say(f"\nbaseline {args.baseline}: {verdict}")
+            say(f"\nbaseline {args.baseline}: {comparison.verdict}\n" + "\n".join(comparison.details()))
     if args.save_baseline and not args.json:
         say(f"\nsaved the baseline {args.save_baseline}")
     if args.replay_out or args.what_if or args.out:
