@@ -21,8 +21,11 @@ def test_the_log_names_its_model_and_it_maps_to_the_catalogue():
     assert log_model(d.config.model).catalogue == "llama-3.1-8b"
     assert log_model("Qwen/Qwen2.5-7B-Instruct").catalogue == "qwen2.5-7b"
     assert log_model("/models/Meta-Llama-3.1-70B-Instruct-AWQ").catalogue == "llama-3.1-70b"
-    qwen14 = log_model("Qwen/Qwen2.5-14B-Instruct")  # not in the catalogue: never priced as another model unsaid
-    assert qwen14.catalogue is None and "Qwen/Qwen2.5-14B-Instruct" in qwen14.note() and "pick" in qwen14.note()
+    assert log_model("Qwen/Qwen2.5-14B-Instruct").catalogue == "qwen2.5-14b"  # was priced as Llama-3.1-8B
+    assert log_model("Qwen/Qwen2.5-72B-Instruct").catalogue is None  # never the 7B by a prefix
+    mixtral = log_model("mistralai/Mixtral-8x7B-Instruct-v0.1")  # not in the catalogue: never priced as another unsaid
+    assert mixtral.catalogue is None and "mistralai/Mixtral-8x7B-Instruct-v0.1" in mixtral.note()
+    assert "pick" in mixtral.note()
     assert log_model(None).note().startswith("the log does not name its model")
 
 

@@ -70,10 +70,11 @@ def test_the_settings_read_and_each_fix_at_the_servers_scale(server):
 
 
 def test_the_model_the_log_names_becomes_the_target(server):
-    text = EXAMPLE.read_text().replace("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct")
+    text = EXAMPLE.read_text().replace("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-14B-Instruct")
     pasted(server, text)
-    assert server.selectbox(key="server_target_model").value == "qwen2.5-7b"
-    assert "GiB of Qwen2.5-7B KV per GPU" in shown(server.markdown)
+    assert server.selectbox(key="server_target_model").value == "qwen2.5-14b"  # priced on Llama-3.1-8B before
+    assert "GiB of Qwen2.5-14B KV per GPU" in shown(server.markdown)
+    assert "modelled on H100-SXM + Qwen2.5-14B" in shown(server.markdown)
 
 
 def test_a_single_scrape_is_a_table_of_values_not_a_timeline(server):

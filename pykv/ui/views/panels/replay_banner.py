@@ -25,8 +25,12 @@ def render(lab: Lab) -> None:
     has_diagnosis = st.session_state.get("server_diagnosis") is not None
     with st.container(horizontal=True, vertical_alignment="center", key="replay_banner"):
         st.info(
-            f"A replay of a real server's pressure: {n} requests on a scaled pool, rebuilt from the link."
-            + ("" if has_diagnosis else " The diagnosis it came from stays with whoever made the link."),
+            f"A replay of a real server's pressure: {n} requests on a scaled pool, "
+            + (
+                "from your diagnosis. Its link is in the address bar: it opens this run in any browser."
+                if has_diagnosis
+                else "rebuilt from the link. The diagnosis it came from stays with whoever made the link."
+            ),
             icon=":material/replay:",
         )
         st.page_link(

@@ -32,10 +32,12 @@ def config_rows(d: Diagnosis) -> list[tuple[str, str]]:
 
 def render(d: Diagnosis) -> None:
     st.markdown("**The settings read** (check them: every piece of advice below is built on them)")
+    rows = config_rows(d)
     st.dataframe(
-        pd.DataFrame(config_rows(d), columns=["setting", "as read"]),
+        pd.DataFrame(rows, columns=["setting", "as read"]),
         hide_index=True,
         key="server_config_read",
+        height=35 * (len(rows) + 1) + 3,  # every row shown: a hidden one is a setting nobody checks
     )
 
 
