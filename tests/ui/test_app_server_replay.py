@@ -106,3 +106,11 @@ def test_the_replay_link_opens_the_same_replay_in_a_fresh_session(server, random
     planned = plan_replay(diagnose(str(EXAMPLE)), lab.loaded.config.vocab_size)
     assert lab.workload.model_dump() == planned.workload.model_dump()  # the same requests, token for token
     assert lab.config.num_gpu_blocks == planned.config.num_gpu_blocks
+
+
+def test_a_damaged_replay_link_is_a_warning_and_the_preset(random_llama_path, monkeypatch):
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    fresh = AppTest.from_file(APP, default_timeout=180)
+    opened(fresh, preset="burst", replay="eNqrVipTsjLUUSp")  # cut short in a chat message
+    assert "the link's replay is damaged or not a pykv replay" in shown(fresh.warning)
+    assert fresh.session_state["lab"].preset == "burst" and "replay" not in fresh.query_params

@@ -15,7 +15,7 @@ SCROLL_TOP = """<script>
 const doc = window.parent.document;
 (doc.querySelector('[data-testid="stMain"]') || doc.scrollingElement).scrollTo({top: 0});
 </script>"""
-ARRIVED = "replay_banner_scrolled"  # st.session_state: the Lab the page was last brought to the top for
+ARRIVED = "replay_banner_scrolled"  # st.session_state: id() of the Lab the page was last brought to the top for
 
 
 def render(lab: Lab) -> None:
@@ -38,6 +38,6 @@ def render(lab: Lab) -> None:
             label="Back to the diagnosis" if has_diagnosis else "Diagnose a server",
             icon=":material/arrow_back:",
         )
-    if st.session_state.get(ARRIVED) is not lab:
-        st.session_state[ARRIVED] = lab
+    if st.session_state.get(ARRIVED) != id(lab):  # an id, not the Lab: a replaced Lab's memory is freed
+        st.session_state[ARRIVED] = id(lab)
         components.html(SCROLL_TOP, height=0)
