@@ -193,7 +193,7 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
         command = f"python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}"
         added["replay"] |= {"workload": args.replay_out, "command": command}
         say(f"  run it: {command}")
-    fixes, outcomes = suggested_fixes(diagnosis, plan), []
+    fixes, outcomes, priced = suggested_fixes(diagnosis, plan), [], None
     if args.what_if and not fixes:
         say("  what-if: no fix in the tuning order applies to this replay")
         added["what_if"] = {"fixes": [], "outcomes": []}
@@ -202,8 +202,8 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
         target = Target(args.gpu, args.model or found.catalogue or DEFAULT_TARGET.model)
         if args.model is None:
             say(f"  model: {found.note()}" + ("" if found.catalogue else f"; priced as {target.model} (--model)"))
-        outcomes = what_if(plan, fixes, loaded, target)
-        at_scale = [at_server_scale(fix, plan, diagnosis, target.estimate()) for fix in fixes]
+        outcomes, priced = what_if(plan, fixes, loaded, target), target.estimate()
+        at_scale = [at_server_scale(fix, plan, diagnosis, priced) for fix in fixes]
         added["what_if"] = {
             "fixes": [fix.label for fix in fixes],
             "at_server_scale": at_scale,
@@ -222,7 +222,7 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
         from pykv.review_pack.page import render_html
         from pykv.review_pack.server import server_pack
 
-        data = render_html(server_pack(diagnosis, plan, fixes, outcomes))
+        data = render_html(server_pack(diagnosis, plan, fixes, outcomes, priced))
         write_atomic(args.out, data)
         added["review_pack"] = args.out
         say(f"\nwrote {args.out} ({len(data) / 2**20:.1f} MiB)")

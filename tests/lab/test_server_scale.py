@@ -58,3 +58,17 @@ def test_each_fix_is_said_at_the_servers_scale():
     assert "--gpu-memory-utilization 0.90 -> about 0.9" in said and "on H100-SXM" in said
     d.config.max_num_seqs = None  # a log that prints no --max-num-seqs: its running peak, said as such
     assert at_server_scale(seqs, plan, d, None).startswith("your running peak of 128 -> about 64")
+
+
+def test_the_review_pack_says_each_fix_at_the_servers_scale():
+    from pykv.lab.what_if import ReplayOutcome
+    from pykv.review_pack.page import render_html
+    from pykv.review_pack.server import server_pack
+
+    d = diagnose(str(EXAMPLE))
+    plan = plan_replay(d, 512)
+    fixes = suggested_fixes(d, plan)
+    outcome = ReplayOutcome(10, True, 1, 2, 0.1, 1.0, 100.0, "modelled H100-SXM + llama-3.1-8b")
+    page = render_html(server_pack(d, plan, fixes, [outcome] * 3, Target().estimate())).decode()
+    assert "on your server your --max-num-seqs 128 -&gt; about 64" in page
+    assert "GiB of Llama-3.1-8B KV per GPU" in page

@@ -17,6 +17,7 @@ from pykv.review_pack.server import server_pack
 from pykv.ui.safe_text import plain
 from pykv.ui.session import lab_address, replay_link, routes, state
 from pykv.ui.views.panels import server_what_if
+from pykv.ui.views.widgets import target
 
 
 def replay(d: Diagnosis) -> ReplayPlan:
@@ -76,10 +77,11 @@ def pack_button(d: Diagnosis, plan: ReplayPlan) -> None:
     """The review pack of this diagnosis (with the what-if once it ran): one offline HTML page."""
     fixes = suggested_fixes(d, plan)
     outcomes = server_what_if.what_if_outcomes(fixes)
+    est = target.current_estimate()  # read here: the download's callable runs on a thread without the session
 
     def page() -> bytes:
         try:
-            return render_html(server_pack(d, plan, fixes if outcomes else [], outcomes))
+            return render_html(server_pack(d, plan, fixes if outcomes else [], outcomes, est))
         except Exception as e:  # built at the click, past any st.error: the file says it in one line
             why = html.escape(" ".join(str(e).split())[:300])
             return f"<!doctype html><title>pykv</title><p>The review pack could not be built: {why}".encode()
