@@ -125,3 +125,19 @@ def test_a_baseline_saved_before_titles_still_names_findings_in_words():
     del old["finding_titles"], old["release_range"], old["model"]
     result = compare(single_scrape(), old)
     assert result.findings_gone == ["preemption storm"]
+
+
+def test_a_log_with_one_scrape_is_a_floor_not_a_windows_rate():
+    """The log spans 1.8 minutes, the counter was read once: its count is since start-up, not the log's window."""
+    from pathlib import Path
+
+    from pykv.bridge import diagnose
+    from pykv.bridge.baseline import figures
+
+    log = Path(__file__).parents[2] / "pykv" / "bridge" / "examples" / "v1-0.33-preemption-storm.log"
+    one = b'vllm:num_preemptions_total{model_name="m"} 4821.0\nvllm:num_requests_running{model_name="m"} 64.0\n'
+    d = diagnose([log.read_bytes(), one])
+    assert figures(d)["preemptions_per_min"] is None and figures(d)["preemptions_since_start"]
+    result = compare(d, saved(storm()))
+    assert "preemptions per minute" not in result.verdict  # judged on throughput alone, the rest said not comparable
+    assert "not comparable: this input counts at least" in result.verdict

@@ -22,7 +22,7 @@ def figures(diagnosis: Diagnosis) -> dict:
     usage = [s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None]
     gen = [s.gen_tps for s in samples if s.gen_tps is not None]
     counted = diagnosis.preemptions_counted
-    windowed = bool(minutes) and counted
+    windowed = bool(minutes) and counted and not diagnosis.preemptions_since_start
     return {
         "preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if windowed and minutes else None,
         "preemptions_at_least": diagnosis.preemptions_at_least if counted else None,
