@@ -43,9 +43,9 @@ def test_a_replay_link_opens_the_same_replay_in_a_new_browser_context(browser, t
         seen = replay_state(page)
         assert int(seen["step"]) > 0 and int(seen["metrics"][1]) > 0  # opened at its first preemption
         assert page.evaluate(MAIN_SCROLL) == 0  # at the top, not scrolled to the bottom
-        back = page.get_by_role("link", name="Back to the diagnosis")
-        assert back.count() == 1
         page.screenshot(path=str(artifacts / "replay-link-origin.png"), full_page=False)
+        back = page.get_by_role("link", name="Back to the diagnosis")
+        back.wait_for(timeout=10_000)
 
         tab = colleague.new_page()
         tab.set_default_timeout(TIMEOUT_MS)
