@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pykv.border.config import EngineConfig
+from pykv.border.config import EngineConfig, knob_named
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, Engine
 from pykv.border.workload import Workload
 from pykv.bridge import Diagnosis
@@ -38,6 +38,7 @@ LAB_BLOCK_SIZE = SPEC_BLOCK_TOKENS
 LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the server's length
 MAX_LAB_RUNNING = 12
 MAX_LAB_REQUESTS = 32
+MAX_LAB_BLOCKS = int(knob_named("num_gpu_blocks").maximum or 512)  # the app's limit: the replay's link must carry it
 LAB_ARRIVAL_SPAN_STEPS = 60  # the trace's whole span, squeezed onto this many engine steps
 # A swap pool that holds every lab request's whole KV never fills: a larger one (a server's CPU blocks in proportion
 # to a tiny device pool, 1.48 M of them) would only cost memory
@@ -147,6 +148,8 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
     rho = max(p.rho, 0.05)
     blocks = math.ceil(running_lab * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
     blocks = max(blocks, math.ceil(LAB_REQUEST_TOKENS / LAB_BLOCK_SIZE) + 1)  # one request always fits
+    capped = blocks > MAX_LAB_BLOCKS  # a calm server: a pool the app's links and sidebar cannot carry
+    blocks = min(blocks, MAX_LAB_BLOCKS)
     knobs: dict = dict(
         vllm_profile=profile,
         block_size=LAB_BLOCK_SIZE,
@@ -182,6 +185,11 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
         "the server's compute, tensor parallelism and scheduler timings",
         "requests the log does not show (their lengths are the trace's, or guessed from KV usage)",
     ]
+    if capped:
+        cannot.append(
+            f"the server's low pressure ({p.rho:.2f}): the lab's pool is capped at {MAX_LAB_BLOCKS} blocks, the "
+            "app's limit, so the lab runs fuller than the server did"
+        )
     if p.mean_input_tokens is None:
         cannot.append(
             "request lengths: without a trace, a request's final length is taken as twice the mean "

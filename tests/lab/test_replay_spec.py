@@ -70,3 +70,18 @@ def _token(body: bytes) -> str:
 def test_a_bad_token_is_one_value_error(token):
     with pytest.raises(ValueError, match="replay"):
         decode(token)
+
+
+def test_a_calm_servers_pool_stays_within_what_a_link_carries():
+    from pykv.border.config import knob_named
+    from pykv.review_pack.deep_link import link_caveats
+
+    calm = (
+        "INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 20.0 "
+        "tokens/s, Running: 200 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache "
+        "usage: 0.0%.\n"
+    )
+    plan = plan_replay(diagnose([calm.encode()]), VOCAB)
+    assert plan.config.num_gpu_blocks == knob_named("num_gpu_blocks").maximum
+    assert not [n for n in link_caveats(plan.config) if "limits" in n]
+    assert any("capped at 512 blocks" in c for c in plan.cannot_keep)

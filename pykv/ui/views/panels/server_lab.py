@@ -4,6 +4,7 @@ workload travels in it), opening it in the Playground at its first preemption, a
 from __future__ import annotations
 
 import html
+from urllib.parse import parse_qsl
 
 import streamlit as st
 
@@ -45,8 +46,14 @@ def replay(d: Diagnosis) -> ReplayPlan:
 
 
 def _open_in_playground(plan: ReplayPlan) -> None:
+    # the config exactly as its link gives it in any session (the app's model and defaults, the link's knobs)
+    link = replay_query(plan.config, encode(plan.spec), 0) if plan.spec is not None else ""
+    config, problems = state.config_from_query(dict(parse_qsl(link.removeprefix("?"))), state.default_config())
+    if problems:  # a knob past the app's limits: the link would not replay this run
+        st.error(" ".join(problems))  # already plain text with its values in code spans
+        return
     try:
-        lab = state.make_lab(plan.config, None, plan.config.seed, plan.workload)
+        lab = state.make_lab(config, None, plan.workload.seed, plan.workload)
     except ValueError as e:  # ServerFull, ModelError, the engine's refusal: one line
         st.error(plain(e))
         return
