@@ -18,6 +18,8 @@ MAIN_SCROLL = "() => (document.querySelector('[data-testid=\"stMain\"]') || docu
 def replay_state(page) -> dict:
     """What a person compares: the banner's request count, the step, and the step's first metrics (KV usage,
     preemptions, recomputed tokens: not the measured step time)."""
+    page.locator('[data-testid="stMetricValue"]').nth(2).wait_for()  # the live view draws after the banner
+    wait_settled(page, timeout_ms=TIMEOUT_MS)
     banner = page.locator(".st-key-replay_banner").inner_text()
     step = re.search(r"Step (\d+)", page.get_by_text(re.compile(r"^Step \d+")).first.inner_text()).group(1)
     values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()[:3]
