@@ -129,7 +129,9 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
             evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
     findings = find_all(evidence) if samples or startup or warnings else []
-    return Diagnosis(
+    log_counts = any(log.cumulative_preemptions for log in logs) or PREEMPTIONS_FIELD in features
+    read_once = metrics is not None and len(metrics.samples) < 2 and "vllm:num_preemptions_total" in metrics.names
+    diagnosis = Diagnosis(
         release,
         startup,
         samples,
@@ -143,6 +145,8 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         traces,
         evidence.preemptions_counted,
     )
+    diagnosis.preemptions_since_start = read_once and not log_counts
+    return diagnosis
 
 
 def preemptions_countable(engine: str | None, features: set[str], metrics: MetricsParse | None) -> bool:

@@ -24,6 +24,8 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
+    # True: the count is a counter read once (one /metrics scrape): a floor since start-up, never a window's rate
+    preemptions_since_start: bool = False
 
     @property
     def engine(self) -> str | None:

@@ -26,7 +26,7 @@ from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline
 from pykv.cli.errors import UsageError, check_writable
 from pykv.cli.output import write_atomic
 from pykv.cli.terminal import terminal_safe
-from pykv.gpu_model import GPUS, MODELS, Target
+from pykv.gpu_model import DEFAULT_TARGET, GPUS, MODELS, Target
 
 
 def add_parser(sub) -> None:
@@ -77,7 +77,12 @@ def add_parser(sub) -> None:
         help="run the replay, and again with the suggested fix, and print both (takes seconds to a minute on a CPU)",
     )
     p.add_argument("--gpu", default="H100-SXM", help=f"the modelled GPU for --what-if: {', '.join(GPUS)}")
-    p.add_argument("--model", default="llama-3.1-8b", help=f"the modelled model for --what-if: {', '.join(MODELS)}")
+    p.add_argument(
+        "--model",
+        default=None,
+        help=f"the modelled model for --what-if: {', '.join(MODELS)} (default: the model the log names, where the "
+        "catalogue has it, else llama-3.1-8b)",
+    )
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -86,7 +91,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise UsageError("give at least one file (a vLLM log, a /metrics body or a trace) or --prometheus URL")
     for path, flag in ((args.save_baseline, "--save-baseline"), (args.replay_out, "--replay-out"), (args.out, "--out")):
         check_writable(path, flag)
-    if args.gpu not in GPUS or args.model not in MODELS:
+    if args.gpu not in GPUS or (args.model is not None and args.model not in MODELS):
         raise UsageError(f"--gpu must be one of {', '.join(GPUS)} and --model one of {', '.join(MODELS)}")
     baseline = load_baseline(args.baseline) if args.baseline else None  # a bad baseline refused before any work
     live = fetch_range(args.prometheus, last=args.since) if args.prometheus else None
@@ -99,10 +104,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.json:
         say("\n".join(describe(diagnosis)))
     if baseline is not None:
-        verdict = compare(diagnosis, baseline).verdict
-        body["baseline"] = verdict  # an addition to the contract's keys
+        comparison = compare(diagnosis, baseline)
+        body["baseline"] = comparison.verdict  # an addition to the contract's keys
+        body["baseline_details"] = comparison.lines()
         if not args.json:
-            say(f"\nbaseline {args.baseline}: {verdict}")
+            say(f"\nbaseline {args.baseline}: {comparison.verdict}\n" + "\n".join(comparison.details()))
     if args.save_baseline and not args.json:
         say(f"\nsaved the baseline {args.save_baseline}")
     if args.replay_out or args.what_if or args.out:
@@ -171,6 +177,8 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
     and return what --json adds: the replay's plan and the what-if's rows."""
     from pykv.engine.model.loader import load_model
     from pykv.lab.server_replay import plan_replay
+    from pykv.lab.server_scale import at_server_scale
+    from pykv.lab.target_from_log import log_model
     from pykv.lab.what_if import WHAT_IF_ROWS, suggested_fixes, what_if
 
     logging.getLogger("pykv").setLevel(logging.ERROR)  # the replay's own vLLM-style lines are not what was asked
@@ -185,16 +193,25 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
         command = f"python -m pykv run --workload {args.replay_out} {cli_flags(plan.config)}"
         added["replay"] |= {"workload": args.replay_out, "command": command}
         say(f"  run it: {command}")
-    fixes, outcomes = suggested_fixes(diagnosis, plan), []
+    fixes, outcomes, priced = suggested_fixes(diagnosis, plan), [], None
     if args.what_if and not fixes:
         say("  what-if: no fix in the tuning order applies to this replay")
         added["what_if"] = {"fixes": [], "outcomes": []}
     elif args.what_if:
-        outcomes = what_if(plan, fixes, loaded, Target(args.gpu, args.model))
-        added["what_if"] = {"fixes": [fix.label for fix in fixes], "outcomes": [asdict(o) for o in outcomes]}
+        found = log_model(diagnosis.config.model)
+        target = Target(args.gpu, args.model or found.catalogue or DEFAULT_TARGET.model)
+        if args.model is None:
+            say(f"  model: {found.note()}" + ("" if found.catalogue else f"; priced as {target.model} (--model)"))
+        outcomes, priced = what_if(plan, fixes, loaded, target), target.estimate()
+        at_scale = [at_server_scale(fix, plan, diagnosis, priced) for fix in fixes]
+        added["what_if"] = {
+            "fixes": [fix.label for fix in fixes],
+            "at_server_scale": at_scale,
+            "outcomes": [asdict(o) for o in outcomes],
+        }
         say(f"  what-if (throughput {outcomes[0].target_label}):")
-        for i, fix in enumerate(fixes, 1):
-            say(f"    fix {i}: {fix.label}")
+        for i, (fix, scaled) in enumerate(zip(fixes, at_scale), 1):
+            say(f"    fix {i}: in the lab {fix.label}\n           on your server: {scaled}")
         heads = ["as planned"] + [f"fix {i}" for i in range(1, len(fixes) + 1)]
         say("  " + " " * 20 + "".join(f"{h:>14}" for h in heads))
         for label, field, fmt in WHAT_IF_ROWS:
@@ -205,7 +222,7 @@ def _replay(diagnosis: Diagnosis, args: argparse.Namespace, say: Callable[[str],
         from pykv.review_pack.page import render_html
         from pykv.review_pack.server import server_pack
 
-        data = render_html(server_pack(diagnosis, plan, fixes, outcomes))
+        data = render_html(server_pack(diagnosis, plan, fixes, outcomes, priced))
         write_atomic(args.out, data)
         added["review_pack"] = args.out
         say(f"\nwrote {args.out} ({len(data) / 2**20:.1f} MiB)")

@@ -12,6 +12,7 @@ CONFIGS = Path(__file__).parent / "configs"
 MODELS: dict[str, str] = {  # catalogue name -> display name
     "llama-3.1-8b": "Llama-3.1-8B",
     "qwen2.5-7b": "Qwen2.5-7B",
+    "qwen2.5-14b": "Qwen2.5-14B",
     "llama-2-7b": "Llama-2-7B",
     "llama-2-13b": "Llama-2-13B",
     "llama-2-70b": "Llama-2-70B",

@@ -23,21 +23,22 @@ one), the model's compute, tensor parallelism, and any request mix the log does 
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass, field
 
-from pykv.border.config import EngineConfig
+from pykv.border.config import EngineConfig, knob_named
 from pykv.border.vllm_profiles import DEFAULT_PROFILE, PROFILES, Engine
-from pykv.border.workload import Workload, WorkloadRequest
+from pykv.border.workload import Workload
 from pykv.bridge import Diagnosis
 from pykv.bridge.base.release_guess import release_key
 from pykv.bridge.traces.reader import TraceRequest
+from pykv.lab.replay_spec import SPEC_BLOCK_TOKENS, ReplaySpec, renumbered, spec_workload
 
 ENGINES = {"v0": Engine.V0, "v1": Engine.V1}  # the bridge's engine names
-LAB_BLOCK_SIZE = 16
+LAB_BLOCK_SIZE = SPEC_BLOCK_TOKENS
 LAB_REQUEST_TOKENS = 96  # one lab request (prompt + output), whatever the server's length
 MAX_LAB_RUNNING = 12
 MAX_LAB_REQUESTS = 32
+MAX_LAB_BLOCKS = int(knob_named("num_gpu_blocks").maximum or 512)  # the app's limit: the replay's link must carry it
 LAB_ARRIVAL_SPAN_STEPS = 60  # the trace's whole span, squeezed onto this many engine steps
 # A swap pool that holds every lab request's whole KV never fills: a larger one (a server's CPU blocks in proportion
 # to a tiny device pool, 1.48 M of them) would only cost memory
@@ -78,6 +79,7 @@ class ReplayPlan:
     profile_reason: str
     keeps: list[str] = field(default_factory=list)
     cannot_keep: list[str] = field(default_factory=list)
+    spec: ReplaySpec | None = None  # what rebuilds the workload (a Playground link carries it)
 
     @property
     def lab_rho(self) -> float:
@@ -146,6 +148,8 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
     rho = max(p.rho, 0.05)
     blocks = math.ceil(running_lab * LAB_REQUEST_TOKENS / rho / LAB_BLOCK_SIZE)
     blocks = max(blocks, math.ceil(LAB_REQUEST_TOKENS / LAB_BLOCK_SIZE) + 1)  # one request always fits
+    capped = blocks > MAX_LAB_BLOCKS  # a calm server: a pool the app's links and sidebar cannot carry
+    blocks = min(blocks, MAX_LAB_BLOCKS)
     knobs: dict = dict(
         vllm_profile=profile,
         block_size=LAB_BLOCK_SIZE,
@@ -175,72 +179,62 @@ def plan_replay(diagnosis: Diagnosis, vocab_size: int, seed: int = 0) -> ReplayP
         )
     requests = _requests(diagnosis, count, prompt_len, output_len, vocab_size, seed)
     keeps.append(requests.arrivals_kept)
-    workload = Workload(name="server-replay", seed=seed, requests=requests.requests)
+    workload = spec_workload(requests.spec)
     cannot = [
         "absolute lengths and times: a lab request is 96 tokens on the shipped model",
         "the server's compute, tensor parallelism and scheduler timings",
         "requests the log does not show (their lengths are the trace's, or guessed from KV usage)",
     ]
+    if capped:
+        cannot.append(
+            f"the server's low pressure ({p.rho:.2f}): the lab's pool is capped at {MAX_LAB_BLOCKS} blocks, the "
+            "app's limit, so the lab runs fuller than the server did"
+        )
     if p.mean_input_tokens is None:
         cannot.append(
             "request lengths: without a trace, a request's final length is taken as twice the mean "
             "length the running requests held at the peak"
         )
-    return ReplayPlan(EngineConfig(**knobs), workload, p, why, keeps, cannot)
+    return ReplayPlan(EngineConfig(**knobs), workload, p, why, keeps, cannot, requests.spec)
 
 
 @dataclass(frozen=True)
 class _Requests:
-    requests: list[WorkloadRequest]
+    spec: ReplaySpec
     arrivals_kept: str
 
 
 def _requests(
     diagnosis: Diagnosis, count: int, prompt_len: int, output_len: int, vocab_size: int, seed: int
 ) -> _Requests:
+    """The replay's requests as a ReplaySpec (pykv.lab.replay_spec builds them, here and from a link)."""
     trace = [r for t in diagnosis.traces for r in t.requests]
-    rng = random.Random(seed)
+    prefixes: list[list[int]] = []
     if trace:
         picked = (
             [trace[round(i * (len(trace) - 1) / max(count - 1, 1))] for i in range(count)] if count > 1 else trace[:1]
         )
         steps = _arrival_steps(picked)
-        prompts = _prompts(picked, prompt_len, vocab_size, rng)
+        shared_blocks = max(prompt_len // LAB_BLOCK_SIZE - 1, 0)  # the last block stays the request's own
+        prefixes = renumbered([list(r.prefix_block_ids or ())[:shared_blocks] for r in picked])
         kept = "arrivals: the trace's arrival times squeezed onto engine steps"
     else:
         waited = any((s.waiting or 0) > 0 for s in diagnosis.samples)
         steps = [0] * count if waited else [2 * i for i in range(count)]
-        prompts = [[rng.randrange(3, vocab_size) for _ in range(prompt_len)] for _ in range(count)]
         kept = (
             "arrivals: a burst (requests waited on the server)"
             if not any(steps)
             else "arrivals: one every other step (nothing waited on the server)"
         )
-    return _Requests(
-        [
-            WorkloadRequest(prompt_token_ids=tokens, max_tokens=output_len, arrival_step=step, ignore_eos=True)
-            for tokens, step in zip(prompts, steps)
-        ],
-        kept,
+    if not any(prefixes):
+        prefixes = []
+    spec = ReplaySpec(
+        seed=seed, vocab=vocab_size, prompt_len=prompt_len, output_len=output_len, arrivals=steps, prefixes=prefixes
     )
+    return _Requests(spec, kept)
 
 
 def _arrival_steps(picked: list[TraceRequest]) -> list[int]:
     times = [r.arrival_s or 0.0 for r in picked]
     start, span = min(times), (max(times) - min(times)) or 1.0
     return [round((t - start) / span * LAB_ARRIVAL_SPAN_STEPS) for t in times]
-
-
-def _prompts(picked: list[TraceRequest], prompt_len: int, vocab_size: int, rng: random.Random) -> list[list[int]]:
-    """Token ids per request: a trace block id (Mooncake's hash ids) becomes one lab block of fixed tokens, so
-    requests that share leading ids share leading lab blocks; the rest of each prompt is its own."""
-    blocks: dict[int, list[int]] = {}
-    shared_blocks = prompt_len // LAB_BLOCK_SIZE - 1  # the last block stays the request's own
-    prompts = []
-    for request in picked:
-        tokens: list[int] = []
-        for block_id in (request.prefix_block_ids or ())[: max(shared_blocks, 0)]:
-            tokens += blocks.setdefault(block_id, [rng.randrange(3, vocab_size) for _ in range(LAB_BLOCK_SIZE)])
-        tokens += [rng.randrange(3, vocab_size) for _ in range(prompt_len - len(tokens))]
-        prompts.append(tokens)
-    return prompts

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from pykv.border.config import EngineConfig, knobs
 from pykv.border.knob_table import knob_text
 from pykv.lab.lab import lab_config
+from pykv.lab.replay_spec import REPLAY_PARAM
 
 APP_OWNED_NOTE = ("model", "dtype")  # the app runs its own model and dtype whatever the link says
 PUBLIC_URL_ENV = "PYKV_PUBLIC_URL"  # the lab's address as the host publishes it (https://lab.example.org)
@@ -52,6 +53,12 @@ def playground_query(config: EngineConfig, preset: str | None, step: int) -> str
         if value != getattr(base, spec.name):
             query[spec.name] = knob_text(value)
     return "?" + urlencode(query)
+
+
+def replay_query(config: EngineConfig, token: str, step: int) -> str:
+    """A server replay's Playground link: its config as the Playground writes it, and ``replay=<token>``, the
+    workload itself (``pykv.lab.replay_spec``), so that it opens the same run in any session."""
+    return playground_query(config, None, step) + "&" + urlencode({REPLAY_PARAM: token})
 
 
 def link_caveats(

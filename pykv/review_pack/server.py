@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from pykv.bridge import Diagnosis
+from pykv.gpu_model import Estimate
 from pykv.lab.server_replay import ReplayPlan
+from pykv.lab.server_scale import at_server_scale
 from pykv.lab.what_if import WHAT_IF_ROWS, LabFix, ReplayOutcome
 from pykv.review_pack.page import PackFigure, ReviewPack, Section, code_block, definition_list, para, table
 from pykv.viz.server_timeline import server_timeline_figure
@@ -59,7 +61,9 @@ def _findings(d: Diagnosis) -> Section:
     return Section("findings", "Findings", tuple(blocks))
 
 
-def _replay(plan: ReplayPlan, fixes: Sequence[LabFix], outcomes: Sequence[ReplayOutcome]) -> Section:
+def _replay(
+    d: Diagnosis, plan: ReplayPlan, fixes: Sequence[LabFix], outcomes: Sequence[ReplayOutcome], est: Estimate | None
+) -> Section:
     c = plan.config
     blocks: list = [
         para(plan.profile_reason + "."),
@@ -82,7 +86,10 @@ def _replay(plan: ReplayPlan, fixes: Sequence[LabFix], outcomes: Sequence[Replay
                 "What if (measured in the lab; throughput "
                 + outcomes[0].target_label
                 + "): "
-                + "; ".join(f"fix {i}: {fix.label}" for i, fix in enumerate(fixes, 1))
+                + "; ".join(
+                    f"fix {i}: in the lab {fix.label}; on your server {at_server_scale(fix, plan, d, est)}"
+                    for i, fix in enumerate(fixes, 1)
+                )
             )
         )
         heads = ["", "as planned"] + [f"fix {i}" for i in range(1, len(outcomes))]
@@ -96,9 +103,14 @@ def _replay(plan: ReplayPlan, fixes: Sequence[LabFix], outcomes: Sequence[Replay
 
 
 def server_pack(
-    d: Diagnosis, plan: ReplayPlan, fixes: Sequence[LabFix] = (), outcomes: Sequence[ReplayOutcome] = ()
+    d: Diagnosis,
+    plan: ReplayPlan,
+    fixes: Sequence[LabFix] = (),
+    outcomes: Sequence[ReplayOutcome] = (),
+    est: Estimate | None = None,
 ) -> ReviewPack:
-    sections = [_release(d), _timeline(d), _findings(d), _replay(plan, fixes, outcomes)]
+    """``est``: the modelled target the what-if was priced on (its fixes then said in GiB of its KV too)."""
+    sections = [_release(d), _timeline(d), _findings(d), _replay(d, plan, fixes, outcomes, est)]
     subtitle = (
         f"What a vLLM server ({d.release.text}) printed and scraped, read by pykv: {len(d.samples)} samples, "
         f"{len(d.findings)} findings, and the same pressure replayed in the lab."

@@ -44,6 +44,7 @@ ONE_LAYER = {
         ("llama-3.1-8b", 8.03, 131072),
         ("llama-2-7b", 6.74, 524288),
         ("qwen2.5-7b", 7.62, 57344),
+        ("qwen2.5-14b", 14.77, 196608),  # a model real logs name (issue 46): 48 layers x 8 KV heads x 128
         ("qwen2.5-0.5b", 0.494, 12288),
         ("llama-2-13b", 13.0, 819200),
         ("llama-3.1-70b", 70.6, 327680),

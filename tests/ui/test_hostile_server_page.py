@@ -98,12 +98,12 @@ def test_a_replay_that_fails_is_one_line_and_the_baseline_stays(app, monkeypatch
 
 
 def test_a_what_if_that_fails_is_one_line(app, monkeypatch):
-    from pykv.ui.views.panels import server_lab
+    from pykv.ui.views.panels import server_what_if
 
     def broken(*args):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(server_lab, "what_if", broken)
+    monkeypatch.setattr(server_what_if, "what_if", broken)
     paste(app, stats() + WARNING.format(count=51) + stats(second=45, running="60"))
     ok(app.button(key="server_what_if").click().run())
     assert len(app.error) == 1 and "RecursionError" in app.error[0].value

@@ -82,6 +82,7 @@ class ServerConfig:
     """Settings the log's config dump revealed (None: not seen)."""
 
     version: str | None = None  # exact release when the log printed it
+    model: str | None = None  # --model as the log names it (a Hugging Face id or a path)
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_model_len: int | None = None

@@ -257,6 +257,9 @@ def apply_config_items(config: ServerConfig, items: dict) -> None:
         "enable_chunked_prefill": ("enable_chunked_prefill", bool),
     }
     for key, raw in items.items():
+        if key == "model":
+            config.model = config.model or raw  # the first start-up's
+            continue
         target, cast = casts[key]
         value: bool | float | None
         if cast is bool:

@@ -45,6 +45,8 @@ _CONFIG_ITEM = re.compile(
     r"|enable_prefix_caching|enable_chunked_prefill|kv_offloading_size|tensor_parallel_size)"
     r"['\"]?(?:=|: )([\w.]{1,30})"
 )
+# --model in a config dump (model='org/name', 'model': 'org/name'): not served_model_name, not model_name
+_MODEL = re.compile(r"""['"]?\bmodel['"]?(?:=|: )['"]([^'"\s]{1,200})['"]""")
 
 # Cheap substring pre-filter: a message without any of these cannot be a record (keeps the hot path regex-free).
 KEYWORDS = (
@@ -240,6 +242,9 @@ def parse_config(message: str) -> ConfigRecord | None:
     items = {}
     if "args" in message or "config" in message:
         items = {match.group(1): match.group(2) for match in _CONFIG_ITEM.finditer(message)}
+        model = _MODEL.search(message)
+        if model is not None:
+            items["model"] = model.group(1)
     if not items and version is None and kind is None:
         return None
     engine_kind = None

@@ -15,7 +15,14 @@ import streamlit as st
 from pykv.lab.lab import Lab, admitted, has_preempted, steps_waited
 from pykv.ui.session import budgets, state
 from pykv.ui.session.flash import flash, show
-from pykv.ui.views.panels import exercise_panel, kernel_view, real_vllm_panel, review_pack_button, sidebar
+from pykv.ui.views.panels import (
+    exercise_panel,
+    kernel_view,
+    real_vllm_panel,
+    replay_banner,
+    review_pack_button,
+    sidebar,
+)
 from pykv.ui.views.players import follower, live_views
 from pykv.ui.views.widgets.style import PAGE_CSS
 
@@ -30,6 +37,7 @@ def render() -> None:
         return
     sidebar.render(lab)
     follower.exploring_banner(lab)
+    replay_banner.render(lab)  # a server replay: what it is, and the way back to its diagnosis
     st.session_state.setdefault("playing", False)
     st.session_state.setdefault("speed", "normal")
     every = SPEEDS.get(st.session_state.speed, 0.5) if st.session_state.playing else None

@@ -13,7 +13,14 @@ from pykv.bridge import diagnose
 from pykv.bridge.base.bounded_reader import MAX_LINES_READ, ReadBudget
 from pykv.ui.safe_text import error_line
 from pykv.ui.session import budgets
-from pykv.ui.views.panels import server_lab, server_report
+from pykv.ui.views.panels import (
+    server_baseline,
+    server_config,
+    server_lab,
+    server_point,
+    server_report,
+    server_what_if,
+)
 
 UPLOAD_CAP_MB = 100  # .streamlit/config.toml server.maxUploadSize
 MAX_PASTE_CHARS = 2_000_000
@@ -37,8 +44,12 @@ def render() -> None:
         return
     try:
         server_report.release(d)
+        server_config.render(d)
         server_report.startup(d)
-        server_report.timeline(d)
+        if server_point.is_one_point(d):
+            server_point.render(d)  # one scrape: its values, not a timeline of one dot
+        else:
+            server_report.timeline(d)
         server_report.findings(d)
     except Exception as e:  # a diagnosis this page cannot draw: one line, and it is not kept (no error every rerun)
         st.session_state.pop("server_diagnosis", None)
@@ -47,8 +58,8 @@ def render() -> None:
         return
     plan = _section(server_lab.replay, d)
     if plan is not None:
-        _section(server_lab.what_if_panel, d, plan)
-    _section(server_lab.baseline, d)
+        _section(server_what_if.render, d, plan)
+    _section(server_baseline.render, d)
     if plan is not None:
         _section(server_lab.pack_button, d, plan)
 

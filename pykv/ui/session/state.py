@@ -32,6 +32,7 @@ from pykv.engine.model.attention import prepare_stepwise_attention
 from pykv.engine.model.loader import LoadedModel, load_model
 from pykv.lab.lab import Lab, lab_config
 from pykv.ui.safe_text import code, plain
+from pykv.ui.session import replay_link
 from pykv.ui.session.budgets import DEEP_LINK_BUDGET_S, run_action
 from pykv.ui.session.seats import ServerFull, claim_seat
 
@@ -142,7 +143,8 @@ def query_of(config: EngineConfig, preset: str | None, step: int) -> dict[str, s
 
 def sync_url(lab: Lab) -> None:
     """Make the address bar reproduce the view: ?preset=...&step=N (+ changed config fields)."""
-    wanted = query_for(lab) | {k: st.query_params[k] for k in KEPT_PARAMS if k in st.query_params}
+    kept = {k: st.query_params[k] for k in KEPT_PARAMS if k in st.query_params}
+    wanted = query_for(lab) | replay_link.query_part(lab) | kept
     current = {k: st.query_params.get(k) for k in list(st.query_params.keys())}
     if current != wanted:
         st.query_params.from_dict(wanted)
@@ -153,6 +155,9 @@ def lab_from_url(workload: Workload | None = None, seed: int = 0) -> Lab:
     lesson's own workload). Every bad value is a warning and its default; ModelError (the model cannot be
     loaded) or ServerFull pass through for the caller to show."""
     params = {k: st.query_params[k] for k in st.query_params.keys()}
+    if workload is None:  # a server replay's link carries its workload
+        workload = replay_link.workload_from_link(params)
+        seed = workload.seed if workload is not None else seed
     preset: str | None = params.get("preset", DEFAULT_PRESET)  # None (below) for preset=none
     if preset not in PRESETS and preset != "none":
         st.warning(
