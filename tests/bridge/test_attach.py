@@ -93,7 +93,8 @@ def test_attach_replays_the_recorded_storm(storm_server):
     assert d.preemptions_at_least == STORM_PREEMPTIONS and d.release.engine == "v1"
     assert "preemption_storm" in {f.id for f in d.findings}
     assert (d.startup[0].num_gpu_blocks, d.startup[0].block_size) == (12, 32)
-    assert any("KV 100.0%" in row for row in rows) and rows[-1].endswith(f"(window {STORM_PREEMPTIONS}, counter {STORM_PREEMPTIONS})")
+    assert any("KV 100.0%" in row for row in rows)
+    assert rows[-1].endswith(f"(window {STORM_PREEMPTIONS}, counter {STORM_PREEMPTIONS})")
 
 
 def test_the_cli_prints_rows_findings_the_window_and_saves_a_baseline(tmp_path, capsys):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import IO
+from typing import IO, Callable
 
 from pykv.border.files import NotAFile, open_regular
 from pykv.bridge.base.errors import BridgeInputError
@@ -36,7 +36,7 @@ class LogFollower:
         if source == "-":
             if stream is None:
                 raise BridgeInputError("--log - reads stdin: pipe the log in (docker logs -f NAME | ...)")
-            target = self._follow_stream
+            target: Callable[..., None] = self._follow_stream
             args: tuple = (stream,)
         else:
             try:
