@@ -106,6 +106,8 @@ class LiveServer:
             "--max-num-seqs",
             str(MAX_NUM_SEQS),
             "--enable-prefix-caching",
+            "--distributed-executor-backend",
+            "uni",  # the model runner in the engine core's process: one process fewer to start (~20 s here)
             "--kv-events-config",
             json.dumps(kv_config),
         ]
