@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from live_vllm import CPU_LOG_KV, CUMULATIVE_HISTOGRAM, LOG_BLOCKS
 
 from pykv.bridge import BridgeInputError, diagnose, load_baseline
 from pykv.bridge.live.attach import Attach
@@ -228,3 +229,56 @@ def test_the_recorded_storm_is_a_storm_to_diagnose_and_the_calm_run_is_not():
     assert storm.preemptions_at_least == STORM_PREEMPTIONS and "preemption_storm" in {f.id for f in storm.findings}
     calm = diagnose(FIXTURES / f"{STEM}_calm.metrics")
     assert calm.preemptions_at_least == 0 and "preemption_storm" not in {f.id for f in calm.findings}
+
+
+def recorded_log(phase: str) -> bytes:
+    """The fixture log's start-up, then the ``phase``'s lines (v1_0_32_0_cpu_live.json says which)."""
+    lines = (FIXTURES / f"{STEM}.log").read_bytes().splitlines(keepends=True)
+    skip, (start, end) = FACTS["header_lines"], FACTS[phase]["log_lines"]
+    return b"".join(lines[: skip + FACTS["storm"]["log_lines"][0]] + lines[skip + start : skip + end])
+
+
+def test_the_recorded_log_and_scrapes_count_the_storm_and_read_the_start_up():
+    d = diagnose([recorded_log("storm"), (FIXTURES / f"{STEM}_storm.metrics").read_bytes()])
+    assert d.preemptions_counted and d.preemptions_at_least == STORM_PREEMPTIONS
+    assert d.release.text == "0.32.0 (printed by the server)"
+    fact = d.startup[0]
+    assert (fact.block_size, fact.kv_cache_tokens, fact.max_model_len, fact.max_concurrency) == (32, 384, 128, 3.0)
+    assert (d.config.max_num_seqs, d.config.enable_prefix_caching) == (16, True)
+    calm = diagnose([recorded_log("calm"), (FIXTURES / f"{STEM}_calm.metrics").read_bytes()])
+    assert calm.preemptions_at_least == 0 and "preemption_storm" not in {f.id for f in calm.findings}
+
+
+@pytest.mark.xfail(strict=True, reason=CPU_LOG_KV)
+def test_the_recorded_log_and_scrapes_call_the_storm_a_storm():
+    d = diagnose([recorded_log("storm"), (FIXTURES / f"{STEM}_storm.metrics").read_bytes()])
+    assert "preemption_storm" in {f.id for f in d.findings}
+
+
+@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
+def test_the_recorded_calm_run_finds_nothing_alarming():
+    d = diagnose([recorded_log("calm"), (FIXTURES / f"{STEM}_calm.metrics").read_bytes()])
+    assert [f.id for f in d.findings if f.confidence in ("high", "medium")] == []
+
+
+@pytest.mark.xfail(strict=True, reason=LOG_BLOCKS)
+def test_the_recorded_log_gives_the_block_count():
+    d = diagnose([recorded_log("storm"), (FIXTURES / f"{STEM}_storm.metrics").read_bytes()])
+    assert d.startup[0].num_gpu_blocks == 12
+
+
+def test_ctrl_c_ends_the_watch_with_the_windows_diagnosis(storm_server, monkeypatch, capsys):
+    from pykv.bridge.live import attach as attach_module
+
+    real_tick, calls = attach_module.Attach.tick, []
+
+    def tick(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_tick(self)
+
+    monkeypatch.setattr(attach_module.Attach, "tick", tick)
+    assert main(["attach", "--metrics", storm_server.url, "--interval", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "stopped (Ctrl-C)" in out and "the window (" in out and "timeline: 2 samples" in out

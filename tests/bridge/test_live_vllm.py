@@ -19,8 +19,12 @@ from dataclasses import dataclass
 import pytest
 from live_vllm import (
     BLOCK_SIZE,
+    CPU_LOG_KV,
+    CUMULATIVE_HISTOGRAM,
+    LOG_BLOCKS,
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
+    NO_MODEL,
     NUM_BLOCKS,
     SERVED_NAME,
     LiveServer,
@@ -40,19 +44,6 @@ from pykv.real_vllm import install
 pytestmark = pytest.mark.slow
 
 ALARMING = ("high", "medium")
-CPU_LOG_KV = (
-    "the bridge reads a V1 CPU server's 'CPU KV cache usage' stats field as CPU swap usage, so a log's timeline "
-    "has no KV usage and preemption_storm cannot fire on it (log parsing: pykv/bridge/logs, issue 46 item 7)"
-)
-CUMULATIVE_HISTOGRAM = (
-    "chunked_prefill_rethrash fires at high confidence from vllm:request_num_preemptions, a histogram cumulative "
-    "since start-up that still holds the storm's requests (findings confidence: issue 46 item 4)"
-)
-LOG_BLOCKS = (
-    "the CPU log's block count ('Overriding num_gpu_blocks=16384 with num_gpu_blocks_override=12') is not read, "
-    "and diagnose keeps cache_config_info's num_gpu_blocks only when no log gives start-up facts (issue 46 item 7)"
-)
-NO_MODEL = "ServerConfig has no model field: the model the server names is not read (issue 46 item 9)"
 
 
 @dataclass
