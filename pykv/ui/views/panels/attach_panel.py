@@ -17,7 +17,7 @@ from pykv.bridge.diagnosis import Diagnosis
 from pykv.bridge.live.allow import ENV, SECRET, AllowList
 from pykv.bridge.live.attach import Attach
 from pykv.ui.safe_text import error_line, plain
-from pykv.ui.session import state
+from pykv.ui.session import budgets, state
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
 from pykv.viz.server_timeline import server_timeline_figure
 
@@ -98,6 +98,15 @@ def _live_view() -> None:
         _stop()
         st.caption(f"Stopped after {MAX_ATTACH_S / 60:.0f} minutes: attach again to go on.")
         return
+    if budgets.session_budget().remaining() <= 0:
+        _stop()
+        st.caption("Stopped: this session has used its compute allowance for now; attach again in a few minutes.")
+        return
+    with budgets.charged():  # each poll's parse and the window's diagnosis count against the session's allowance
+        _poll_and_show(live)
+
+
+def _poll_and_show(live: Attach) -> None:
     tick = live.tick()
     if tick.error:
         st.error(plain(tick.error[:300]))
