@@ -12,6 +12,9 @@ unless ``PYKV_REAL_VLLM_REQUIRED=1`` (CI), where it fails. About 90 s on a quiet
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -39,6 +42,7 @@ from live_vllm import (
 
 from pykv.bridge import diagnose
 from pykv.bridge.live.attach import Attach
+from pykv.cli.main import main
 from pykv.real_vllm import install
 
 pytestmark = pytest.mark.slow
@@ -54,6 +58,8 @@ class Live:
     storm_log: bytes  # start-up and storm
     calm_log: bytes  # start-up and calm run
     follow: Attach  # an attach that followed the real log file
+    cli: dict  # `python -m pykv attach ... --json` on the live server after both runs
+    page: dict[str, str]  # the Your server page's live metrics after attaching to it (AppTest)
     wall_s: float
 
 
@@ -76,6 +82,8 @@ def live(tmp_path_factory) -> Live:
             time.sleep(0.2)
             follow.tick()
         follow.close()
+        cli = attach_cli(server)
+        page = attach_page(server)
     finally:
         server.stop()
     startup = log_slice(server, 0, hot.log_from)
@@ -86,8 +94,46 @@ def live(tmp_path_factory) -> Live:
         log_slice(server, 0, hot.log_to),
         startup + log_slice(server, quiet.log_from, quiet.log_to),
         follow,
+        cli,
+        page,
         time.monotonic() - started,
     )
+
+
+def attach_cli(server: LiveServer) -> dict:
+    """The CLI on the live server, its log file and its KV events, for two seconds: its --json."""
+    out = io.StringIO()
+    argv = ["attach", "--metrics", server.url, "--log", str(server.log_path), "--kv-events", server.kv_endpoint]
+    with contextlib.redirect_stdout(out):
+        code = main(argv + ["--interval", "0.5", "--duration", "2", "--json"])
+    assert code == 0, out.getvalue()[-2000:]
+    return json.loads(out.getvalue())
+
+
+def server_page():
+    from pykv.ui.pages import server
+
+    server.render()
+
+
+def attach_page(server: LiveServer) -> dict[str, str]:
+    """The Your server page, its operator allowing this server: Attach, then one more poll; the metrics shown."""
+    from streamlit.testing.v1 import AppTest
+
+    previous = os.environ.get("PYKV_ATTACH_ALLOW")
+    os.environ["PYKV_ATTACH_ALLOW"] = server.url
+    try:
+        app = AppTest.from_function(server_page, default_timeout=60)
+        app.run()
+        app.button(key="FormSubmitter:server_attach_form-Attach").click().run()
+        app.run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        return {m.label: m.value for m in app.metric}
+    finally:
+        if previous is None:
+            os.environ.pop("PYKV_ATTACH_ALLOW", None)
+        else:
+            os.environ["PYKV_ATTACH_ALLOW"] = previous
 
 
 def test_the_storm_preempts_by_vllms_own_counter(live):
@@ -178,3 +224,16 @@ def test_kv_events_are_received_and_counted(live):
         assert counts is not None and counts.block_stored > 0 and counts.blocks_stored >= counts.block_stored
         assert counts.undecodable == 0 and counts.unknown == {} and counts.missed == 0
     assert live.storm.attach.kv_counts.block_removed > 0  # type: ignore[union-attr]  # a full pool evicts
+
+
+def test_the_cli_and_the_page_attach_to_the_live_server(live):
+    """After both runs: the CLI (its /metrics, its log file, its KV events) and the page read the server as it
+    stands: the counter since start-up, the release and start-up facts from the log, KV usage back to 0."""
+    total = f"{live.calm.counter_after:.0f}"
+    attach = live.cli["attach"]
+    assert attach["preemption_counter"] == live.calm.counter_after and attach["preemptions_while_attached"] == 0
+    assert live.cli["release"] == "0.32.0 (printed by the server)"
+    assert live.cli["startup"][0]["kv_cache_tokens"] == NUM_BLOCKS * BLOCK_SIZE
+    assert attach["kv_events"]["undecodable"] == 0  # an idle server publishes none: counted, not required
+    assert live.page["Since the server started"] == total and live.page["Preemptions while attached"] == "0"
+    assert live.page["KV cache"] == "0.0%" and live.page["Running / waiting"] == "0 / 0"

@@ -84,7 +84,7 @@ def app() -> AppTest:
 def test_attaching_is_off_until_the_operator_allows_an_address(app, monkeypatch):
     monkeypatch.delenv("PYKV_ATTACH_ALLOW", raising=False)
     ok(app.run())
-    assert "Attach to a live server" in [s.value for s in app.subheader]
+    assert [e.label for e in app.expander] == ["Attach to a live server"]
     assert any("Attaching is off on this server" in c.value for c in app.caption)
     assert not [t for t in app.text_input if t.key == "server_attach_url"]  # nothing a visitor could type
 

@@ -37,7 +37,12 @@ def allow_list() -> AllowList:
 
 
 def attach_section() -> None:
-    st.subheader("Attach to a live server")
+    """The section, in an expander (open while attached): the page's own headings stay the diagnosis's."""
+    with st.expander("Attach to a live server", icon=":material/sensors:", expanded=KEY in st.session_state):
+        _section_body()
+
+
+def _section_body() -> None:
     allow = allow_list()
     if allow.empty:
         st.caption(
