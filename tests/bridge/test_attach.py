@@ -282,3 +282,38 @@ def test_ctrl_c_ends_the_watch_with_the_windows_diagnosis(storm_server, monkeypa
     assert main(["attach", "--metrics", storm_server.url, "--interval", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "stopped (Ctrl-C)" in out and "the window (" in out and "timeline: 2 samples" in out
+
+
+def _pykv(*argv: str, **kwargs):
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.Popen([sys.executable, "-m", "pykv", *argv], env=env, **kwargs)
+
+
+def test_a_real_pipe_into_attach_log_dash_is_read_until_it_closes():
+    """`docker logs -f vllm | python -m pykv attach --log -`: the log through a real pipe, to its end."""
+    import subprocess
+
+    proc = _pykv("attach", "--log", "-", "--interval", "0.5", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out, _ = proc.communicate((FIXTURES / f"{STEM}.log").read_bytes(), timeout=120)
+    assert proc.returncode == 0 and b"release: 0.32.0 (printed by the server)" in out
+
+
+def test_sigint_ends_a_running_attach_cleanly(storm_server):
+    import signal
+    import subprocess
+
+    proc = _pykv("attach", "--metrics", storm_server.url, "--interval", "0.5", stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the first row: it is watching
+        assert b"running" in first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and b"Traceback" not in err
+    assert b"stopped (Ctrl-C)" in out and b"the window (" in out
