@@ -317,3 +317,20 @@ def test_sigint_ends_a_running_attach_cleanly(storm_server):
         proc.kill()
     assert proc.returncode == 0 and b"Traceback" not in err
     assert b"stopped (Ctrl-C)" in out and b"the window (" in out
+
+
+def test_a_big_log_is_read_from_its_start_up_and_its_end(tmp_path, monkeypatch):
+    from pykv.bridge.live import log_follower
+
+    monkeypatch.setattr(log_follower, "SKIP_ABOVE_BYTES", 10_000)
+    monkeypatch.setattr(log_follower, "TAIL_BYTES", 1_000)
+    monkeypatch.setattr(log_follower, "HEAD_LINES", 3)
+    path = tmp_path / "big.log"
+    path.write_bytes(b"".join(b"line %05d\n" % i for i in range(5_000)))  # 55,000 bytes
+    follower = LogFollower(str(path))
+    try:
+        lines = _take_until(follower, 3 + 90)
+    finally:
+        follower.close()
+    assert lines[:3] == ["line 00000", "line 00001", "line 00002"] and lines[-1] == "line 04999"
+    assert len(lines) < 100 and follower.skipped_bytes > 50_000

@@ -2,6 +2,7 @@
 shrinks was rotated or truncated and is read again from its start) or a stream (stdin: ``docker logs -f vllm |
 python -m pykv attach --log -``).
 
+A file over SKIP_ABOVE_BYTES is read from its head (the start-up) and its last TAIL_BYTES, not through its middle.
 A reader thread puts lines on a bounded queue; ``take()`` hands them over without blocking. What is kept is
 bounded by the window (live/window.py), each line by MAX_LINE_CHARS, and the queue by MAX_QUEUED lines: a
 writer faster than the window drains is slowed (a pipe) or read later (a file), never held in memory whole.
@@ -21,6 +22,9 @@ MAX_LINE_CHARS = 64 * 1024  # a longer line is cut (a config dump is ~8 KB)
 MAX_QUEUED = 100_000
 MAX_TAKE = 50_000  # lines one take() hands over
 FILE_POLL_S = 0.2  # how often a file at its end is looked at again
+SKIP_ABOVE_BYTES = 64 * 1024 * 1024  # a bigger file is read from its head and its last TAIL_BYTES (_skip_middle)
+TAIL_BYTES = 16 * 1024 * 1024
+HEAD_LINES = 2000  # as the window keeps (live/window.py)
 
 
 class LogFollower:
@@ -29,6 +33,7 @@ class LogFollower:
     def __init__(self, source: str, stream: IO[bytes] | None = None) -> None:
         self.source = source
         self.lines_read = 0
+        self.skipped_bytes = 0  # a big file's middle, not read (_skip_middle)
         self.error: str | None = None  # why following stopped (one line), if it did
         self._queue: queue.Queue[str] = queue.Queue(MAX_QUEUED)
         self._stop = threading.Event()
@@ -96,6 +101,7 @@ class LogFollower:
             while not self._stop.is_set():
                 if handle is None:
                     handle, position = open_regular(self.source), 0
+                    position = self._skip_middle(handle)
                 size = _size(self.source)
                 if size is not None and size < position:  # rotated or truncated: read the new file from its start
                     handle.close()
@@ -114,6 +120,23 @@ class LogFollower:
             if handle is not None:
                 handle.close()
             self._ended.set()
+
+    def _skip_middle(self, handle) -> int:
+        """A file over SKIP_ABOVE_BYTES when first opened: its first HEAD_LINES lines (the start-up), then its last
+        TAIL_BYTES (the recent stats lines); the middle is history the window would not keep. Where to go on from."""
+        size = _size(self.source) or 0
+        if size <= SKIP_ABOVE_BYTES:
+            return 0
+        for _ in range(HEAD_LINES):
+            raw = handle.readline(MAX_LINE_CHARS + 1)
+            if not raw.endswith(b"\n"):
+                break
+            self._put(raw)
+        if handle.tell() < size - TAIL_BYTES:
+            handle.seek(size - TAIL_BYTES)
+            handle.readline(MAX_LINE_CHARS + 1)  # the rest of a line cut by the seek
+            self.skipped_bytes = handle.tell()
+        return handle.tell()
 
     @staticmethod
     def _skip_rest(stream: IO[bytes]) -> None:
