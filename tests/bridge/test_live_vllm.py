@@ -117,18 +117,21 @@ def server_page():
 
 
 def attach_page(server: LiveServer) -> dict[str, str]:
-    """The Your server page, its operator allowing this server: Attach, then one more poll; the metrics shown."""
+    """The Your server page, its operator allowing this server and its KV events: Attach, then one more poll; the
+    metrics and the KV-event line shown."""
     from streamlit.testing.v1 import AppTest
 
     previous = os.environ.get("PYKV_ATTACH_ALLOW")
-    os.environ["PYKV_ATTACH_ALLOW"] = server.url
+    os.environ["PYKV_ATTACH_ALLOW"] = f"{server.url},{server.kv_endpoint}"
     try:
         app = AppTest.from_function(server_page, default_timeout=60)
         app.run()
         app.button(key="FormSubmitter:server_attach_form-Attach").click().run()
         app.run()
         assert not app.exception and not app.error, [e.value for e in app.error]
-        return {m.label: m.value for m in app.metric}
+        shown = {m.label: m.value for m in app.metric}
+        shown["kv events"] = next((c.value for c in app.caption if c.value.startswith("KV events")), "")
+        return shown
     finally:
         if previous is None:
             os.environ.pop("PYKV_ATTACH_ALLOW", None)
@@ -154,7 +157,8 @@ def test_attach_counts_the_storms_preemptions_and_calls_it_a_storm(live):
 
 def test_attach_on_the_calm_run_sees_no_storm(live):
     d = live.calm.attach.diagnosis()
-    assert live.calm.attach.window.preemption_counter()[0] == 0 and d.preemptions_at_least == 0
+    assert live.calm.attach.window.preemption_counter()[0] == 0  # none while attached
+    assert d.preemptions_at_least <= live.calm.counter_after  # (a floor since start-up may show)
     assert "preemption_storm" not in {f.id for f in d.findings}
 
 
@@ -181,7 +185,7 @@ def test_diagnose_on_the_real_log_and_scrapes_calls_it_a_storm(live):
 
 def test_diagnose_on_the_calm_run_sees_no_storm(live):
     d = diagnose([live.calm_log, scrapes_text(live.calm, "calm").encode()])
-    assert d.preemptions_at_least == 0 and "preemption_storm" not in {f.id for f in d.findings}
+    assert d.preemptions_at_least <= live.calm.counter_after and "preemption_storm" not in {f.id for f in d.findings}
 
 
 @pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
@@ -237,3 +241,4 @@ def test_the_cli_and_the_page_attach_to_the_live_server(live):
     assert attach["kv_events"]["undecodable"] == 0  # an idle server publishes none: counted, not required
     assert live.page["Since the server started"] == total and live.page["Preemptions while attached"] == "0"
     assert live.page["KV cache"] == "0.0%" and live.page["Running / waiting"] == "0 / 0"
+    assert "KV events: 0 batches" in live.page["kv events"].replace("\\", "")  # subscribed; an idle server sends none
