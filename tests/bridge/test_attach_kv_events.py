@@ -32,7 +32,7 @@ def test_the_real_servers_messages_decode_and_count():
     for frames in recorded("storm"):
         storm.add_message(frames)
     assert storm.batches == facts["storm"]["kv_messages"] > 10
-    assert storm.block_stored > 10 and storm.block_removed > 10  # a 12-block pool under 24 requests evicts
+    assert storm.block_stored > 10 and storm.block_removed > 10  # a 12-block pool under a storm evicts
     assert storm.undecodable == 0 and storm.unknown == {} and storm.missed == 0 and storm.ranks == {0}
     first = decode_batch(recorded("storm")[0][2])
     assert first.ts is not None and first.events[0].kind == "BlockStored" and first.events[0].medium == "GPU"

