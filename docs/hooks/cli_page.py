@@ -80,7 +80,7 @@ def cli_markdown(parser: argparse.ArgumentParser, engine: argparse.ArgumentParse
             p for p in [prog, name, "[engine flags]" if takes_engine else "", "[options]", positionals] if p
         )
         out += [f"## `{name}`", "", cell(helps[name][:1].upper() + helps[name][1:]) + ".", "", f"```\n{usage}\n```", ""]
-        if sub.description and name == "diagnose":
+        if sub.description and name in ("diagnose", "attach"):
             out += ["```text", sub.description.strip(), "```", ""]
         out += [table(["flag", "value", "default", "what"], _rows(sub, own)), ""]
         if takes_engine:

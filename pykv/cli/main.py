@@ -12,6 +12,7 @@ from typing import Sequence
 from pykv.border.limits import MAX_STEPS
 from pykv.border.request import SamplingParams
 from pykv.border.workload import PRESETS, Workload, make_workload
+from pykv.cli.attach import add_parser as add_attach_parser
 from pykv.cli.diagnose import add_parser as add_diagnose_parser
 from pykv.cli.errors import OneLineParser, UsageError, check_writable, one_line, quoted
 from pykv.cli.estimate import add_parser as add_estimate_parser
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
     add_estimate_parser(sub)
     add_diagnose_parser(sub)
+    add_attach_parser(sub)
     add_vllm_parser(sub)
     gen = _command(sub, "generate", "complete one prompt")
     add_engine_flags(gen)

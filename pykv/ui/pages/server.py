@@ -14,6 +14,7 @@ from pykv.bridge.base.bounded_reader import MAX_LINES_READ, ReadBudget
 from pykv.ui.safe_text import error_line
 from pykv.ui.session import budgets
 from pykv.ui.views.panels import (
+    attach_panel,
     server_baseline,
     server_config,
     server_lab,
@@ -36,12 +37,18 @@ def render() -> None:
         "BurstGPT, Mooncake / Qwen-Bailian JSONL, vLLM bench JSONL), or paste text. Any release from 0.2 "
         f"to 0.33, V0 and V1. Files up to {UPLOAD_CAP_MB} MB; reading stops after {READ_BUDGET_S:g} s of CPU "
         f"time or {MAX_LINES_READ:,} lines and says so; nothing leaves this machine and nothing is kept after the "
-        "session. From a shell: `python -m pykv diagnose FILE`."
+        "session. From a shell: `python -m pykv diagnose FILE`, or `python -m pykv attach --metrics URL` to watch a "
+        "live server."
     )
     _inputs()
     d = st.session_state.get("server_diagnosis")
-    if d is None:
-        return
+    if d is not None:
+        _report(d)
+    _section(attach_panel.attach_section)
+
+
+def _report(d) -> None:
+    """The diagnosis read (release, start-up, timeline, findings), then the replay, what-if, baseline and pack."""
     try:
         server_report.release(d)
         server_config.render(d)
