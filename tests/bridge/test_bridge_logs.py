@@ -17,7 +17,7 @@ def run(name):
 @pytest.mark.parametrize(
     "name, release, engine",
     [
-        ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.4.2", "v0"),
+        ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.3.3", "v0"),  # its config line has max_seq_len, not the version
         ("v0_4_3_preemption_storm.log", "V0, 0.4.3-0.6.3.post1", "v0"),
         ("v0_5_5_prefix_hit.log", "V0, 0.5.5-0.6.3.post1", "v0"),
         ("v0_6_3_post1_custom_format_swap.log", "V0, 0.6.3-0.6.3.post1", "v0"),

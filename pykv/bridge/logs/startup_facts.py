@@ -1,24 +1,57 @@
-"""Groups start-up capacity lines into one StartupFact per start-up (or per worker under tensor parallelism)."""
+"""Groups start-up capacity lines into one StartupFact per start-up (per worker under tensor parallelism, per engine
+under data parallelism).
+
+A start-up's lines come in a fixed order (memory, blocks or KV tokens, concurrency), so a fact already known means
+the next start-up (a restart) or the next worker's copy of the same line. The line a server prints once per start
+(its version, "Initializing ... LLM engine") closes what came before, so a restart's blocks never pair with the
+previous start's concurrency, even when that start printed only some of its lines. A start-up error printed twice
+(the engine process's traceback, then the front end's re-raise: same message, no start between) is one failed
+start-up. Under data parallelism each engine core prints its own lines, interleaved with the others': they are
+kept apart by the engine they name.
+"""
 
 from __future__ import annotations
 
 from pykv.bridge.base.records import StartupFact
 
 _BLOCK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+_FACT_KEYS = (
+    "num_gpu_blocks",
+    "num_cpu_blocks",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "max_model_len",
+    "kv_memory_gib",
+)
 
 
 class StartupCollector:
     def __init__(self) -> None:
         self.facts: list[StartupFact] = []
+        self._open: dict[int | None, StartupFact] = {}  # engine -> the fact its next lines add to
 
-    def add(self, facts: dict, line: int, error: bool) -> None:
-        current = self.facts[-1] if self.facts else None
-        # A fact already known means a new start-up (a restart) or the next worker's copy of the same line.
+    def new_start(self, engine: int | None) -> None:
+        """A server (engine None: the whole server) or one engine core is starting: its lines begin a new fact."""
+        if engine is None:
+            self._open.clear()
+        else:
+            self._open.pop(engine, None)
+
+    def add(self, facts: dict, line: int, error: bool, engine: int | None = None, device: str | None = None) -> None:
+        if engine is not None and engine not in self._open and None in self._open and len(self._open) == 1:
+            engine = None  # "Engine 000: ... num_gpu_blocks is" of a server whose engine core's lines name none
+        current = self._open.get(engine)
+        if current is not None and error and current.startup_error and _same(current, facts):
+            current.lines.append(line)  # the same failure, printed again by the process that re-raised it
+            return
         if current is None or current.startup_error or any(getattr(current, key) is not None for key in facts):
-            current = StartupFact()
+            current = StartupFact(engine=engine)
             self.facts.append(current)
+            self._open[engine] = current
         for key, value in facts.items():
             setattr(current, key, value)
+        if device and current.device is None:
+            current.device = device
         current.startup_error = current.startup_error or error
         current.lines.append(line)
 
@@ -26,6 +59,10 @@ class StartupCollector:
         for fact in self.facts:
             fill_derived(fact, config_block_size)
         return self.facts
+
+
+def _same(fact: StartupFact, facts: dict) -> bool:
+    return all(getattr(fact, key) == value for key, value in facts.items() if key in _FACT_KEYS)
 
 
 def fill_derived(fact: StartupFact, config_block_size: int | None) -> None:
