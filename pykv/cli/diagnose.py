@@ -23,6 +23,7 @@ from typing import Callable
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline, save_baseline
+from pykv.bridge.logs.engines import engine_lines
 from pykv.cli.errors import UsageError, check_writable
 from pykv.cli.output import write_atomic
 from pykv.cli.terminal import terminal_safe
@@ -131,7 +132,8 @@ def describe(d: Diagnosis) -> list[str]:
             f"max concurrency {fact.max_concurrency:.2f}x" if fact.max_concurrency is not None else None,
             "START-UP FAILED: max_model_len exceeds the KV cache" if fact.startup_error else None,
         ]
-        lines.append(f"start-up {i}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
+        whose = f" (engine {fact.engine})" if fact.engine is not None else ""
+        lines.append(f"start-up {i}{whose}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
     s = d.samples
     if s:
         peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
@@ -140,6 +142,7 @@ def describe(d: Diagnosis) -> list[str]:
             f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
             + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
         )
+        lines += engine_lines(d.engine_samples)
     lines.append(f"preemptions: at least {d.preemptions_at_least:,}" if d.preemptions_counted else UNCOUNTED)
     lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
     lines += [f"note: {n}" for n in d.notes]

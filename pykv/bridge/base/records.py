@@ -43,7 +43,8 @@ class StartupFact:
     device: str | None = None  # the pool's device as printed ("GPU", "cuda", "CPU"): None when not printed
 
     def to_json_dict(self) -> dict:
-        return {key: getattr(self, key) for key in STARTUP_JSON_KEYS}
+        engine = {"engine": self.engine} if self.engine is not None else {}  # data parallel: whose start-up
+        return {key: getattr(self, key) for key in STARTUP_JSON_KEYS} | engine
 
 
 @dataclass(slots=True)

@@ -93,3 +93,19 @@ def total_of(samples: list[Sample]) -> Sample:
     if rates:
         total.prefix_hit_rate = round(sum(rates) / len(rates), 6)
     return total
+
+
+def engine_lines(engine_samples: dict[int, list[Sample]]) -> list[str]:
+    """What each engine of a data-parallel server went through, one line each (for the CLI and the page)."""
+    if not engine_samples:
+        return []
+    lines = [f"per engine ({len(engine_samples)} engines; the timeline above is their total):"]
+    for engine, samples in engine_samples.items():
+        usage = [s.gpu_kv_usage for s in samples if s.gpu_kv_usage is not None]
+        running = max((s.running or 0 for s in samples), default=0)
+        waiting = max((s.waiting or 0 for s in samples), default=0)
+        lines.append(
+            f"  engine {engine}: {len(samples)} samples, running up to {running}, waiting up to {waiting}"
+            + (f", KV usage up to {max(usage):.1%}" if usage else "")
+        )
+    return lines

@@ -31,6 +31,10 @@ _BLOCKS = re.compile(r"# ([A-Za-z]{2,8}) blocks: (\d+)(?:(?:, # CPU|; # swap) bl
 _KV_TOKENS = re.compile(r"(?:\b([A-Za-z]{2,8}) )?KV cache size: ([\d,]{1,20}) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]{1,20}) tokens per request: " + _NUM + "x")
 _KV_MEMORY = re.compile(r"(?:Available KV cache memory:|reserved for KV Cache is) " + _NUM + " ?GiB")
+# The CPU backend's pool (0.32.0 v1/worker/cpu_worker.py:260 "Explicitly set (%s/%s) GiB for KV cache on node %d").
+_CPU_KV_MEMORY = re.compile(r"Explicitly set \(" + _NUM + r"/[\d.]{1,20}\) GiB for KV cache")
+# --num-gpu-blocks-override (0.32.0 v1/core/kv_cache_utils.py:2619; V0 worker/worker.py): the pool is the override.
+_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)")
 _V0_TOO_LONG = re.compile(
     r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in "
     r"KV cache \((\d+)\)"
@@ -78,6 +82,8 @@ KEYWORDS = (
     "server version",
     "num_gpu_blocks is",
     "MFU:",
+    "Overriding num_gpu_blocks",
+    "GiB for KV cache",
 )
 
 
@@ -238,6 +244,15 @@ def parse_startup(message: str) -> StartupRecord | None:
         if match.group(3) is not None:
             put("num_cpu_blocks", match.group(3))
         forms.append("blocks")
+    match = _OVERRIDE.search(message)
+    if match:
+        put("num_gpu_blocks", match.group(2))
+        forms.append("override_blocks")
+    match = _CPU_KV_MEMORY.search(message)
+    if match:
+        put("kv_memory_gib", match.group(1), MAX_GIB, whole=False)
+        device = "CPU"
+        forms.append("kv_memory")
     match = _CONFIG_BLOCKS.search(message)
     if match:
         put("num_gpu_blocks", match.group(2))
@@ -290,7 +305,7 @@ def parse_config(message: str) -> ConfigRecord | None:
         engine_kind = "v1" if kind.group(1) == "V1 " else "v0"
     elif "V1 LLM engine" in message or "EngineCore" in message:
         engine_kind = "v1"
-    features = ()
+    features: tuple[str, ...] = ()
     # 0.1.x engine/llm_engine.py: its config line has no max_seq_len (0.2.0 adds it, with revision= and
     # quantization=); only a whole line ("seed=N)" ends it) can tell.
     if kind is not None and version is None and "LLM engine with config:" in message:

@@ -41,8 +41,13 @@ class StartupCollector:
         if engine is not None and engine not in self._open and None in self._open and len(self._open) == 1:
             engine = None  # "Engine 000: ... num_gpu_blocks is" of a server whose engine core's lines name none
         current = self._open.get(engine)
-        if current is not None and error and current.startup_error and _same(current, facts):
-            current.lines.append(line)  # the same failure, printed again by the process that re-raised it
+        if current is not None and error and _agrees(current, facts):
+            # The error restates this start-up's figures (its memory), or is the same failure printed again by
+            # the process that re-raised it: one start-up, failed.
+            for key, value in facts.items():
+                setattr(current, key, value)
+            current.startup_error = True
+            current.lines.append(line)
             return
         if current is None or current.startup_error or any(getattr(current, key) is not None for key in facts):
             current = StartupFact(engine=engine)
@@ -56,13 +61,17 @@ class StartupCollector:
         current.lines.append(line)
 
     def finish(self, config_block_size: int | None) -> list[StartupFact]:
+        engines = {fact.engine for fact in self.facts if fact.engine is not None}
         for fact in self.facts:
             fill_derived(fact, config_block_size)
+            if len(engines) < 2:
+                fact.engine = None  # one engine (its process tag says "EngineCore_DP0" all the same): no label
         return self.facts
 
 
-def _same(fact: StartupFact, facts: dict) -> bool:
-    return all(getattr(fact, key) == value for key, value in facts.items() if key in _FACT_KEYS)
+def _agrees(fact: StartupFact, facts: dict) -> bool:
+    """No figure of `facts` contradicts one `fact` already has."""
+    return all(getattr(fact, key) in (None, value) for key, value in facts.items() if key in _FACT_KEYS)
 
 
 def fill_derived(fact: StartupFact, config_block_size: int | None) -> None:

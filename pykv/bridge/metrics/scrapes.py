@@ -238,8 +238,13 @@ def _startup_from_cache_config(labels: dict[str, str], config: ServerConfig) -> 
         num_gpu_blocks=_int_or_none(labels.get("num_gpu_blocks")),
         num_cpu_blocks=_int_or_none(labels.get("num_cpu_blocks")),
         block_size=_int_or_none(labels.get("block_size")),
+        # 0.32.0 adds the start-up log's figures as labels (kv_cache_size_tokens, kv_cache_max_concurrency, ...)
+        kv_cache_tokens=_int_or_none(labels.get("kv_cache_size_tokens")),
+        max_concurrency=_float_or_none(labels.get("kv_cache_max_concurrency"), MAX_COUNT),
     )
-    if fact.num_gpu_blocks is not None and fact.block_size is not None:
+    memory = _float_or_none(labels.get("kv_cache_memory_bytes"), MAX_GIB * 1024**3)
+    fact.kv_memory_gib = round(memory / 1024**3, 3) if memory is not None else None
+    if fact.kv_cache_tokens is None and fact.num_gpu_blocks is not None and fact.block_size is not None:
         fact.kv_cache_tokens = fact.num_gpu_blocks * fact.block_size
     prefix = labels.get("enable_prefix_caching")
     if prefix in ("True", "False"):
