@@ -23,7 +23,7 @@ from typing import Callable
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline, save_baseline
-from pykv.bridge.logs.engines import engine_lines
+from pykv.bridge.logs.engines import engine_lines, pool_label
 from pykv.cli.errors import UsageError, check_writable
 from pykv.cli.output import write_atomic
 from pykv.cli.terminal import terminal_safe
@@ -125,7 +125,7 @@ def describe(d: Diagnosis) -> list[str]:
     lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
     for i, fact in enumerate(d.startup, 1):
         parts = [
-            f"{fact.num_gpu_blocks:,} GPU blocks" if fact.num_gpu_blocks else None,
+            f"{fact.num_gpu_blocks:,} {pool_label(fact.device)}" if fact.num_gpu_blocks else None,
             f"{fact.num_cpu_blocks:,} CPU blocks" if fact.num_cpu_blocks else None,
             f"block size {fact.block_size}" if fact.block_size else None,
             f"{fact.kv_cache_tokens:,} KV tokens" if fact.kv_cache_tokens else None,

@@ -145,6 +145,16 @@ def test_fields_only_newer_releases_print_narrow_the_range(text, release):
     assert diagnose(text).release.text == release
 
 
+def test_the_032_logo_and_server_line_name_the_release():
+    """0.32.0 entrypoints/serve/utils/api_utils.py:327-345: the API server's first line is a logo with the version
+    (or, without the logo, "vLLM server version %s, serving model %s")."""
+    logo = "(APIServer pid=7) INFO 12-07 02:06:30 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0\n"
+    plain = "(APIServer pid=7) INFO 12-07 02:06:30 [api_utils.py:347] vLLM server version 0.32.0, serving model m\n"
+    stats = stats_line() + "\n"
+    assert diagnose(logo + stats).release.text == "0.32.0 (printed by the server)"
+    assert diagnose(plain + stats).release.text == "0.32.0 (printed by the server)"
+
+
 @pytest.mark.parametrize(
     "name, release, running, waiting",
     [

@@ -109,3 +109,10 @@ def engine_lines(engine_samples: dict[int, list[Sample]]) -> list[str]:
             + (f", KV usage up to {max(usage):.1%}" if usage else "")
         )
     return lines
+
+
+def pool_label(device: str | None) -> str:
+    """How to name a start-up's device pool: "GPU blocks", or the CPU backend's (its "GPU" blocks live in RAM)."""
+    if device is not None and device.upper() == "CPU":
+        return "KV blocks (CPU backend)"
+    return "GPU blocks"

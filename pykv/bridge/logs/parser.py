@@ -194,7 +194,8 @@ class LogParser:
             self.config.enable_prefix_caching = True  # V0 prints that line only with prefix caching on
         notes = []
         if PREEMPTIONS_FIELD in self.features:
-            for sample in samples:  # the field comes only when N > 0: absence means none
+            every = samples + [s for timeline in engine_samples.values() for s in timeline]
+            for sample in every:  # the field comes only when N > 0: absence means none
                 if sample.preemptions is None and sample.swapped is None:
                     sample.preemptions = 0
             notes.append(

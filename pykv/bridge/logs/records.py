@@ -59,7 +59,9 @@ _NEWER_STAT_FIELDS = {
     "KV fetch:": "v1_stats_kv_fetch",
 }
 _MFU = re.compile(r"MFU: " + _NUM + " TF/s/device")
-_VERSION = re.compile(r"(?:LLM engine \(v|vLLM API server version v?)(\d+\.\d+\.\d+[\w.+-]{0,30})")
+# The engine's config line, the API server's version line, or (0.32.0 entrypoints/serve/utils/api_utils.py:327-345)
+# its "vLLM server version %s, serving model %s" or start-up logo "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0".
+_VERSION = re.compile(r"(?:LLM engine \(v|vLLM (?:API )?server version v?|█  version v?)(\d+\.\d+\.\d+[\w.+-]{0,30})")
 _ENGINE_KIND = re.compile(r"Initializing an? (V[01] )?LLM engine")
 # key=value (engine config dump, Namespace(...)) and 'key': value (non-default args dict).
 _CONFIG_ITEM = re.compile(
@@ -80,6 +82,7 @@ KEYWORDS = (
     "args",
     "Prefix cache",
     "server version",
+    "█  version",
     "num_gpu_blocks is",
     "MFU:",
     "Overriding num_gpu_blocks",
