@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from pykv.bridge import diagnose
 from pykv.cli.diagnose import describe
 
@@ -87,3 +89,46 @@ def test_an_engine_label_alone_says_v1():
     d = diagnose(body)
     assert d.engine == "v1" and d.release.text == "V1, 0.8.3-0.33.0"
     assert d.samples[0].running == 6 and sorted(d.engine_samples) == [0, 1]
+
+
+def engine_line(engine, second, running, waiting, kv):
+    return (
+        f"INFO 11-28 16:01:{second:02d} [loggers.py:335] Engine {engine:03d}: Avg prompt throughput: 10.0 tokens/s, "
+        f"Avg generation throughput: 20.0 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, "
+        f"GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%"
+    )
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "(APIServer pid=1) ",  # 0.10.2+ decorate_logs / 0.33.0 logger.py:28
+        "\x1b[1;36m(APIServer pid=1)\x1b[0;0m ",  # with its colour (0.10.2 vllm/utils/__init__.py:3395)
+        "2026-11-28T16:01:{s:02d}.{ns:09d}Z (APIServer pid=1) ",  # docker logs --timestamps
+        "[pod/vllm-0/vllm] 2026-11-28T16:01:{s:02d}.{ns:09d}Z ",  # kubectl logs --prefix --timestamps
+        "vllm-1  | ",  # docker compose
+        "[node-3] (APIServer pid=1) ",  # VLLM_LOGGING_PREFIX (0.33.0 vllm/logger.py:29)
+        "Nov 28 16:01:{s:02d} gpu-host vllm[4242]: ",  # journald
+        "(RayWorkerWrapper pid=3, ip=10.0.0.2) ",  # Ray
+    ],
+)
+def test_every_prefix_shape_of_two_engines_lines_gives_one_total_per_interval(prefix):
+    lines = []
+    for interval, second in enumerate((10, 20)):
+        for engine, running, waiting, kv in ((0, 30, 5 * interval, 90.0), (1, 10, 0, 50.0)):
+            shaped = prefix.format(s=second, ns=999_999_000 + engine) if "{" in prefix else prefix
+            lines.append(shaped + engine_line(engine, second, running, waiting, kv))
+    d = diagnose("\n".join(lines) + "\n")
+    assert [(s.running, s.waiting, s.gpu_kv_usage) for s in d.samples] == [(40, 0, 0.9), (40, 5, 0.9)]
+    assert [s.gpu_kv_usage for s in d.engine_samples[1]] == [0.5, 0.5]
+
+
+def test_an_idle_engine_missing_from_a_round_and_one_engine_rounds_in_turn():
+    """An engine with no tokens in two intervals prints at DEBUG (not shown): its round holds the others only."""
+    text = "\n".join(
+        [engine_line(0, 10, 30, 4, 90.0), engine_line(1, 10, 10, 0, 50.0), engine_line(0, 20, 30, 6, 95.0)]
+    )
+    d = diagnose(text + "\n")
+    assert [(s.running, s.waiting) for s in d.samples] == [(40, 4), (30, 6)]
+    assert [len(d.engine_samples[e]) for e in (0, 1)] == [2, 1]
