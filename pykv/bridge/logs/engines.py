@@ -44,18 +44,28 @@ class EngineRounds:
         if self._round and (engine in self._round or _too_late(self._round, sample)):
             self.close()
         self._round[engine] = sample
-        timeline = self.per_engine.get(engine)
-        if timeline is None:
-            timeline = self.per_engine[engine] = (
-                BoundedTimeline(self._max_samples) if self._max_samples else BoundedTimeline()
-            )
-        timeline.add(replace(sample))  # a copy: the total's merges must not change an engine's sample
+        if engine not in self.per_engine:
+            if len(self.per_engine) == 1:  # a second engine: the first one's timeline so far is the total's
+                (first,) = self.per_engine
+                so_far = self.total.samples + ([self._round[first]] if first in self._round else [])
+                self.per_engine[first] = self._new_timeline(replace(s) for s in so_far)
+            self.per_engine[engine] = self._new_timeline(())
+        if len(self.per_engine) > 1:
+            self.per_engine[engine].add(replace(sample))  # a copy: the total's merges must not change it
+
+    def _new_timeline(self, samples) -> BoundedTimeline:
+        timeline = BoundedTimeline(self._max_samples) if self._max_samples else BoundedTimeline()
+        for sample in samples:
+            timeline.add(sample)
+        return timeline
 
     def close(self) -> Sample | None:
         """Adds the open round's total to the timeline (and returns it)."""
         if not self._round:
             return None
-        total = total_of(list(self._round.values()))
+        values = list(self._round.values())
+        # One engine so far: its own sample is the total (no copy: its timeline is the total's).
+        total = values[0] if len(values) == 1 and len(self.per_engine) < 2 else total_of(values)
         self._round = {}
         self.total.add(total)
         return total

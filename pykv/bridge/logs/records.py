@@ -83,10 +83,8 @@ KEYWORDS = (
     "Prefix cache",
     "server version",
     "█  version",
-    "num_gpu_blocks is",
+    "num_gpu_blocks",  # "... num_gpu_blocks is: N", "Overriding num_gpu_blocks=..."
     "MFU:",
-    "Overriding num_gpu_blocks",
-    "GiB for KV cache",
 )
 
 
