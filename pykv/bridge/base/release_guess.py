@@ -100,11 +100,12 @@ FEATURES: dict[str, tuple[str, str, str | None]] = {
     "metric:vllm:request_num_preemptions_bucket": ("0.30.0", LAST, "v1"),
     "metric:vllm:num_requests_waiting_by_reason": ("0.20.0", LAST, "v1"),  # gauge_waiting_by_reason
     "metric_label:engine": ("0.8.3", LAST, "v1"),  # PrometheusStatLogger labelnames ["model_name", "engine"]
+    # A stats line's "Preemptions: N". v1/metrics/loggers.py has the format from 0.11.1 (through 0.34.0), but
+    # LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes num_preemptions before the
+    # `if self.num_preemptions > 0` that would print it: no release prints it. A line that has it comes from a build
+    # patched on 0.11.1 or later (or a later release), so it raises the low end only (the log parser says so).
+    "stats_preemptions_field": ("0.11.1", LAST, "v1"),
 }
-# Not a feature: a stats line's "Preemptions: N". v1/metrics/loggers.py has it from 0.11.1 (through 0.34.0), but
-# LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes num_preemptions before the
-# `if self.num_preemptions > 0` that would print it: no release prints it, so it narrows no range (the log parser
-# reads it all the same, from a patched or later build, and says so in a note).
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 

@@ -29,7 +29,8 @@ from pykv.bridge.logs.timeline import BoundedTimeline
 MAX_WARNINGS_KEPT = 500  # the first ones, as evidence; the count comes from total_num_cumulative_preemption
 MAX_CONTINUATION_LINES = 3  # a record wrapped by a terminal spans at most this many extra lines
 # A stats line carried "Preemptions: N", which no vLLM release prints (0.11.1 to 0.34.0 zero the interval's count
-# before the check: base/release_guess.py). Not a release feature: a patched or later build's; the counts are read.
+# before the check: base/release_guess.py): a patched or later build's; the counts are read, and the field's format
+# (0.11.1+) raises the release range's low end.
 PREEMPTIONS_FIELD = "stats_preemptions_field"
 
 
