@@ -122,11 +122,11 @@ def stats_line(extra=""):
             stats_line() + "\nINFO 11-28 16:01:10 [perf.py:1726] Engine 000: MFU: 1.5 TF/s/device 2.0 GB/s/device",
             "V1, 0.14.0-0.33.0",
         ),
-        # log_engine_initialized: bare at INFO in 0.9.0, "Engine %03d: " from 0.9.2, "%d Engines: " from 0.11.1
+        # log_engine_initialized: bare at INFO in 0.9.0, "Engine %03d: " from 0.9.1, "%d Engines: " from 0.11.1
         (
             "INFO 06-01 10:00:00 [loggers.py:134] vllm cache_config_info with initialization after num_gpu_blocks "
             "is: 1000",
-            "V1, 0.9.0-0.9.1",
+            "V1, 0.9.0",
         ),
         (
             "INFO 06-01 10:00:00 [loggers.py:426] 2 Engines: vllm cache_config_info with initialization after "

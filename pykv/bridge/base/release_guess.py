@@ -87,9 +87,10 @@ FEATURES: dict[str, tuple[str, str, str | None]] = {
     "v1_stats_kv_fetch": ("0.32.0", LAST, "v1"),  # "KV fetch: %d waiting to start, ..."
     "v1_mfu_line": ("0.14.0", LAST, "v1"),  # v1/metrics/perf.py PerfMetricsLogging "MFU: %.1f TF/s/device ..."
     # log_engine_initialized "vllm cache_config_info with initialization after num_gpu_blocks is: %d": bare at INFO
-    # (0.9.0; 0.8.5 has none), "Engine %03d: " at INFO (0.9.2-0.11.0), DEBUG after; "%d Engines: " (0.11.1+).
-    "startup_num_gpu_blocks_bare": ("0.9.0", "0.9.1", "v1"),
-    "startup_num_gpu_blocks_engine": ("0.9.2", LAST, "v1"),
+    # (0.9.0; 0.8.5 has none; 0.9.0.1 not read), "Engine %03d: " at INFO (0.9.1-0.11.0), DEBUG after;
+    # "%d Engines: " (0.11.1+).
+    "startup_num_gpu_blocks_bare": ("0.9.0", "0.9.0", "v1"),
+    "startup_num_gpu_blocks_engine": ("0.9.1", LAST, "v1"),
     "startup_num_gpu_blocks_engines": ("0.11.1", LAST, "v1"),
     "prefix_relative_path": ("0.10.2", LAST, None),  # logger.py: "[%(fileinfo)s:%(lineno)d]"
     "metric:vllm:avg_prompt_throughput_toks_per_s": ("0.2.0", "0.6.3.post1", "v0"),

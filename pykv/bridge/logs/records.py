@@ -44,7 +44,7 @@ _V1_TOO_LONG = re.compile(
     r"available KV cache memory \(" + _NUM + " GiB"
 )
 _ESTIMATED_LEN = re.compile(r"estimated maximum model length is (\d+)")
-# v1/metrics/loggers.py log_engine_initialized: no prefix (0.9.0-0.9.1), "Engine %03d: " (0.9.2+; info until
+# v1/metrics/loggers.py log_engine_initialized: no prefix (0.9.0), "Engine %03d: " (0.9.1+; info until
 # 0.11.0, DEBUG after: release_guess.py), "%d Engines: " (AggregatedLoggingStatLogger, 0.11.1+).
 _CONFIG_BLOCKS = re.compile(
     r"(?:Engine (\d{1,4}): |\d{1,4} Engines: )?vllm cache_config_info with initialization after "
