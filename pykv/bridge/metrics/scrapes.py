@@ -74,6 +74,7 @@ class Scrape:
     names: set[str] = field(default_factory=set)
     rejected: int = 0  # negative, infinite or out-of-range readings (base/numbers.py): no vLLM series has one
     engines: dict[str, dict[str, float]] = field(default_factory=dict)  # engine label -> its own values
+    engine_cache_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # 0.32+ labels it per engine
 
     def add(self, name: str, labels: dict, value: float) -> None:
         self.names.add(name)
@@ -81,6 +82,8 @@ class Scrape:
             return
         if name == "vllm:cache_config_info":
             self.cache_config = dict(labels)
+            if "engine" in labels:
+                self.engine_cache_configs[labels["engine"]] = dict(labels)
             return
         if bounded_float(value, MAX_METRIC_VALUE) is None:
             self.rejected += 1
@@ -139,22 +142,28 @@ def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) 
     names: set[str] = set()
     previous: Scrape | None = Scrape(0, None, dict.fromkeys(_COUNTERS.values(), 0.0)) if counters_from_zero else None
     rejected = 0
+    last_fact: dict[str | None, StartupFact] = {}  # per engine label (None: one engine or none named)
     for scrape in scrapes:
         names |= scrape.names
         rejected += scrape.rejected
         if scrape.values:  # buckets or cache_config_info alone are facts, not a timeline point
             samples.append(_sample(scrape, previous))
-        if scrape.cache_config is not None:
+        configs: dict[str | None, dict[str, str]] = {}
+        configs.update(scrape.engine_cache_configs)
+        if len(configs) < 2:
+            configs = {None: scrape.cache_config} if scrape.cache_config is not None else {}
+        for label, labels in configs.items():
             rejected += sum(
                 1
                 for key in ("num_gpu_blocks", "num_cpu_blocks", "block_size")
-                if scrape.cache_config.get(key) not in (None, "", "None")
-                and _int_or_none(scrape.cache_config[key]) is None
+                if labels.get(key) not in (None, "", "None") and _int_or_none(labels[key]) is None
             )
-            fact = _startup_from_cache_config(scrape.cache_config, config)
-            if not startup or startup[-1].to_json_dict() != fact.to_json_dict():
+            fact = _startup_from_cache_config(labels, config)
+            fact.engine = bounded_int(label) if label is not None else None
+            if label not in last_fact or last_fact[label].to_json_dict() != fact.to_json_dict():
                 fact.lines.append(scrape.number)
                 startup.append(fact)
+                last_fact[label] = fact
         previous = scrape if scrape.values else previous
     buckets = next((s.preemption_buckets for s in reversed(scrapes) if s.preemption_buckets), {})
     notes = [f"{rejected} negative, infinite or out-of-range reading(s) ignored"] if rejected else []
