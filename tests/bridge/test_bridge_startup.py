@@ -168,3 +168,33 @@ def test_a_0_1_log_is_read_and_called_0_1(name, release, running, waiting):
     d = diagnose(FIXTURES / name)
     assert d.release.text == release
     assert [(s.running, s.waiting) for s in d.samples] == [(running, waiting)]
+
+
+def test_a_blocks_override_then_its_blocks_line_are_one_start_up():
+    """0.6.3.post1 engine/llm_engine.py:488 announces --num-gpu-blocks-override before executor/gpu_executor.py:122
+    prints the (overridden) pool: one start-up, not two."""
+    text = (
+        "INFO 10-20 09:10:29 llm_engine.py:488] Overriding num_gpu_blocks=2500 with num_gpu_blocks_override=64\n"
+        "INFO 10-20 09:10:30 gpu_executor.py:122] # GPU blocks: 64, # CPU blocks: 2048\n"
+        "INFO 10-20 09:10:30 gpu_executor.py:126] Maximum concurrency for 4096 tokens per request: 0.25x\n"
+        "INFO 10-20 09:20:29 llm_engine.py:488] Overriding num_gpu_blocks=2500 with num_gpu_blocks_override=64\n"
+        "INFO 10-20 09:20:30 gpu_executor.py:122] # GPU blocks: 64, # CPU blocks: 2048\n"
+    )
+    startup = diagnose(text).startup
+    assert [(f.num_gpu_blocks, f.num_cpu_blocks, f.max_concurrency) for f in startup] == [
+        (64, 2048, 0.25),
+        (64, 2048, None),  # the restart (its concurrency line not in the paste)
+    ]
+
+
+@pytest.mark.parametrize(
+    "line, blocks, cpu_blocks",
+    [
+        # 0.6.3.post1 executor/tpu_executor.py:86, executor/openvino_executor.py:90
+        ("INFO 10-20 09:10:30 tpu_executor.py:86] # TPU blocks: 4000, # CPU blocks: 1000", 4000, 1000),
+        ("INFO 10-20 09:10:30 openvino_executor.py:90] OpenVINO CPU: # device blocks: 300; # swap blocks: 20", 300, 20),
+    ],
+)
+def test_other_backends_pools(line, blocks, cpu_blocks):
+    (fact,) = diagnose(line + "\n").startup
+    assert (fact.num_gpu_blocks, fact.num_cpu_blocks) == (blocks, cpu_blocks)

@@ -131,7 +131,8 @@ class LogParser:
                 self.features.add("startup_v0_concurrency")  # V0 prints it right after "# GPU blocks, # CPU blocks"
             if parsed.facts or parsed.error:
                 engine = parsed.engine if parsed.engine is not None else record.dp_rank
-                self.startup.add(parsed.facts, number, parsed.error, engine, parsed.device)
+                restated = parsed.form == "override_blocks"  # the blocks line repeats the override's count
+                self.startup.add(parsed.facts, number, parsed.error, engine, parsed.device, restated)
         elif isinstance(parsed, FeatureRecord):
             self.features.add(parsed.feature)
         elif isinstance(parsed, ConfigRecord):

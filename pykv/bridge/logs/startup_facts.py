@@ -29,6 +29,9 @@ class StartupCollector:
     def __init__(self) -> None:
         self.facts: list[StartupFact] = []
         self._open: dict[int | None, StartupFact] = {}  # engine -> the fact its next lines add to
+        # Figures a later line of the same start-up repeats: "Overriding num_gpu_blocks=N with
+        # num_gpu_blocks_override=M" comes before "# GPU blocks: M" (0.6.3.post1 engine/llm_engine.py:488).
+        self._restated: dict[int, dict[str, object]] = {}  # id(fact) -> key -> value
 
     def new_start(self, engine: int | None) -> None:
         """A server (engine None: the whole server) or one engine core is starting: its lines begin a new fact."""
@@ -37,7 +40,15 @@ class StartupCollector:
         else:
             self._open.pop(engine, None)
 
-    def add(self, facts: dict, line: int, error: bool, engine: int | None = None, device: str | None = None) -> None:
+    def add(
+        self,
+        facts: dict,
+        line: int,
+        error: bool,
+        engine: int | None = None,
+        device: str | None = None,
+        restated_later: bool = False,
+    ) -> None:
         if engine is not None and engine not in self._open and None in self._open and len(self._open) == 1:
             engine = None  # "Engine 000: ... num_gpu_blocks is" of a server whose engine core's lines name none
         current = self._open.get(engine)
@@ -49,10 +60,18 @@ class StartupCollector:
             current.startup_error = True
             current.lines.append(line)
             return
-        if current is None or current.startup_error or any(getattr(current, key) is not None for key in facts):
+        restated = self._restated.get(id(current), {}) if current is not None else {}
+        known = [key for key in facts if current is not None and getattr(current, key) is not None]
+        if current is not None and known and all(restated.get(key) == facts[key] for key in known):
+            known = []  # the line repeats what an earlier line of this start-up announced
+            for key in facts:
+                restated.pop(key, None)
+        if current is None or current.startup_error or known:
             current = StartupFact(engine=engine)
             self.facts.append(current)
             self._open[engine] = current
+        if restated_later:
+            self._restated.setdefault(id(current), {}).update(facts)
         for key, value in facts.items():
             setattr(current, key, value)
         if device and current.device is None:
