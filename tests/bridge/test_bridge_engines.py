@@ -145,3 +145,20 @@ def test_each_engines_cache_config_info_is_its_own_start_up():
     )
     startup = diagnose(body).startup
     assert [(f.engine, f.num_gpu_blocks, f.kv_cache_tokens) for f in startup] == [(0, 1000, 16_000), (1, 900, 14_400)]
+
+
+@pytest.mark.parametrize(
+    "tag, rank",
+    [
+        ("(EngineCore_DP1 pid=7)", 1),  # 0.10+ v1/engine/utils.py
+        ("(DPEngineCoreActor_DP12 pid=7)", 12),  # 0.33.0 Ray
+        ("(Worker_DP3_TP1 pid=9)", 3),  # 0.33.0 v1/executor/multiproc_executor.py
+        ("(EngineCore pid=7)", None),
+        ("(APIServer pid=1)", None),
+    ],
+)
+def test_the_data_parallel_rank_is_read_from_the_process_tag(tag, rank):
+    from pykv.bridge.logs.prefix import split_records
+
+    (record,) = split_records(f"{tag} INFO 11-28 16:01:00 [gpu_worker.py:298] Available KV cache memory: 2.00 GiB")
+    assert record.dp_rank == rank and record.message == "Available KV cache memory: 2.00 GiB"

@@ -17,8 +17,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DOCKER_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) ")
 _PROCESS_TAG = re.compile(r"\([A-Za-z_][\w.]*(?: [\w.=]+)* pid=\d+(?:, ip=[\w.:]+)?\) ?")
 # A data-parallel engine core's tag: "(EngineCore_DP1 pid=7)" (0.10+ v1/engine/utils.py CoreEngineProcManager names
-# the process "EngineCore_DP%d"), Ray's "(DPEngineCoreActor_DP1 pid=7)" (0.33.0 v1/engine/core.py).
-_DP_RANK = re.compile(r"\(\w{0,40}_DP(\d{1,4}) pid=")
+# the process "EngineCore_DP%d"), Ray's "(DPEngineCoreActor_DP1 pid=7)" (0.33.0 v1/engine/core.py), its workers'
+# "(Worker_DP1_TP0 pid=9)" (0.33.0 v1/executor/multiproc_executor.py:1214-1229).
+_DP_RANK = re.compile(r"\(\w{0,40}?_DP(\d{1,4})(?:_\w{1,40})? pid=")
 # The vLLM prefix, found anywhere in a line (that is how glued records are split).
 _VLLM_PREFIX = re.compile(
     r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? (\[?)([\w./\\-]{1,200}):(\d+)\] ?"
