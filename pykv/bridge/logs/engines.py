@@ -1,10 +1,12 @@
 """Data-parallel servers: one stats line per engine per interval, kept per engine and added up into one total.
 
 vLLM V1 prints a stats line per engine core, each prefixed `Engine 000: `, `Engine 001: ` (v1/metrics/loggers.py
-LoggingStatLogger.log, 0.8.3+): the front end logs every engine's line in one pass of its logging loop, so the lines
-of one interval come together, in the same second or the next. An engine that produced no token in two intervals
-prints its line at DEBUG level (read in 0.9.2 to 0.33.0), so not at all on a default server: a round may lack an
-engine, and the total is over the engines that printed.
+LoggingStatLogger.log, 0.8.3+): the front end logs every engine's line in one pass (0.10.2 StatLoggerManager.log,
+loggers.py:707, called by v1/engine/async_llm.py:621 each interval), so the lines of one interval come together, in
+the same second or the next. An engine that produced no token in two intervals prints its line at DEBUG level (read
+in 0.9.2 to 0.33.0), so not at all on a default server: a round may lack an engine, and the total is over the
+engines that printed. Thinking of the total's KV usage as the server's is the reader's risk: a queue on one engine
+beside a full other engine is no saturation (the per-engine timelines tell).
 
     Engine 000: ... Running: 40 reqs, Waiting: 12 reqs, GPU KV cache usage: 99.1%   \\
     Engine 001: ... Running: 38 reqs, Waiting: 9 reqs, GPU KV cache usage: 97.0%    /  one round -> one total:
