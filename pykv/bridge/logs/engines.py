@@ -5,8 +5,8 @@ LoggingStatLogger.log, 0.8.3+): the front end logs every engine's line in one pa
 loggers.py:707, called by v1/engine/async_llm.py:621 each interval), so the lines of one interval come together, in
 the same second or the next. An engine that produced no token in two intervals prints its line at DEBUG level (read
 in 0.9.2 to 0.33.0), so not at all on a default server: a round may lack an engine, and the total is over the
-engines that printed. Thinking of the total's KV usage as the server's is the reader's risk: a queue on one engine
-beside a full other engine is no saturation (the per-engine timelines tell).
+engines that printed. A caveat for rules reading the total: its KV usage is the fullest engine's and its queue is
+everyone's, so a queue on one engine beside another, full engine looks saturated; the per-engine timelines tell.
 
     Engine 000: ... Running: 40 reqs, Waiting: 12 reqs, GPU KV cache usage: 99.1%   \\
     Engine 001: ... Running: 38 reqs, Waiting: 9 reqs, GPU KV cache usage: 97.0%    /  one round -> one total:
