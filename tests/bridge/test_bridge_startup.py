@@ -198,3 +198,18 @@ def test_a_blocks_override_then_its_blocks_line_are_one_start_up():
 def test_other_backends_pools(line, blocks, cpu_blocks):
     (fact,) = diagnose(line + "\n").startup
     assert (fact.num_gpu_blocks, fact.num_cpu_blocks) == (blocks, cpu_blocks)
+
+
+def test_the_fixtures_are_what_their_generator_writes(tmp_path, monkeypatch):
+    """make_engine_fixtures.py writes every fixture above from the releases' format strings: none drifted by hand."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_engine_fixtures", FIXTURES / "make_engine_fixtures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    module.main()
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert len(written) == 9
+    for name in written:
+        assert (tmp_path / name).read_text() == (FIXTURES / name).read_text(), name
