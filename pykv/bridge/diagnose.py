@@ -98,10 +98,12 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     lines_skipped = sum(log.lines_skipped for log in logs)
     unit = "line"
     histogram: dict[float, float] = {}
+    engine_samples = next((log.engine_samples for log in logs if log.engine_samples), {})
     if metrics is not None:
-        features |= {"metric:" + name for name in metrics.names}
+        features |= {"metric:" + name for name in metrics.names} | metrics.features
         if not samples:
             samples, unit = metrics.samples, "scrape"
+            engine_samples = metrics.engine_samples
         startup += [f for f in metrics.startup if not startup]
         histogram = metrics.preemption_histogram
         notes += metrics.notes
@@ -144,6 +146,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         notes,
         traces,
         evidence.preemptions_counted,
+        engine_samples,
     )
     diagnosis.preemptions_since_start = read_once and not log_counts
     return diagnosis

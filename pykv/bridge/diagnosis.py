@@ -26,6 +26,9 @@ class Diagnosis:
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
     # True: the count is a counter read once (one /metrics scrape): a floor since start-up, never a window's rate
     preemptions_since_start: bool = False
+    # A data-parallel server's timeline per engine (engine index -> samples); `samples` is then their total. Empty
+    # for one engine. Each engine's own queue and KV usage: a full engine with a queue is saturated whatever the total.
+    engine_samples: dict[int, list[Sample]] = field(default_factory=dict)
 
     @property
     def engine(self) -> str | None:
@@ -41,7 +44,11 @@ class Diagnosis:
             "findings": [finding.to_json_dict() for finding in self.findings],
             "lines_read": self.lines_read,
             "lines_skipped": self.lines_skipped,
-        }
+        } | (  # a data-parallel server's engines, each its own timeline (the samples above are their total)
+            {"engine_samples": {str(e): [s.to_json_dict() for s in ss] for e, ss in self.engine_samples.items()}}
+            if self.engine_samples
+            else {}
+        )
 
 
 def visibility_notes(release: ReleaseGuess) -> list[str]:

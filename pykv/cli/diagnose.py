@@ -23,6 +23,7 @@ from typing import Callable
 
 from pykv.border.config import EngineConfig, knobs
 from pykv.bridge import Diagnosis, compare, diagnose, fetch_range, load_baseline, save_baseline
+from pykv.bridge.logs.engines import engine_lines, pool_label
 from pykv.cli.errors import UsageError, check_writable
 from pykv.cli.output import write_atomic
 from pykv.cli.terminal import terminal_safe
@@ -130,14 +131,15 @@ def describe(d: Diagnosis) -> list[str]:
     lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
     for i, fact in enumerate(d.startup, 1):
         parts = [
-            f"{fact.num_gpu_blocks:,} GPU blocks" if fact.num_gpu_blocks else None,
+            f"{fact.num_gpu_blocks:,} {pool_label(fact.device)}" if fact.num_gpu_blocks else None,
             f"{fact.num_cpu_blocks:,} CPU blocks" if fact.num_cpu_blocks else None,
             f"block size {fact.block_size}" if fact.block_size else None,
             f"{fact.kv_cache_tokens:,} KV tokens" if fact.kv_cache_tokens else None,
             f"max concurrency {fact.max_concurrency:.2f}x" if fact.max_concurrency is not None else None,
             "START-UP FAILED: max_model_len exceeds the KV cache" if fact.startup_error else None,
         ]
-        lines.append(f"start-up {i}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
+        whose = f" (engine {fact.engine})" if fact.engine is not None else ""
+        lines.append(f"start-up {i}{whose}: " + (", ".join(p for p in parts if p) or "(no capacity figures)"))
     s = d.samples
     if s:
         peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
@@ -146,6 +148,7 @@ def describe(d: Diagnosis) -> list[str]:
             f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
             + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
         )
+        lines += engine_lines(d.engine_samples)
     lines.append(f"preemptions: at least {d.preemptions_at_least:,}" if d.preemptions_counted else UNCOUNTED)
     lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
     lines += [f"note: {n}" for n in d.notes]

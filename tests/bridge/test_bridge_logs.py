@@ -17,7 +17,7 @@ def run(name):
 @pytest.mark.parametrize(
     "name, release, engine",
     [
-        ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.4.2", "v0"),
+        ("v0_2_7_llm_engine.log", "V0, 0.2.0-0.3.3", "v0"),  # its config line has max_seq_len, not the version
         ("v0_4_3_preemption_storm.log", "V0, 0.4.3-0.6.3.post1", "v0"),
         ("v0_5_5_prefix_hit.log", "V0, 0.5.5-0.6.3.post1", "v0"),
         ("v0_6_3_post1_custom_format_swap.log", "V0, 0.6.3-0.6.3.post1", "v0"),
@@ -119,15 +119,15 @@ def test_the_real_032_engine_preempts_and_its_stats_lines_never_say_so():
 
 
 def test_a_preemptions_field_is_read_though_no_release_prints_it():
-    """A patched or later build's "Preemptions: N" keeps its count (absent: none in that interval), narrows no
-    release range and says so."""
+    """A patched or later build's "Preemptions: N" keeps its count (absent: none in that interval), says so, and
+    narrows the range to the releases whose source has the field (0.11.1+), though none of them prints it."""
     line = (
         "INFO 03-01 10:00:{s:02d} [loggers.py:300] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation "
         "throughput: 100.0 tokens/s, Running: 2 reqs, Waiting: 5 reqs, {p}GPU KV cache usage: 99.5%\n"
     )
     d = diagnose("".join(line.format(s=10 * i, p=f"Preemptions: {n}, " if n else "") for i, n in enumerate((0, 7, 3))))
     assert [s.preemptions for s in d.samples] == [0, 7, 3] and d.preemptions_at_least == 10 and d.preemptions_counted
-    assert d.release.text == "V1, 0.8.3-0.33.0"  # the "Engine 000: " prefix alone
+    assert d.release.text == "V1, 0.11.1-0.33.0"  # "Engine 000: " says 0.8.3+, the field's format 0.11.1+
     assert any("no vLLM release prints" in note for note in d.notes)
 
 

@@ -54,3 +54,17 @@ def test_a_bad_baseline_upload_is_one_error(app, tmp_path):
         parse_baseline(b'{"figures": 3}')
     with pytest.raises(ValueError, match="small JSON file"):
         parse_baseline(b" " * 2_000_000)
+
+
+def test_a_data_parallel_log_shows_each_engine_beside_the_total(app):
+    """0.10.2 with --data-parallel-size 2: the page's timeline is the total, and each engine's queue and KV usage
+    is said in words (the fullest engine holds the whole queue)."""
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "fixtures" / "bridge" / "v1_0_10_2_dp2.log"
+    ok(app.run())
+    app.text_area(key="server_paste").input(log.read_text())
+    ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
+    words = "\n".join(t.value for t in app.text)
+    assert "engine 0: 6 samples, running up to 48, waiting up to 40, KV usage up to 99.4%" in words
+    assert "engine 1: 6 samples, running up to 20, waiting up to 0, KV usage up to 55.0%" in words

@@ -39,9 +39,12 @@ class StartupFact:
     kv_memory_gib: float | None = None  # "Available KV cache memory" / "reserved for KV Cache is"
     startup_error: bool = False  # the max-seq-len-larger-than-KV error: the server never came up
     lines: list[int] = field(default_factory=list)
+    engine: int | None = None  # the data-parallel engine it belongs to ("(EngineCore_DP1 pid=7)", "Engine 001: ")
+    device: str | None = None  # the pool's device as printed ("GPU", "cuda", "CPU"): None when not printed
 
     def to_json_dict(self) -> dict:
-        return {key: getattr(self, key) for key in STARTUP_JSON_KEYS}
+        engine = {"engine": self.engine} if self.engine is not None else {}  # data parallel: whose start-up
+        return {key: getattr(self, key) for key in STARTUP_JSON_KEYS} | engine
 
 
 @dataclass(slots=True)

@@ -10,6 +10,9 @@ import re
 from dataclasses import dataclass
 
 RELEASES = (
+    "0.1.0",
+    "0.1.3",
+    "0.1.7",
     "0.2.0",
     "0.2.7",
     "0.3.3",
@@ -40,6 +43,7 @@ RELEASES = (
     "0.11.1",
     "0.11.2",
     "0.12.0",
+    "0.14.0",
     "0.20.0",
     "0.30.0",
     "0.31.0",
@@ -50,11 +54,15 @@ LAST = RELEASES[-1]
 
 # feature -> (first release with it, last release with it, engine it implies or None)
 FEATURES: dict[str, tuple[str, str, str | None]] = {
-    "v0_stats_no_period": ("0.2.0", "0.4.2", "v0"),  # metrics.py: "...CPU KV cache usage: %.1f%%" until 0.4.2
+    # 0.1.2 core/scheduler.py:269 "Throughput: %.1f tokens/s, Running: ..."; 0.1.4 engine/llm_engine.py:394 has the
+    # two averages (0.1.0, 0.1.1 and 0.1.3 publish sdists only, not read: the bounds hold whatever they print).
+    "v0_stats_throughput_only": ("0.1.0", "0.1.3", "v0"),
+    "v0_stats_no_period": ("0.1.3", "0.4.2", "v0"),  # metrics.py: "...CPU KV cache usage: %.1f%%" until 0.4.2
     "v0_stats_period": ("0.4.3", "0.10.2", "v0"),  # 0.4.3 metrics.py:346 adds the trailing "."
     "v0_preemption_warning": ("0.4.3", "0.10.2", "v0"),  # core/scheduler.py:1078 (0.4.3); V0 is gone in 0.11.0
     "v0_prefix_hit_line": ("0.5.5", "0.10.2", "v0"),  # engine/metrics.py:368 (0.5.5)
-    "startup_blocks_gpu_named": ("0.2.0", "0.6.3.post1", "v0"),  # "# GPU blocks: %d, # CPU blocks: %d"
+    "startup_blocks_gpu_named": ("0.1.0", "0.6.3.post1", "v0"),  # "# GPU blocks: %d, # CPU blocks: %d" (0.1.2 on)
+    "startup_cpu_backend_blocks": ("0.4.1", "0.6.3.post1", "v0"),  # executor/cpu_executor.py "# CPU blocks: %d" alone
     "startup_blocks_device_named": ("0.7.0", "0.10.2", "v0"),  # executor_base.py: "# %s blocks" (device name)
     "startup_v1_blocks_only": ("0.7.0", "0.7.3", "v1"),  # v1/core/kv_cache_utils.py:522 "# GPU blocks: %d"
     "startup_v0_concurrency": ("0.6.3", "0.10.2", "v0"),  # gpu_executor.py:126 (0.6.3.post1)
@@ -66,7 +74,24 @@ FEATURES: dict[str, tuple[str, str, str | None]] = {
     "v1_stats_aggregated": ("0.11.1", LAST, "v1"),  # "N Engines Aggregated: "
     "v1_stats_device_named": ("0.30.0", LAST, "v1"),  # loggers.py:293 (0.30.0) "%s KV cache usage"
     "prefix_bracketed": ("0.8.0", LAST, None),  # logger.py: "[%(filename)s:%(lineno)d]"
-    "prefix_legacy": ("0.2.0", "0.7.3", None),  # logger.py: "%(filename)s:%(lineno)d]"
+    "prefix_legacy": ("0.1.0", "0.7.3", None),  # logger.py: "%(filename)s:%(lineno)d]" (0.1.2 on)
+    # engine/llm_engine.py "Initializing an LLM engine with config: ..." without its version (0.4.0 prints it): 0.1.x
+    # has no max_seq_len (0.1.2, 0.1.4, 0.1.7), 0.2.0 adds it.
+    "engine_config_no_max_seq_len": ("0.1.0", "0.1.7", "v0"),
+    "engine_config_unversioned": ("0.2.0", "0.3.3", "v0"),  # with max_seq_len, without the version
+    # v1/metrics/loggers.py LoggingStatLogger.log fields printed only when they have something to say:
+    "v1_stats_external_prefix_hit": ("0.11.1", LAST, "v1"),  # "External prefix cache hit rate" (a KV connector)
+    "v1_stats_mm_cache_hit": ("0.11.1", LAST, "v1"),  # "MM cache hit rate" (multi-modal inputs)
+    "v1_stats_corrupted": ("0.11.1", LAST, "v1"),  # "Corrupted: %d reqs" (VLLM_COMPUTE_NANS_IN_LOGITS)
+    "v1_stats_deferred": ("0.20.0", LAST, "v1"),  # "Deferred: %d reqs" (waiting requests skipped)
+    "v1_stats_kv_fetch": ("0.32.0", LAST, "v1"),  # "KV fetch: %d waiting to start, ..."
+    "v1_mfu_line": ("0.14.0", LAST, "v1"),  # v1/metrics/perf.py PerfMetricsLogging "MFU: %.1f TF/s/device ..."
+    # log_engine_initialized "vllm cache_config_info with initialization after num_gpu_blocks is: %d": bare at INFO
+    # (0.9.0; 0.8.5 has none; 0.9.0.1 not read), "Engine %03d: " at INFO (0.9.1-0.11.0), DEBUG after;
+    # "%d Engines: " (0.11.1+).
+    "startup_num_gpu_blocks_bare": ("0.9.0", "0.9.0", "v1"),
+    "startup_num_gpu_blocks_engine": ("0.9.1", LAST, "v1"),
+    "startup_num_gpu_blocks_engines": ("0.11.1", LAST, "v1"),
     "prefix_relative_path": ("0.10.2", LAST, None),  # logger.py: "[%(fileinfo)s:%(lineno)d]"
     "metric:vllm:avg_prompt_throughput_toks_per_s": ("0.2.0", "0.6.3.post1", "v0"),
     "metric:vllm:num_requests_swapped": ("0.2.0", "0.10.2", "v0"),
@@ -74,11 +99,14 @@ FEATURES: dict[str, tuple[str, str, str | None]] = {
     "metric:vllm:kv_cache_usage_perc": ("0.9.2", LAST, "v1"),
     "metric:vllm:prefix_cache_queries_total": ("0.9.2", LAST, "v1"),
     "metric:vllm:request_num_preemptions_bucket": ("0.30.0", LAST, "v1"),
+    "metric:vllm:num_requests_waiting_by_reason": ("0.20.0", LAST, "v1"),  # gauge_waiting_by_reason
+    "metric_label:engine": ("0.8.3", LAST, "v1"),  # PrometheusStatLogger labelnames ["model_name", "engine"]
+    # A stats line's "Preemptions: N". v1/metrics/loggers.py has the format from 0.11.1 (through 0.34.0), but
+    # LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes num_preemptions before the
+    # `if self.num_preemptions > 0` that would print it: no release prints it. A line that has it comes from a build
+    # patched on 0.11.1 or later (or a later release), so it raises the low end only (the log parser says so).
+    "stats_preemptions_field": ("0.11.1", LAST, "v1"),
 }
-# Not a feature: a stats line's "Preemptions: N". v1/metrics/loggers.py has it from 0.11.1 (through 0.34.0), but
-# LoggingStatLogger.log calls _update_stats(), whose _reset() zeroes num_preemptions before the
-# `if self.num_preemptions > 0` that would print it: no release prints it, so it narrows no range (the log parser
-# reads it all the same, from a patched or later build, and says so in a note).
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 

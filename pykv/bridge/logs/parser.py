@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from pykv.bridge.base.bounded_reader import TextSource
 from pykv.bridge.base.numbers import MAX_GIB, bounded_float, bounded_int
 from pykv.bridge.base.records import PreemptionWarning, Sample, ServerConfig, StartupFact
+from pykv.bridge.logs.engines import EngineRounds
 from pykv.bridge.logs.prefix import RawRecord, has_level_word, split_records
 from pykv.bridge.logs.records import (
     KEYWORDS,
     ConfigRecord,
+    FeatureRecord,
     PreemptionRecord,
     StartupRecord,
     StatsRecord,
@@ -27,7 +29,8 @@ from pykv.bridge.logs.timeline import BoundedTimeline
 MAX_WARNINGS_KEPT = 500  # the first ones, as evidence; the count comes from total_num_cumulative_preemption
 MAX_CONTINUATION_LINES = 3  # a record wrapped by a terminal spans at most this many extra lines
 # A stats line carried "Preemptions: N", which no vLLM release prints (0.11.1 to 0.34.0 zero the interval's count
-# before the check: base/release_guess.py). Not a release feature: a patched or later build's; the counts are read.
+# before the check: base/release_guess.py): a patched or later build's; the counts are read, and the field's format
+# (0.11.1+) raises the release range's low end.
 PREEMPTIONS_FIELD = "stats_preemptions_field"
 
 
@@ -45,6 +48,9 @@ class LogParse:
     lines_skipped: int
     timeline_stride: int
     notes: list[str] = field(default_factory=list)
+    # A data-parallel server's timeline per engine ("Engine 001: " lines); `samples` is then their total, one per
+    # interval (logs/engines.py says how). Empty for a single engine.
+    engine_samples: dict[int, list[Sample]] = field(default_factory=dict)
 
 
 class _Pending:
@@ -57,6 +63,7 @@ class _Pending:
 class LogParser:
     def __init__(self, max_samples: int | None = None) -> None:
         self.timeline = BoundedTimeline(max_samples) if max_samples else BoundedTimeline()
+        self.engines = EngineRounds(self.timeline, max_samples)
         self.startup = StartupCollector()
         self.warnings: list[PreemptionWarning] = []
         self.warnings_seen = 0
@@ -123,8 +130,14 @@ class LogParser:
             if parsed.form == "concurrency" and previous is not None and previous.num_cpu_blocks is not None:
                 self.features.add("startup_v0_concurrency")  # V0 prints it right after "# GPU blocks, # CPU blocks"
             if parsed.facts or parsed.error:
-                self.startup.add(parsed.facts, number, parsed.error)
+                engine = parsed.engine if parsed.engine is not None else record.dp_rank
+                restated = parsed.form == "override_blocks"  # the blocks line repeats the override's count
+                self.startup.add(parsed.facts, number, parsed.error, engine, parsed.device, restated)
+        elif isinstance(parsed, FeatureRecord):
+            self.features.add(parsed.feature)
         elif isinstance(parsed, ConfigRecord):
+            if parsed.startup_marker:
+                self.startup.new_start(record.dp_rank)
             self._add_config(parsed)
         self._note_prefix(record)
         return True
@@ -141,13 +154,18 @@ class LogParser:
         fields = stats.fields
         v0 = "swapped" in fields or "cpu_kv_usage" in fields
         self.features.add(stats_feature(stats, record.message, v0))
+        self.features.update(stats.newer_fields)
         if "preemptions" in fields:
             self.features.add(PREEMPTIONS_FIELD)
         sample = Sample(time=record.time, seconds=record.seconds, line=number, engine=stats.engine, **fields)
         if v0 and self.cumulative > self._cumulative_at_last_sample:
             sample.preemptions = self.cumulative - self._cumulative_at_last_sample  # at least this many
         self._cumulative_at_last_sample = self.cumulative
-        self.timeline.add(sample)
+        if stats.engine is not None:
+            self.engines.add(sample)  # its round's total joins the timeline when the round closes
+        else:
+            self.engines.close()
+            self.timeline.add(sample)
         self._last_sample = sample
 
     def _add_warning(self, parsed: PreemptionRecord, record: RawRecord, number: int) -> None:
@@ -165,18 +183,21 @@ class LogParser:
             self.config.version = parsed.version
         if parsed.engine_kind:
             self.engine_kind = parsed.engine_kind
+        self.features.update(parsed.features)
         apply_config_items(self.config, parsed.items)
 
     def finish(self) -> LogParse:
         if self._pending is not None:
             self._emit(self._pending.record, self._pending.line, allow_pending=False)
             self._pending = None
+        engine_samples = self.engines.finish()
         samples = self.timeline.finish()
         if "v0_prefix_hit_line" in self.features and self.config.enable_prefix_caching is None:
             self.config.enable_prefix_caching = True  # V0 prints that line only with prefix caching on
         notes = []
         if PREEMPTIONS_FIELD in self.features:
-            for sample in samples:  # the field comes only when N > 0: absence means none
+            every = samples + [s for timeline in engine_samples.values() for s in timeline]
+            for sample in every:  # the field comes only when N > 0: absence means none
                 if sample.preemptions is None and sample.swapped is None:
                     sample.preemptions = 0
             notes.append(
@@ -187,6 +208,11 @@ class LogParser:
             notes.append(f"{self.refused} number(s) too large (or not finite) for a server's were not read")
         if self.timeline.stride > 1:
             notes.append(f"timeline thinned: each sample stands for {self.timeline.stride} stats lines")
+        if engine_samples:
+            notes.append(
+                f"{len(engine_samples)} engines (data parallel): the timeline is their total per interval (requests "
+                "added up, KV usage of the fullest engine); each engine's own is kept"
+            )
         return LogParse(
             samples,
             self.startup.finish(self.config.block_size),
@@ -200,11 +226,14 @@ class LogParser:
             self.lines_skipped,
             self.timeline.stride,
             notes,
+            engine_samples,
         )
 
 
 def stats_feature(stats: StatsRecord, message: str, v0: bool) -> str:
     if v0:
+        if message.lstrip().startswith("Throughput:"):
+            return "v0_stats_throughput_only"
         return "v0_stats_period" if message.rstrip().endswith("%.") else "v0_stats_no_period"
     if stats.aggregated_engines is not None:
         return "v1_stats_aggregated"
@@ -216,17 +245,26 @@ def stats_feature(stats: StatsRecord, message: str, v0: bool) -> str:
 def startup_features(parsed: StartupRecord, message: str) -> set[str]:
     """Which era's start-up line this was (see release_guess.FEATURES)."""
     features = set()
-    if "blocks" in parsed.form:
-        if "CPU blocks" not in message:
+    if "blocks" in parsed.form.split("+"):
+        if ", # CPU blocks" in message:  # the device's pool, then the swap pool
+            named = parsed.device is not None and parsed.device.isupper()  # "GPU", "TPU"; 0.7+ "cuda", "cpu"
+            features.add("startup_blocks_gpu_named" if named else "startup_blocks_device_named")
+        elif parsed.device == "CPU":
+            features.add("startup_cpu_backend_blocks")  # the CPU backend's own pool, no swap pool
+        elif parsed.device == "GPU":
             features.add("startup_v1_blocks_only")
-        else:
-            features.add("startup_blocks_gpu_named" if "# GPU blocks" in message else "startup_blocks_device_named")
     if "kv_tokens" in parsed.form:
         features.add("startup_kv_tokens")
         if "concurrency" in parsed.form:
             features.add("startup_kv_tokens_one_line")
     if "kv_memory" in parsed.form and "Available KV cache memory" in message:
         features.add("startup_kv_memory")
+    if "config_blocks" in parsed.form:
+        if "Engines: vllm" in message:
+            features.add("startup_num_gpu_blocks_engines")
+        else:
+            prefixed = parsed.engine is not None
+            features.add("startup_num_gpu_blocks_engine" if prefixed else "startup_num_gpu_blocks_bare")
     return features
 
 

@@ -16,6 +16,10 @@ from datetime import datetime
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DOCKER_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) ")
 _PROCESS_TAG = re.compile(r"\([A-Za-z_][\w.]*(?: [\w.=]+)* pid=\d+(?:, ip=[\w.:]+)?\) ?")
+# A data-parallel engine core's tag: "(EngineCore_DP1 pid=7)" (0.10+ v1/engine/utils.py CoreEngineProcManager names
+# the process "EngineCore_DP%d"), Ray's "(DPEngineCoreActor_DP1 pid=7)" (0.33.0 v1/engine/core.py), its workers'
+# "(Worker_DP1_TP0 pid=9)" (0.33.0 v1/executor/multiproc_executor.py:1214-1229).
+_DP_RANK = re.compile(r"\(\w{0,40}?_DP(\d{1,4})(?:_\w{1,40})? pid=")
 # The vLLM prefix, found anywhere in a line (that is how glued records are split).
 _VLLM_PREFIX = re.compile(
     r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? (\[?)([\w./\\-]{1,200}):(\d+)\] ?"
@@ -35,6 +39,7 @@ class RawRecord:
     source_file: str | None = None  # "metrics.py", "v1/metrics/loggers.py"
     has_prefix: bool = False
     bracketed: bool | None = None  # "[metrics.py:481]" (0.8+) rather than "metrics.py:341]"
+    dp_rank: int | None = None  # the data-parallel engine core that printed it ("(EngineCore_DP1 pid=7)")
 
 
 def vllm_time_seconds(stamp: str) -> float:
@@ -71,11 +76,17 @@ def split_records(line: str) -> list[RawRecord]:
         docker_time = match.group(1)
         docker_seconds = iso_seconds(docker_time)
         line = line[match.end() :]
+    dp_rank = None
     if "pid=" in line:
+        if "_DP" in line:
+            rank = _DP_RANK.search(line)
+            dp_rank = int(rank.group(1)) if rank else None
         line = _PROCESS_TAG.sub("", line)
     starts = list(_VLLM_PREFIX.finditer(line))
     if not starts:
-        return [_custom_or_bare(line, docker_time, docker_seconds)]
+        bare = _custom_or_bare(line, docker_time, docker_seconds)
+        bare.dp_rank = dp_rank
+        return [bare]
     records = []
     for index, start in enumerate(starts):
         end = starts[index + 1].start() if index + 1 < len(starts) else len(line)
@@ -89,6 +100,7 @@ def split_records(line: str) -> list[RawRecord]:
                 source_file=start.group(4),
                 has_prefix=True,
                 bracketed=bool(start.group(3)),
+                dp_rank=dp_rank,
             )
         )
     return records

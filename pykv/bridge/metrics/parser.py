@@ -8,8 +8,10 @@ series (or a `# TYPE`) repeating. Deprecated names sit beside their replacements
 from __future__ import annotations
 
 import math
+import re
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from pykv.bridge.base.bounded_reader import TextSource
 from pykv.bridge.base.errors import BridgeInputError
@@ -19,6 +21,7 @@ __all__ = ["MetricsParse", "parse_metrics"]
 
 MAX_SERIES_PER_METRIC = 1000
 MAX_SCRAPE_LINES = 200_000
+_LABEL = re.compile(r'(\w{1,100})="([^"]{0,200})"')
 
 
 def _clean(line: str) -> str:
@@ -84,8 +87,20 @@ def _parse_chunk(lines: list[str]) -> tuple[list, int]:
         try:
             samples.extend(s for family in text_string_to_metric_families(line + "\n") for s in family.samples)
         except (ValueError, TypeError, IndexError):
-            bad += 1
+            info = loose_cache_config(line)
+            if info is None:
+                bad += 1
+            else:
+                samples.append(info)
     return samples, bad
+
+
+def loose_cache_config(line: str) -> Sample | None:
+    """`vllm:cache_config_info{...}` whose labels a paste elided ("...", "…") or cut: the labels still readable."""
+    if not line.startswith("vllm:cache_config_info{"):
+        return None
+    labels = dict(_LABEL.findall(line[: line.rfind("}") + 1] if "}" in line else line))
+    return Sample("vllm:cache_config_info", labels, 1.0, None, None) if labels else None
 
 
 def parse_metrics(sources: list[TextSource]) -> MetricsParse:

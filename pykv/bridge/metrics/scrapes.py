@@ -1,5 +1,10 @@
 """Scrapes (one reading of every vllm: series) into timeline samples: gauges as read, counters as per-interval
-deltas and rates (a counter that goes down was reset by a restart: its new value is the delta)."""
+deltas and rates (a counter that goes down was reset by a restart: its new value is the delta).
+
+V1 labels every series with its engine (`engine="0"`, v1/metrics/loggers.py PrometheusStatLogger, 0.8.0+; V0's
+carry model_name only): a data-parallel server's scrape is read per engine and in total, requests and counters
+added up, KV usage the fullest engine's (as the log's stats lines: logs/engines.py).
+"""
 
 from __future__ import annotations
 
@@ -55,6 +60,8 @@ class MetricsParse:
     lines_read: int
     lines_skipped: int
     notes: list[str] = field(default_factory=list)
+    engine_samples: dict[int, list[Sample]] = field(default_factory=dict)  # per engine when more than one
+    features: set[str] = field(default_factory=set)  # release_guess features beyond the names ("metric_label:engine")
 
 
 @dataclass
@@ -66,6 +73,8 @@ class Scrape:
     preemption_buckets: dict[float, float] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     rejected: int = 0  # negative, infinite or out-of-range readings (base/numbers.py): no vLLM series has one
+    engines: dict[str, dict[str, float]] = field(default_factory=dict)  # engine label -> its own values
+    engine_cache_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # 0.32+ labels it per engine
 
     def add(self, name: str, labels: dict, value: float) -> None:
         self.names.add(name)
@@ -73,6 +82,8 @@ class Scrape:
             return
         if name == "vllm:cache_config_info":
             self.cache_config = dict(labels)
+            if "engine" in labels:
+                self.engine_cache_configs[labels["engine"]] = dict(labels)
             return
         if bounded_float(value, MAX_METRIC_VALUE) is None:
             self.rejected += 1
@@ -83,17 +94,20 @@ class Scrape:
                 self.preemption_buckets[bound] = self.preemption_buckets.get(bound, 0.0) + value
             return
         base = name[:-6] if name.endswith("_total") else name
-        if name in _SUMMED:
-            key = _SUMMED[name]
-            self.values[key] = self.values.get(key, 0.0) + value
-        elif name in _MAXED:
-            key = _MAXED[name]
-            self.values[key] = max(self.values.get(key, value), value)
-        elif base in _COUNTERS:
-            key = _COUNTERS[base]
-            self.values[key] = self.values.get(key, 0.0) + value
-        else:
-            self.values.setdefault("other", 0.0)
+        engine = labels.get("engine")
+        targets = [self.values] if engine is None else [self.values, self.engines.setdefault(engine, {})]
+        for values in targets:
+            if name in _SUMMED:
+                key = _SUMMED[name]
+                values[key] = values.get(key, 0.0) + value
+            elif name in _MAXED:
+                key = _MAXED[name]
+                values[key] = max(values.get(key, value), value)
+            elif base in _COUNTERS:
+                key = _COUNTERS[base]
+                values[key] = values.get(key, 0.0) + value
+            else:
+                values.setdefault("other", 0.0)
 
 
 def _float_or_none(text: str | None, high: float = MAX_GIB) -> float | None:
@@ -128,26 +142,64 @@ def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) 
     names: set[str] = set()
     previous: Scrape | None = Scrape(0, None, dict.fromkeys(_COUNTERS.values(), 0.0)) if counters_from_zero else None
     rejected = 0
+    last_fact: dict[str | None, StartupFact] = {}  # per engine label (None: one engine or none named)
     for scrape in scrapes:
         names |= scrape.names
         rejected += scrape.rejected
         if scrape.values:  # buckets or cache_config_info alone are facts, not a timeline point
             samples.append(_sample(scrape, previous))
-        if scrape.cache_config is not None:
+        configs: dict[str | None, dict[str, str]] = {}
+        configs.update(scrape.engine_cache_configs)
+        if len(configs) < 2:
+            configs = {None: scrape.cache_config} if scrape.cache_config is not None else {}
+        for label, labels in configs.items():
             rejected += sum(
                 1
                 for key in ("num_gpu_blocks", "num_cpu_blocks", "block_size")
-                if scrape.cache_config.get(key) not in (None, "", "None")
-                and _int_or_none(scrape.cache_config[key]) is None
+                if labels.get(key) not in (None, "", "None") and _int_or_none(labels[key]) is None
             )
-            fact = _startup_from_cache_config(scrape.cache_config, config)
-            if not startup or startup[-1].to_json_dict() != fact.to_json_dict():
+            fact = _startup_from_cache_config(labels, config)
+            fact.engine = bounded_int(label) if label is not None else None
+            if label not in last_fact or last_fact[label].to_json_dict() != fact.to_json_dict():
                 fact.lines.append(scrape.number)
                 startup.append(fact)
+                last_fact[label] = fact
         previous = scrape if scrape.values else previous
     buckets = next((s.preemption_buckets for s in reversed(scrapes) if s.preemption_buckets), {})
     notes = [f"{rejected} negative, infinite or out-of-range reading(s) ignored"] if rejected else []
-    return MetricsParse(samples, startup, config, {n for n in names if n.startswith("vllm:")}, buckets, 0, 0, notes)
+    engine_samples = per_engine_samples(scrapes, counters_from_zero)
+    if engine_samples:
+        notes.append(
+            f"{len(engine_samples)} engines (engine label): the timeline is their total (requests and counters "
+            "added up, KV usage of the fullest engine); each engine's own is kept"
+        )
+    features = {"metric_label:engine"} if any(scrape.engines for scrape in scrapes) else set()
+    names = {n for n in names if n.startswith("vllm:")}
+    return MetricsParse(samples, startup, config, names, buckets, 0, 0, notes, engine_samples, features)
+
+
+def per_engine_samples(scrapes: list[Scrape], counters_from_zero: bool = False) -> dict[int, list[Sample]]:
+    """Each engine's timeline, read from its labelled series alone ({} for one engine or none)."""
+    labels = sorted({engine for scrape in scrapes for engine in scrape.engines}, key=lambda e: (len(e), e))
+    indexes = {label: bounded_int(label) for label in labels}
+    if len(labels) < 2 or any(index is None for index in indexes.values()):
+        return {}
+    result: dict[int, list[Sample]] = {}
+    for label in labels:
+        zero = Scrape(0, None, dict.fromkeys(_COUNTERS.values(), 0.0)) if counters_from_zero else None
+        previous: Scrape | None = zero
+        samples = []
+        for scrape in scrapes:
+            values = scrape.engines.get(label)
+            if not values:
+                continue
+            own = Scrape(scrape.number, scrape.seconds, values)
+            sample = _sample(own, previous)
+            sample.engine = indexes[label]
+            samples.append(sample)
+            previous = own
+        result[indexes[label]] = samples  # type: ignore[index]
+    return result
 
 
 def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
@@ -195,8 +247,13 @@ def _startup_from_cache_config(labels: dict[str, str], config: ServerConfig) -> 
         num_gpu_blocks=_int_or_none(labels.get("num_gpu_blocks")),
         num_cpu_blocks=_int_or_none(labels.get("num_cpu_blocks")),
         block_size=_int_or_none(labels.get("block_size")),
+        # 0.32.0 adds the start-up log's figures as labels (kv_cache_size_tokens, kv_cache_max_concurrency, ...)
+        kv_cache_tokens=_int_or_none(labels.get("kv_cache_size_tokens")),
+        max_concurrency=_float_or_none(labels.get("kv_cache_max_concurrency"), MAX_COUNT),
     )
-    if fact.num_gpu_blocks is not None and fact.block_size is not None:
+    memory = _float_or_none(labels.get("kv_cache_memory_bytes"), MAX_GIB * 1024**3)
+    fact.kv_memory_gib = round(memory / 1024**3, 3) if memory is not None else None
+    if fact.kv_cache_tokens is None and fact.num_gpu_blocks is not None and fact.block_size is not None:
         fact.kv_cache_tokens = fact.num_gpu_blocks * fact.block_size
     prefix = labels.get("enable_prefix_caching")
     if prefix in ("True", "False"):

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pykv.bridge import Diagnosis
+from pykv.bridge.logs.engines import engine_lines
 from pykv.ui.safe_text import plain
 from pykv.ui.session import state
 from pykv.ui.views.widgets.plot_config import PLOT_CONFIG
@@ -67,6 +68,8 @@ def timeline(d: Diagnosis) -> None:
         return
     fig = server_timeline_figure(d.samples, d.startup, dark=state.is_dark())
     st.plotly_chart(fig, theme=None, key="server_timeline", config=PLOT_CONFIG)
+    if d.engine_samples:  # a data-parallel server: the chart is the total, each engine in words
+        st.text("\n".join(engine_lines(d.engine_samples)))
 
 
 def findings(d: Diagnosis) -> None:
