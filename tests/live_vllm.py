@@ -70,10 +70,6 @@ CUMULATIVE_HISTOGRAM = (
     "chunked_prefill_rethrash fires at high confidence from vllm:request_num_preemptions, a histogram cumulative "
     "since start-up that still holds the storm's requests (findings confidence: issue 46 item 4)"
 )
-LOG_BLOCKS = (
-    "the CPU log's block count ('Overriding num_gpu_blocks=16384 with num_gpu_blocks_override=12') is not read, "
-    "and diagnose keeps cache_config_info's num_gpu_blocks only when no log gives start-up facts (issue 46 item 7)"
-)
 NO_MODEL = "ServerConfig has no model field: the model the server names is not read (issue 46 item 9)"
 
 

@@ -133,7 +133,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     findings = find_all(evidence) if samples or startup or warnings else []
     log_counts = any(log.cumulative_preemptions for log in logs) or PREEMPTIONS_FIELD in features
     read_once = metrics is not None and len(metrics.samples) < 2 and "vllm:num_preemptions_total" in metrics.names
-    diagnosis = Diagnosis(
+    return Diagnosis(
         release,
         startup,
         samples,
@@ -145,11 +145,10 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         visibility_notes(release),
         notes,
         traces,
-        evidence.preemptions_counted,
-        engine_samples,
+        preemptions_counted=evidence.preemptions_counted,
+        preemptions_since_start=read_once and not log_counts,
+        engine_samples=engine_samples,
     )
-    diagnosis.preemptions_since_start = read_once and not log_counts
-    return diagnosis
 
 
 def preemptions_countable(engine: str | None, features: set[str], metrics: MetricsParse | None) -> bool:

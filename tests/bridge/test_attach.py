@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from live_vllm import CPU_LOG_KV, CUMULATIVE_HISTOGRAM, LOG_BLOCKS
+from live_vllm import CPU_LOG_KV, CUMULATIVE_HISTOGRAM
 
 from pykv.bridge import BridgeInputError, diagnose, load_baseline
 from pykv.bridge.live.attach import Attach
@@ -263,7 +263,6 @@ def test_the_recorded_calm_run_finds_nothing_alarming():
     assert [f.id for f in d.findings if f.confidence in ("high", "medium")] == []
 
 
-@pytest.mark.xfail(strict=True, reason=LOG_BLOCKS)
 def test_the_recorded_log_gives_the_block_count():
     d = diagnose([recorded_log("storm"), (FIXTURES / f"{STEM}_storm.metrics").read_bytes()])
     assert d.startup[0].num_gpu_blocks == 12

@@ -24,7 +24,6 @@ from live_vllm import (
     BLOCK_SIZE,
     CPU_LOG_KV,
     CUMULATIVE_HISTOGRAM,
-    LOG_BLOCKS,
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
     NO_MODEL,
@@ -211,7 +210,6 @@ def test_the_start_up_facts_are_read_right(live):
     assert (scraped.startup[0].num_gpu_blocks, scraped.startup[0].block_size) == (NUM_BLOCKS, BLOCK_SIZE)
 
 
-@pytest.mark.xfail(strict=True, reason=LOG_BLOCKS)
 def test_the_block_count_is_read_with_the_log(live):
     d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
     assert d.startup[0].num_gpu_blocks == NUM_BLOCKS
