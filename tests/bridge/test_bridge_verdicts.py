@@ -1,0 +1,135 @@
+"""Issue 46, verdicts 1-5: saturation is a finding whether or not a count is visible, a counter read once is a floor
+since start-up, what a release cannot show is not a zero, confidence follows the evidence, advice at the server's
+own values and never contradicting another finding. Fixtures: make_verdict_fixtures.py (from each release's source)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pykv.bridge import diagnose
+from pykv.bridge.findings.fixes import STEPS
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
+V0_OLD = FIXTURES / "v0_4_2_saturated.log"  # 0.4.2: no preemption warning, no counter
+V1_SATURATED = FIXTURES / "v1_0_10_2_saturated.log"  # gpu_memory_utilization 0.85, max_num_seqs 128 read
+ONE_WARNING = FIXTURES / "v0_6_3_post1_one_warning.log"
+ONE_SCRAPE = FIXTURES / "v1_0_33_0_one_scrape.metrics"  # num_preemptions_total 4821, KV 98.7%, 64 run, 23 wait
+
+
+def found(*sources):
+    return {f.id: f for f in diagnose(list(sources)).findings}
+
+
+def test_saturation_before_the_warning_existed_is_a_likely_storm():
+    storm = found(V0_OLD)["preemption_storm"]
+    assert storm.title.startswith("Likely preemption storm") and storm.confidence == "medium"
+    assert "before 0.4.3" in storm.why
+    assert "running fell from 96 to 52 while waiting rose from 20 to 768" in storm.evidence
+
+
+def test_a_v1_log_shows_the_batch_shrinking_as_the_queue_grows():
+    storm = found(V1_SATURATED)["preemption_storm"]
+    assert storm.confidence == "medium"
+    assert "running fell from 96 to 52 while waiting rose from 20 to 768" in storm.evidence
+    assert "generation throughput fell from 2100.0 to 900.0 tok/s" in storm.evidence
+
+
+def test_one_v0_warning_is_a_finding_that_cites_it():
+    storm = found(ONE_WARNING)["preemption_storm"]
+    assert "vLLM's own warning" in storm.why
+    assert any("total_num_cumulative_preemption=1" in e for e in storm.evidence)
+    assert "at least 1 preemption" in storm.title
+
+
+def test_the_docs_wording_of_the_warning_still_counts():
+    """vLLM's optimization guide quotes the warning with `total_cumulative_preemption_cnt=1`: still a preemption."""
+    text = ONE_WARNING.read_text().replace("total_num_cumulative_preemption=", "total_cumulative_preemption_cnt=")
+    d = diagnose(text.encode())
+    assert d.preemptions_at_least >= 1 and "preemption_storm" in {f.id for f in d.findings}
+
+
+def test_a_counter_read_once_is_a_floor_since_start_up():
+    d = diagnose(ONE_SCRAPE)
+    assert d.preemptions_at_least == 4821 and d.preemptions_since_start == 4821
+    assert d.preemption_text.startswith("at least 4,821 since start-up")
+    assert "4,673" in d.preemption_text  # the histogram's sum: preemptions of finished requests
+
+
+def test_the_histogram_sum_alone_is_a_floor_too():
+    body = "\n".join(line for line in ONE_SCRAPE.read_text().splitlines() if "num_preemptions_total" not in line)
+    d = diagnose(body.encode())
+    assert d.preemptions_at_least == 4673
+    assert d.preemption_text.startswith("at least 4,673 since start-up")
+
+
+def test_a_scrape_window_says_both_the_rise_and_the_floor():
+    two = ONE_SCRAPE.read_text() + ONE_SCRAPE.read_text().replace(" 4821.0", " 5021.0")
+    d = diagnose(two.encode())
+    assert d.preemptions_since_start == 5021
+    assert "200 over the scrapes read" in d.preemption_text
+
+
+def test_a_release_before_0_4_3_cannot_show_preemptions():
+    d = diagnose(V0_OLD)
+    assert d.preemption_state == "not visible" and not d.preemptions_counted
+    assert d.preemption_text.startswith("not visible in this release")
+    assert "0.4.3" in d.preemption_text and "upgrade" in d.preemption_text
+    shown = " ".join(d.visibility)
+    assert "per 50" not in shown and "vllm:num_preemptions_total" not in shown
+
+
+def test_an_exact_old_release_is_not_visible_either():
+    text = "INFO 03-02 09:59:00 llm_engine.py:100] Initializing an LLM engine (v0.4.2) with config: model='m'\n"
+    d = diagnose((text + V0_OLD.read_text()).encode())
+    assert d.preemption_state == "not visible" and "Likely preemption storm" in d.findings[0].title
+
+
+def test_a_histogram_alone_never_claims_a_rethrashing_prefill_with_high_confidence():
+    by_id = found(ONE_SCRAPE)
+    rethrash = by_id.get("chunked_prefill_rethrash")
+    assert rethrash is None or rethrash.confidence == "low"
+    storm = by_id["preemption_storm"]
+    assert storm.confidence == "medium" and "since start-up" in storm.title
+    assert any("running 64, waiting 23, GPU KV 98.7%" in e for e in storm.evidence)
+
+
+def test_running_at_max_num_seqs_is_said():
+    config = "INFO 11-28 16:00:00 [utils.py:328] non-default args: {'model': 'm', 'max_num_seqs': 64}\n"
+    storm = {f.id: f for f in diagnose([config.encode(), ONE_SCRAPE]).findings}["preemption_storm"]
+    assert any("running 64 = --max-num-seqs 64" in e for e in storm.evidence)
+
+
+def test_advice_uses_the_servers_own_gpu_memory_utilization():
+    assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(V1_SATURATED)["preemption_storm"].fix
+    assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(ONE_SCRAPE)["preemption_storm"].fix
+    old = found(V0_OLD)["preemption_storm"].fix
+    assert "not read" in old and "default 0.90 -> 0.95" in old
+
+
+def test_lower_max_num_seqs_says_to_what():
+    fix = found(V1_SATURATED)["preemption_storm"].fix
+    assert "lower --max-num-seqs from 128 to about 52" in fix
+    assert "to about 52" in found(V0_OLD)["preemption_storm"].fix
+
+
+def test_fixes_follow_vllms_tuning_order():
+    assert STEPS[:3] == ("gpu_memory", "max_num_seqs", "tensor_parallel")
+    fix = found(V1_SATURATED)["preemption_storm"].fix
+    assert fix.index("--gpu-memory-utilization") < fix.index("--max-num-seqs") < fix.index("--tensor-parallel-size")
+
+
+def test_a_v0_storm_that_never_swapped_is_not_told_to_size_swap():
+    by_id = found(ONE_WARNING)
+    assert "swap_never_used" in by_id and "--swap-space" not in by_id["preemption_storm"].fix
+
+
+ALL = sorted(p for p in FIXTURES.iterdir() if p.suffix in (".log", ".metrics"))
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
+def test_no_diagnosis_contradicts_itself(path):
+    fixes = " ".join(f.fix for f in diagnose(path).findings)
+    assert not ("size --swap-space" in fixes and "only helps n>1" in fixes)
+    assert not (re.search(r"raise --max-num-seqs", fixes) and re.search(r"lower --max-num-seqs", fixes))
+    assert len(set(re.findall(r"gpu-memory-utilization[^;]*", fixes))) <= 1  # one value, said one way
