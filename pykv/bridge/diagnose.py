@@ -10,6 +10,7 @@ from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.base.records import ServerConfig
 from pykv.bridge.base.release_guess import guess_release
 from pykv.bridge.diagnosis import Diagnosis, visibility_notes
+from pykv.bridge.findings.count import countable, preemption_text, state
 from pykv.bridge.findings.evidence import Evidence
 from pykv.bridge.findings.rules import find_all
 from pykv.bridge.logs.parser import PREEMPTIONS_FIELD, LogParse, parse_log
@@ -121,7 +122,14 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
         counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
     evidence = Evidence(release, samples, startup, config, warnings, counted, histogram, sample_unit=unit)
-    evidence.preemptions_counted = preemptions_countable(release.engine, features, metrics)
+    names = metrics.names if metrics is not None else None
+    counted_now, visible = countable(release, PREEMPTIONS_FIELD in features, names)
+    evidence.preemptions_counted, evidence.preemptions_visible = counted_now, visible
+    if metrics is not None:
+        since = metrics.since_start
+        evidence.since_start = int(since["preemptions"]) if "preemptions" in since else None
+        finished = since.get("finished_preemptions")
+        evidence.finished_since_start = int(finished) if finished is not None else None
     for trace in traces:
         notes += trace.notes + [f"trace {trace.format}: {trace.bad_row_count} bad row(s)"] * bool(trace.bad_row_count)
         shared = shared_prefix_count(trace)
@@ -129,7 +137,8 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
             evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
     findings = find_all(evidence) if samples or startup or warnings else []
-    return Diagnosis(
+    scrapes = len(metrics.samples) if metrics is not None else 0
+    diagnosis = Diagnosis(
         release,
         startup,
         samples,
@@ -142,12 +151,8 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         notes,
         traces,
         evidence.preemptions_counted,
+        evidence.since_start_floor(),
+        state(evidence),
+        preemption_text(evidence, scrapes),
     )
-
-
-def preemptions_countable(engine: str | None, features: set[str], metrics: MetricsParse | None) -> bool:
-    """Whether what was read can count preemptions: V0's log can (its warning comes with the 1st), a V1 log cannot
-    (no per-preemption line, and its stats line's count is never printed), vLLM's counter can."""
-    if metrics is not None and "vllm:num_preemptions_total" in metrics.names:
-        return True
-    return engine == "v0" or PREEMPTIONS_FIELD in features
+    return diagnosis

@@ -24,6 +24,9 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
+    preemptions_since_start: int | None = None  # a counter's last reading: a floor since the server started
+    preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
+    preemption_text: str = ""  # the one line that says how many and how they were counted
 
     @property
     def engine(self) -> str | None:
@@ -43,11 +46,24 @@ class Diagnosis:
 
 
 def visibility_notes(release: ReleaseGuess) -> list[str]:
-    if release.engine == "v0":
+    if release.engine == "v0" and release.at_least("0.4.3") is False:
         return [
-            "V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption",
+            f"vLLM {release.low}-{release.high} prints no preemption warning and exports no preemption counter "
+            "(both came in 0.4.3): preemptions are not visible in this release; upgrade to see them"
+            if not release.exact
+            else f"vLLM {release.low} prints no preemption warning and exports no preemption counter (both came in "
+            "0.4.3): preemptions are not visible in this release; upgrade to see them",
             "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
-            "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
+        ]
+    if release.engine == "v0":
+        straddles = release.at_least("0.4.3") is None
+        return [
+            "V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption"
+            + (" (from 0.4.3; earlier releases print none)" if straddles else ""),
+            "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
+            "V0 counters: vllm:num_preemptions_total"
+            + (" (from 0.4.3)" if straddles else "")
+            + ", vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
         ]
     if release.engine == "v1":
         return [

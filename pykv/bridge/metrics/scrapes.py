@@ -41,7 +41,10 @@ _COUNTERS = {
     "vllm:prefix_cache_queries": "prefix_queries",
     "vllm:gpu_prefix_cache_hits": "prefix_hits_deprecated",
     "vllm:gpu_prefix_cache_queries": "prefix_queries_deprecated",
+    "vllm:request_num_preemptions_sum": "finished_preemptions",  # the histogram's sum: finished requests' count
 }
+# Counters whose last reading is a floor since start-up (what one scrape alone can tell).
+_SINCE_START = ("preemptions", "finished_preemptions")
 _PREEMPTION_BUCKETS = "vllm:request_num_preemptions_bucket"
 
 
@@ -55,6 +58,7 @@ class MetricsParse:
     lines_read: int
     lines_skipped: int
     notes: list[str] = field(default_factory=list)
+    since_start: dict[str, float] = field(default_factory=dict)  # _SINCE_START counters as last read (a floor)
 
 
 @dataclass
@@ -147,7 +151,10 @@ def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) 
         previous = scrape if scrape.values else previous
     buckets = next((s.preemption_buckets for s in reversed(scrapes) if s.preemption_buckets), {})
     notes = [f"{rejected} negative, infinite or out-of-range reading(s) ignored"] if rejected else []
-    return MetricsParse(samples, startup, config, {n for n in names if n.startswith("vllm:")}, buckets, 0, 0, notes)
+    last = previous.values if previous is not None else {}
+    since_start = {key: last[key] for key in _SINCE_START if key in last}
+    vllm_names = {n for n in names if n.startswith("vllm:")}
+    return MetricsParse(samples, startup, config, vllm_names, buckets, 0, 0, notes, since_start)
 
 
 def _sample(scrape: Scrape, previous: Scrape | None) -> Sample:
