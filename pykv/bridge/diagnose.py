@@ -118,6 +118,8 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         )
     config = config or ServerConfig()  # a trace alone brings no config
     release = guess_release(features, printed, engine_hint)
+    if release.engine == "v1":
+        device_kv_from_cpu(samples)
     counted = max((log.cumulative_preemptions for log in logs), default=0)
     if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
         counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
@@ -156,3 +158,11 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         preemption_text(evidence, scrapes),
     )
     return diagnosis
+
+
+def device_kv_from_cpu(samples: list) -> None:
+    """V1 has no CPU swap tier: its stats line's "CPU KV cache usage" (0.30.0+ names the device, v1/metrics/
+    loggers.py; the CPU backend prints "CPU") is the device's KV cache, the one the findings read as full or not."""
+    for sample in samples:
+        if sample.gpu_kv_usage is None and sample.cpu_kv_usage is not None:
+            sample.gpu_kv_usage, sample.cpu_kv_usage = sample.cpu_kv_usage, None

