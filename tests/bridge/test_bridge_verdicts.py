@@ -160,3 +160,17 @@ def test_the_cpu_backends_kv_cache_is_the_device_kv_cache():
     storm = found(FIXTURES / "v1_0_32_0_cpu_real_storm.log")["preemption_storm"]
     assert storm.title.startswith("Likely preemption storm") and "KV 100.0%" in storm.evidence[0]
     assert "lower --max-num-seqs from 8 below 2: 2 running filled the KV cache with requests waiting" in storm.fix
+
+
+def test_raise_and_lower_max_num_seqs_never_meet():
+    """Short requests: concurrency at max_model_len says 0.5x, yet the KV cache never fills and nothing is preempted;
+    the queue waits on the batch cap: raise --max-num-seqs, and no finding says lower it."""
+    head = (
+        "INFO 05-01 09:00:00 [utils.py:328] non-default args: {'model': 'm', 'max_num_seqs': 256}\n"
+        "INFO 05-01 09:00:10 [kv_cache_utils.py:637] Maximum concurrency for 32,768 tokens per request: 0.50x\n"
+    )
+    stats = "INFO 05-01 09:00:{s} [loggers.py:111] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation "
+    stats += "throughput: 900.0 tokens/s, Running: 10 reqs, Waiting: 30 reqs, GPU KV cache usage: 40.0%\n"
+    d = diagnose((head + "".join(stats.format(s=20 + 10 * i) for i in range(4))).encode())
+    fixes = " ".join(f.fix for f in d.findings)
+    assert "kv_not_the_bottleneck" in {f.id for f in d.findings} and "lower --max-num-seqs" not in fixes
