@@ -133,8 +133,12 @@ def describe(d: Diagnosis) -> list[str]:
     if s:
         peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
         lines.append(
-            f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
-            f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
+            (
+                f"timeline: 1 sample ({s[0].time or 'untimed'}): running "
+                if len(s) == 1
+                else f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
+            )
+            + f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
             + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
         )
     lines.append(f"preemptions: {d.preemption_text}")
