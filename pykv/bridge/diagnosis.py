@@ -15,7 +15,7 @@ class Diagnosis:
     release: ReleaseGuess
     startup: list[StartupFact]
     samples: list[Sample]
-    preemptions_at_least: int
+    preemptions_at_least: int  # a floor: the window's count, or a counter's reading since start-up when larger
     findings: list[Finding]
     config: ServerConfig
     lines_read: int
@@ -25,6 +25,7 @@ class Diagnosis:
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
     preemptions_since_start: int | None = None  # a counter's last reading: a floor since the server started
+    preemptions_in_window: int = 0  # counted within what was read (the rise, V0's warnings): what a rate divides
     preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
     preemption_text: str = ""  # the one line that says how many and how they were counted
 

@@ -174,3 +174,16 @@ def test_raise_and_lower_max_num_seqs_never_meet():
     d = diagnose((head + "".join(stats.format(s=20 + 10 * i) for i in range(4))).encode())
     fixes = " ".join(f.fix for f in d.findings)
     assert "kv_not_the_bottleneck" in {f.id for f in d.findings} and "lower --max-num-seqs" not in fixes
+
+
+def test_a_rate_divides_the_windows_count_never_the_floor_since_start_up():
+    from pykv.bridge.baseline import figures
+
+    def stamped(text: str, ms: int) -> str:
+        return "\n".join(line if line.startswith("#") else f"{line} {ms}" for line in text.splitlines())
+
+    first = stamped(ONE_SCRAPE.read_text(), 1_700_000_000_000)
+    later = stamped(ONE_SCRAPE.read_text().replace(" 4821.0", " 5021.0"), 1_700_000_060_000)
+    d = diagnose((first + "\n" + later + "\n").encode())
+    assert d.preemptions_at_least == 5021 and d.preemptions_in_window == 200
+    assert figures(d)["preemptions_per_min"] == 200.0  # 200 in one minute, not 5,021
