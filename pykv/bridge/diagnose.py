@@ -128,6 +128,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     counted_now, visible = countable(release, PREEMPTIONS_FIELD in features, names)
     evidence.preemptions_counted, evidence.preemptions_visible = counted_now, visible
     if metrics is not None:
+        evidence.metric_readings = len(metrics.samples)
         since = metrics.since_start
         evidence.since_start = int(since["preemptions"]) if "preemptions" in since else None
         finished = since.get("finished_preemptions")
@@ -139,7 +140,6 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
             evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
     findings = find_all(evidence) if samples or startup or warnings else []
-    scrapes = len(metrics.samples) if metrics is not None else 0
     diagnosis = Diagnosis(
         release,
         startup,
@@ -156,7 +156,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         preemptions_since_start=evidence.since_start_floor(),
         preemptions_in_window=evidence.window_preemptions(),
         preemption_state=state(evidence),
-        preemption_text=preemption_text(evidence, scrapes),
+        preemption_text=preemption_text(evidence),
     )
     return diagnosis
 

@@ -187,3 +187,11 @@ def test_a_rate_divides_the_windows_count_never_the_floor_since_start_up():
     d = diagnose((first + "\n" + later + "\n").encode())
     assert d.preemptions_at_least == 5021 and d.preemptions_in_window == 200
     assert figures(d)["preemptions_per_min"] == 200.0  # 200 in one minute, not 5,021
+
+
+def test_a_flat_counter_over_two_scrapes_is_saturation_not_a_storm():
+    d = diagnose((ONE_SCRAPE.read_text() * 2).encode())
+    by_id = {f.id: f for f in d.findings}
+    assert "preemption_storm" not in by_id and d.preemptions_in_window == 0
+    saturated = by_id["kv_cache_saturated"]
+    assert "vllm:num_preemptions_total stayed at 4,821 (since start-up) over the scrapes read" in saturated.evidence

@@ -42,7 +42,7 @@ def state(ev: Evidence) -> str:
     return "counted" if ev.preemptions_counted else "not counted" if ev.preemptions_visible else "not visible"
 
 
-def preemption_text(ev: Evidence, metric_samples: int) -> str:
+def preemption_text(ev: Evidence) -> str:
     """'at least 4,821 since start-up (vllm:num_preemptions_total, read once ...)' and the like."""
     if not ev.preemptions_visible:
         return NOT_VISIBLE
@@ -55,9 +55,9 @@ def preemption_text(ev: Evidence, metric_samples: int) -> str:
     parts = []
     if floor is not None and floor >= window:
         source = COUNTER if since is not None and since >= floor else f"the sum of {HISTOGRAM_SUM[:-4]}"
-        read = "read once: a rate needs two readings" if metric_samples <= 1 else "its last reading"
+        read = "read once: a rate needs two readings" if ev.metric_readings <= 1 else "its last reading"
         head = f"at least {floor:,} since start-up ({source}, {read})"
-        if metric_samples > 1:
+        if ev.metric_readings > 1:
             parts.append(f"{window:,} over the scrapes read")
         if since is not None and finished is not None and since >= floor:
             parts.append(f"finished requests account for {finished:,} ({HISTOGRAM_SUM[:-4]}'s sum)")

@@ -31,6 +31,7 @@ class Evidence:
     # floor since the server started, whatever the window read (None: not read)
     since_start: int | None = None
     finished_since_start: int | None = None
+    metric_readings: int = 0  # /metrics scrapes read: from two on, the counter's rise is the window's count
 
     def window_preemptions(self) -> int:
         """Preemptions counted in what was read: per interval, V0's cumulative warning count, the counter's rise; a

@@ -32,7 +32,7 @@ def preemption_storm(ev: Evidence) -> Finding | None:
         return likely_storm(ev)
     if ev.window_preemptions():
         return counted_storm(ev)
-    if ev.since_start_floor():
+    if ev.since_start_floor() and ev.metric_readings <= 1:  # read once: no window to count in
         return storm_since_start(ev)
     return kv_saturated(ev)
 
@@ -162,13 +162,17 @@ def kv_saturated(ev: Evidence) -> Finding | None:
     full = crowded(ev)
     if len(full) < 2:
         return None
+    floor = ev.since_start_floor()
+    history = []
+    if floor:
+        history.append(f"vllm:num_preemptions_total stayed at {floor:,} (since start-up) over the scrapes read")
     return Finding(
         "kv_cache_saturated",
         "KV cache full while requests wait (no preemptions counted)",
         "high" if len(full) >= 3 else "medium",
         f"the KV cache stayed full with requests waiting over {len(full)} samples, and what was read counts "
         "preemptions: none; the queue waits for blocks to free",
-        [ev.show(s) for s in full[:MAX_EVIDENCE]],
+        [ev.show(s) for s in full[:MAX_EVIDENCE]] + history,
         fix_text(ev, MORE_KV, lead="The KV cache caps the batch; more KV serves the queue:"),
     )
 
