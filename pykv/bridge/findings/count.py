@@ -58,7 +58,8 @@ def preemption_text(ev: Evidence) -> str:
         read = "read once: a rate needs two readings" if ev.metric_readings <= 1 else "its last reading"
         head = f"at least {floor:,} since start-up ({source}, {read})"
         if ev.metric_readings > 1:
-            parts.append(f"{window:,} " + ("over the scrapes read" if ev.sample_unit == "scrape" else "in what was read"))
+            where = "over the scrapes read" if ev.sample_unit == "scrape" else "in what was read"
+            parts.append(f"{window:,} {where}")
         if since is not None and finished is not None and since >= floor:
             parts.append(f"finished requests account for {finished:,} ({HISTOGRAM_SUM[:-4]}'s sum)")
         return head + ("; " + "; ".join(parts) if parts else "")
