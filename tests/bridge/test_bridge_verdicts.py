@@ -195,3 +195,11 @@ def test_a_flat_counter_over_two_scrapes_is_saturation_not_a_storm():
     assert "preemption_storm" not in by_id and d.preemptions_in_window == 0
     saturated = by_id["kv_cache_saturated"]
     assert "vllm:num_preemptions_total stayed at 4,821 (since start-up) over the scrapes read" in saturated.evidence
+
+
+def test_swap_advice_names_the_servers_own_swap_space():
+    """0.6.3.post1's swap fixture swaps (SWAP warnings, CPU KV full): its --swap-space, when the log says it."""
+    swap = FIXTURES / "v0_6_3_post1_custom_format_swap.log"
+    config = "2024-12-20 15:17:00 - vllm.engine.arg_utils - INFO - non-default args: {'swap_space': 8}\n"
+    fix = {f.id: f for f in diagnose((config + swap.read_text()).encode()).findings}["preemption_storm"].fix
+    assert "raise your --swap-space 8 (GiB of CPU KV per GPU)" in fix

@@ -25,8 +25,14 @@ def step_text(step: str, release: ReleaseGuess, ev: Evidence | None = None) -> s
     if step == "tensor_parallel":
         return tensor_parallel_text(ev)
     if step == "swap":
+        config = ev.config if ev is not None else None
         if not v1:
+            if config is not None and config.swap_space_gib:
+                swap = config.swap_space_gib
+                return f"raise your --swap-space {swap:g} (GiB of CPU KV per GPU) to hold the swapped groups"
             return "size --swap-space (GiB of CPU KV per GPU) to hold the swapped groups"
+        if config is not None and config.kv_offloading_size_gib and release.at_least("0.11.1") is not False:
+            return f"raise your --kv-offloading-size {config.kv_offloading_size_gib:g} (GiB of CPU KV tier)"
         offloading = release.at_least("0.11.1")
         if offloading is False:
             return "V1 before 0.11.1 has no CPU KV tier (--swap-space does nothing in V1): upgrade for one"
