@@ -24,7 +24,7 @@ def figures(diagnosis: Diagnosis) -> dict:
     gen = [s.gen_tps for s in samples if s.gen_tps is not None]
     counted = diagnosis.preemptions_counted
     return {
-        "preemptions_per_min": round(diagnosis.preemptions_in_window / minutes, 3) if minutes and counted else None,
+        "preemptions_per_min": round(diagnosis.preemptions_at_least / minutes, 3) if minutes and counted else None,
         "preemptions_at_least": diagnosis.preemptions_at_least if counted else None,
         "mean_gpu_kv_usage": round(sum(usage) / len(usage), 4) if usage else None,
         "peak_gpu_kv_usage": max(usage) if usage else None,

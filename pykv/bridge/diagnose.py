@@ -153,7 +153,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         notes,
         traces,
         evidence.preemptions_counted,
-        preemptions_since_start=evidence.since_start_floor(),
+        preemptions_floor_since_start=evidence.since_start_floor(),
         preemptions_in_window=evidence.window_preemptions(),
         preemption_state=state(evidence),
         preemption_text=preemption_text(evidence),

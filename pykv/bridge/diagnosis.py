@@ -24,7 +24,7 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
-    preemptions_since_start: int | None = None  # a counter's last reading: a floor since the server started
+    preemptions_floor_since_start: int | None = None  # a counter's last reading: a floor since start-up
     preemptions_in_window: int = 0  # counted within what was read (the rise, V0's warnings): what a rate divides
     preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
     preemption_text: str = ""  # the one line that says how many and how they were counted

@@ -51,7 +51,7 @@ def test_the_docs_wording_of_the_warning_still_counts():
 
 def test_a_counter_read_once_is_a_floor_since_start_up():
     d = diagnose(ONE_SCRAPE)
-    assert d.preemptions_at_least == 4821 and d.preemptions_since_start == 4821
+    assert d.preemptions_at_least == 4821 and d.preemptions_floor_since_start == 4821
     assert d.preemption_text.startswith("at least 4,821 since start-up")
     assert "4,673" in d.preemption_text  # the histogram's sum: preemptions of finished requests
 
@@ -66,7 +66,7 @@ def test_the_histogram_sum_alone_is_a_floor_too():
 def test_a_scrape_window_says_both_the_rise_and_the_floor():
     two = ONE_SCRAPE.read_text() + ONE_SCRAPE.read_text().replace(" 4821.0", " 5021.0")
     d = diagnose(two.encode())
-    assert d.preemptions_since_start == 5021
+    assert d.preemptions_floor_since_start == 5021
     assert "200 over the scrapes read" in d.preemption_text
 
 
@@ -185,7 +185,7 @@ def test_a_rate_divides_the_windows_count_never_the_floor_since_start_up():
     first = stamped(ONE_SCRAPE.read_text(), 1_700_000_000_000)
     later = stamped(ONE_SCRAPE.read_text().replace(" 4821.0", " 5021.0"), 1_700_000_060_000)
     d = diagnose((first + "\n" + later + "\n").encode())
-    assert d.preemptions_at_least == 5021 and d.preemptions_in_window == 200
+    assert d.preemptions_at_least == 200 and d.preemptions_floor_since_start == 5021
     assert figures(d)["preemptions_per_min"] == 200.0  # 200 in one minute, not 5,021
 
 

@@ -44,7 +44,11 @@ class Evidence:
         return max(floors) if floors else None
 
     def preemptions_at_least(self) -> int:
-        return max(self.window_preemptions(), self.since_start_floor() or 0)
+        """The window's count; a counter read once (no window to count in) stands for it as a floor since
+        start-up. Where there is a window, a rate divides this, never the floor (which ``since_start_floor`` keeps)."""
+        if self.metric_readings <= 1:
+            return max(self.window_preemptions(), self.since_start_floor() or 0)
+        return self.window_preemptions()
 
     sample_unit: str = "line"  # "scrape" when the samples came from metrics
 

@@ -22,8 +22,9 @@ def release(d: Diagnosis) -> None:
     cols[0].metric(
         "Preemptions (at least)",
         f"{d.preemptions_at_least:,}" if d.preemptions_counted else d.preemption_state,
-        help="A floor, never a rate: V0 prints its warning once per 50 preemptions (the count is read from "
-        "total_num_cumulative_preemption), a counter read once counts since the server started. V1 logs none, and "
+        help="A floor, counted in what was read: V0 prints its warning once per 50 preemptions (the count is read "
+        "from total_num_cumulative_preemption); a counter read once counts since the server started (the line "
+        "below says which). V1 logs none, and "
         "its stats line's count is never printed: give the server's /metrics (vllm:num_preemptions_total). vLLM "
         "before 0.4.3 has neither the warning nor the counter.",
     )
