@@ -140,6 +140,8 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
             evidence.shared_prefix_requests = (evidence.shared_prefix_requests or 0) + shared
             evidence.trace_requests = (evidence.trace_requests or 0) + len(trace.requests)
     findings = find_all(evidence) if samples or startup or warnings else []
+    log_counts = any(log.cumulative_preemptions for log in logs) or PREEMPTIONS_FIELD in features
+    read_once = metrics is not None and len(metrics.samples) < 2 and "vllm:num_preemptions_total" in metrics.names
     diagnosis = Diagnosis(
         release,
         startup,
@@ -153,11 +155,17 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         notes,
         traces,
         evidence.preemptions_counted,
-        preemptions_floor_since_start=evidence.since_start_floor(),
-        preemptions_in_window=evidence.window_preemptions(),
-        preemption_state=state(evidence),
-        preemption_text=preemption_text(evidence),
     )
+    diagnosis.preemptions_since_start = read_once and not log_counts
+    return counted_as(diagnosis, evidence)
+
+
+def counted_as(diagnosis: Diagnosis, evidence: Evidence) -> Diagnosis:
+    """The preemption count's state, its one line, the window's count and the floor since start-up."""
+    diagnosis.preemptions_floor_since_start = evidence.since_start_floor()
+    diagnosis.preemptions_in_window = evidence.window_preemptions()
+    diagnosis.preemption_state = state(evidence)
+    diagnosis.preemption_text = preemption_text(evidence)
     return diagnosis
 
 

@@ -24,14 +24,18 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # bounds hit, samples thinned, trace sample statement
     traces: list[TraceParse] = field(default_factory=list)  # the request traces read (what a replay samples)
     preemptions_counted: bool = True  # False: nothing read counts them (a V1 log without /metrics)
-    preemptions_floor_since_start: int | None = None  # a counter's last reading: a floor since start-up
-    preemptions_in_window: int = 0  # counted within what was read (the rise, V0's warnings): what a rate divides
-    preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
-    preemption_text: str = ""  # the one line that says how many and how they were counted
+    # True: the count is a counter read once (one /metrics scrape): a floor since start-up, never a window's rate
+    preemptions_since_start: bool = False
 
     @property
     def engine(self) -> str | None:
         return self.release.engine
+
+    # How many preemptions what was read can show (findings/count.py; set by diagnose.counted_as)
+    preemptions_floor_since_start: int | None = None  # a counter's last reading: a floor since start-up
+    preemptions_in_window: int = 0  # counted within what was read (the rise, V0's warnings): what a rate divides
+    preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
+    preemption_text: str = ""  # the one line that says how many and how they were counted
 
     def to_json_dict(self) -> dict:
         return {
