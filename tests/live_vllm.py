@@ -60,18 +60,6 @@ KEPT_SERIES = (
     "vllm:cache_config_info",
 )
 
-# Verdicts the bridge gets wrong today on this run (issue 46; fixed by the verdict and parsing work): the tests that
-# need them are xfail(strict=True) with these reasons, in tests/bridge/test_live_vllm.py and test_attach.py.
-CPU_LOG_KV = (
-    "the bridge reads a V1 CPU server's 'CPU KV cache usage' stats field as CPU swap usage, so a log's timeline "
-    "has no KV usage and preemption_storm cannot fire on it (log parsing: pykv/bridge/logs, issue 46 item 7)"
-)
-CUMULATIVE_HISTOGRAM = (
-    "chunked_prefill_rethrash fires at high confidence from vllm:request_num_preemptions, a histogram cumulative "
-    "since start-up that still holds the storm's requests (findings confidence: issue 46 item 4)"
-)
-NO_MODEL = "ServerConfig has no model field: the model the server names is not read (issue 46 item 9)"
-
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -10,6 +10,7 @@ from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.base.records import ServerConfig
 from pykv.bridge.base.release_guess import guess_release
 from pykv.bridge.diagnosis import Diagnosis, visibility_notes
+from pykv.bridge.findings.count import countable, preemption_text, state
 from pykv.bridge.findings.evidence import Evidence
 from pykv.bridge.findings.rules import find_all
 from pykv.bridge.logs.parser import PREEMPTIONS_FIELD, LogParse, parse_log
@@ -119,11 +120,21 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         )
     config = config or ServerConfig()  # a trace alone brings no config
     release = guess_release(features, printed, engine_hint)
+    if release.engine == "v1":
+        device_kv_from_cpu(samples)
     counted = max((log.cumulative_preemptions for log in logs), default=0)
     if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
         counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
     evidence = Evidence(release, samples, startup, config, warnings, counted, histogram, sample_unit=unit)
-    evidence.preemptions_counted = preemptions_countable(release.engine, features, metrics)
+    names = metrics.names if metrics is not None else None
+    counted_now, visible = countable(release, PREEMPTIONS_FIELD in features, names)
+    evidence.preemptions_counted, evidence.preemptions_visible = counted_now, visible
+    if metrics is not None:
+        evidence.metric_readings = len(metrics.samples)
+        since = metrics.since_start
+        evidence.since_start = int(since["preemptions"]) if "preemptions" in since else None
+        finished = since.get("finished_preemptions")
+        evidence.finished_since_start = int(finished) if finished is not None else None
     for trace in traces:
         notes += trace.notes + [f"trace {trace.format}: {trace.bad_row_count} bad row(s)"] * bool(trace.bad_row_count)
         shared = shared_prefix_count(trace)
@@ -133,7 +144,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     findings = find_all(evidence) if samples or startup or warnings else []
     log_counts = any(log.cumulative_preemptions for log in logs) or PREEMPTIONS_FIELD in features
     read_once = metrics is not None and len(metrics.samples) < 2 and "vllm:num_preemptions_total" in metrics.names
-    return Diagnosis(
+    diagnosis = Diagnosis(
         release,
         startup,
         samples,
@@ -149,11 +160,21 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
         preemptions_since_start=read_once and not log_counts,
         engine_samples=engine_samples,
     )
+    return counted_as(diagnosis, evidence)
 
 
-def preemptions_countable(engine: str | None, features: set[str], metrics: MetricsParse | None) -> bool:
-    """Whether what was read can count preemptions: V0's log can (its warning comes with the 1st), a V1 log cannot
-    (no per-preemption line, and its stats line's count is never printed), vLLM's counter can."""
-    if metrics is not None and "vllm:num_preemptions_total" in metrics.names:
-        return True
-    return engine == "v0" or PREEMPTIONS_FIELD in features
+def counted_as(diagnosis: Diagnosis, evidence: Evidence) -> Diagnosis:
+    """The preemption count's state, its one line, the window's count and the floor since start-up."""
+    diagnosis.preemptions_floor_since_start = evidence.since_start_floor()
+    diagnosis.preemptions_in_window = evidence.window_preemptions()
+    diagnosis.preemption_state = state(evidence)
+    diagnosis.preemption_text = preemption_text(evidence)
+    return diagnosis
+
+
+def device_kv_from_cpu(samples: list) -> None:
+    """V1 has no CPU swap tier: its stats line's "CPU KV cache usage" (0.30.0+ names the device, v1/metrics/
+    loggers.py; the CPU backend prints "CPU") is the device's KV cache, the one the findings read as full or not."""
+    for sample in samples:
+        if sample.gpu_kv_usage is None and sample.cpu_kv_usage is not None:
+            sample.gpu_kv_usage, sample.cpu_kv_usage = sample.cpu_kv_usage, None

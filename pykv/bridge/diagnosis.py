@@ -15,7 +15,7 @@ class Diagnosis:
     release: ReleaseGuess
     startup: list[StartupFact]
     samples: list[Sample]
-    preemptions_at_least: int
+    preemptions_at_least: int  # a floor: the window's count, or a counter's reading since start-up when larger
     findings: list[Finding]
     config: ServerConfig
     lines_read: int
@@ -33,6 +33,12 @@ class Diagnosis:
     @property
     def engine(self) -> str | None:
         return self.release.engine
+
+    # How many preemptions what was read can show (findings/count.py; set by diagnose.counted_as)
+    preemptions_floor_since_start: int | None = None  # a counter's last reading: a floor since start-up
+    preemptions_in_window: int = 0  # counted within what was read (the rise, V0's warnings): what a rate divides
+    preemption_state: str = "counted"  # "counted" | "not counted" | "not visible" (the release cannot show them)
+    preemption_text: str = ""  # the one line that says how many and how they were counted
 
     def to_json_dict(self) -> dict:
         return {
@@ -52,11 +58,24 @@ class Diagnosis:
 
 
 def visibility_notes(release: ReleaseGuess) -> list[str]:
-    if release.engine == "v0":
+    if release.engine == "v0" and release.at_least("0.4.3") is False:
         return [
-            "V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption",
+            f"vLLM {release.low}-{release.high} prints no preemption warning and exports no preemption counter "
+            "(both came in 0.4.3): preemptions are not visible in this release; upgrade to see them"
+            if not release.exact
+            else f"vLLM {release.low} prints no preemption warning and exports no preemption counter (both came in "
+            "0.4.3): preemptions are not visible in this release; upgrade to see them",
             "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
-            "V0 counters: vllm:num_preemptions_total, vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
+        ]
+    if release.engine == "v0":
+        straddles = release.at_least("0.4.3") is None
+        return [
+            "V0 logs one preemption warning per 50 preemptions: counts come from total_num_cumulative_preemption"
+            + (" (from 0.4.3; earlier releases print none)" if straddles else ""),
+            "V0 swaps only multi-sequence groups (n>1, beam search); single requests are recomputed",
+            "V0 counters: vllm:num_preemptions_total"
+            + (" (from 0.4.3)" if straddles else "")
+            + ", vllm:gpu_cache_usage_perc, vllm:cpu_cache_usage_perc",
         ]
     if release.engine == "v1":
         return [

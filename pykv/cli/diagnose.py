@@ -123,9 +123,6 @@ def _print(text: str) -> None:
     print(terminal_safe(text))
 
 
-UNCOUNTED = "preemptions: not counted (a V1 log has no count: give /metrics, vllm:num_preemptions_total)"
-
-
 def describe(d: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it: release, what it can show, start-up, timeline, findings."""
     lines = [f"release: {d.release.text}", *[f"  - {note}" for note in d.visibility]]
@@ -144,22 +141,27 @@ def describe(d: Diagnosis) -> list[str]:
     if s:
         peak = max((x.gpu_kv_usage for x in s if x.gpu_kv_usage is not None), default=None)
         lines.append(
-            f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
-            f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
+            (
+                f"timeline: 1 sample ({s[0].time or 'untimed'}): running "
+                if len(s) == 1
+                else f"timeline: {len(s)} samples ({s[0].time or 'untimed'} .. {s[-1].time or 'untimed'}): running "
+            )
+            + f"up to {max((x.running or 0) for x in s)}, waiting up to {max((x.waiting or 0) for x in s)}"
             + (f", GPU KV usage up to {peak:.1%}" if peak is not None else "")
         )
         lines += engine_lines(d.engine_samples)
-    lines.append(f"preemptions: at least {d.preemptions_at_least:,}" if d.preemptions_counted else UNCOUNTED)
+    lines.append(f"preemptions: {d.preemption_text}")
     lines.append(f"read {d.lines_read:,} lines, skipped {d.lines_skipped:,} it does not know")
     lines += [f"note: {n}" for n in d.notes]
     if not d.findings:
-        lines.append("findings: none: nothing here looks like KV-cache trouble")
+        unseen = "" if d.preemptions_counted else f" (preemptions: {d.preemption_state})"
+        lines.append(f"findings: none: nothing here looks like KV-cache trouble{unseen}")
     for f in d.findings:
         lines += [
             f"\n[{f.confidence}] {f.id}: {f.title}",
             f"  why {f.confidence}: {f.why}",
             *[f"  evidence: {e}" for e in f.evidence[:5]],
-            f"  fix: {f.fix}",
+            f"  fix (vLLM's tuning order): {f.fix}",
         ]
     return lines
 

@@ -20,12 +20,8 @@ def _release(d: Diagnosis) -> Section:
         para(f"Release: {d.release.text}."),
         *[para(note) for note in d.visibility],
         para(
-            (
-                f"At least {d.preemptions_at_least:,} preemptions"
-                if d.preemptions_counted
-                else "Preemptions not counted (a V1 log has no count: give /metrics)"
-            )
-            + f"; {d.lines_read:,} lines read, {d.lines_skipped:,} skipped (not known to the reader)."
+            f"Preemptions: {d.preemption_text}; {d.lines_read:,} lines read, {d.lines_skipped:,} skipped "
+            "(not known to the reader)."
         ),
     ]
     if d.startup:

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from live_vllm import CPU_LOG_KV, CUMULATIVE_HISTOGRAM
 
 from pykv.bridge import BridgeInputError, diagnose, load_baseline
 from pykv.bridge.live.attach import Attach
@@ -251,13 +250,11 @@ def test_the_recorded_log_and_scrapes_count_the_storm_and_read_the_start_up():
     assert "preemption_storm" not in {f.id for f in calm.findings}
 
 
-@pytest.mark.xfail(strict=True, reason=CPU_LOG_KV)
 def test_the_recorded_log_and_scrapes_call_the_storm_a_storm():
     d = diagnose([recorded_log("storm"), (FIXTURES / f"{STEM}_storm.metrics").read_bytes()])
     assert "preemption_storm" in {f.id for f in d.findings}
 
 
-@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
 def test_the_recorded_calm_run_finds_nothing_alarming():
     d = diagnose([recorded_log("calm"), (FIXTURES / f"{STEM}_calm.metrics").read_bytes()])
     assert [f.id for f in d.findings if f.confidence in ("high", "medium")] == []

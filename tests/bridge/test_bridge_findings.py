@@ -18,9 +18,9 @@ def findings(name):
 def test_v0_storm_with_swap_configured_but_only_recompute():
     found = findings("v0_4_3_preemption_storm.log")
     assert found["preemption_storm"].confidence == "high"
-    assert "--swap-space" in found["preemption_storm"].fix
-    fix = found["preemption_storm"].fix
-    assert fix.index("--gpu-memory-utilization") < fix.index("--max-num-seqs") < fix.index("--swap-space")
+    fix = found["preemption_storm"].fix  # all RECOMPUTE: sizing swap would not help (swap_never_used says why)
+    assert "--swap-space" not in fix
+    assert fix.index("--gpu-memory-utilization") < fix.index("--max-num-seqs") < fix.index("--tensor-parallel-size")
     assert found["swap_never_used"].evidence[0] == "start-up: 2048 CPU blocks of swap space configured"
 
 

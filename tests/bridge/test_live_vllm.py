@@ -22,11 +22,8 @@ from dataclasses import dataclass
 import pytest
 from live_vllm import (
     BLOCK_SIZE,
-    CPU_LOG_KV,
-    CUMULATIVE_HISTOGRAM,
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
-    NO_MODEL,
     NUM_BLOCKS,
     SERVED_NAME,
     LiveServer,
@@ -162,7 +159,6 @@ def test_attach_on_the_calm_run_sees_no_storm(live):
     assert "preemption_storm" not in {f.id for f in d.findings}
 
 
-@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
 def test_attach_on_the_calm_run_finds_nothing_alarming(live):
     d = live.calm.attach.diagnosis()
     assert [f.id for f in d.findings if f.confidence in ALARMING] == []
@@ -177,7 +173,6 @@ def test_diagnose_on_the_real_log_and_scrapes_counts_the_storm(live):
     assert alone.preemptions_at_least >= counted and "preemption_storm" in {f.id for f in alone.findings}
 
 
-@pytest.mark.xfail(strict=True, reason=CPU_LOG_KV)
 def test_diagnose_on_the_real_log_and_scrapes_calls_it_a_storm(live):
     d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
     assert "preemption_storm" in {f.id for f in d.findings}
@@ -188,7 +183,6 @@ def test_diagnose_on_the_calm_run_sees_no_storm(live):
     assert d.preemptions_at_least <= live.calm.counter_after and "preemption_storm" not in {f.id for f in d.findings}
 
 
-@pytest.mark.xfail(strict=True, reason=CUMULATIVE_HISTOGRAM)
 def test_diagnose_on_the_calm_run_finds_nothing_alarming(live):
     d = diagnose([live.calm_log, scrapes_text(live.calm, "calm").encode()])
     assert [f.id for f in d.findings if f.confidence in ALARMING] == []
@@ -215,7 +209,6 @@ def test_the_block_count_is_read_with_the_log(live):
     assert d.startup[0].num_gpu_blocks == NUM_BLOCKS
 
 
-@pytest.mark.xfail(strict=True, reason=NO_MODEL)
 def test_the_model_is_read(live):
     d = diagnose([live.storm_log, scrapes_text(live.storm, "storm").encode()])
     assert getattr(d.config, "model", None) in (SERVED_NAME, str(default_model_path()))  # served name, or its path

@@ -1,4 +1,4 @@
-"""Findings about KV capacity: preemption storms, swap, start-up capacity, and slowness KV does not explain."""
+"""Findings about KV capacity: swap, start-up capacity, and slowness KV does not explain (storms: ``storm``)."""
 
 from __future__ import annotations
 
@@ -6,78 +6,6 @@ from pykv.bridge.findings.evidence import KV_FAR_FROM_FULL, KV_FULL, Evidence, F
 from pykv.bridge.findings.fixes import fix_text
 
 MAX_EVIDENCE = 5
-STORM_FIXES = ("gpu_memory", "max_num_seqs", "swap", "prefix_caching", "chunked_prefill")
-
-
-def preemption_storm(ev: Evidence) -> Finding | None:
-    full = [s for s in ev.samples if s.gpu_kv_usage is not None and s.gpu_kv_usage >= KV_FULL]
-    preempting = [s for s in full if s.preemptions]
-    total = ev.preemptions_at_least()
-    if total == 0 and not ev.preemptions_counted:
-        return uncounted_storm(ev, full)
-    if not full or total == 0 or (len(preempting) < 2 and ev.cumulative_preemptions < 50):
-        return None
-    fell = throughput_fall(ev, preempting or full)
-    # counted per interval (samples that carry counts), else by vllm:num_preemptions_total beside a log, else V0's
-    # warnings, which come once per 50
-    by_counter = not preempting and not ev.warnings
-    counted = bool(preempting) or by_counter
-    confidence = "high" if counted and fell else "medium" if counted or fell else "low"
-    how = (
-        "preemptions counted per interval"
-        if preempting
-        else "preemptions counted by vllm:num_preemptions_total"
-        if by_counter
-        else "V0 prints every 50th preemption only"
-    )
-    why = how + (", and generation throughput fell" if fell else ", but throughput did not visibly fall")
-    evidence = [f"vllm:num_preemptions_total rose by {total} over the metrics read"] if by_counter else []
-    evidence += [ev.show(s) for s in (preempting or full)[:MAX_EVIDENCE]]
-    evidence += [
-        f"line {w.line}: preempted by {w.mode}, total_num_cumulative_preemption={w.cumulative}" for w in ev.warnings[:2]
-    ]
-    evidence += [fell] if fell else []
-    return Finding(
-        "preemption_storm",
-        f"Preemption storm: at least {total} preemptions with the KV cache full",
-        confidence,
-        why,
-        evidence,
-        fix_text(ev.release, STORM_FIXES),
-    )
-
-
-def uncounted_storm(ev: Evidence, full: list) -> Finding | None:
-    """A V1 log alone cannot count preemptions: no line per preemption, and the stats line's "Preemptions: N" is
-    never printed (0.11.1 to 0.34.0 v1/metrics/loggers.py LoggingStatLogger.log: _update_stats resets the count
-    before the check). Its pattern still shows: the KV cache full while requests wait, line after line."""
-    if ev.release.engine != "v1":
-        return None
-    crowded = [s for s in full if (s.waiting or 0) > 0 and (s.running or 0) > 0]
-    if len(crowded) < 2:
-        return None
-    fell = throughput_fall(ev, crowded)
-    return Finding(
-        "preemption_storm",
-        "Likely preemption storm: the KV cache full while requests wait",
-        "medium" if fell else "low",
-        "V1's stats line prints no preemption count; the KV cache stayed full with requests waiting"
-        + (", and generation throughput fell" if fell else ""),
-        [ev.show(s) for s in crowded[: MAX_EVIDENCE - 2]]
-        + ([fell] if fell else [])
-        + ["to count them, give the server's /metrics twice, before and after (vllm:num_preemptions_total)"],
-        fix_text(ev.release, STORM_FIXES),
-    )
-
-
-def throughput_fall(ev: Evidence, during: list) -> str | None:
-    """Evidence that generation throughput fell below 80% of its peak in the samples ``during`` the trouble (None:
-    it did not, or nothing says)."""
-    peak = max((s.gen_tps for s in ev.samples if s.gen_tps is not None), default=None)
-    low = min((s.gen_tps for s in during if s.gen_tps is not None), default=None)
-    if peak is None or low is None or low >= 0.8 * peak:
-        return None
-    return f"generation throughput fell from {peak:.1f} to {low:.1f} tok/s"
 
 
 def swap_space_exhausted(ev: Evidence) -> Finding | None:
@@ -93,7 +21,7 @@ def swap_space_exhausted(ev: Evidence) -> Finding | None:
         "CPU KV usage read from the stats lines",
         [ev.show(s) for s in full[:MAX_EVIDENCE]],
         fix_text(
-            ev.release,
+            ev,
             ("gpu_memory", "max_num_seqs", "swap"),
             lead="Swapped groups wait for CPU blocks, and recompute when there are none:",
         ),
@@ -116,7 +44,7 @@ def swap_never_used(ev: Evidence) -> Finding | None:
         "every preemption warning says RECOMPUTE and swapped stayed 0 (V0 swaps only groups of n>1)",
         evidence,
         fix_text(
-            ev.release,
+            ev,
             ("gpu_memory", "max_num_seqs", "prefix_caching"),
             lead="--swap-space only helps n>1 / beam search; free that CPU memory or:",
         ),
@@ -142,8 +70,7 @@ def max_model_len_exceeds_kv(ev: Evidence) -> Finding | None:
         "high",
         "the server's own start-up line says so",
         evidence,
-        fix_text(ev.release, ("gpu_memory",), lead="Lower --max-model-len, or") + "; or add GPUs "
-        "(--tensor-parallel-size)",
+        fix_text(ev, ("gpu_memory", "tensor_parallel"), lead="Lower --max-model-len, or:"),
     )
 
 
@@ -154,8 +81,9 @@ def max_num_seqs_above_capacity(ev: Evidence) -> Finding | None:
     capacity = min(concurrency)
     running = max((s.running for s in ev.samples if s.running is not None), default=None)
     tried = max(running or 0, ev.config.max_num_seqs or 0)
-    if tried < 4 * capacity or ev.preemptions_at_least() == 0 and (running or 0) < 4 * capacity:
-        return None
+    never_full = not any((s.gpu_kv_usage or 0) >= KV_FULL for s in ev.samples)
+    if tried < 4 * capacity or ev.preemptions_at_least() == 0 and ((running or 0) < 4 * capacity or never_full):
+        return None  # shorter requests than max_model_len fit: no preemption and no full cache, no trouble
     confidence = "medium" if ev.preemptions_at_least() else "low"
     evidence = [f"start-up: maximum concurrency {capacity:.2f}x at max_model_len"]
     if running is not None:
@@ -168,7 +96,7 @@ def max_num_seqs_above_capacity(ev: Evidence) -> Finding | None:
         confidence,
         "concurrency counts full-length requests; shorter ones fit more, so this is a ceiling",
         evidence,
-        fix_text(ev.release, ("gpu_memory", "max_num_seqs")),
+        fix_text(ev, ("gpu_memory", "max_num_seqs")),
     )
 
 
@@ -180,7 +108,7 @@ def kv_not_the_bottleneck(ev: Evidence) -> Finding | None:
         and s.gpu_kv_usage < KV_FAR_FROM_FULL
         and ((s.waiting or 0) > 0 or (s.running and s.gen_tps == 0.0))
     ]
-    if len(slow) < 3 or any((s.gpu_kv_usage or 0) >= KV_FULL for s in ev.samples):
+    if len(slow) < 3 or any((s.gpu_kv_usage or 0) >= KV_FULL for s in ev.samples) or ev.window_preemptions():
         return None
     stuck = any(s.running and s.gen_tps == 0.0 for s in slow)
     title = "Stuck with KV far from full" if stuck else "Requests wait while KV is far from full"

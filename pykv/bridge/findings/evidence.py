@@ -25,10 +25,30 @@ class Evidence:
     # False: nothing read can count preemptions (a V1 log alone: its stats line prints no count, and no
     # vllm:num_preemptions_total was given), so a zero means "not counted", not "none"
     preemptions_counted: bool = True
+    # False: the release cannot show preemptions at all (before 0.4.3: no warning, no counter); implies not counted
+    preemptions_visible: bool = True
+    # the last reading of vllm:num_preemptions_total (and of the vllm:request_num_preemptions histogram's sum): a
+    # floor since the server started, whatever the window read (None: not read)
+    since_start: int | None = None
+    finished_since_start: int | None = None
+    metric_readings: int = 0  # /metrics scrapes read: from two on, the counter's rise is the window's count
+
+    def window_preemptions(self) -> int:
+        """Preemptions counted in what was read: per interval, V0's cumulative warning count, the counter's rise; a
+        warning line is one preemption at least even when its count does not parse."""
+        counted = sum(s.preemptions or 0 for s in self.samples)
+        return max(counted, self.cumulative_preemptions, len(self.warnings))
+
+    def since_start_floor(self) -> int | None:
+        floors = [n for n in (self.since_start, self.finished_since_start) if n is not None]
+        return max(floors) if floors else None
 
     def preemptions_at_least(self) -> int:
-        counted = sum(s.preemptions or 0 for s in self.samples)
-        return max(counted, self.cumulative_preemptions)
+        """The window's count; a counter read once (no window to count in) stands for it as a floor since
+        start-up. Where there is a window, a rate divides this, never the floor (which ``since_start_floor`` keeps)."""
+        if self.metric_readings <= 1:
+            return max(self.window_preemptions(), self.since_start_floor() or 0)
+        return self.window_preemptions()
 
     sample_unit: str = "line"  # "scrape" when the samples came from metrics
 

@@ -35,7 +35,7 @@ def prefix_cache_not_hitting(ev: Evidence) -> Finding | None:
         if expected
         else "prefix caching is on but no trace says prefixes are shared",
         evidence,
-        fix_text(ev.release, ("prefix_caching",), lead=lead),
+        fix_text(ev, ("prefix_caching",), lead=lead),
     )
 
 
@@ -61,7 +61,7 @@ def prefix_hit_inflated_by_recompute(ev: Evidence) -> Finding | None:
         why,
         evidence,
         f"Read the hit rate as an upper bound; V1 {PREEMPTED_HITS_FIX}+ reports preempted requests' hits "
-        "apart. Cut the preemptions first: " + fix_text(ev.release, ("gpu_memory", "max_num_seqs")),
+        "apart. Cut the preemptions first: " + fix_text(ev, ("gpu_memory", "max_num_seqs")),
     )
 
 
@@ -77,19 +77,27 @@ def chunked_prefill_rethrash(ev: Evidence) -> Finding | None:
         return None
     evidence = []
     if repeated:
-        evidence.append(f"vllm:request_num_preemptions: {repeated:.0f} finished request(s) were preempted 2+ times")
+        evidence.append(f"vllm:request_num_preemptions: {repeated:,.0f} finished request(s) were preempted 2+ times")
     evidence += [ev.show(s) for s in small_batch[:4]]
+    # The histogram alone cannot tell a re-preempted prefill from decodes preempted twice as they grow: only a batch
+    # of one or two long requests that keeps being preempted points at the prefill.
+    confidence = "high" if repeated and len(small_batch) >= 3 else "medium" if len(small_batch) >= 3 else "low"
+    why = {
+        "high": "preemptions keep coming with at most 2 requests running, and the per-request histogram shows "
+        "requests preempted 2+ times",
+        "medium": "preemptions keep coming with at most 2 requests running (V1 before 0.33, no prefix caching: "
+        "each retry recomputes the whole prefill)",
+        "low": "only the per-request histogram: decode-time preemptions also preempt a request 2+ times; a batch of "
+        "1-2 long requests preempted again and again would show it",
+    }[confidence]
     return Finding(
         "chunked_prefill_rethrash",
-        "A long chunked prefill is preempted again and again",
-        "high" if repeated else "medium",
-        "the per-request preemption histogram says so"
-        if repeated
-        else "preemptions keep coming with at most 2 requests running (V1 before 0.33, no prefix caching: "
-        "each retry recomputes the whole prefill)",
+        "A long chunked prefill " + ("may be" if confidence == "low" else "is") + " preempted again and again",
+        confidence,
+        why,
         evidence,
         fix_text(
-            ev.release,
+            ev,
             ("gpu_memory", "prefix_caching", "chunked_prefill"),
             lead="With prefix caching on, a preempted prefill resumes from its cached chunks:",
         ),

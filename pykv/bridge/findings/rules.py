@@ -6,7 +6,6 @@ from pykv.bridge.findings.capacity import (
     kv_not_the_bottleneck,
     max_model_len_exceeds_kv,
     max_num_seqs_above_capacity,
-    preemption_storm,
     swap_never_used,
     swap_space_exhausted,
 )
@@ -16,6 +15,7 @@ from pykv.bridge.findings.prefix import (
     prefix_cache_not_hitting,
     prefix_hit_inflated_by_recompute,
 )
+from pykv.bridge.findings.storm import preemption_storm
 
 RULES = (
     max_model_len_exceeds_kv,

@@ -9,6 +9,7 @@ RECEIVE_HWM messages wait in the socket's queue between drains (more are dropped
 from __future__ import annotations
 
 import re
+import weakref
 
 import zmq
 
@@ -49,6 +50,10 @@ class KVEventSubscriber:
         self._socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.SUBSCRIBE, topic)
+        # A subscriber dropped unclosed (a page session that ended while attached) must not leave its socket to
+        # the garbage collector: collected in a cycle after its context, the context's term() waits for it
+        # forever (a test run hung at exit). The finalizer holds both and closes them in order.
+        self._closer = weakref.finalize(self, _close, self._socket, self._context)
         try:
             self._socket.connect(self.endpoint)
         except zmq.ZMQError as exc:
@@ -72,5 +77,9 @@ class KVEventSubscriber:
         return taken
 
     def close(self) -> None:
-        self._socket.close(linger=0)
-        self._context.term()
+        self._closer()
+
+
+def _close(socket: zmq.Socket, context: zmq.Context) -> None:
+    socket.close(linger=0)
+    context.term()

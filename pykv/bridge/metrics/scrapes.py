@@ -46,7 +46,10 @@ _COUNTERS = {
     "vllm:prefix_cache_queries": "prefix_queries",
     "vllm:gpu_prefix_cache_hits": "prefix_hits_deprecated",
     "vllm:gpu_prefix_cache_queries": "prefix_queries_deprecated",
+    "vllm:request_num_preemptions_sum": "finished_preemptions",  # the histogram's sum: finished requests' count
 }
+# Counters whose last reading is a floor since start-up (what one scrape alone can tell).
+_SINCE_START = ("preemptions", "finished_preemptions")
 _PREEMPTION_BUCKETS = "vllm:request_num_preemptions_bucket"
 
 
@@ -62,6 +65,7 @@ class MetricsParse:
     notes: list[str] = field(default_factory=list)
     engine_samples: dict[int, list[Sample]] = field(default_factory=dict)  # per engine when more than one
     features: set[str] = field(default_factory=set)  # release_guess features beyond the names ("metric_label:engine")
+    since_start: dict[str, float] = field(default_factory=dict)  # _SINCE_START counters as last read (a floor)
 
 
 @dataclass
@@ -175,7 +179,21 @@ def scrapes_to_samples(scrapes: list[Scrape], counters_from_zero: bool = False) 
         )
     features = {"metric_label:engine"} if any(scrape.engines for scrape in scrapes) else set()
     names = {n for n in names if n.startswith("vllm:")}
-    return MetricsParse(samples, startup, config, names, buckets, 0, 0, notes, engine_samples, features)
+    last = previous.values if previous is not None else {}
+    since_start = {key: last[key] for key in _SINCE_START if key in last}
+    return MetricsParse(
+        samples,
+        startup,
+        config,
+        names,
+        buckets,
+        0,
+        0,
+        notes,
+        engine_samples=engine_samples,
+        features=features,
+        since_start=since_start,
+    )
 
 
 def per_engine_samples(scrapes: list[Scrape], counters_from_zero: bool = False) -> dict[int, list[Sample]]:

@@ -22,14 +22,18 @@ def release(d: Diagnosis) -> None:
     cols = st.columns(4)
     cols[0].metric(
         "Preemptions (at least)",
-        f"{d.preemptions_at_least:,}" if d.preemptions_counted else "not counted",
-        help="V0 prints its warning once per 50 preemptions: the count is read from "
-        "total_num_cumulative_preemption, never from the number of warning lines. V1 logs none, and its stats "
-        "line's count is never printed: give the server's /metrics (vllm:num_preemptions_total) to count them.",
+        f"{d.preemptions_at_least:,}" if d.preemptions_counted else d.preemption_state,
+        help="A floor, counted in what was read: V0 prints its warning once per 50 preemptions (the count is read "
+        "from total_num_cumulative_preemption); a counter read once counts since the server started (the line "
+        "below says which). V1 logs none, and "
+        "its stats line's count is never printed: give the server's /metrics (vllm:num_preemptions_total). vLLM "
+        "before 0.4.3 has neither the warning nor the counter.",
     )
     cols[1].metric("Samples", f"{len(d.samples):,}")
     cols[2].metric("Lines read", f"{d.lines_read:,}")
     cols[3].metric("Lines skipped", f"{d.lines_skipped:,}", help="Lines the bridge does not know: counted, skipped.")
+    if d.preemption_text:
+        st.caption(f"Preemptions: {plain(d.preemption_text)}")
     for note in d.notes:
         st.caption(plain(note))
 
@@ -75,7 +79,8 @@ def timeline(d: Diagnosis) -> None:
 def findings(d: Diagnosis) -> None:
     st.subheader("Findings")
     if not d.findings:
-        st.success("Nothing here looks like KV-cache trouble.")
+        unseen = "" if d.preemptions_counted else f" (preemptions: {d.preemption_state})"
+        st.success(f"Nothing here looks like KV-cache trouble{unseen}.")
         return
     for f in d.findings:
         with st.expander(
@@ -86,5 +91,5 @@ def findings(d: Diagnosis) -> None:
             st.markdown(f"**Why {f.confidence}:** {plain(f.why)}")
             st.markdown("**Evidence**")
             st.text("\n".join(f.evidence[:12]) + (f"\n… {len(f.evidence) - 12} more" if len(f.evidence) > 12 else ""))
-            st.markdown(f"**Fix, in the tuning order:** {plain(f.fix)}")
+            st.markdown(f"**Fix, in the tuning order of vLLM's optimization guide:** {plain(f.fix)}")
             st.caption(f"id `{f.id}`")
