@@ -39,6 +39,24 @@ def row_stable_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     return out if bias is None else out + bias
 
 
+def padded_rows(rows: int, device: torch.device) -> int:
+    """Rows rounded up to whole tiles on a CPU (the height ``tiled_linear`` takes); ``rows`` elsewhere."""
+    return -(-rows // ROWS_PER_TILE) * ROWS_PER_TILE if device.type == "cpu" else rows
+
+
+def tiled_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``row_stable_linear`` for an ``x`` already ``padded_rows`` high: a contiguous tensor of its own (so each tile
+    starts on a 64-byte boundary, as ``row_stable_linear``'s fresh tiles do), whatever its padding rows hold. The
+    model keeps its token rows padded from the embedding on, so a step pads once instead of at every projection;
+    the GEMM, its tiles and each row's result are those of ``row_stable_linear``."""
+    if x.device.type != "cpu":
+        return nn.functional.linear(x, weight, bias)
+    rows, width = x.shape
+    tiles = x.view(rows // ROWS_PER_TILE, ROWS_PER_TILE, width)  # (tiles, ROWS_PER_TILE, width); fails if not tiled
+    out = torch.bmm(tiles, weight.t().expand(len(tiles), -1, -1)).view(rows, len(weight))
+    return out if bias is None else out + bias
+
+
 class RowStableLinear(nn.Linear):
     """``nn.Linear`` (same parameters, so checkpoints load as they are) computed by ``row_stable_linear``."""
 
