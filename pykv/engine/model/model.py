@@ -4,13 +4,14 @@ pykv's paged KV cache. Qwen2 is the same network with biases on q/k/v."""
 from __future__ import annotations
 
 import contextlib
+import typing
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from pykv.engine.model.attention import AttentionBackend, AttentionMetadata, paged_attention
-from pykv.engine.model.row_stable_linear import RowStableLinear, padded_rows, tiled_linear
+from pykv.engine.model.row_stable_linear import RowStableLinear, padded_rows, tiled_linear, transposed
 from pykv_kernels import launch_record
 
 
@@ -78,9 +79,10 @@ class Rotary(nn.Module):
 
 class Attention(nn.Module):
     """q, k and v come out of one GEMM over the three weights stacked (``fuse_qkv``: the checkpoint's ``q_proj``,
-    ``k_proj`` and ``v_proj`` become views of it, so their names and memory stay): a tile's row is the same dot
-    products either way (tests/engine/test_fused_model.py checks the logits bitwise), in one call instead of
-    three. q and k are rotated together, as one (tokens, heads + kv_heads, head_dim) tensor."""
+    ``k_proj`` and ``v_proj`` become views of it, so their names stay and memory holds one copy), one call instead
+    of three; it is still a fixed-tile GEMM, so a row's result does not depend on the batch
+    (tests/engine/model/test_tiled_model.py). q and k are rotated together, as one (tokens, heads + kv_heads,
+    head_dim) tensor."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -90,26 +92,28 @@ class Attention(nn.Module):
         self.v_proj = RowStableLinear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=cfg.attention_bias)
         self.o_proj = RowStableLinear(cfg.num_heads * cfg.head_dim, cfg.hidden_size, bias=False)
         self.scale = cfg.head_dim**-0.5
-        self.qkv_weight: torch.Tensor | None = None  # set once by fuse_qkv (the loader, after the weights load)
+        self.qkv_weight: torch.Tensor | None = None  # (hidden, q + k + v); set once by fuse_qkv (the loader)
         self.qkv_bias: torch.Tensor | None = None
 
     def fuse_qkv(self) -> None:
-        """Stack q/k/v weights (and biases) into one tensor; the three projections' parameters become its views."""
+        """Stack q/k/v weights (and biases) into one (hidden, q + k + v features) GEMM operand; the three
+        projections' parameters become its views. The output projection keeps its own (in, out) operand."""
         projections = (self.q_proj, self.k_proj, self.v_proj)
         with torch.no_grad():
-            self.qkv_weight = torch.cat([p.weight for p in projections])  # (q + k + v features, hidden)
+            self.qkv_weight = transposed(torch.cat([p.weight for p in projections]))  # (hidden, q + k + v)
             self.qkv_bias = None if self.q_proj.bias is None else torch.cat([p.bias for p in projections])
             start = 0
             for p in projections:
-                end = start + len(p.weight)
-                p.weight = nn.Parameter(self.qkv_weight[start:end], requires_grad=False)
+                end = start + p.out_features
+                p.keep_transposed(self.qkv_weight[:, start:end])
                 if self.qkv_bias is not None:
                     p.bias = nn.Parameter(self.qkv_bias[start:end], requires_grad=False)
                 start = end
+            self.o_proj.keep_transposed()
 
     def forward(self, x, num_tokens, cos, sin, kv_cache, meta: AttentionMetadata, backend: AttentionBackend):
         # x: (rows, hidden), the first num_tokens real, the rest tile padding (rows == num_tokens off the CPU)
-        assert self.qkv_weight is not None, "CausalLM.fuse_projections() runs after the weights load (the loader)"
+        assert self.qkv_weight is not None, "CausalLM.prepare_weights() runs after the weights load (the loader)"
         rows, n = x.shape[0], num_tokens
         heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
         qkv = tiled_linear(x, self.qkv_weight, self.qkv_bias)  # (rows, (heads + 2 * kv_heads) * dim)
@@ -121,7 +125,7 @@ class Attention(nn.Module):
             padded = out.new_zeros(rows, heads * dim)  # tiles of their own, as tiled_linear wants
             padded[:n] = out
             out = padded
-        return tiled_linear(out, self.o_proj.weight)
+        return tiled_linear(out, self.o_proj.operand)
 
 
 class MLP(nn.Module):
@@ -133,8 +137,8 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (rows, hidden), whole tiles on a CPU (tiled_linear)
-        gate, up = tiled_linear(x, self.gate_proj.weight), tiled_linear(x, self.up_proj.weight)
-        return tiled_linear(nn.functional.silu(gate) * up, self.down_proj.weight)
+        gate, up = tiled_linear(x, self.gate_proj.operand), tiled_linear(x, self.up_proj.operand)
+        return tiled_linear(nn.functional.silu(gate) * up, self.down_proj.operand)
 
 
 class DecoderLayer(nn.Module):
@@ -168,10 +172,15 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.rotary = Rotary(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
 
-    def fuse_projections(self) -> None:
-        """After the checkpoint's weights are in place: each layer's q/k/v weights as one (Attention.fuse_qkv)."""
-        for layer in self.layers:
+    def prepare_weights(self) -> None:
+        """After the checkpoint's weights are in place: every projection's GEMM operand made once
+        (``RowStableLinear.keep_transposed``), each layer's q/k/v as one (``Attention.fuse_qkv``). A tied
+        lm_head gets an operand of its own (the embedding table keeps its rows)."""
+        for layer in typing.cast(list[DecoderLayer], self.layers):
             layer.self_attn.fuse_qkv()
+            for proj in (layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj):
+                proj.keep_transposed()
+        typing.cast(RowStableLinear, self.lm_head).keep_transposed()
 
     @torch.inference_mode()
     def forward(
