@@ -66,7 +66,7 @@ def run_both(cases: list[Case]) -> dict[str, Comparison]:
     return {c.name: compare(ours[c.name], theirs[c.name], c.normalise) for c in filled}
 
 
-REAL_EXTRAS = ("outputs", "stats_lines", "warnings", "metrics", "build_s", "step_ms")
+REAL_EXTRAS = ("outputs", "stats_lines", "warnings", "metrics", "build_s", "step_ms", "torch_threads")
 
 
 def run_real_engine(cases: list[Case], fresh: bool = True) -> dict[str, tuple[Trace, dict]]:

@@ -41,6 +41,7 @@ class RealResult:
     pykv_other_lines: list[str] = field(default_factory=list)  # pykv's log lines other than the stats lines
     pykv_step_ms: list[float] = field(default_factory=list)  # each side's steps, wall clock, same machine
     vllm_step_ms: list[float] = field(default_factory=list)
+    vllm_torch_threads: int | None = None  # the real engine's intra-op threads, as its driver read them
 
     def real_hits(self) -> float:
         """The real engine's prefix-cache hits, in tokens."""
@@ -135,6 +136,7 @@ def run_both_real(cases: list[Case], fresh: bool = True) -> list[RealResult]:
             real_warnings=list(extras.get("warnings") or []),
             pykv_other_lines=observed["other_lines"],
             vllm_step_ms=list(extras.get("step_ms") or []),
+            vllm_torch_threads=extras.get("torch_threads"),
         )
         results.append(result)
     return results

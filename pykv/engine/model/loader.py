@@ -134,6 +134,7 @@ def load_model(model: str = "tiny", device: str = "cpu", dtype: str = "float32")
         net.lm_head.weight = net.embed_tokens.weight
     net = net.to(dtype=DTYPES[dtype]).eval()
     net.rotary = Rotary(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings).to(device)  # fp32 tables
+    net.prepare_weights()
 
     eos = raw.get("eos_token_id")
     eos_ids = frozenset(eos if isinstance(eos, list) else [] if eos is None else [eos])

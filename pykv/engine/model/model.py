@@ -4,13 +4,14 @@ pykv's paged KV cache. Qwen2 is the same network with biases on q/k/v."""
 from __future__ import annotations
 
 import contextlib
+import typing
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from pykv.engine.model.attention import AttentionBackend, AttentionMetadata, paged_attention
-from pykv.engine.model.row_stable_linear import RowStableLinear
+from pykv.engine.model.row_stable_linear import RowStableLinear, padded_rows, tiled_linear, transposed
 from pykv_kernels import launch_record
 
 
@@ -60,16 +61,29 @@ class Rotary(nn.Module):
         self.register_buffer("cos", emb.cos(), persistent=False)
         self.register_buffer("sin", emb.sin(), persistent=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        # x: (num_tokens, heads, head_dim); positions: (num_tokens,)
-        cos = self.cos[positions].unsqueeze(1).to(x.dtype)  # (num_tokens, 1, head_dim)
-        sin = self.sin[positions].unsqueeze(1).to(x.dtype)
+    def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin at ``positions`` (num_tokens,), each (num_tokens, 1, head_dim): read once a step, used by
+        every layer."""
+        return self.cos[positions].unsqueeze(1).to(dtype), self.sin[positions].unsqueeze(1).to(dtype)
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        # x: (num_tokens, heads, head_dim); cos, sin: (num_tokens, 1, head_dim)
         half = x.shape[-1] // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return x * cos + rotated * sin
 
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return self.rotate(x, *self.tables(positions, x.dtype))
+
 
 class Attention(nn.Module):
+    """q, k and v come out of one GEMM over the three weights stacked (``fuse_qkv``: the checkpoint's ``q_proj``,
+    ``k_proj`` and ``v_proj`` become views of it, so their names stay and memory holds one copy), one call instead
+    of three; it is still a fixed-tile GEMM, so a row's result does not depend on the batch
+    (tests/engine/model/test_tiled_model.py). q and k are rotated together, as one (tokens, heads + kv_heads,
+    head_dim) tensor."""
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
@@ -78,14 +92,40 @@ class Attention(nn.Module):
         self.v_proj = RowStableLinear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=cfg.attention_bias)
         self.o_proj = RowStableLinear(cfg.num_heads * cfg.head_dim, cfg.hidden_size, bias=False)
         self.scale = cfg.head_dim**-0.5
+        self.qkv_weight: torch.Tensor | None = None  # (hidden, q + k + v); set once by fuse_qkv (the loader)
+        self.qkv_bias: torch.Tensor | None = None
 
-    def forward(self, x, positions, rotary, kv_cache, meta: AttentionMetadata, backend: AttentionBackend):
-        n = x.shape[0]
-        q = rotary(self.q_proj(x).view(n, self.num_heads, self.head_dim), positions)  # (n, heads, head_dim)
-        k = rotary(self.k_proj(x).view(n, self.num_kv_heads, self.head_dim), positions)  # (n, kv_heads, head_dim)
-        v = self.v_proj(x).view(n, self.num_kv_heads, self.head_dim)
-        out = paged_attention(backend, q, k, v, kv_cache[0], kv_cache[1], meta, self.scale)
-        return self.o_proj(out.reshape(n, self.num_heads * self.head_dim))
+    def fuse_qkv(self) -> None:
+        """Stack q/k/v weights (and biases) into one (hidden, q + k + v features) GEMM operand; the three
+        projections' parameters become its views. The output projection keeps its own (in, out) operand."""
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        with torch.no_grad():
+            self.qkv_weight = transposed(torch.cat([p.weight for p in projections]))  # (hidden, q + k + v)
+            self.qkv_bias = None if self.q_proj.bias is None else torch.cat([p.bias for p in projections])
+            start = 0
+            for p in projections:
+                end = start + p.out_features
+                p.keep_transposed(self.qkv_weight[:, start:end])
+                if self.qkv_bias is not None:
+                    p.bias = nn.Parameter(self.qkv_bias[start:end], requires_grad=False)
+                start = end
+            self.o_proj.keep_transposed()
+
+    def forward(self, x, num_tokens, cos, sin, kv_cache, meta: AttentionMetadata, backend: AttentionBackend):
+        # x: (rows, hidden), the first num_tokens real, the rest tile padding (rows == num_tokens off the CPU)
+        assert self.qkv_weight is not None, "CausalLM.prepare_weights() runs after the weights load (the loader)"
+        rows, n = x.shape[0], num_tokens
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        qkv = tiled_linear(x, self.qkv_weight, self.qkv_bias)  # (rows, (heads + 2 * kv_heads) * dim)
+        qk = Rotary.rotate(qkv[:, : (heads + kv_heads) * dim].view(rows, heads + kv_heads, dim), cos, sin)
+        v = qkv[:n, (heads + kv_heads) * dim :].view(n, kv_heads, dim)
+        out = paged_attention(backend, qk[:n, :heads], qk[:n, heads:], v, kv_cache[0], kv_cache[1], meta, self.scale)
+        out = out.reshape(n, heads * dim)  # (num_tokens, heads * dim)
+        if rows != n or not out.is_contiguous():
+            padded = out.new_zeros(rows, heads * dim)  # tiles of their own, as tiled_linear wants
+            padded[:n] = out
+            out = padded
+        return tiled_linear(out, self.o_proj.operand)
 
 
 class MLP(nn.Module):
@@ -96,7 +136,9 @@ class MLP(nn.Module):
         self.down_proj = RowStableLinear(cfg.intermediate_size, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        # x: (rows, hidden), whole tiles on a CPU (tiled_linear)
+        gate, up = tiled_linear(x, self.gate_proj.operand), tiled_linear(x, self.up_proj.operand)
+        return tiled_linear(nn.functional.silu(gate) * up, self.down_proj.operand)
 
 
 class DecoderLayer(nn.Module):
@@ -107,8 +149,8 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, positions, rotary, kv_cache, meta, backend):
-        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, kv_cache, meta, backend)
+    def forward(self, x, num_tokens, cos, sin, kv_cache, meta, backend):
+        x = x + self.self_attn(self.input_layernorm(x), num_tokens, cos, sin, kv_cache, meta, backend)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -130,6 +172,16 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.rotary = Rotary(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
 
+    def prepare_weights(self) -> None:
+        """After the checkpoint's weights are in place: every projection's GEMM operand made once
+        (``RowStableLinear.keep_transposed``), each layer's q/k/v as one (``Attention.fuse_qkv``). A tied
+        lm_head gets an operand of its own (the embedding table keeps its rows)."""
+        for layer in typing.cast(list[DecoderLayer], self.layers):
+            layer.self_attn.fuse_qkv()
+            for proj in (layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj):
+                proj.keep_transposed()
+        typing.cast(RowStableLinear, self.lm_head).keep_transposed()
+
     @torch.inference_mode()
     def forward(
         self,
@@ -140,11 +192,20 @@ class CausalLM(nn.Module):
         backend: AttentionBackend,
         logits_indices: torch.Tensor,  # (num_sampled,) rows whose next-token logits are wanted
     ) -> torch.Tensor:
-        x = self.embed_tokens(input_ids)  # (num_tokens, hidden)
+        # Token rows padded to whole tiles once (row_stable_linear.tiled_linear): every projection takes them as
+        # they are. Padding rows run token 0 at position 0; nothing reads them (attention and the KV cache see the
+        # first num_tokens rows only).
+        n = len(input_ids)
+        rows = padded_rows(n, input_ids.device)
+        if rows != n:
+            input_ids = nn.functional.pad(input_ids, (0, rows - n))
+            positions = nn.functional.pad(positions, (0, rows - n))
+        x = self.embed_tokens(input_ids)  # (rows, hidden)
+        cos, sin = self.rotary.tables(positions, x.dtype)  # (rows, 1, head_dim) each, for every layer
         for i, (layer, kv_cache) in enumerate(zip(self.layers, kv_caches)):
             # every layer launches the same kernels over the same tables: a recorded step keeps the first layer's
             # launches only, so the others run without the trace: 2-5% of an interpreted storm step (120 steps, CPU)
             with launch_record.paused() if i else contextlib.nullcontext():
-                x = layer(x, positions, self.rotary, kv_cache, meta, backend.for_layer(i))
+                x = layer(x, n, cos, sin, kv_cache, meta, backend.for_layer(i))
         x = self.norm(x[logits_indices])  # (num_sampled, hidden)
         return self.lm_head(x).float()  # (num_sampled, vocab)

@@ -260,9 +260,17 @@ def run_case(case: dict, model_dir: str, detail: bool, catcher: _LineCatcher) ->
         "metrics": generate_latest(REGISTRY).decode(),
         "build_s": build_s,
         "step_ms": step_ms,
+        "torch_threads": _torch_threads(),
     }
     del engine
     return trace
+
+
+def _torch_threads() -> int:
+    """The intra-op threads torch runs the model with in this process (the CPU worker sets its own)."""
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _release() -> str:
