@@ -104,7 +104,7 @@ def test_advice_uses_the_servers_own_gpu_memory_utilization():
     assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(V1_SATURATED)["preemption_storm"].fix
     assert "your --gpu-memory-utilization 0.85 -> 0.90-0.95" in found(ONE_SCRAPE)["preemption_storm"].fix
     old = found(V0_OLD)["preemption_storm"].fix
-    assert "to 0.95" in old and "not read from this server; the default is 0.90 in 0.2.0-0.4.2" in old
+    assert "to 0.95" in old and "not read from this server; the default is 0.90 in 0.1.3-0.4.2" in old
 
 
 def test_lower_max_num_seqs_says_to_what():
