@@ -126,6 +126,7 @@ def combine(logs: list[LogParse], metrics: MetricsParse | None, traces: list[Tra
     if metrics is not None and unit == "line":  # the log made the timeline: keep the metrics' preemption count
         counted = max(counted, sum(s.preemptions or 0 for s in metrics.samples))
     evidence = Evidence(release, samples, startup, config, warnings, counted, histogram, sample_unit=unit)
+    evidence.engine_samples = engine_samples
     names = metrics.names if metrics is not None else None
     counted_now, visible = countable(release, PREEMPTIONS_FIELD in features, names)
     evidence.preemptions_counted, evidence.preemptions_visible = counted_now, visible

@@ -162,3 +162,15 @@ def test_the_data_parallel_rank_is_read_from_the_process_tag(tag, rank):
 
     (record,) = split_records(f"{tag} INFO 11-28 16:01:00 [gpu_worker.py:298] Available KV cache memory: 2.00 GiB")
     assert record.dp_rank == rank and record.message == "Available KV cache memory: 2.00 GiB"
+
+
+def test_the_findings_read_each_engines_batch_not_the_total():
+    """Issue 46 item 6: a data-parallel server's total adds two batches and pairs engine 0's full KV cache with
+    both engines' queues; --max-num-seqs bounds one engine. The advice and the peak are each engine's own."""
+    d = diagnose(FIXTURES / "v1_0_10_2_dp2.log")
+    found = {f.id: f for f in d.findings}
+    capacity = found["max_num_seqs_above_capacity"]
+    assert "running peaked at 48 requests on the busiest engine" in capacity.evidence  # the total peaked at 68
+    storm = found["preemption_storm"]
+    assert any(", engine 0: running 40, waiting 32, GPU KV 96.0%" in e for e in storm.evidence), storm.evidence
+    assert "lower --max-num-seqs from 64 to about 38" in storm.fix  # engine 0 held 38, not the total's 58

@@ -79,15 +79,17 @@ def max_num_seqs_above_capacity(ev: Evidence) -> Finding | None:
     if not concurrency:
         return None
     capacity = min(concurrency)
-    running = max((s.running for s in ev.samples if s.running is not None), default=None)
+    batches = ev.batch_samples()  # a data-parallel server: one engine's batch, which max_num_seqs bounds
+    running = max((s.running for s in batches if s.running is not None), default=None)
     tried = max(running or 0, ev.config.max_num_seqs or 0)
-    never_full = not any((s.gpu_kv_usage or 0) >= KV_FULL for s in ev.samples)
+    never_full = not any((s.gpu_kv_usage or 0) >= KV_FULL for s in batches)
     if tried < 4 * capacity or ev.preemptions_at_least() == 0 and ((running or 0) < 4 * capacity or never_full):
         return None  # shorter requests than max_model_len fit: no preemption and no full cache, no trouble
     confidence = "medium" if ev.preemptions_at_least() else "low"
     evidence = [f"start-up: maximum concurrency {capacity:.2f}x at max_model_len"]
     if running is not None:
-        evidence.append(f"running peaked at {running} requests")
+        busiest = " on the busiest engine" if ev.engine_samples else ""
+        evidence.append(f"running peaked at {running} requests{busiest}")
     if ev.config.max_num_seqs:
         evidence.append(f"max_num_seqs={ev.config.max_num_seqs}")
     return Finding(

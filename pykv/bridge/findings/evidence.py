@@ -32,12 +32,21 @@ class Evidence:
     since_start: int | None = None
     finished_since_start: int | None = None
     metric_readings: int = 0  # /metrics scrapes read: from two on, the counter's rise is the window's count
+    # A data-parallel server's timeline per engine (``samples`` is then their total): each engine has its own batch,
+    # queue and KV cache, and --max-num-seqs is per engine
+    engine_samples: dict[int, list[Sample]] = field(default_factory=dict)
 
     def window_preemptions(self) -> int:
         """Preemptions counted in what was read: per interval, V0's cumulative warning count, the counter's rise; a
         warning line is one preemption at least even when its count does not parse."""
         counted = sum(s.preemptions or 0 for s in self.samples)
         return max(counted, self.cumulative_preemptions, len(self.warnings))
+
+    def batch_samples(self) -> list[Sample]:
+        """What a rule about one engine's batch reads (is its KV cache full while its own queue waits, how many ran,
+        against --max-num-seqs): each engine's samples for a data-parallel server, where the total adds two
+        batches and pairs one engine's full cache with the other's queue; the timeline itself for one engine."""
+        return [s for samples in self.engine_samples.values() for s in samples] or self.samples
 
     def since_start_floor(self) -> int | None:
         floors = [n for n in (self.since_start, self.finished_since_start) if n is not None]
@@ -53,7 +62,11 @@ class Evidence:
     sample_unit: str = "line"  # "scrape" when the samples came from metrics
 
     def show(self, sample: Sample) -> str:
-        return describe(sample, self.sample_unit)
+        text = describe(sample, self.sample_unit)
+        if self.engine_samples and sample.engine is not None:  # one engine's sample of a data-parallel server
+            where, _, rest = text.partition(": ")
+            text = f"{where}, engine {sample.engine}: {rest}"
+        return text
 
 
 @dataclass

@@ -15,7 +15,7 @@ def crowded(ev: Evidence) -> list[Sample]:
     """Samples with the GPU KV cache full while requests run and others wait: saturation with a queue."""
     return [
         s
-        for s in ev.samples
+        for s in ev.batch_samples()
         if s.gpu_kv_usage is not None and s.gpu_kv_usage >= KV_FULL and (s.waiting or 0) > 0 and (s.running or 0) > 0
     ]
 
@@ -62,9 +62,10 @@ def held_running(ev: Evidence) -> tuple[int, bool, str] | None:
     the fewest running while it was full with a queue (what preemption shrank the batch to); None without a
     saturated sample. V0's per-interval counts come from a warning printed once per 50, so a zero there is no proof
     of none: V0 is read by the KV cache alone."""
-    preempting = [s.running for s in ev.samples if s.preemptions and s.running]
+    samples = ev.batch_samples()
+    preempting = [s.running for s in samples if s.preemptions and s.running]
     if not ev.warnings and preempting:
-        calm = [s.running for s in ev.samples if s.preemptions == 0 and s.running and (s.gpu_kv_usage or 0) >= 0.8]
+        calm = [s.running for s in samples if s.preemptions == 0 and s.running and (s.gpu_kv_usage or 0) >= 0.8]
         if calm and max(calm) < min(preempting):
             return max(calm), True, "the most requests running in an interval without a preemption, from the timeline"
         return min(preempting), False, f"{min(preempting)} running still preempted"
