@@ -303,8 +303,10 @@ def test_sigint_ends_a_running_attach_cleanly(storm_server):
     import signal
     import subprocess
 
+    # Ctrl-C in a terminal: SIGINT at its default, which Python turns into KeyboardInterrupt. A suite started in the
+    # background (`.ci/run &`) passes SIGINT on ignored, and Python then installs no handler: reset it in the child.
     proc = _pykv("attach", "--metrics", storm_server.url, "--interval", "0.5", stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE)  # fmt: skip
+                 stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()  # the first row: it is watching
