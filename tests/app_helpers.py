@@ -24,6 +24,12 @@ def sweep_page():
     sweep.render()
 
 
+def server_page():
+    from pykv.ui.pages import server
+
+    server.render()
+
+
 def ok(at: AppTest) -> AppTest:
     assert not at.exception, at.exception
     return at
@@ -75,3 +81,10 @@ def details_key(at: AppTest, prefix: str = "") -> str:
     found = [key for key in (f"{prefix}details_{name}" for name in ["first", *TABS]) if key in at.session_state]
     assert len(found) == 1, found
     return found[0]
+
+
+def diagnosed(at: AppTest, text: str) -> AppTest:
+    """The Your server page with ``text`` pasted and Diagnose pressed."""
+    ok(at.run())
+    at.text_area(key="server_paste").input(text)
+    return ok(at.button(key="FormSubmitter:server_input-Diagnose").click().run())

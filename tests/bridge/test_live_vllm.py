@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from app_helpers import server_page
 from live_vllm import (
     BLOCK_SIZE,
     MAX_MODEL_LEN,
@@ -105,12 +106,6 @@ def attach_cli(server: LiveServer) -> dict:
         code = main(argv + ["--interval", "0.5", "--duration", "2", "--json"])
     assert code == 0, out.getvalue()[-2000:]
     return json.loads(out.getvalue())
-
-
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
 
 
 def attach_page(server: LiveServer) -> dict[str, str]:

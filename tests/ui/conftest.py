@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from app_helpers import APP, lessons_page
+from app_helpers import APP, lessons_page, server_page
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
@@ -51,6 +51,13 @@ def app(random_llama_path, monkeypatch) -> AppTest:
     """The whole app (the Playground first) on the random checkpoint; not run yet."""
     monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
     return AppTest.from_file(APP, default_timeout=120)
+
+
+@pytest.fixture
+def server_app(random_llama_path, monkeypatch) -> AppTest:
+    """The Your server page alone on the random checkpoint; not run yet."""
+    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
+    return AppTest.from_function(server_page, default_timeout=180)
 
 
 @pytest.fixture

@@ -10,16 +10,9 @@ from app_helpers import ok
 from streamlit.testing.v1 import AppTest
 
 
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
-
-
 @pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_function(server_page, default_timeout=180)
+def app(server_app) -> AppTest:
+    return server_app
 
 
 def test_an_example_log_is_diagnosed_replayed_and_kept_as_a_baseline(app):

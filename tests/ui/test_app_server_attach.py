@@ -10,19 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from app_helpers import ok
+from app_helpers import ok, server_page
 from streamlit.testing.v1 import AppTest
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
 ATTACH = "FormSubmitter:server_attach_form-Attach"
 FACTS = json.loads((FIXTURES / "v1_0_32_0_cpu_live.json").read_text())
 STORM = f"{FACTS['storm']['counter'][1] - FACTS['storm']['counter'][0]:.0f}"  # the storm's preemptions, as vLLM counted
-
-
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
 
 
 def storm_bodies() -> list[str]:

@@ -4,7 +4,7 @@ tab is gone is cancelled."""
 from __future__ import annotations
 
 import pytest
-from app_helpers import ok
+from app_helpers import diagnosed
 from streamlit.testing.v1 import AppTest
 
 STATS = (
@@ -14,22 +14,9 @@ STATS = (
 )
 
 
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
-
-
 @pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_function(server_page, default_timeout=180)
-
-
-def paste_and_diagnose(app: AppTest, text: str) -> AppTest:
-    ok(app.run())
-    app.text_area(key="server_paste").input(text)
-    return ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
+def app(server_app) -> AppTest:
+    return server_app
 
 
 def everything_said(app: AppTest) -> str:
@@ -40,7 +27,7 @@ def test_a_read_past_its_cpu_budget_stops_and_says_why(app, monkeypatch):
     from pykv.ui.pages import server
 
     monkeypatch.setattr(server, "READ_BUDGET_S", 0.0)
-    paste_and_diagnose(app, "".join(STATS.format(s=i % 60) for i in range(5000)))
+    diagnosed(app, "".join(STATS.format(s=i % 60) for i in range(5000)))
     said = everything_said(app)
     assert "reading stopped after" in said and "of CPU time" in said
 
@@ -49,6 +36,6 @@ def test_a_read_whose_tab_is_gone_is_cancelled(app, monkeypatch):
     from pykv.ui.session import budgets
 
     monkeypatch.setattr(budgets, "session_gone", lambda: lambda: True)
-    paste_and_diagnose(app, "".join(STATS.format(s=i % 60) for i in range(5000)))
+    diagnosed(app, "".join(STATS.format(s=i % 60) for i in range(5000)))
     assert "the page that asked for it was closed" in everything_said(app)
     assert "server_diagnosis" not in app.session_state

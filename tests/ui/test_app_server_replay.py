@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from app_helpers import APP, ok, opened, shown_step
+from app_helpers import APP, diagnosed, ok, opened, shown_step
 from streamlit.testing.v1 import AppTest
 
 EXAMPLE = Path(__file__).parents[2] / "pykv" / "bridge" / "examples" / "v1-0.33-preemption-storm.log"
@@ -25,16 +25,9 @@ vllm:num_preemptions_total{model_name="m"} 4821.0
 """
 
 
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
-
-
 @pytest.fixture
-def server(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_function(server_page, default_timeout=180)
+def server(server_app) -> AppTest:
+    return server_app
 
 
 def table(app: AppTest, first_column: str) -> dict[str, str]:
@@ -45,12 +38,6 @@ def table(app: AppTest, first_column: str) -> dict[str, str]:
 def shown(elements) -> str:
     """The elements' text as a person reads it (Markdown's escapes removed)."""
     return "\n".join(re.sub(r"\\(.)", r"\1", e.value) for e in elements)
-
-
-def pasted(app: AppTest, text: str) -> AppTest:
-    ok(app.run())
-    app.text_area(key="server_paste").input(text)
-    return ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
 
 
 def test_the_settings_read_and_each_fix_at_the_servers_scale(server):
@@ -71,14 +58,14 @@ def test_the_settings_read_and_each_fix_at_the_servers_scale(server):
 
 def test_the_model_the_log_names_becomes_the_target(server):
     text = EXAMPLE.read_text().replace("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-14B-Instruct")
-    pasted(server, text)
+    diagnosed(server, text)
     assert server.selectbox(key="server_target_model").value == "qwen2.5-14b"  # priced on Llama-3.1-8B before
     assert "GiB of Qwen2.5-14B KV per GPU" in shown(server.markdown)
     assert "modelled on H100-SXM + Qwen2.5-14B" in shown(server.markdown)
 
 
 def test_a_single_scrape_is_a_table_of_values_not_a_timeline(server):
-    pasted(server, ONE_SCRAPE.decode())
+    diagnosed(server, ONE_SCRAPE.decode())
     point = table(server, "figure")
     assert (point["running"], point["waiting"], point["GPU KV cache usage"]) == ("64", "23", "98.7%")
     assert not server.get("plotly_chart")  # no timeline of one dot

@@ -6,29 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import ok
+from app_helpers import diagnosed
 from streamlit.testing.v1 import AppTest
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "bridge"
 
 
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
-
-
 @pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_function(server_page, default_timeout=180)
+def app(server_app) -> AppTest:
+    return server_app
 
 
 def paste(app: AppTest, name: str) -> AppTest:
-    ok(app.run())
-    app.text_area(key="server_paste").input((FIXTURES / name).read_text())
-    ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
-    return app
+    return diagnosed(app, (FIXTURES / name).read_text())
 
 
 def captions(app: AppTest) -> str:

@@ -5,7 +5,7 @@ diagnosis that cannot be drawn is said once and dropped (it does not fail again 
 from __future__ import annotations
 
 import pytest
-from app_helpers import ok
+from app_helpers import diagnosed, ok
 from streamlit.testing.v1 import AppTest
 
 STATS = (
@@ -23,22 +23,9 @@ def stats(second: int = 15, running: str = "3", gen: str = "2.0") -> str:
     return STATS.format(second=second, running=running, gen=gen)
 
 
-def server_page():
-    from pykv.ui.pages import server
-
-    server.render()
-
-
 @pytest.fixture
-def app(random_llama_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("PYKV_MODEL", str(random_llama_path))
-    return AppTest.from_function(server_page, default_timeout=180)
-
-
-def paste(app: AppTest, text: str) -> AppTest:
-    ok(app.run())
-    app.text_area(key="server_paste").input(text)
-    return ok(app.button(key="FormSubmitter:server_input-Diagnose").click().run())
+def app(server_app) -> AppTest:
+    return server_app
 
 
 BIG = "9" * 4290
@@ -62,7 +49,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_numbers_and_json_are_diagnosed_and_replayed_without_a_crash(app, text):
-    paste(app, text)
+    diagnosed(app, text)
     heads = [s.value for s in app.subheader]
     assert heads[0].startswith("Release") and "Replay it in the lab" in heads and "Baseline" in heads, heads
     assert not app.error, [e.value for e in app.error]
@@ -70,14 +57,14 @@ def test_hostile_numbers_and_json_are_diagnosed_and_replayed_without_a_crash(app
 
 
 def test_timestamps_of_1e20_ms_are_one_error(app):
-    paste(app, "vllm:num_requests_running 3.0 100000000000000000000\n")
+    diagnosed(app, "vllm:num_requests_running 3.0 100000000000000000000\n")
     assert len(app.error) == 1 and "usable time" in app.error[0].value
 
 
 def test_a_kept_diagnosis_that_cannot_be_drawn_is_said_once_and_dropped(app, monkeypatch):
     from pykv.ui.views.panels import server_report
 
-    paste(app, stats() + stats(second=25))
+    diagnosed(app, stats() + stats(second=25))
     monkeypatch.setattr(server_report, "timeline", lambda d: f"{10**5000}")  # ValueError: past int's str limit
     ok(app.run())
     assert len(app.error) == 1 and "cannot be shown" in app.error[0].value
@@ -92,7 +79,7 @@ def test_a_replay_that_fails_is_one_line_and_the_baseline_stays(app, monkeypatch
         raise OverflowError("cannot convert float infinity to integer")
 
     monkeypatch.setattr(server_lab, "plan_replay", broken)
-    paste(app, stats() + stats(second=25))
+    diagnosed(app, stats() + stats(second=25))
     assert len(app.error) == 1 and "OverflowError" in app.error[0].value
     assert "Baseline" in [s.value for s in app.subheader]
 
@@ -104,7 +91,7 @@ def test_a_what_if_that_fails_is_one_line(app, monkeypatch):
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(server_what_if, "what_if", broken)
-    paste(app, stats() + WARNING.format(count=51) + stats(second=45, running="60"))
+    diagnosed(app, stats() + WARNING.format(count=51) + stats(second=45, running="60"))
     ok(app.button(key="server_what_if").click().run())
     assert len(app.error) == 1 and "RecursionError" in app.error[0].value
     assert "Baseline" in [s.value for s in app.subheader]
