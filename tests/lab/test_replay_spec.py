@@ -63,13 +63,22 @@ def _token(body: bytes) -> str:
             ).encode()
         ),
         _token(b"[" * 50_000),
-        _token(b" " * 10_000_000),  # a zip bomb: 10 MB of spaces in a few KB
+        _token(b" " * 2_000_000),  # a zip bomb: 2 MB of spaces in a 2.6 KB token, under the length cap
         "A" * (MAX_TOKEN_CHARS + 1),
     ],
 )
 def test_a_bad_token_is_one_value_error(token):
     with pytest.raises(ValueError, match="replay"):
         decode(token)
+
+
+def test_a_zip_bomb_stops_at_the_decompression_cap_not_the_length_cap():
+    spec = {"v": 1, "seed": 0, "vocab": 512, "prompt_len": 48, "output_len": 48, "arrivals": [0]}
+    assert decode(_token(json.dumps(spec).encode())).seed == 0
+    bomb = _token(b" " * 2_000_000 + json.dumps(spec).encode())  # valid JSON after 2 MB of whitespace
+    assert len(bomb) < MAX_TOKEN_CHARS  # it passes the length check: only the bounded inflate stops it
+    with pytest.raises(ValueError, match="damaged or not a pykv replay"):
+        decode(bomb)
 
 
 def test_a_calm_servers_pool_stays_within_what_a_link_carries():

@@ -27,14 +27,13 @@ from pykv.bridge.base.errors import BridgeInputError
 from pykv.bridge.base.numbers import MAX_EPOCH_S, bounded_float, bounded_int
 
 MAX_BATCH_BYTES = 16 * 1024 * 1024  # one batch: a step's events (vLLM's own hwm is counted in batches, not bytes)
-KNOWN = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
 MAX_EVENTS = 1_000_000  # events read from one batch
 MAX_UNKNOWN_TAGS = 20  # distinct unknown tags kept by name; more are counted under "(other)"
 
 
 @dataclass(frozen=True)
 class KVEvent:
-    kind: str  # a tag in KNOWN, or an unknown tag as sent (cut to 60 characters)
+    kind: str  # BlockStored, BlockRemoved, AllBlocksCleared, or an unknown tag as sent (cut to 60 characters)
     blocks: int = 0  # block hashes it names
     tokens: int = 0  # token ids a BlockStored carries
     medium: str | None = None  # "GPU", "CPU", ... (None: not said)

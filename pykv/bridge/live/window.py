@@ -30,11 +30,8 @@ class LiveWindow:
     log_head: list[str] = field(default_factory=list)
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     log_lines: int = 0  # every line followed, kept or not
-    first_preemption_counter: float | None = None  # vllm:num_preemptions_total at the window's first scrape
 
     def add_scrape(self, scrape: Scrape) -> None:
-        if self.first_preemption_counter is None and "preemptions" in scrape.values:
-            self.first_preemption_counter = scrape.values["preemptions"]
         self.scrapes.append(scrape)
 
     def add_log_lines(self, lines: list[str]) -> None:

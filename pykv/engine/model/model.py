@@ -73,9 +73,6 @@ class Rotary(nn.Module):
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return x * cos + rotated * sin
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return self.rotate(x, *self.tables(positions, x.dtype))
-
 
 class Attention(nn.Module):
     """q, k and v come out of one GEMM over the three weights stacked (``fuse_qkv``: the checkpoint's ``q_proj``,

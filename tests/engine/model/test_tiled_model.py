@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from pykv import EngineConfig, LLMEngine, SamplingParams, load_model
+from pykv import EngineConfig, LLMEngine, SamplingParams, default_model_path, load_model
 from pykv.engine.model.row_stable_linear import ROWS_PER_TILE, RowStableLinear, row_stable_linear, tiled_linear
 
 
@@ -22,7 +22,8 @@ def test_tiled_linear_gives_each_row_the_bits_of_row_stable_linear_whatever_the_
     padded = torch.full((3 * ROWS_PER_TILE, 256), 1e30)  # padding rows hold anything
     padded[: len(rows)] = rows
     assert torch.equal(tiled_linear(padded, layer.weight_t)[: len(rows)], expected)
-    assert torch.equal(layer(rows), expected)
+    assert torch.equal(layer(rows), expected)  # the layer's own forward takes the same path
+    assert torch.allclose(expected, rows @ layer.weight.T, rtol=1e-5, atol=1e-4)  # and it is the product
 
 
 @torch.inference_mode()
@@ -41,11 +42,15 @@ def test_kept_operand_is_the_weight_and_a_row_keeps_its_bits_in_any_batch():
 
 
 def test_prepared_weights_keep_the_checkpoint_names_and_values():
+    from safetensors.torch import load_file
+
+    checkpoint = load_file(default_model_path() / "model.safetensors")  # the tensors as shipped, never prepared
     loaded = load_model("tiny")
-    fresh = {k: v.clone() for k, v in loaded.model.state_dict().items()}
-    loaded.model.prepare_weights()  # again: idempotent on values
     state = loaded.model.state_dict()
-    assert state.keys() == fresh.keys() and all(torch.equal(state[k], fresh[k]) for k in fresh)
+    assert {f"model.{k}" for k in state} - set(checkpoint) == {"model.lm_head.weight"}  # tied to the embedding
+    assert all(torch.equal(state[k.removeprefix("model.")], v) for k, v in checkpoint.items())
+    loaded.model.prepare_weights()  # again: idempotent on values
+    assert all(torch.equal(loaded.model.state_dict()[k], v) for k, v in state.items())
     attn = loaded.model.layers[0].self_attn
     assert attn.qkv_weight is not None and attn.qkv_weight.shape == (256, 256 + 64 + 64)
     assert attn.k_proj.weight.data_ptr() == attn.qkv_weight[:, 256:].data_ptr()  # a view: memory held once
