@@ -87,6 +87,7 @@ def test_the_replay_link_opens_the_same_replay_in_a_fresh_session(server, random
     assert lab.preset is None and len(lab.workload.requests) == 19  # the storm's 12 running + 7 waiting
     assert fresh.query_params["replay"] in ([params["replay"]], params["replay"])  # the address bar keeps it
     assert "A replay of a real server's pressure: 19 requests" in shown(fresh.info)
+    assert "**Step 5** · workload `server-replay` ·" in shown(fresh.markdown)  # not "preset none"
     from pykv.bridge import diagnose
     from pykv.lab.server_replay import plan_replay
 

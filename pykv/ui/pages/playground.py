@@ -141,8 +141,12 @@ def _controls(lab: Lab) -> None:
     elif end:
         where += " · every request has finished"
     p = lab.config.profile
+    # a workload from a file, a lesson or a server replay has no preset: its own name says what runs
+    source = f"preset `{lab.preset}`" if lab.preset else "no workload"
+    if not lab.preset and lab.workload is not None:
+        source = f"workload `{lab.workload.name}`"
     st.markdown(
-        f"{where} · preset `{lab.preset or 'none'}` · {lab.engine.backend.label} attention on "
+        f"{where} · {source} · {lab.engine.backend.label} attention on "
         f"`{lab.config.device}` · {lab.config.num_gpu_blocks} blocks × {lab.config.block_size} tokens · "
         f"follows vLLM {p.release} ({p.engine})",
         help=f"vllm_profile={p.name}: {p.summary}. " + " ".join(lab.engine.startup_lines),
