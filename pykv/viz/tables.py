@@ -115,11 +115,13 @@ _COSTS_SHOWN = (
 def preemption_costs_frame(snapshot: Snapshot) -> pd.DataFrame:
     """``preemptions_frame`` for people: each time in µs, ms or s with its unit (a swap of a few blocks takes
     microseconds: "0.000005" in seconds read as nothing), bytes in KiB/MiB, counts as whole numbers, "—" where a
-    value does not apply (a swap's recompute time). The CSV keeps ``preemptions_frame``'s seconds; ``step`` and
-    ``request_id`` keep their names, by which the modelled bills are matched."""
+    value does not apply (a swap's recompute time), and no column that applies to no row. The CSV keeps
+    ``preemptions_frame``'s seconds; ``step`` and ``request_id`` keep their names, by which the modelled bills are
+    matched."""
     raw = preemptions_frame(snapshot)
-    for column in ("recompute_s", "recompute_cpu_s"):
-        raw[column] = [s if mode == "recompute" else None for s, mode in zip(raw[column], raw["mode"])]
+    done = [mode == "recompute" and n > 0 for mode, n in zip(raw["mode"], raw["recomputed_tokens"])]
+    for column in ("recompute_s", "recompute_cpu_s"):  # none yet before the re-prefill: "—", not a measured 0
+        raw[column] = [s if ran else None for s, ran in zip(raw[column], done)]
     out = pd.DataFrame(index=raw.index)
     for column, heading, fmt in _COSTS_SHOWN:
         name = column if column in ("step", "request_id") else heading
@@ -129,4 +131,6 @@ def preemption_costs_frame(snapshot: Snapshot) -> pd.DataFrame:
             out[name] = raw[column].astype("Int64")  # a missing steps_lost made the column float ("9.0")
         else:
             out[name] = ["—" if pd.isna(v) else v for v in raw[column]]
-    return out
+    # A column that applies to no row (swap times in a recompute-only run) is dropped: the costs that did apply
+    # stay on screen instead of behind a row of dashes
+    return out[[c for c in out.columns if not (out[c].astype(str) == "—").all()]]

@@ -228,3 +228,13 @@ def test_victim_reasons_loads_stores_forks_copies_and_the_tax_are_narrated():
         in lines
     )
     assert "Recompute tax this step: 8 of the prefill tokens (25%)" in lines  # 8 of 32 prefill tokens
+
+
+def test_a_recompute_only_run_shows_no_swap_columns():
+    rec = cost("4", "recompute", recomputed_tokens=80, recompute_s=1.5, recompute_cpu_s=0.75, steps_lost=3)
+    table = preemption_costs_frame(snap_with(None, preemptions=[rec]))
+    assert not {"swap out", "swap out, CPU", "swap in", "PCIe out (modelled)", "fallback"} & set(table.columns)
+    assert table.to_dict("records")[0]["recompute, CPU"] == "750.00 ms"
+    waiting = cost("5", "recompute", recomputed_tokens=0, steps_lost=None)  # preempted, not yet re-prefilled
+    pending = preemption_costs_frame(snap_with(None, preemptions=[rec, waiting])).to_dict("records")[1]
+    assert (pending["recompute time"], pending["recompute, CPU"]) == ("—", "—")
