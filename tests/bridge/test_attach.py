@@ -334,3 +334,9 @@ def test_a_big_log_is_read_from_its_start_up_and_its_end(tmp_path, monkeypatch):
         follower.close()
     assert lines[:3] == ["line 00000", "line 00001", "line 00002"] and lines[-1] == "line 04999"
     assert len(lines) < 100 and follower.skipped_bytes > 50_000
+
+
+def test_a_calm_run_without_a_trace_does_not_claim_its_prefixes_are_shared():
+    d = diagnose([recorded_log("calm"), (FIXTURES / f"{STEM}_calm.metrics").read_bytes()])
+    prefix = next(f for f in d.findings if f.id == "prefix_cache_not_hitting")
+    assert (prefix.title, prefix.confidence) == ("Prefix cache hits near 0%", "low")  # no trace: sharing unknown
